@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages lctx needs to build and test, when they are missing.
+# Runs as root, or through sudo for a normal user.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config git   # compiler and build
+  libpcre2-dev                            # Unicode pre-tokenizer regexes (BPE vocabularies)
+  nlohmann-json3-dev                      # JSON: CLI --json, golden fixtures, server
+  libcli11-dev                            # command-line parsing
+  libcpp-httplib-dev                      # HTTP server
+  libgtest-dev libgmock-dev               # unit tests
+  libbenchmark-dev                        # micro-benchmarks
+  clang libclang-rt-14-dev                # sanitizer and fuzzing builds
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

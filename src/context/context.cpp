@@ -1,0 +1,276 @@
+#include "context/context.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "util/error.h"
+#include "util/log.h"
+
+namespace lctx {
+
+namespace {
+double now_ms() {
+    using namespace std::chrono;
+    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+Context::Context(const Model &model, const ContextParams &params) : model_(model), params_(params) {
+    const HParams &hp = model.hparams();
+    if (params_.n_ctx == 0) params_.n_ctx = hp.n_ctx_train;
+    if (params_.n_ctx == 0) throw Error("n_ctx is 0 and the model gives no training context");
+    if (params_.n_batch == 0) throw Error("n_batch must be greater than 0");
+    if (params_.n_ubatch == 0) throw Error("n_ubatch must be greater than 0");
+    // A micro-batch never holds more than a batch (llama.cpp clamps the same way).
+    params_.n_ubatch = std::min(params_.n_ubatch, params_.n_batch);
+    if (params_.n_threads < 1) params_.n_threads = 1;
+    if (params_.n_threads_batch < 1) params_.n_threads_batch = params_.n_threads;
+    if (params_.pooling == PoolingType::Unspecified) params_.pooling = PoolingType::None;
+
+    kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max);
+    pool_ = std::make_unique<kernels::ThreadPool>(std::max(params_.n_threads, params_.n_threads_batch));
+    perf_.t_start_ms = now_ms();
+}
+
+Context::~Context() = default;
+
+void Context::set_n_threads(int n_threads, int n_threads_batch) {
+    params_.n_threads = std::max(1, n_threads);
+    params_.n_threads_batch = std::max(1, n_threads_batch);
+    const int need = std::max(params_.n_threads, params_.n_threads_batch);
+    if (need != pool_->n_threads()) pool_ = std::make_unique<kernels::ThreadPool>(need);
+}
+
+void Context::perf_reset() {
+    perf_ = PerfCounters{};
+    perf_.t_start_ms = now_ms();
+}
+
+bool Context::validate(const Batch &b) const {
+    const HParams &hp = model_.hparams();
+    if (b.n_tokens <= 0) {
+        LCTX_LOG_ERROR("decode: the batch is empty (n_tokens = %d)", b.n_tokens);
+        return false;
+    }
+    if (static_cast<uint32_t>(b.n_tokens) > params_.n_batch) {
+        LCTX_LOG_ERROR("decode: the batch has %d tokens, more than n_batch = %u", b.n_tokens, params_.n_batch);
+        return false;
+    }
+    if ((b.token == nullptr) == (b.embd == nullptr)) {
+        LCTX_LOG_ERROR("decode: a batch needs exactly one of token ids and embeddings");
+        return false;
+    }
+    for (int32_t i = 0; i < b.n_tokens; ++i) {
+        if (b.token && (b.token[i] < 0 || static_cast<uint32_t>(b.token[i]) >= hp.n_vocab)) {
+            LCTX_LOG_ERROR("decode: token %d at batch index %d is outside the vocabulary [0, %u)", b.token[i], i,
+                           hp.n_vocab);
+            return false;
+        }
+        if (b.seq_id) {
+            const int32_t ns = b.n_seq_id ? b.n_seq_id[i] : 1;
+            if (ns < 1 || ns > static_cast<int32_t>(params_.n_seq_max)) {
+                LCTX_LOG_ERROR("decode: batch index %d has %d sequence ids (must be 1..n_seq_max = %u)", i, ns,
+                               params_.n_seq_max);
+                return false;
+            }
+            for (int32_t s = 0; s < ns; ++s) {
+                const int32_t id = b.seq_id[i][s];
+                if (id < 0 || static_cast<uint32_t>(id) >= params_.n_seq_max) {
+                    LCTX_LOG_ERROR("decode: sequence id %d at batch index %d is outside [0, n_seq_max = %u)", id, i,
+                                   params_.n_seq_max);
+                    return false;
+                }
+            }
+        }
+        if (b.pos && b.pos[i] < 0) {
+            LCTX_LOG_ERROR("decode: position %d at batch index %d is negative", b.pos[i], i);
+            return false;
+        }
+    }
+    return true;
+}
+
+void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv) {
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    mask_.assign(static_cast<size_t>(n) * n_kv, kNegInf);
+    const std::vector<KvCell> &cells = kv_->cells();
+    const bool causal = model_.hparams().causal_attn;
+    for (int32_t t = 0; t < n; ++t) {
+        const int32_t i = begin + t;
+        // A token sees the cells of its (first) sequence at positions not after its own.
+        const int32_t seq = b.seq_id[i][0];
+        const int32_t pos = b.pos[i];
+        float *row = mask_.data() + static_cast<size_t>(t) * n_kv;
+        for (uint32_t j = 0; j < n_kv; ++j) {
+            const KvCell &c = cells[j];
+            if (c.pos < 0 || !c.seq.test(seq)) continue;
+            if (causal && c.pos > pos) continue;
+            row[j] = 0.0f;
+        }
+    }
+}
+
+DecodeStatus Context::decode(const Batch &in) {
+    if (!validate(in)) return DecodeStatus::Error;
+    const HParams &hp = model_.hparams();
+    const double t_start = now_ms();
+    const int32_t n_tokens = in.n_tokens;
+
+    // Fill in defaults: sequence 0, positions continuing each sequence, output for the last token.
+    Batch b = in;
+    static int32_t seq_zero = 0;
+    std::vector<int32_t> n_seq_default;
+    std::vector<int32_t *> seq_default;
+    if (!b.seq_id) {
+        n_seq_default.assign(n_tokens, 1);
+        seq_default.assign(n_tokens, &seq_zero);
+        b.n_seq_id = n_seq_default.data();
+        b.seq_id = seq_default.data();
+    } else if (!b.n_seq_id) {
+        n_seq_default.assign(n_tokens, 1);
+        b.n_seq_id = n_seq_default.data();
+    }
+    if (!b.pos) {
+        auto_pos_.resize(n_tokens);
+        std::vector<int32_t> next(params_.n_seq_max, -1);
+        for (int32_t i = 0; i < n_tokens; ++i) {
+            const int32_t s = b.seq_id[i][0];
+            if (next[s] < 0) next[s] = kv_->seq_pos_max(s) + 1;
+            auto_pos_[i] = next[s]++;
+        }
+        b.pos = auto_pos_.data();
+    }
+    std::vector<int8_t> want(n_tokens, 0);
+    if (b.logits) {
+        for (int32_t i = 0; i < n_tokens; ++i) want[i] = b.logits[i] != 0;
+    } else if (params_.embeddings && params_.pooling != PoolingType::None) {
+        std::fill(want.begin(), want.end(), 1);
+    } else {
+        want[n_tokens - 1] = 1;
+    }
+
+    // Output buffers: one row per requested token, in batch order.
+    int32_t n_out = 0;
+    output_ids_.assign(n_tokens, -1);
+    for (int32_t i = 0; i < n_tokens; ++i)
+        if (want[i]) output_ids_[i] = n_out++;
+    const bool want_logits = !params_.embeddings;
+    n_outputs_ = 0;
+    try {
+        if (want_logits) logits_.resize(static_cast<size_t>(n_out) * hp.n_vocab);
+        if (params_.embeddings) embd_.resize(static_cast<size_t>(n_out) * hp.n_embd);
+    } catch (const std::bad_alloc &) {
+        LCTX_LOG_ERROR("decode: cannot allocate outputs for %d tokens", n_out);
+        return DecodeStatus::Error;
+    }
+
+    // Pending shifts re-rotate the cached keys first.
+    kv_->apply_shift(hp.rope, hp.n_head_kv, hp.n_embd_head_k);
+    pool_->set_n_active(n_tokens == 1 ? params_.n_threads : params_.n_threads_batch);
+
+    // Micro-batches: consecutive runs of at most n_ubatch tokens.
+    int32_t out_row = 0;
+    for (int32_t begin = 0; begin < n_tokens; begin += static_cast<int32_t>(params_.n_ubatch)) {
+        const int32_t n = std::min<int32_t>(static_cast<int32_t>(params_.n_ubatch), n_tokens - begin);
+        kv_->maybe_rewind_head(n);
+        if (!kv_->find_cells(n, cells_)) {
+            LCTX_LOG_WARN("decode: no room in the KV cache for %d tokens (%u of %u cells used)", n, kv_->used(),
+                          kv_->size());
+            n_outputs_ = out_row;
+            return DecodeStatus::NoKvSlot;
+        }
+        kv_->occupy(cells_, b.pos + begin, b.n_seq_id + begin, b.seq_id + begin);
+        const uint32_t n_kv = kv_->n_kv();
+        build_mask(b, begin, n, n_kv);
+
+        out_rows_.clear();
+        for (int32_t t = 0; t < n; ++t)
+            if (want[begin + t]) out_rows_.push_back(t);
+
+        ForwardBatch fb;
+        fb.n_tokens = n;
+        fb.tokens = b.token ? b.token + begin : nullptr;
+        fb.embd = b.embd ? b.embd + static_cast<size_t>(begin) * hp.n_embd : nullptr;
+        fb.pos = b.pos + begin;
+        fb.cells = cells_.data();
+        fb.n_kv = static_cast<int32_t>(n_kv);
+        fb.mask = mask_.data();
+        fb.n_outputs = static_cast<int32_t>(out_rows_.size());
+        fb.out_rows = out_rows_.data();
+        fb.logits = want_logits ? logits_.data() + static_cast<size_t>(out_row) * hp.n_vocab : nullptr;
+        fb.hidden = params_.embeddings ? embd_.data() + static_cast<size_t>(out_row) * hp.n_embd : nullptr;
+        fb.abort_cb = params_.abort_callback;
+        fb.abort_data = params_.abort_callback_data;
+        if (!forward(model_, kv_->view(), fb, scratch_, *pool_)) {
+            kv_->release(cells_);  // the cache keeps only complete micro-batches
+            n_outputs_ = out_row;
+            return DecodeStatus::Aborted;
+        }
+        kv_->advance_head(static_cast<uint32_t>(n));
+        out_row += fb.n_outputs;
+        if (params_.abort_callback && begin + n < n_tokens && params_.abort_callback(params_.abort_callback_data)) {
+            n_outputs_ = out_row;
+            return DecodeStatus::Aborted;
+        }
+    }
+    n_outputs_ = out_row;
+
+    if (!params_.no_perf) {
+        const double dt = now_ms() - t_start;
+        if (n_tokens == 1) {
+            perf_.t_eval_ms += dt;
+            perf_.n_eval += 1;
+        } else {
+            perf_.t_p_eval_ms += dt;
+            perf_.n_p_eval += n_tokens;
+        }
+    }
+    return DecodeStatus::Ok;
+}
+
+float *Context::logits_ith(int32_t i) {
+    if (params_.embeddings || logits_.empty()) {
+        LCTX_LOG_ERROR("get_logits_ith: no logits are available (embeddings mode or nothing decoded)");
+        return nullptr;
+    }
+    int32_t row;
+    if (i < 0) {
+        row = n_outputs_ + i;
+        if (row < 0) {
+            LCTX_LOG_ERROR("get_logits_ith: index %d reaches before the first of %d outputs", i, n_outputs_);
+            return nullptr;
+        }
+    } else {
+        if (static_cast<size_t>(i) >= output_ids_.size()) {
+            LCTX_LOG_ERROR("get_logits_ith: index %d is outside the last batch of %zu tokens", i, output_ids_.size());
+            return nullptr;
+        }
+        row = output_ids_[i];
+        if (row < 0) {
+            LCTX_LOG_ERROR("get_logits_ith: batch token %d did not ask for logits", i);
+            return nullptr;
+        }
+    }
+    if (row >= n_outputs_) {
+        LCTX_LOG_ERROR("get_logits_ith: output %d was not computed (decode stopped early)", row);
+        return nullptr;
+    }
+    return logits_.data() + static_cast<size_t>(row) * model_.hparams().n_vocab;
+}
+
+float *Context::embeddings_ith(int32_t i) {
+    if (!params_.embeddings || embd_.empty()) {
+        LCTX_LOG_ERROR("get_embeddings_ith: no embeddings are available (embeddings off or nothing decoded)");
+        return nullptr;
+    }
+    int32_t row = i < 0 ? n_outputs_ + i : (static_cast<size_t>(i) < output_ids_.size() ? output_ids_[i] : -1);
+    if (row < 0 || row >= n_outputs_) {
+        LCTX_LOG_ERROR("get_embeddings_ith: index %d has no embedding", i);
+        return nullptr;
+    }
+    return embd_.data() + static_cast<size_t>(row) * model_.hparams().n_embd;
+}
+
+}  // namespace lctx

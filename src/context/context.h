@@ -1,0 +1,110 @@
+// The context: owns the KV cache, splits a batch of tokens from many sequences into micro-batches,
+// builds positions and masks for each, runs the model, and keeps the outputs (logits or embeddings)
+// of the tokens that asked for them. The C API (llama_context) is a thin layer over this class.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "context/kv_cache.h"
+#include "kernels/threadpool.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace lctx {
+
+enum class PoolingType { Unspecified = -1, None = 0, Mean = 1, Cls = 2, Last = 3, Rank = 4 };
+
+struct ContextParams {
+    uint32_t n_ctx = 512;      // KV cells (0: the model's training context)
+    uint32_t n_batch = 2048;   // most tokens one decode call accepts
+    uint32_t n_ubatch = 512;   // most tokens one forward pass takes
+    uint32_t n_seq_max = 1;
+    int n_threads = 1;         // single-token decode
+    int n_threads_batch = 1;   // prompt processing
+    GgmlType type_k = GgmlType::F16;
+    GgmlType type_v = GgmlType::F16;
+    bool embeddings = false;
+    PoolingType pooling = PoolingType::Unspecified;
+    bool no_perf = false;
+    bool (*abort_callback)(void *) = nullptr;
+    void *abort_callback_data = nullptr;
+};
+
+// A batch as llama_batch describes it: token ids or embeddings, and per token a position, a set of
+// sequence ids and an output flag. Null pos / seq ids / logits take the documented defaults.
+struct Batch {
+    int32_t n_tokens = 0;
+    const int32_t *token = nullptr;
+    const float *embd = nullptr;
+    const int32_t *pos = nullptr;
+    const int32_t *n_seq_id = nullptr;
+    int32_t *const *seq_id = nullptr;
+    const int8_t *logits = nullptr;
+};
+
+enum class DecodeStatus : int { Ok = 0, NoKvSlot = 1, Aborted = 2, Error = -1 };
+
+struct PerfCounters {
+    double t_start_ms = 0, t_load_ms = 0, t_p_eval_ms = 0, t_eval_ms = 0;
+    int32_t n_p_eval = 0, n_eval = 0;
+};
+
+class Context {
+public:
+    Context(const Model &model, const ContextParams &params);
+    ~Context();
+
+    const Model &model() const { return model_; }
+    const ContextParams &params() const { return params_; }
+    KvCache &kv() { return *kv_; }
+    const KvCache &kv() const { return *kv_; }
+
+    // Decodes a batch. An invalid batch (token outside the vocabulary, bad sequence id, empty) is
+    // refused with a logged reason and changes nothing (returns Error).
+    DecodeStatus decode(const Batch &batch);
+
+    // Outputs of the last decode. Rows are in batch order; i indexes the batch (negative: from the
+    // end of the outputs). Null with a logged reason for a token that did not ask for output.
+    float *logits() { return logits_.data(); }
+    float *logits_ith(int32_t i);
+    float *embeddings() { return embd_.data(); }
+    float *embeddings_ith(int32_t i);
+    int32_t n_outputs() const { return n_outputs_; }
+    const std::vector<int32_t> &output_ids() const { return output_ids_; }
+
+    void set_n_threads(int n_threads, int n_threads_batch);
+    void set_embeddings(bool on) { params_.embeddings = on; }
+    void set_abort_callback(bool (*cb)(void *), void *data) {
+        params_.abort_callback = cb;
+        params_.abort_callback_data = data;
+    }
+
+    PerfCounters perf() const { return perf_; }
+    void perf_reset();
+
+private:
+    bool validate(const Batch &batch) const;
+    void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
+    void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);
+
+    const Model &model_;
+    ContextParams params_;
+    std::unique_ptr<KvCache> kv_;
+    std::unique_ptr<kernels::ThreadPool> pool_;
+    ForwardScratch scratch_;
+
+    std::vector<float> logits_;        // [n_outputs][n_vocab]
+    std::vector<float> embd_;          // [n_outputs][n_embd]
+    std::vector<int32_t> output_ids_;  // batch index -> output row, -1 when none
+    int32_t n_outputs_ = 0;
+
+    std::vector<float> mask_;          // [n_ubatch][n_kv]
+    std::vector<uint32_t> cells_;      // cells of the current micro-batch
+    std::vector<int32_t> out_rows_;    // ubatch rows with output
+    std::vector<int32_t> auto_pos_;    // positions when the batch gave none
+    PerfCounters perf_;
+};
+
+}  // namespace lctx

@@ -1,0 +1,300 @@
+#include "context/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "kernels/ops.h"
+#include "util/error.h"
+
+namespace lctx {
+
+KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max)
+    : size_(size), n_seq_max_(n_seq_max), n_layer_(hp.n_layer), n_embd_k_(hp.n_embd_k_gqa()),
+      n_embd_v_(hp.n_embd_v_gqa()) {
+    if (size == 0) throw Error("KV cache size (n_ctx) must be greater than 0");
+    if (n_seq_max == 0 || n_seq_max > kMaxSeqs)
+        throw Error("n_seq_max must lie in [1, " + std::to_string(kMaxSeqs) + "], got " + std::to_string(n_seq_max));
+    for (GgmlType t : {type_k, type_v})
+        if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::Q8_0)
+            throw Error(std::string("KV cache type ") + type_name(t) + " is not supported (f32, f16, q8_0)");
+    if (type_k == GgmlType::Q8_0 && hp.n_embd_head_k % 32 != 0)
+        throw Error("a q8_0 K cache needs a head size that is a multiple of 32");
+    if (type_v == GgmlType::Q8_0 && hp.n_embd_head_v % 32 != 0)
+        throw Error("a q8_0 V cache needs a head size that is a multiple of 32");
+
+    cells_.resize(size);
+    view_.type_k = type_k;
+    view_.type_v = type_v;
+    // V is kept transposed (a row per channel) unless it is block-quantized, where a channel row of
+    // single elements cannot be stored.
+    view_.v_trans = !type_traits(type_v).is_quantized;
+    view_.size = size;
+    view_.k_row_bytes = row_size(type_k, n_embd_k_);
+    view_.v_row_bytes = row_size(type_v, n_embd_v_);
+    view_.v_elem_bytes = view_.v_trans ? type_traits(type_v).type_size : 0;
+
+    const size_t k_layer = view_.k_row_bytes * size;
+    const size_t v_layer = view_.v_row_bytes * size;
+    const size_t total = (k_layer + v_layer) * n_layer_;
+    try {
+        storage_.assign(total, 0);
+    } catch (const std::bad_alloc &) {
+        throw Error("cannot allocate the KV cache: " + std::to_string(total >> 20) + " MiB for " +
+                    std::to_string(size) + " cells; lower n_ctx");
+    }
+    view_.k.resize(n_layer_);
+    view_.v.resize(n_layer_);
+    for (uint32_t il = 0; il < n_layer_; ++il) {
+        view_.k[il] = storage_.data() + il * k_layer;
+        view_.v[il] = storage_.data() + n_layer_ * k_layer + il * v_layer;
+    }
+}
+
+bool KvCache::find_cells(int32_t n, std::vector<uint32_t> &out) {
+    out.clear();
+    if (n <= 0) return true;
+    if (static_cast<uint32_t>(n) > size_ - used_) return false;
+    // First choice: a contiguous run starting at or after the head, wrapping once (llama.cpp's
+    // placement, so cell order matches its state files).
+    uint32_t head = head_;
+    uint32_t tested = 0;
+    while (tested < size_) {
+        if (head + n > size_) {
+            tested += size_ - head;
+            head = 0;
+            continue;
+        }
+        bool found = true;
+        for (int32_t i = 0; i < n; ++i) {
+            if (cells_[head + i].pos >= 0) {
+                found = false;
+                head += i + 1;
+                tested += i + 1;
+                break;
+            }
+        }
+        if (found) {
+            head_ = head;
+            for (int32_t i = 0; i < n; ++i) out.push_back(head + i);
+            return true;
+        }
+    }
+    // Fragmented cache: any free cells, in order.
+    for (uint32_t i = 0; i < size_ && static_cast<int32_t>(out.size()) < n; ++i)
+        if (cells_[i].pos < 0) out.push_back(i);
+    return static_cast<int32_t>(out.size()) == n;
+}
+
+void KvCache::occupy(const std::vector<uint32_t> &cells, const int32_t *pos, const int32_t *n_seq_id,
+                     int32_t *const *seq_id) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+        KvCell &c = cells_[cells[i]];
+        c.pos = pos[i];
+        c.delta = 0;
+        c.seq.reset();
+        for (int32_t s = 0; s < n_seq_id[i]; ++s) c.seq.set(seq_id[i][s]);
+    }
+    used_ += static_cast<uint32_t>(cells.size());
+}
+
+void KvCache::release(const std::vector<uint32_t> &cells) {
+    for (uint32_t i : cells) {
+        if (cells_[i].pos >= 0) used_--;
+        clear_cell(cells_[i]);
+    }
+}
+
+void KvCache::advance_head(uint32_t n) {
+    head_ += n;
+    if (head_ >= size_) head_ = 0;
+}
+
+void KvCache::maybe_rewind_head(uint32_t n_tokens) {
+    if (head_ > used_ + 2 * n_tokens) head_ = 0;
+}
+
+uint32_t KvCache::n_kv() const {
+    for (uint32_t i = size_; i > 0; --i)
+        if (cells_[i - 1].pos >= 0) return i;
+    return 0;
+}
+
+void KvCache::clear_cell(KvCell &c) {
+    c.pos = -1;
+    c.delta = 0;
+    c.seq.reset();
+}
+
+void KvCache::clear() {
+    for (KvCell &c : cells_) clear_cell(c);
+    head_ = 0;
+    used_ = 0;
+    has_shift_ = false;
+}
+
+namespace {
+constexpr int32_t kPosMax = std::numeric_limits<int32_t>::max();
+void normalize_range(int32_t &p0, int32_t &p1) {
+    if (p0 < 0) p0 = 0;
+    if (p1 < 0) p1 = kPosMax;
+}
+bool valid_seq(int32_t seq) { return seq >= 0 && seq < kMaxSeqs; }
+}  // namespace
+
+bool KvCache::seq_rm(int32_t seq, int32_t p0, int32_t p1) {
+    normalize_range(p0, p1);
+    if (seq >= kMaxSeqs) return false;
+    uint32_t new_head = size_;
+    for (uint32_t i = 0; i < size_; ++i) {
+        KvCell &c = cells_[i];
+        if (c.pos < p0 || c.pos >= p1) continue;
+        if (seq < 0) {
+            c.seq.reset();
+        } else if (c.seq.test(seq)) {
+            c.seq.reset(seq);
+        } else {
+            continue;
+        }
+        if (c.empty()) {
+            if (c.pos >= 0) used_--;
+            clear_cell(c);
+            if (new_head == size_) new_head = i;
+        }
+    }
+    if (new_head != size_ && new_head < head_) head_ = new_head;
+    return true;
+}
+
+void KvCache::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+    if (src == dst || !valid_seq(src) || !valid_seq(dst)) return;
+    normalize_range(p0, p1);
+    head_ = 0;
+    for (KvCell &c : cells_)
+        if (c.seq.test(src) && c.pos >= p0 && c.pos < p1) c.seq.set(dst);
+}
+
+void KvCache::seq_keep(int32_t seq) {
+    if (!valid_seq(seq)) return;
+    uint32_t new_head = size_;
+    for (uint32_t i = 0; i < size_; ++i) {
+        KvCell &c = cells_[i];
+        if (!c.seq.test(seq)) {
+            if (c.pos >= 0) used_--;
+            clear_cell(c);
+            if (new_head == size_) new_head = i;
+        } else {
+            c.seq.reset();
+            c.seq.set(seq);
+        }
+    }
+    if (new_head != size_ && new_head < head_) head_ = new_head;
+}
+
+void KvCache::seq_add(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
+    if (delta == 0 || !valid_seq(seq)) return;
+    normalize_range(p0, p1);
+    uint32_t new_head = size_;
+    for (uint32_t i = 0; i < size_; ++i) {
+        KvCell &c = cells_[i];
+        if (!c.seq.test(seq) || c.pos < p0 || c.pos >= p1) continue;
+        has_shift_ = true;
+        c.pos += delta;
+        c.delta += delta;
+        if (c.pos < 0) {
+            used_--;
+            clear_cell(c);
+            if (new_head == size_) new_head = i;
+        }
+    }
+    // Free cells may have opened anywhere: search from the start next time.
+    head_ = new_head != size_ ? new_head : 0;
+}
+
+void KvCache::seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d) {
+    if (d == 1 || d == 0 || !valid_seq(seq)) return;
+    normalize_range(p0, p1);
+    for (KvCell &c : cells_) {
+        if (!c.seq.test(seq) || c.pos < p0 || c.pos >= p1) continue;
+        has_shift_ = true;
+        const int32_t p_old = c.pos;
+        c.pos /= d;
+        c.delta += c.pos - p_old;
+    }
+}
+
+int32_t KvCache::seq_pos_max(int32_t seq) const {
+    int32_t r = -1;
+    if (!valid_seq(seq)) return r;
+    for (const KvCell &c : cells_)
+        if (c.seq.test(seq)) r = std::max(r, c.pos);
+    return r;
+}
+
+int32_t KvCache::seq_pos_min(int32_t seq) const {
+    int32_t r = -1;
+    if (!valid_seq(seq)) return r;
+    for (const KvCell &c : cells_)
+        if (c.seq.test(seq) && (r < 0 || c.pos < r)) r = c.pos;
+    return r;
+}
+
+int32_t KvCache::n_tokens() const {
+    int32_t n = 0;
+    for (const KvCell &c : cells_) n += static_cast<int32_t>(c.seq.count());
+    return n;
+}
+
+void KvCache::apply_shift(const kernels::RopeParams &rope, int n_head_kv, int head_dim) {
+    if (!has_shift_) return;
+    std::vector<float> row(n_embd_k_);
+    for (uint32_t i = 0; i < size_; ++i) {
+        KvCell &c = cells_[i];
+        if (c.delta != 0 && c.pos >= 0) {
+            for (uint32_t il = 0; il < n_layer_; ++il) {
+                uint8_t *k = view_.k[il] + i * view_.k_row_bytes;
+                // Rotation by the delta composes with the rotation already applied at the old position.
+                if (view_.type_k == GgmlType::F16) {
+                    kernels::rope_f16_inplace(reinterpret_cast<uint16_t *>(k), n_head_kv, head_dim,
+                                              static_cast<float>(c.delta), rope);
+                } else {
+                    dequantize_row(view_.type_k, k, row.data(), n_embd_k_);
+                    kernels::rope(row.data(), n_head_kv, head_dim, static_cast<float>(c.delta), rope);
+                    quantize_row(view_.type_k, row.data(), k, n_embd_k_);
+                }
+            }
+        }
+        c.delta = 0;
+    }
+    has_shift_ = false;
+}
+
+void KvCache::defrag() {
+    // Compact: move each used cell to the first free slot before it (K rows and V columns move too).
+    uint32_t dst = 0;
+    for (uint32_t src = 0; src < size_; ++src) {
+        if (cells_[src].pos < 0) continue;
+        if (src != dst) {
+            cells_[dst] = cells_[src];
+            clear_cell(cells_[src]);
+            for (uint32_t il = 0; il < n_layer_; ++il) {
+                std::memcpy(view_.k[il] + dst * view_.k_row_bytes, view_.k[il] + src * view_.k_row_bytes,
+                            view_.k_row_bytes);
+                if (view_.v_trans) {
+                    for (uint32_t ch = 0; ch < n_embd_v_; ++ch) {
+                        uint8_t *base = view_.v[il] + static_cast<size_t>(ch) * size_ * view_.v_elem_bytes;
+                        std::memcpy(base + dst * view_.v_elem_bytes, base + src * view_.v_elem_bytes,
+                                    view_.v_elem_bytes);
+                    }
+                } else {
+                    std::memcpy(view_.v[il] + dst * view_.v_row_bytes, view_.v[il] + src * view_.v_row_bytes,
+                                view_.v_row_bytes);
+                }
+            }
+        }
+        dst++;
+    }
+    head_ = dst < size_ ? dst : 0;
+}
+
+}  // namespace lctx

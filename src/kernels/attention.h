@@ -1,0 +1,43 @@
+// Scaled dot-product attention of a micro-batch's queries over the KV cache cells [0, n_kv).
+// Scores are formed one query row and head at a time (n_kv values), so the full score matrix of a
+// long context is never materialized. Cells masked with -inf are skipped, which makes a batch of many
+// sequences cost what its visible cells cost.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/threadpool.h"
+#include "tensor/types.h"
+
+namespace lctx::kernels {
+
+struct AttentionArgs {
+    const float *q = nullptr;  // [n_tokens][ldq]: head h at q + h * head_dim_k (already roped)
+    int64_t ldq = 0;
+    int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+
+    const uint8_t *k = nullptr;  // [n_kv cells][k_row_bytes], heads of a row side by side
+    GgmlType type_k = GgmlType::F16;
+    size_t k_row_bytes = 0;
+
+    const uint8_t *v = nullptr;  // v_trans: [channels][v_cells] elements; else [n_kv cells][v_row_bytes]
+    GgmlType type_v = GgmlType::F16;
+    bool v_trans = true;
+    size_t v_row_bytes = 0;      // !v_trans
+    uint32_t v_cells = 0;        // v_trans: cells per channel row (the cache size)
+
+    int n_kv = 0;
+    const float *mask = nullptr;  // [n_tokens][ldmask]: 0 or -inf per cell
+    int64_t ldmask = 0;
+    float scale = 1.0f;          // usually 1/sqrt(head_dim_k)
+    float softcap = 0.0f;        // > 0: scores = softcap * tanh(scores / softcap)
+
+    const int32_t *rows = nullptr;  // query rows to compute
+    int n_rows = 0;
+    float *out = nullptr;        // [n_rows][ldo]: head h at out + h * head_dim_v
+    int64_t ldo = 0;
+};
+
+void attention(const AttentionArgs &a, ThreadPool &pool);
+
+}  // namespace lctx::kernels

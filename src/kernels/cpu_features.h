@@ -1,0 +1,34 @@
+// Runtime CPU feature detection (cpuid + xgetbv): what the processor implements AND what the OS saves
+// across context switches. The SIMD kernels in *_avx2.cpp / *_avx512.cpp are only entered when the
+// matching level is reported here.
+#pragma once
+
+namespace lctx::kernels {
+
+struct CpuFeatures {
+    bool avx = false;
+    bool avx2 = false;
+    bool fma = false;
+    bool f16c = false;
+    bool bmi2 = false;
+    bool avx512f = false;
+    bool avx512bw = false;
+    bool avx512vl = false;
+    bool avx512dq = false;
+    bool avx512vnni = false;
+    bool avx512bf16 = false;
+    bool os_avx = false;     // XCR0 has SSE + AVX (YMM) state enabled
+    bool os_avx512 = false;  // XCR0 also has opmask + ZMM state enabled
+
+    // The levels the kernels are built for: each needs every flag its files are compiled with.
+    bool has_avx2_level() const { return os_avx && avx && avx2 && fma && f16c && bmi2; }
+    bool has_avx512_level() const {
+        return has_avx2_level() && os_avx512 && avx512f && avx512bw && avx512vl && avx512dq && avx512vnni &&
+               avx512bf16;
+    }
+};
+
+// Probed once, then cached.
+const CpuFeatures &cpu_features();
+
+}  // namespace lctx::kernels

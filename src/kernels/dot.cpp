@@ -1,0 +1,151 @@
+// Dispatch of the dot-product kernels, and the portable path (the scalar reference itself).
+#include "kernels/dot.h"
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "kernels/cpu_features.h"
+#include "util/error.h"
+
+namespace lctx::kernels {
+
+namespace {
+
+template <int32_t kType>
+float ref_vec_dot(int64_t n, const void *x, const void *y) {
+    return vec_dot_ref(static_cast<GgmlType>(kType), n, x, y);
+}
+
+template <int32_t kType>
+void ref_quantize(const float *x, void *y, int64_t n) {
+    quantize_row(static_cast<GgmlType>(kType), x, y, n);
+}
+
+void copy_f32(const float *x, void *y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }
+
+using Table = std::array<TypeKernels, kGgmlTypeCount>;
+
+template <int32_t... kIds>
+void fill_scalar(Table &t, std::integer_sequence<int32_t, kIds...>) {
+    ((t[kIds] = TypeKernels{GgmlType::F32, &ref_vec_dot<kIds>, &ref_quantize<kIds>}), ...);
+}
+
+constexpr GgmlType kWeightTypes[] = {
+    GgmlType::F32,  GgmlType::F16,    GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+    GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
+    GgmlType::Q3_K, GgmlType::Q4_K,   GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS,
+};
+
+// The scalar reference for every weight type with kernels; act_type / quantize_act per type.
+Table build_scalar() {
+    Table ref{};
+    fill_scalar(ref, std::make_integer_sequence<int32_t, kGgmlTypeCount>{});
+    Table t{};
+    for (GgmlType w : kWeightTypes) {
+        const int32_t id = static_cast<int32_t>(w);
+        const TypeTraits &tr = type_traits(w);
+        const int32_t act = static_cast<int32_t>(tr.vec_dot_type);
+        t[id].act_type = tr.vec_dot_type;
+        t[id].vec_dot = ref[id].vec_dot;
+        t[id].quantize_act = act == static_cast<int32_t>(GgmlType::F32) ? &copy_f32 : ref[act].quantize_act;
+    }
+    return t;
+}
+
+// A level's table: its own kernels where it has them, otherwise the level below.
+Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeActFn (*quant_for)(GgmlType)) {
+    Table t = below;
+    for (int32_t id = 0; id < kGgmlTypeCount; ++id) {
+        if (!t[id].vec_dot) continue;
+        if (VecDotFn f = dot_for(static_cast<GgmlType>(id))) t[id].vec_dot = f;
+        if (QuantizeActFn q = quant_for(t[id].act_type)) t[id].quantize_act = q;
+    }
+    return t;
+}
+
+struct Tables {
+    Table scalar, avx2, avx512;
+};
+
+const Tables &tables() {
+    static const Tables t = [] {
+        Tables r;
+        r.scalar = build_scalar();
+        // The ISA files are not entered at all (not even their lookup functions, which are compiled
+        // with that ISA's flags) unless the CPU has the level.
+        const int detected = static_cast<int>(isa_detected());
+        r.avx2 = detected >= static_cast<int>(Isa::Avx2)
+                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2)
+                     : r.scalar;
+        r.avx512 = detected >= static_cast<int>(Isa::Avx512)
+                       ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512)
+                       : r.avx2;
+        return r;
+    }();
+    return t;
+}
+
+}  // namespace
+
+Isa detail::isa_lowered_by(const char *env, Isa detected) {
+    if (!env || !*env) return detected;
+    Isa want;
+    if (std::strcmp(env, "scalar") == 0) {
+        want = Isa::Scalar;
+    } else if (std::strcmp(env, "avx2") == 0) {
+        want = Isa::Avx2;
+    } else if (std::strcmp(env, "avx512") == 0) {
+        want = Isa::Avx512;
+    } else {
+        throw Error(std::string("LCTX_ISA='") + env + "' is not one of scalar, avx2, avx512");
+    }
+    return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
+}
+
+bool has_kernels(GgmlType weight_type) {
+    for (GgmlType w : kWeightTypes)
+        if (w == weight_type) return true;
+    return false;
+}
+
+Isa isa_detected() {
+    const CpuFeatures &f = cpu_features();
+    if (f.has_avx512_level()) return Isa::Avx512;
+    if (f.has_avx2_level()) return Isa::Avx2;
+    return Isa::Scalar;
+}
+
+Isa isa_active() {
+    static const Isa active = detail::isa_lowered_by(std::getenv("LCTX_ISA"), isa_detected());
+    return active;
+}
+
+const char *isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::Scalar: return "scalar";
+        case Isa::Avx2: return "avx2";
+        case Isa::Avx512: return "avx512";
+    }
+    return "unknown";
+}
+
+const TypeKernels &type_kernels(GgmlType weight_type, Isa isa) {
+    if (static_cast<int>(isa) > static_cast<int>(isa_detected()))
+        throw Error(std::string("kernels for ") + isa_name(isa) + " requested but this CPU supports only " +
+                    isa_name(isa_detected()));
+    const int32_t id = static_cast<int32_t>(weight_type);
+    const TypeKernels *k = nullptr;
+    if (id >= 0 && id < kGgmlTypeCount) {
+        const Tables &t = tables();
+        k = isa == Isa::Avx512 ? &t.avx512[id] : isa == Isa::Avx2 ? &t.avx2[id] : &t.scalar[id];
+    }
+    if (!k || !k->vec_dot)
+        throw Error(std::string("no dot-product kernel for tensor type ") + type_name(weight_type) + " (id " +
+                    std::to_string(id) + ")");
+    return *k;
+}
+
+}  // namespace lctx::kernels

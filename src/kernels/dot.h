@@ -1,0 +1,57 @@
+// Dot products of one weight row with one activation row, per weight type, with the best
+// implementation for the CPU chosen at run time (scalar reference, AVX2, AVX-512).
+//
+// Use: once per weight type, `const TypeKernels &k = type_kernels(t);` then quantize the activation
+// row with k.quantize_act and call k.vec_dot for each weight row.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/types.h"
+
+namespace lctx::kernels {
+
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+
+// Best level the CPU and OS support.
+Isa isa_detected();
+// isa_detected(), lowered by the environment variable LCTX_ISA=scalar|avx2|avx512 (a request above
+// the detected level is ignored). Throws lctx::Error for any other LCTX_ISA value.
+Isa isa_active();
+const char *isa_name(Isa isa);
+
+// Dot product of one weight row (type t, n elements) with one activation row already converted to
+// type_traits(t).vec_dot_type. Same result as vec_dot_ref up to float summation order. n is a
+// multiple of the block size; rows need no alignment.
+using VecDotFn = float (*)(int64_t n, const void *x, const void *y);
+// Converts n floats to the activation type. For Q8_0, Q8_1 and Q8_K the bytes are the same as
+// quantize_row's reference on every ISA, so results do not depend on the ISA.
+using QuantizeActFn = void (*)(const float *x, void *y, int64_t n);
+
+struct TypeKernels {
+    GgmlType act_type;           // = type_traits(t).vec_dot_type
+    VecDotFn vec_dot;            // best for the requested ISA
+    QuantizeActFn quantize_act;  // f32 -> act_type, best for the requested ISA
+};
+
+// Kernels for weight type `weight_type` at level `isa` (falling back to a lower level for a type
+// that has no kernel at that level). Throws lctx::Error if lctx cannot compute with the type, or if
+// `isa` is above isa_detected().
+const TypeKernels &type_kernels(GgmlType weight_type, Isa isa = isa_active());
+
+// Weight types with kernels (every ISA): F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
+bool has_kernels(GgmlType weight_type);
+
+// ---- internal ----
+namespace detail {
+// The level LCTX_ISA=`env_value` selects on a CPU whose best level is `detected` (nullptr or "": detected).
+Isa isa_lowered_by(const char *env_value, Isa detected);
+// What each ISA file provides (nullptr where it has no kernel for the type).
+VecDotFn vec_dot_avx2(GgmlType weight_type);
+QuantizeActFn quantize_act_avx2(GgmlType act_type);
+VecDotFn vec_dot_avx512(GgmlType weight_type);
+QuantizeActFn quantize_act_avx512(GgmlType act_type);
+}  // namespace detail
+
+}  // namespace lctx::kernels

@@ -1,0 +1,276 @@
+// AVX-512 (F/BW/VL/DQ + VNNI + BF16) dot-product kernels. The float types, Q8_0 / Q4_0 (two blocks per
+// register, scales of 8 blocks gathered at once) and Q4_K / Q5_K / Q6_K (64 elements per register) use full 512-bit registers; the other types
+// use the shared 256-bit set (dot_x86_inl.h), which here compiles its int8 dots to vpdpbusd.
+#include "kernels/dot.h"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics fill "don't care" operands with self-initialised _mm512_undefined_*()
+// values, which -W(maybe-)uninitialized reports at every use once inlined; the values are never read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <type_traits>
+
+#include "kernels/dot_x86_inl.h"
+
+namespace lctx::kernels {
+namespace {
+
+// ---- float types: 64 elements per iteration, masked loads for the tail ----
+
+inline float vec_dot_f32_512(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const float *>(vx);
+    const auto *y = static_cast<const float *>(vy);
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), a1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+inline __m512 load_f16x16(const fp16_t *p) { return _mm512_cvtph_ps(loadu256(p)); }
+
+inline float vec_dot_f16_512(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const fp16_t *>(vx);
+    const auto *y = static_cast<const fp16_t *>(vy);
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_fmadd_ps(load_f16x16(x + i), load_f16x16(y + i), a0);
+        a1 = _mm512_fmadd_ps(load_f16x16(x + i + 16), load_f16x16(y + i + 16), a1);
+        a2 = _mm512_fmadd_ps(load_f16x16(x + i + 32), load_f16x16(y + i + 32), a2);
+        a3 = _mm512_fmadd_ps(load_f16x16(x + i + 48), load_f16x16(y + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(load_f16x16(x + i), load_f16x16(y + i), a0);
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)),
+                             _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, y + i)), a1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+// vdpbf16ps: bf16 products are exact in fp32 and accumulate in fp32 (bf16 subnormals read as zero).
+inline __m512 dot_bf16x32(__m512 acc, const void *x, const void *y) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(x), (__m512bh)_mm512_loadu_si512(y));
+}
+
+inline float vec_dot_bf16_512(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const uint16_t *>(vx);
+    const auto *y = static_cast<const uint16_t *>(vy);
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        a0 = dot_bf16x32(a0, x + i, y + i);
+        a1 = dot_bf16x32(a1, x + i + 32, y + i + 32);
+        a2 = dot_bf16x32(a2, x + i + 64, y + i + 64);
+        a3 = dot_bf16x32(a3, x + i + 96, y + i + 96);
+    }
+    for (; i + 32 <= n; i += 32) a0 = dot_bf16x32(a0, x + i, y + i);
+    if (i < n) {
+        const __mmask32 m = static_cast<__mmask32>((1ull << (n - i)) - 1);
+        a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_maskz_loadu_epi16(m, x + i),
+                              (__m512bh)_mm512_maskz_loadu_epi16(m, y + i));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+// ---- Q8_0 / Q4_0: groups of 8 blocks, two blocks per register (int32 lanes 0-7 and 8-15) ----
+
+inline __m512i join256(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1); }
+
+// The half scales d (at offset 0) of 8 blocks `stride` bytes apart, as floats: a 32-bit gather (d and
+// the block's next two bytes), narrowed to the low 16 bits, converted. Replaces 8 scalar conversions.
+inline __m256 gather_d8(const void *first, __m256i offsets) {
+    const __m256i w = _mm256_i32gather_epi32(static_cast<const int *>(first), offsets, 1);
+    return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(w));
+}
+
+inline __m256i block_offsets(int stride) {
+    return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+}
+
+// Permutation that spreads scale 2p over lanes 0-7 and scale 2p+1 over lanes 8-15.
+inline __m512i pair_index(int p) {
+    return _mm512_add_epi32(_mm512_set1_epi32(2 * p),
+                            _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(1), 1));
+}
+
+// Signed x times signed y (y in [-127, 127]) summed in 4s: |x| (unsigned) times y with x's sign.
+inline __m512i dot_i8_512(__m512i x, __m512i y) {
+    const __m512i sy = _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(x), _mm512_setzero_si512(), y);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(x), sy);
+}
+
+// Two Q4_0 blocks' nibbles -> 64 bytes: block a low/high nibbles, then block b low/high nibbles.
+inline __m512i unpack_nibbles_2(const uint8_t *a, const uint8_t *b) {
+    const __m256i t = _mm256_set_m128i(loadu128(b), loadu128(a));
+    const __m512i v = join256(t, _mm256_srli_epi16(t, 4));  // [a lo, b lo, a hi, b hi] in 128-bit lanes
+    return _mm512_and_si512(_mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(0x0f));
+}
+
+// Q8_0 (kFour = false) or Q4_0 (kFour = true) weights against Q8_0. Q4_0: sum (q - 8) * y = sum q * y -
+// sum 8 * y, both unsigned-times-signed vpdpbusd.
+template <bool kFour>
+inline float vec_dot_q8_0_q4_0_512(int64_t n, const void *vx, const void *vy) {
+    using Block = std::conditional_t<kFour, block_q4_0, block_q8_0>;
+    const auto *x = static_cast<const Block *>(vx);
+    const auto *y = static_cast<const block_q8_0 *>(vy);
+    const int64_t nb = n / kQK8_0;
+    const __m256i x_off = block_offsets(sizeof(Block));
+    const __m256i y_off = block_offsets(sizeof(block_q8_0));
+    const __m512i pair_idx[4] = {pair_index(0), pair_index(1), pair_index(2), pair_index(3)};
+    const __m512i zero = _mm512_setzero_si512();
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 7 < nb; i += 8) {
+        const __m512 dd = _mm512_zextps256_ps512(_mm256_mul_ps(gather_d8(&x[i], x_off), gather_d8(&y[i], y_off)));
+        for (int p = 0; p < 4; ++p) {
+            const int64_t b = i + 2 * p;
+            const __m512i yv = join256(loadu256(y[b].qs), loadu256(y[b + 1].qs));
+            __m512i prod;
+            if constexpr (kFour) {
+                prod = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, unpack_nibbles_2(x[b].qs, x[b + 1].qs), yv),
+                                        _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(8), yv));
+            } else {
+                prod = dot_i8_512(join256(loadu256(x[b].qs), loadu256(x[b + 1].qs)), yv);
+            }
+            acc[p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_permutexvar_ps(pair_idx[p], dd), acc[p & 1]);
+        }
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+    if (i < nb) {
+        if constexpr (kFour) {
+            s += vec_dot_q4_0((nb - i) * kQK8_0, x + i, y + i);
+        } else {
+            s += vec_dot_q8_0((nb - i) * kQK8_0, x + i, y + i);
+        }
+    }
+    return s;
+}
+
+// ---- K types: 64 elements (two 32-element sub-blocks) per register ----
+
+// Q4_K / Q5_K: chunk j (32 bytes of nibbles) is sub-blocks 2j and 2j+1, also 64 consecutive activations.
+// vpmaddubsw pairs (<= 2 * 31 * 127) then vpdpwssd by the sub-block's scale.
+template <bool kFive>
+inline float vec_dot_q45_K_512(int64_t n, const void *vx, const void *vy) {
+    using Block = std::conditional_t<kFive, block_q5_K, block_q4_K>;
+    const auto *x = static_cast<const Block *>(vx);
+    const auto *y = static_cast<const block_q8_K *>(vy);
+    const int64_t nb = n / kQK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i one = _mm512_set1_epi8(1);
+    // pshufb patterns: word 2j of each 128-bit lane in the low half, word 2j+1 in the high half.
+    __m512i scale_pick[4];
+    for (int j = 0; j < 4; ++j) scale_pick[j] = join256(word_broadcast_pattern(2 * j), word_broadcast_pattern(2 * j + 1));
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m128i smn = k4_scales_mins(x[i].scales);
+        const __m512i sc16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(smn));  // 8 x i16 per lane
+        const float dy = y[i].d;
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].dmin) * dy), _mm256_cvtepi32_ps(k4_mins_dot(smn, y[i].bsums)),
+                               accm);
+        [[maybe_unused]] __m256i hb;
+        if constexpr (kFive) hb = loadu256(x[i].qh);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            const __m256i q = loadu256(x[i].qs + 32 * j);
+            __m512i v = _mm512_and_si512(join256(q, _mm256_srli_epi16(q, 4)), m4);
+            if constexpr (kFive) {
+                const __m512i h = _mm512_and_si512(join256(hb, _mm256_srli_epi16(hb, 1)), one);
+                v = _mm512_or_si512(v, _mm512_slli_epi16(h, 4));
+                hb = _mm256_srli_epi16(hb, 2);
+            }
+            const __m512i yv = _mm512_loadu_si512(y[i].qs + 64 * j);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v, yv), _mm512_shuffle_epi8(sc16, scale_pick[j]));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f(x[i].d) * dy), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    return _mm512_reduce_add_ps(acc) - hsum_ps(accm);
+}
+
+// Word t of register k covers scale group 4k + t / 8 (16 elements = 8 pair words).
+struct Q6GroupIdx {
+    alignas(64) int16_t v[4][32];
+};
+constexpr Q6GroupIdx make_q6_group_idx() {
+    Q6GroupIdx t{};
+    for (int k = 0; k < 4; ++k)
+        for (int w = 0; w < 32; ++w) t.v[k][w] = static_cast<int16_t>(4 * k + w / 8);
+    return t;
+}
+constexpr Q6GroupIdx kQ6GroupIdx = make_q6_group_idx();
+
+// Q6_K: per 128-element half, ql[0..31] | ql[32..63] and qh | qh >> 2 give elements 0-63 in one register
+// (low nibbles, qh bits 0-1 / 2-3) and 64-127 in another (high nibbles, qh bits 4-5 / 6-7).
+inline float vec_dot_q6_K_512(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const block_q6_K *>(vx);
+    const auto *y = static_cast<const block_q8_K *>(vy);
+    const int64_t nb = n / kQK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i m2 = _mm512_set1_epi8(3);
+    const __m512i group_idx[4] = {_mm512_load_si512(kQ6GroupIdx.v[0]), _mm512_load_si512(kQ6GroupIdx.v[1]),
+                                  _mm512_load_si512(kQ6GroupIdx.v[2]), _mm512_load_si512(kQ6GroupIdx.v[3])};
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m512i sc16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(loadu128(x[i].scales)));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h) {
+            const __m512i ql = join256(loadu256(x[i].ql + 64 * h), loadu256(x[i].ql + 64 * h + 32));
+            const __m256i qh1 = loadu256(x[i].qh + 32 * h);
+            const __m512i qh = join256(qh1, _mm256_srli_epi16(qh1, 2));
+            const __m512i u_lo = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
+            const __m512i u_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                                 _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
+            const __m512i y_lo = _mm512_loadu_si512(y[i].qs + 128 * h);
+            const __m512i y_hi = _mm512_loadu_si512(y[i].qs + 128 * h + 64);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(u_lo, y_lo),
+                                       _mm512_permutexvar_epi16(group_idx[2 * h], sc16));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(u_hi, y_hi),
+                                       _mm512_permutexvar_epi16(group_idx[2 * h + 1], sc16));
+        }
+        // The quants were taken unsigned (q + 32): remove 32 * sum_g scale_g * bsum_g.
+        const __m256i corr = _mm256_slli_epi32(scaled_bsums(loadu128(x[i].scales), y[i].bsums), 5);
+        sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(corr));
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f(x[i].d) * y[i].d), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+}  // namespace
+}  // namespace lctx::kernels
+#endif
+
+namespace lctx::kernels::detail {
+
+#if defined(__x86_64__)
+VecDotFn vec_dot_avx512(GgmlType weight_type) {
+    switch (weight_type) {
+        case GgmlType::F32: return &vec_dot_f32_512;
+        case GgmlType::F16: return &vec_dot_f16_512;
+        case GgmlType::BF16: return &vec_dot_bf16_512;
+        case GgmlType::Q8_0: return &vec_dot_q8_0_q4_0_512<false>;
+        case GgmlType::Q4_0: return &vec_dot_q8_0_q4_0_512<true>;
+        case GgmlType::Q4_K: return &vec_dot_q45_K_512<false>;
+        case GgmlType::Q5_K: return &vec_dot_q45_K_512<true>;
+        case GgmlType::Q6_K: return &vec_dot_q6_K_512;
+        default: return shared_vec_dot(weight_type);
+    }
+}
+QuantizeActFn quantize_act_avx512(GgmlType act_type) { return shared_quantize_act(act_type); }
+#else
+VecDotFn vec_dot_avx512(GgmlType) { return nullptr; }
+QuantizeActFn quantize_act_avx512(GgmlType) { return nullptr; }
+#endif
+
+}  // namespace lctx::kernels::detail

@@ -1,0 +1,168 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tensor/fp16.h"
+
+namespace lctx::kernels {
+
+void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    if (w) {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
+    } else {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+    }
+}
+
+void layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += x[i];
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    double var = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float d = x[i] - mean;
+        y[i] = d;
+        var += static_cast<double>(d) * d;
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(var / static_cast<double>(n)) + eps);
+    for (int64_t i = 0; i < n; ++i) {
+        float v = y[i] * scale;
+        if (w) v *= w[i];
+        if (b) v += b[i];
+        y[i] = v;
+    }
+}
+
+namespace {
+
+// YaRN ramp between the dimensions that keep their frequency and the ones that are interpolated.
+float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return n_dims * std::log(n_ctx_orig / (n_rot * 2.0f * static_cast<float>(M_PI))) / (2.0f * std::log(base));
+}
+
+struct RopeCache {
+    // cos/sin per rotated pair for one position
+    float cos_v[512];
+    float sin_v[512];
+};
+
+void rope_angles(float pos, const RopeParams &p, RopeCache &c) {
+    const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
+    float corr_lo = 0.0f, corr_hi = 0.0f;
+    if (p.ext_factor != 0.0f) {
+        const int n_ctx = p.n_ctx_orig > 0 ? p.n_ctx_orig : 4096;
+        corr_lo = std::max(0.0f, std::floor(yarn_corr_dim(p.n_rot, n_ctx, p.beta_fast, p.freq_base)));
+        corr_hi = std::min(static_cast<float>(p.n_rot - 1),
+                           std::ceil(yarn_corr_dim(p.n_rot, n_ctx, p.beta_slow, p.freq_base)));
+    }
+    float theta = pos;
+    for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
+        const float ff = p.freq_factors ? p.freq_factors[i0 / 2] : 1.0f;
+        const float theta_extrap = theta / ff;
+        float theta_final = p.freq_scale * theta_extrap;
+        float mscale = p.attn_factor;
+        if (p.ext_factor != 0.0f) {
+            const float y = (i0 / 2 - corr_lo) / std::max(0.001f, corr_hi - corr_lo);
+            const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+            theta_final = theta_final * (1 - ramp_mix) + theta_extrap * ramp_mix;
+            mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+        }
+        c.cos_v[i0 / 2] = std::cos(theta_final) * mscale;
+        c.sin_v[i0 / 2] = std::sin(theta_final) * mscale;
+        theta *= theta_scale;
+    }
+}
+
+}  // namespace
+
+void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p) {
+    RopeCache c;
+    rope_angles(pos, p, c);
+    const int half = p.n_rot / 2;
+    for (int h = 0; h < n_head; ++h) {
+        float *v = x + static_cast<int64_t>(h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+            const int a = p.mode == RopeMode::Normal ? 2 * i : i;
+            const int b = p.mode == RopeMode::Normal ? 2 * i + 1 : i + half;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c.cos_v[i] - x1 * c.sin_v[i];
+            v[b] = x0 * c.sin_v[i] + x1 * c.cos_v[i];
+        }
+    }
+}
+
+void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p) {
+    RopeCache c;
+    rope_angles(pos, p, c);
+    const int half = p.n_rot / 2;
+    for (int h = 0; h < n_head; ++h) {
+        uint16_t *v = x + static_cast<int64_t>(h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+            const int a = p.mode == RopeMode::Normal ? 2 * i : i;
+            const int b = p.mode == RopeMode::Normal ? 2 * i + 1 : i + half;
+            const float x0 = fp16_to_fp32(v[a]), x1 = fp16_to_fp32(v[b]);
+            v[a] = fp32_to_fp16(x0 * c.cos_v[i] - x1 * c.sin_v[i]);
+            v[b] = fp32_to_fp16(x0 * c.sin_v[i] + x1 * c.cos_v[i]);
+        }
+    }
+}
+
+void softmax(float *x, const float *mask, int64_t n, float scale) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) {
+        float v = x[i] * scale;
+        if (mask) v += mask[i];
+        x[i] = v;
+        if (v > max) max = v;
+    }
+    if (max == -std::numeric_limits<float>::infinity()) {
+        for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
+        return;
+    }
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float e = x[i] == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(x[i] - max);
+        x[i] = e;
+        sum += e;
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu(const float *g, const float *u, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+namespace {
+inline float gelu_tanh(float x) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+    constexpr float kCoef = 0.044715f;
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+}
+}  // namespace
+
+void geglu(const float *g, const float *u, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(g[i]) * u[i];
+}
+void gelu_inplace(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = gelu_tanh(x[i]);
+}
+void silu_inplace(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+void add_inplace(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+void scale_inplace(float *x, float s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+void mul_inplace(float *y, const float *w, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] *= w[i];
+}
+
+}  // namespace lctx::kernels

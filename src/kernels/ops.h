@@ -1,0 +1,49 @@
+// Element-wise and row operations of a transformer layer (f32 activations). The arithmetic follows
+// the usual definitions (and ggml's accumulation choices where they change results measurably:
+// norms and softmax sum in double).
+#pragma once
+#include <cstdint>
+
+namespace lctx::kernels {
+
+// y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (w may be null: no weight)
+void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps);
+// y[i] = (x[i] - mean) / sqrt(var + eps) * w[i] + b[i]   (w, b may be null)
+void layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps);
+
+enum class RopeMode { Normal, Neox };  // Normal: pairs (2i, 2i+1); NeoX: pairs (i, i + n_rot/2)
+
+struct RopeParams {
+    int n_rot = 0;             // rotated dimensions of each head (<= head_dim)
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;   // 1 / linear scaling factor
+    float ext_factor = 0.0f;   // YaRN extrapolation mix (0: off)
+    float attn_factor = 1.0f;  // YaRN magnitude scale
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+    int n_ctx_orig = 0;        // training context (YaRN)
+    RopeMode mode = RopeMode::Normal;
+    const float *freq_factors = nullptr;  // optional per-pair divisors (n_rot / 2 values)
+};
+
+// Rotates n_head heads of head_dim values each, in place, for position pos.
+void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p);
+// The same rotation for a head stored with a row stride (used to re-rotate cached keys by a delta).
+void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p);
+
+// In place: x = softmax(x * scale + mask) over n values (mask may be null; -inf entries give 0).
+void softmax(float *x, const float *mask, int64_t n, float scale);
+
+// y = silu(g) * u   (SwiGLU)
+void swiglu(const float *g, const float *u, float *y, int64_t n);
+// y = gelu(g) * u   (GeGLU, tanh approximation)
+void geglu(const float *g, const float *u, float *y, int64_t n);
+void gelu_inplace(float *x, int64_t n);
+void silu_inplace(float *x, int64_t n);
+// y += x
+void add_inplace(float *y, const float *x, int64_t n);
+void scale_inplace(float *x, float s, int64_t n);
+// y = x * w (element-wise)
+void mul_inplace(float *y, const float *w, int64_t n);
+
+}  // namespace lctx::kernels

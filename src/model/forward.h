@@ -1,0 +1,63 @@
+// What a family's forward pass receives for one micro-batch, and the KV storage it writes to.
+// The context (src/context) prepares these: it chose the cache cells and built the mask; the model
+// only computes.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/threadpool.h"
+#include "tensor/types.h"
+
+namespace lctx {
+
+class Model;
+
+// Per-layer K and V storage of the KV cache. K rows: one per cell, n_embd_k_gqa elements of type_k.
+// V: when v_trans, one row per channel holding `size` cells of type_v (so attention's weighted sum
+// reads contiguous memory); otherwise one row per cell like K.
+struct KvView {
+    GgmlType type_k = GgmlType::F16;
+    GgmlType type_v = GgmlType::F16;
+    bool v_trans = true;
+    uint32_t size = 0;             // cells
+    size_t k_row_bytes = 0;        // bytes of one cell's K row
+    size_t v_row_bytes = 0;        // bytes of one cell's V row (v_trans == false)
+    size_t v_elem_bytes = 0;       // bytes of one V element (v_trans == true; F32/F16 only)
+    std::vector<uint8_t *> k;      // [n_layer] -> [size][k_row_bytes]
+    std::vector<uint8_t *> v;      // [n_layer] -> [size][v_row_bytes] or [n_embd_v_gqa][size] elements
+};
+
+struct ForwardBatch {
+    int32_t n_tokens = 0;
+    const int32_t *tokens = nullptr;  // [n_tokens] token ids, or null when embd is given
+    const float *embd = nullptr;      // [n_tokens][n_embd] input embeddings
+    const int32_t *pos = nullptr;     // [n_tokens]
+    const uint32_t *cells = nullptr;  // [n_tokens] KV cell each token's K/V is written to
+    int32_t n_kv = 0;                 // attention spans cells [0, n_kv)
+    const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf
+    int32_t n_outputs = 0;
+    const int32_t *out_rows = nullptr;  // [n_outputs] ubatch rows whose outputs are wanted (ascending)
+    float *logits = nullptr;            // [n_outputs][n_vocab], or null
+    float *hidden = nullptr;            // [n_outputs][n_embd] normalized final hidden state, or null
+    // Polled between layers; returning true stops the pass (the caller discards the micro-batch).
+    bool (*abort_cb)(void *) = nullptr;
+    void *abort_data = nullptr;
+};
+
+// Scratch buffers of a forward pass, grown on demand and reused across micro-batches.
+struct ForwardScratch {
+    std::vector<float> x, cur, q, k, v, attn, ffn_a, ffn_b, out;  // activations
+    std::vector<std::vector<float>> per_thread;                   // attention scores and conversions
+    kernels::MatmulScratch mm;
+};
+
+// Returns false when aborted through abort_cb.
+bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,
+                   kernels::ThreadPool &pool);
+
+// Dispatches to the family's forward pass.
+bool forward(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,
+             kernels::ThreadPool &pool);
+
+}  // namespace lctx

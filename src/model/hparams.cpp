@@ -1,0 +1,95 @@
+#include "model/hparams.h"
+
+#include <cmath>
+
+#include "gguf/gguf.h"
+#include "util/error.h"
+
+namespace lctx {
+
+const char *arch_name(Arch arch) {
+    switch (arch) {
+        case Arch::Llama: return "llama";
+    }
+    return "unknown";
+}
+
+Arch arch_from_name(const std::string &name) {
+    if (name == "llama") return Arch::Llama;
+    throw Error("unsupported model architecture '" + name + "' (supported: llama)");
+}
+
+namespace {
+
+uint32_t get_u32(const gguf::File &f, const std::string &key, bool required, uint32_t def = 0) {
+    std::optional<int64_t> v = f.get_int(key);
+    if (!v) {
+        if (required) throw Error("model metadata is missing '" + key + "'");
+        return def;
+    }
+    if (*v < 0 || *v > static_cast<int64_t>(UINT32_MAX))
+        throw Error("model metadata '" + key + "' = " + std::to_string(*v) + " is out of range");
+    return static_cast<uint32_t>(*v);
+}
+
+float get_f32(const gguf::File &f, const std::string &key, float def) {
+    std::optional<double> v = f.get_float(key);
+    return v ? static_cast<float>(*v) : def;
+}
+
+}  // namespace
+
+HParams HParams::load(const gguf::File &f) {
+    HParams hp;
+    std::optional<std::string> arch = f.get_string("general.architecture");
+    if (!arch) throw Error("model metadata is missing 'general.architecture'");
+    hp.arch_name = *arch;
+    hp.arch = arch_from_name(*arch);
+    const std::string p = *arch + ".";
+
+    hp.n_ctx_train = get_u32(f, p + "context_length", true);
+    hp.n_embd = get_u32(f, p + "embedding_length", true);
+    hp.n_layer = get_u32(f, p + "block_count", true);
+    hp.n_ff = get_u32(f, p + "feed_forward_length", true);
+    hp.n_head = get_u32(f, p + "attention.head_count", true);
+    hp.n_head_kv = get_u32(f, p + "attention.head_count_kv", false, hp.n_head);
+    if (hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 || hp.n_head_kv == 0 || hp.n_ff == 0)
+        throw Error("model metadata has a zero size (embedding, layers, heads or feed-forward)");
+    if (hp.n_embd % hp.n_head != 0)
+        throw Error("embedding_length " + std::to_string(hp.n_embd) + " is not divisible by head_count " +
+                    std::to_string(hp.n_head));
+    if (hp.n_head % hp.n_head_kv != 0)
+        throw Error("head_count " + std::to_string(hp.n_head) + " is not a multiple of head_count_kv " +
+                    std::to_string(hp.n_head_kv));
+    hp.n_embd_head_k = get_u32(f, p + "attention.key_length", false, hp.n_embd / hp.n_head);
+    hp.n_embd_head_v = get_u32(f, p + "attention.value_length", false, hp.n_embd / hp.n_head);
+    hp.norm_rms_eps = get_f32(f, p + "attention.layer_norm_rms_epsilon", 1e-5f);
+    hp.norm_eps = get_f32(f, p + "attention.layer_norm_epsilon", 1e-5f);
+
+    hp.rope.n_rot = static_cast<int>(get_u32(f, p + "rope.dimension_count", false, hp.n_embd_head_k));
+    if (hp.rope.n_rot <= 0 || hp.rope.n_rot > static_cast<int>(hp.n_embd_head_k) || hp.rope.n_rot % 2 != 0 ||
+        hp.rope.n_rot > 1024)
+        throw Error("rope.dimension_count " + std::to_string(hp.rope.n_rot) + " does not fit head size " +
+                    std::to_string(hp.n_embd_head_k));
+    hp.rope.freq_base = get_f32(f, p + "rope.freq_base", 10000.0f);
+    float scale = 1.0f;
+    if (std::optional<std::string> st = f.get_string(p + "rope.scaling.type")) {
+        const float factor = get_f32(f, p + "rope.scaling.factor", 1.0f);
+        if (*st == "linear" || *st == "yarn") scale = factor > 0.0f ? 1.0f / factor : 1.0f;
+        if (*st == "yarn") hp.rope.ext_factor = 1.0f;
+    } else if (std::optional<double> lin = f.get_float(p + "rope.scale_linear")) {
+        if (*lin > 0.0) scale = static_cast<float>(1.0 / *lin);
+    }
+    hp.rope.freq_scale = scale;
+    hp.rope.n_ctx_orig = static_cast<int>(get_u32(f, p + "rope.scaling.original_context_length", false,
+                                                  hp.n_ctx_train));
+    hp.rope.mode = kernels::RopeMode::Normal;  // llama family: adjacent pairs
+
+    // The vocabulary size is the token list's length (the output matrix is checked against it).
+    if (const gguf::Value *toks = f.find("tokenizer.ggml.tokens"))
+        hp.n_vocab = static_cast<uint32_t>(toks->array.size());
+    hp.n_vocab = get_u32(f, p + "vocab_size", false, hp.n_vocab);
+    return hp;
+}
+
+}  // namespace lctx

@@ -1,0 +1,48 @@
+// Hyper-parameters of a model, read from GGUF metadata under the architecture's prefix
+// ("llama.block_count", ...). One struct serves every family; fields a family does not use keep
+// their defaults.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kernels/ops.h"
+
+namespace lctx {
+
+namespace gguf {
+class File;
+}
+
+enum class Arch { Llama };
+
+const char *arch_name(Arch arch);
+// Maps general.architecture to a supported family; throws lctx::Error naming the unsupported one.
+Arch arch_from_name(const std::string &name);
+
+struct HParams {
+    std::string arch_name;      // general.architecture as written in the file
+    Arch arch = Arch::Llama;
+    uint32_t n_ctx_train = 0;   // context the model was trained with
+    uint32_t n_embd = 0;        // hidden size
+    uint32_t n_layer = 0;
+    uint32_t n_ff = 0;          // feed-forward hidden size
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t n_embd_head_k = 0; // per-head key size
+    uint32_t n_embd_head_v = 0; // per-head value size
+    uint32_t n_vocab = 0;
+    float norm_rms_eps = 1e-5f;
+    float norm_eps = 1e-5f;
+    kernels::RopeParams rope;   // n_rot, base, scale, mode (per family)
+    bool causal_attn = true;
+
+    uint32_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
+    uint32_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }
+    uint32_t n_gqa() const { return n_head / n_head_kv; }
+
+    // Reads the hyper-parameters of `arch` from the file and validates them (non-zero sizes,
+    // heads dividing evenly, rotary dims within the head); throws lctx::Error.
+    static HParams load(const gguf::File &file);
+};
+
+}  // namespace lctx

@@ -1,0 +1,141 @@
+#include "model/model.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "util/error.h"
+#include "util/log.h"
+#include "vocab/vocab.h"
+
+namespace lctx {
+
+Model::~Model() = default;
+
+namespace {
+
+// Looks up a tensor and checks its shape (ne[0] = columns, ne[1] = rows) and that lctx can compute
+// with its type.
+class TensorBinder {
+public:
+    explicit TensorBinder(const gguf::File &f) : f_(f) {}
+
+    const gguf::TensorInfo *find(const std::string &name) const { return f_.find_tensor(name); }
+
+    kernels::WeightView matrix(const std::string &name, int64_t cols, int64_t rows, bool required = true) {
+        const gguf::TensorInfo *t = f_.find_tensor(name);
+        if (!t) {
+            if (required) throw Error("model is missing tensor '" + name + "'");
+            return {};
+        }
+        if (t->ne.size() > 2 && t->n_elements() != t->ne[0] * t->ne[1])
+            throw Error("tensor '" + name + "' has more than 2 dimensions");
+        const int64_t ne1 = t->ne.size() > 1 ? t->ne[1] : 1;
+        if (t->ne[0] != cols || ne1 != rows)
+            throw Error("tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) + ", " +
+                        std::to_string(ne1) + "], expected [" + std::to_string(cols) + ", " +
+                        std::to_string(rows) + "]");
+        if (!type_traits(t->type).has_compute)
+            throw Error("tensor '" + name + "' has type " + type_name(t->type) +
+                        ", which lctx cannot compute with yet");
+        kernels::WeightView w;
+        w.type = t->type;
+        w.data = f_.tensor_data(*t);
+        w.rows = rows;
+        w.cols = cols;
+        w.row_bytes = row_size(t->type, cols);
+        bytes_ += t->nbytes;
+        params_ += static_cast<uint64_t>(t->n_elements());
+        return w;
+    }
+
+    ParamVector vector(const std::string &name, int64_t n, bool required = true) {
+        const gguf::TensorInfo *t = f_.find_tensor(name);
+        if (!t) {
+            if (required) throw Error("model is missing tensor '" + name + "'");
+            return {};
+        }
+        if (t->n_elements() != n)
+            throw Error("tensor '" + name + "' has " + std::to_string(t->n_elements()) + " elements, expected " +
+                        std::to_string(n));
+        if (!type_traits(t->type).has_compute || n % type_traits(t->type).block_size != 0)
+            throw Error("tensor '" + name + "' has unsupported type " + type_name(t->type));
+        ParamVector v(static_cast<size_t>(n));
+        dequantize_row(t->type, f_.tensor_data(*t), v.data(), n);
+        bytes_ += t->nbytes;
+        params_ += static_cast<uint64_t>(n);
+        return v;
+    }
+
+    uint64_t bytes() const { return bytes_; }
+    uint64_t params() const { return params_; }
+
+private:
+    const gguf::File &f_;
+    uint64_t bytes_ = 0;
+    uint64_t params_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string &path, const ModelLoadOptions &opts) {
+    std::unique_ptr<Model> m(new Model());
+    m->path_ = path;
+    m->file_ = gguf::File::open(path);
+    m->hparams_ = HParams::load(*m->file_);
+    m->vocab_ = Vocab::load(*m->file_);
+    if (m->hparams_.n_vocab == 0) m->hparams_.n_vocab = static_cast<uint32_t>(m->vocab_->n_tokens());
+    if (opts.progress && !opts.progress(0.0f, opts.progress_user_data)) throw Error("model loading cancelled");
+    if (!opts.vocab_only) m->bind_weights();
+    if (opts.progress && !opts.progress(1.0f, opts.progress_user_data)) throw Error("model loading cancelled");
+    return m;
+}
+
+void Model::bind_weights() {
+    const HParams &hp = hparams_;
+    TensorBinder b(*file_);
+    const int64_t n_embd = hp.n_embd;
+    const int64_t n_vocab = hp.n_vocab;
+    const int64_t q_dim = static_cast<int64_t>(hp.n_embd_head_k) * hp.n_head;
+    const int64_t k_dim = hp.n_embd_k_gqa();
+    const int64_t v_dim = hp.n_embd_v_gqa();
+    const int64_t o_dim = static_cast<int64_t>(hp.n_embd_head_v) * hp.n_head;
+
+    weights_.token_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
+    weights_.output_norm = b.vector("output_norm.weight", n_embd);
+    weights_.output = b.matrix("output.weight", n_embd, n_vocab, /*required=*/false);
+    if (!weights_.output.data) weights_.output = weights_.token_embd;  // tied embeddings
+    weights_.rope_freqs = b.vector("rope_freqs.weight", hp.rope.n_rot / 2, /*required=*/false);
+
+    weights_.layers.resize(hp.n_layer);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        LayerWeights &l = weights_.layers[il];
+        l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
+        l.wq = b.matrix(p + "attn_q.weight", n_embd, q_dim);
+        l.wk = b.matrix(p + "attn_k.weight", n_embd, k_dim);
+        l.wv = b.matrix(p + "attn_v.weight", n_embd, v_dim);
+        l.wo = b.matrix(p + "attn_output.weight", o_dim, n_embd);
+        l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+        l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
+        l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
+        l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
+    }
+    size_bytes_ = b.bytes();
+    n_params_ = b.params();
+}
+
+std::string Model::description() const {
+    // "<arch> <params> <type of the first attention weight>" like llama.cpp's model desc
+    char buf[128];
+    const double p = static_cast<double>(n_params_);
+    const char *type = weights_.layers.empty() ? "?" : type_name(weights_.layers[0].wq.type);
+    if (p >= 1e9)
+        std::snprintf(buf, sizeof buf, "%s %.1fB %s", hparams_.arch_name.c_str(), p / 1e9, type);
+    else if (p >= 1e6)
+        std::snprintf(buf, sizeof buf, "%s %.0fM %s", hparams_.arch_name.c_str(), p / 1e6, type);
+    else
+        std::snprintf(buf, sizeof buf, "%s %.0fK %s", hparams_.arch_name.c_str(), p / 1e3, type);
+    return buf;
+}
+
+}  // namespace lctx

@@ -1,0 +1,146 @@
+// Runs a golden case of fixtures/golden (see fixtures/golden/FORMAT.md) on an lctx Context and
+// returns the output rows it produced, in the order of the case's data file.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "context/context.h"
+#include "model/model.h"
+
+namespace lctx::testing {
+
+inline std::string fixtures_dir() { return LCTX_FIXTURES_DIR; }
+
+inline nlohmann::json read_json(const std::string &path) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot open " + path);
+    return nlohmann::json::parse(f);
+}
+
+inline std::vector<float> read_f32(const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot open " + path);
+    f.seekg(0, std::ios::end);
+    const size_t n = static_cast<size_t>(f.tellg()) / sizeof(float);
+    f.seekg(0);
+    std::vector<float> v(n);
+    f.read(reinterpret_cast<char *>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    return v;
+}
+
+inline GgmlType kv_type(const nlohmann::json &ctx, const char *key) {
+    const std::string t = ctx.value(key, std::string("f16"));
+    return t == "f32" ? GgmlType::F32 : t == "q8_0" ? GgmlType::Q8_0 : GgmlType::F16;
+}
+
+inline ContextParams context_params(const nlohmann::json &c) {
+    const nlohmann::json &ctx = c["ctx"];
+    ContextParams p;
+    // Non-unified llama.cpp caches pad each sequence's stream; one unified cache of the recorded
+    // total size holds the same cells.
+    p.n_ctx = c.value("n_ctx_actual", ctx.value("n_ctx", 512u));
+    p.n_batch = ctx.value("n_batch", 2048u);
+    p.n_ubatch = ctx.value("n_ubatch", 512u);
+    p.n_seq_max = ctx.value("n_seq_max", 1u);
+    p.n_threads = p.n_threads_batch = 1;
+    p.type_k = kv_type(ctx, "type_k");
+    p.type_v = kv_type(ctx, "type_v");
+    return p;
+}
+
+struct GoldenRun {
+    std::vector<float> rows;  // [n_rows][row_len] in the data file's order
+    size_t row_len = 0;
+};
+
+// Executes the steps of a logits / kv_ops case with n_threads threads.
+inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, int n_threads = 1) {
+    ContextParams p = context_params(c);
+    p.n_threads = p.n_threads_batch = n_threads;
+    auto ctx = std::make_unique<Context>(model, p);
+    GoldenRun out;
+    out.row_len = model.hparams().n_vocab;
+    for (const nlohmann::json &step : c["steps"]) {
+        const std::string op = step["op"];
+        if (op == "decode") {
+            const nlohmann::json &entries = step["batch"];
+            const int32_t n = static_cast<int32_t>(entries.size());
+            std::vector<int32_t> tok(n), pos(n), nseq(n, 1), sid(n);
+            std::vector<int32_t *> sids(n);
+            std::vector<int8_t> want(n, 0);
+            for (int32_t i = 0; i < n; ++i) {
+                tok[i] = entries[i][0];
+                pos[i] = entries[i][1];
+                sid[i] = entries[i][2];
+                sids[i] = &sid[i];
+            }
+            if (step["logits"] == "all") {
+                std::fill(want.begin(), want.end(), 1);
+            } else {  // last entry of each sequence
+                for (int32_t i = 0; i < n; ++i) {
+                    bool later = false;
+                    for (int32_t j = i + 1; j < n; ++j) later |= sid[j] == sid[i];
+                    want[i] = !later;
+                }
+            }
+            Batch b;
+            b.n_tokens = n;
+            b.token = tok.data();
+            b.pos = pos.data();
+            b.n_seq_id = nseq.data();
+            b.seq_id = sids.data();
+            b.logits = want.data();
+            if (ctx->decode(b) != DecodeStatus::Ok) throw std::runtime_error("decode failed");
+            for (int32_t i = 0; i < n; ++i) {
+                if (!want[i]) continue;
+                const float *l = ctx->logits_ith(i);
+                if (!l) throw std::runtime_error("no logits for a requested row");
+                out.rows.insert(out.rows.end(), l, l + out.row_len);
+            }
+        } else if (op == "seq_rm") {
+            ctx->kv().seq_rm(step["seq"], step["p0"], step["p1"]);
+        } else if (op == "seq_cp") {
+            ctx->kv().seq_cp(step["src"], step["dst"], step["p0"], step["p1"]);
+        } else if (op == "seq_add") {
+            ctx->kv().seq_add(step["seq"], step["p0"], step["p1"], step["delta"]);
+        } else if (op == "new_context") {
+            ctx = std::make_unique<Context>(model, p);
+        } else {
+            throw std::runtime_error("unknown golden step op " + op);
+        }
+    }
+    return out;
+}
+
+// Greedy generation as the golden "greedy" cases run it; returns the generated tokens.
+inline std::vector<int32_t> run_greedy(const Model &model, Context &ctx, const std::vector<int32_t> &prompt,
+                                       int n_predict, bool (*is_eog)(const Model &, int32_t)) {
+    std::vector<int32_t> out;
+    std::vector<int32_t> tokens = prompt;
+    Batch b;
+    b.n_tokens = static_cast<int32_t>(tokens.size());
+    b.token = tokens.data();
+    if (ctx.decode(b) != DecodeStatus::Ok) throw std::runtime_error("prompt decode failed");
+    int32_t pos = b.n_tokens;
+    for (int i = 0; i < n_predict; ++i) {
+        const float *l = ctx.logits_ith(-1);
+        int32_t best = 0;
+        for (int32_t t = 1; t < static_cast<int32_t>(model.hparams().n_vocab); ++t)
+            if (l[t] > l[best]) best = t;
+        out.push_back(best);
+        if (is_eog(model, best)) break;
+        Batch one;
+        one.n_tokens = 1;
+        one.token = &best;
+        one.pos = &pos;
+        if (ctx.decode(one) != DecodeStatus::Ok) throw std::runtime_error("decode failed");
+        ++pos;
+    }
+    return out;
+}
+
+}  // namespace lctx::testing

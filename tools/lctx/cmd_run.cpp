@@ -1,0 +1,157 @@
+// lctx run: tokenize a prompt, decode it as one batch, then sample and decode one token at a time,
+// streaming the text; ends with a timing line (or prints one JSON object with --json).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "context/context.h"
+#include "tools/lctx/commands.h"
+#include "tools/lctx/common.h"
+#include "vocab/vocab.h"
+
+namespace lctx::cli {
+
+int cmd_run(int argc, char **argv) {
+    CLI::App app{"Generate text from a prompt", "lctx run"};
+    std::string model_path = default_model_path();
+    std::string prompt = "Once upon a time";
+    int32_t n_predict = 128;
+    int32_t n_ctx = 0;
+    int32_t n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+    bool json = false;
+    SamplingOptions so;
+    app.add_option("-m,--model", model_path, "GGUF model file (default: the model shipped in models/)");
+    app.add_option("-p,--prompt", prompt, "prompt text");
+    app.add_option("-n,--n-predict", n_predict, "tokens to generate (stops earlier at end of generation)");
+    app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (0: the model's training context)");
+    app.add_option("-t,--threads", n_threads, "threads")->check(CLI::PositiveNumber);
+    app.add_option("--temp", so.temp, "temperature (0: greedy)");
+    app.add_option("--top-k", so.top_k, "keep the k most likely tokens (<= 0: all)");
+    app.add_option("--top-p", so.top_p, "keep the most likely tokens up to this probability mass");
+    app.add_option("--min-p", so.min_p, "drop tokens below this fraction of the top probability");
+    app.add_option("--typical", so.typical_p, "locally typical sampling mass (1: off)");
+    app.add_option("--repeat-penalty", so.repeat_penalty, "penalty for repeated tokens (1: off)");
+    app.add_option("--repeat-last-n", so.repeat_last_n, "window of the penalties");
+    app.add_option("--frequency-penalty", so.frequency_penalty, "frequency penalty (0: off)");
+    app.add_option("--presence-penalty", so.presence_penalty, "presence penalty (0: off)");
+    app.add_option("-s,--seed", so.seed, "random seed (default: random)");
+    app.add_flag("--json", json, "print one JSON object {prompt_ids, ids, text} instead of streaming");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e);
+    }
+    if (n_predict < 0) n_predict = 0;
+
+    std::unique_ptr<Model> model = load_model_or_report(model_path);
+    if (!model) return 1;
+    const Vocab &vocab = model->vocab();
+
+    std::vector<int32_t> prompt_ids;
+    try {
+        prompt_ids = vocab.tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "lctx: cannot tokenize the prompt: %s\n", e.what());
+        return 1;
+    }
+    if (prompt_ids.empty()) {
+        std::fprintf(stderr, "lctx: the prompt is empty and the model adds no BOS token\n");
+        return 1;
+    }
+
+    ContextParams cp;
+    cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model->hparams().n_ctx_train;
+    cp.n_batch = std::max<uint32_t>(cp.n_ctx, 1);
+    cp.n_ubatch = std::min<uint32_t>(512, cp.n_batch);
+    cp.n_threads = cp.n_threads_batch = n_threads;
+    std::unique_ptr<Context> ctx;
+    try {
+        ctx = std::make_unique<Context>(*model, cp);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "lctx: cannot create the context: %s\n", e.what());
+        return 1;
+    }
+    if (prompt_ids.size() >= cp.n_ctx) {
+        std::fprintf(stderr, "lctx: the prompt has %zu tokens, which does not fit a context of %u (use -c)\n",
+                     prompt_ids.size(), cp.n_ctx);
+        return 1;
+    }
+
+    std::unique_ptr<SamplerChain> sampler = make_sampler_chain(so);
+    for (int32_t id : prompt_ids) sampler->accept(id);
+
+    if (!json) {
+        std::fputs(prompt.c_str(), stdout);
+        std::fflush(stdout);
+    }
+
+    std::vector<int32_t> ids;
+    std::string text;
+    Batch b;
+    b.n_tokens = static_cast<int32_t>(prompt_ids.size());
+    b.token = prompt_ids.data();
+    if (ctx->decode(b) != DecodeStatus::Ok) {
+        std::fprintf(stderr, "lctx: decoding the prompt failed\n");
+        return 1;
+    }
+    int32_t pos = b.n_tokens;
+    std::string pending;  // bytes of an incomplete UTF-8 character are held back while streaming
+    for (int32_t i = 0; i < n_predict && static_cast<uint32_t>(pos) < cp.n_ctx; ++i) {
+        const int32_t id = sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
+        sampler->accept(id);
+        if (vocab.is_eog(id)) break;
+        ids.push_back(id);
+        const std::string piece = vocab.token_to_piece(id, /*special=*/false);
+        text += piece;
+        if (!json) {
+            pending += piece;
+            // print whole characters only
+            size_t cut = pending.size();
+            for (size_t k = 1; k <= std::min<size_t>(3, pending.size()); ++k) {
+                const unsigned char c = static_cast<unsigned char>(pending[pending.size() - k]);
+                if ((c & 0xC0) == 0x80) continue;
+                const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+                if (need > k) cut = pending.size() - k;
+                break;
+            }
+            std::fwrite(pending.data(), 1, cut, stdout);
+            std::fflush(stdout);
+            pending.erase(0, cut);
+        }
+        Batch one;
+        int32_t tok = id;
+        one.n_tokens = 1;
+        one.token = &tok;
+        one.pos = &pos;
+        const DecodeStatus st = ctx->decode(one);
+        if (st != DecodeStatus::Ok) {
+            std::fprintf(stderr, "\nlctx: decode failed (status %d)\n", static_cast<int>(st));
+            return 1;
+        }
+        ++pos;
+    }
+
+    const PerfCounters perf = ctx->perf();
+    if (json) {
+        nlohmann::json out;
+        out["prompt_ids"] = prompt_ids;
+        out["ids"] = ids;
+        out["text"] = text;
+        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+        std::fwrite(pending.data(), 1, pending.size(), stdout);
+        std::printf("\n");
+        std::fflush(stdout);
+        const double pp = perf.t_p_eval_ms > 0 ? 1e3 * perf.n_p_eval / perf.t_p_eval_ms : 0.0;
+        const double tg = perf.t_eval_ms > 0 ? 1e3 * perf.n_eval / perf.t_eval_ms : 0.0;
+        std::fprintf(stderr, "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s\n", perf.n_p_eval,
+                     pp, perf.n_eval, tg);
+    }
+    return 0;
+}
+
+}  // namespace lctx::cli

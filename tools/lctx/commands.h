@@ -1,0 +1,8 @@
+#pragma once
+
+namespace lctx::cli {
+
+int cmd_run(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+
+}  // namespace lctx::cli

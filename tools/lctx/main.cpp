@@ -1,0 +1,30 @@
+// lctx: the command-line front end. Each subcommand lives in its own file (cmd_*.cpp).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tools/lctx/commands.h"
+
+namespace {
+void usage() {
+    std::fprintf(stderr,
+                 "usage: lctx <command> [options]\n"
+                 "commands:\n"
+                 "  run        generate text from a prompt\n"
+                 "  tokenize   print the token ids of a text\n"
+                 "run 'lctx <command> --help' for the options of a command\n");
+}
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+        usage();
+        return argc < 2 ? 1 : 0;
+    }
+    const std::string cmd = argv[1];
+    if (cmd == "run") return lctx::cli::cmd_run(argc - 1, argv + 1);
+    if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
+    std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
+    usage();
+    return 1;
+}
