@@ -20,8 +20,8 @@ using lctx::GgmlType;
 using namespace lctx::kernels;
 
 constexpr GgmlType kTypes[] = {
-    GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16, GgmlType::F32,
-    GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q4_1, GgmlType::Q5_0,
+    GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::F16,  GgmlType::BF16, GgmlType::F32,
+    GgmlType::Q4_K, GgmlType::Q6_K,   GgmlType::Q5_K, GgmlType::Q4_1, GgmlType::Q5_0,
     GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
 };
 
@@ -59,13 +59,15 @@ void bm_mat_vec(benchmark::State &state, GgmlType t, Isa isa) {
     // One quantized row repeated: quantizing 16M elements with the reference would dominate the run.
     const std::vector<uint8_t> row = quantized(t, n, 1);
     std::vector<uint8_t> w(rs * rows);
-    for (int64_t r = 0; r < rows; ++r) std::copy(row.begin(), row.end(), w.begin() + static_cast<ptrdiff_t>(r * rs));
+    for (int64_t r = 0; r < rows; ++r)
+        std::copy(row.begin(), row.end(), w.begin() + static_cast<ptrdiff_t>(r * rs));
     std::vector<uint8_t> y(lctx::row_size(k.act_type, n));
     const std::vector<float> a = random_floats(n, 2);
     k.quantize_act(a.data(), y.data(), n);
     std::vector<float> out(rows);
     for (auto _ : state) {
-        for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(r)] = k.vec_dot(n, w.data() + r * rs, y.data());
+        for (int64_t r = 0; r < rows; ++r)
+            out[static_cast<size_t>(r)] = k.vec_dot(n, w.data() + r * rs, y.data());
         benchmark::ClobberMemory();
     }
     state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.size()));
@@ -100,7 +102,8 @@ int main(int argc, char **argv) {
     for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::F16, GgmlType::BF16}) {
         for (Isa isa : isas) {
             const TypeKernels &k = type_kernels(t, Isa::Scalar);
-            const std::string name = std::string("QuantizeAct/") + lctx::type_name(k.act_type) + "/" + isa_name(isa);
+            const std::string name =
+                std::string("QuantizeAct/") + lctx::type_name(k.act_type) + "/" + isa_name(isa);
             benchmark::RegisterBenchmark(name.c_str(), bm_quantize_act, t, isa);
         }
     }

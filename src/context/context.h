@@ -85,6 +85,8 @@ public:
     void perf_reset();
 
 private:
+    friend class ContextState;  // state save/restore (src/context/state.cpp) reads and writes outputs
+
     bool validate(const Batch &batch) const;
     void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
     void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);

@@ -30,7 +30,7 @@ CpuFeatures probe() {
     f.f16c = (c >> 29) & 1;
     if (osxsave) {
         const uint64_t xcr0 = read_xcr0();
-        f.os_avx = (xcr0 & 0x6) == 0x6;            // bit 1 SSE, bit 2 AVX
+        f.os_avx = (xcr0 & 0x6) == 0x6;                   // bit 1 SSE, bit 2 AVX
         f.os_avx512 = f.os_avx && (xcr0 & 0xe0) == 0xe0;  // bits 5-7: opmask, ZMM_Hi256, Hi16_ZMM
     }
     if (max_leaf >= 7) {
@@ -51,7 +51,9 @@ CpuFeatures probe() {
     return f;
 }
 #else
-CpuFeatures probe() { return CpuFeatures{}; }
+CpuFeatures probe() {
+    return CpuFeatures{};
+}
 #endif
 
 }  // namespace

@@ -24,7 +24,9 @@ void ref_quantize(const float *x, void *y, int64_t n) {
     quantize_row(static_cast<GgmlType>(kType), x, y, n);
 }
 
-void copy_f32(const float *x, void *y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }
+void copy_f32(const float *x, void *y, int64_t n) {
+    std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+}
 
 using Table = std::array<TypeKernels, kGgmlTypeCount>;
 
@@ -34,9 +36,9 @@ void fill_scalar(Table &t, std::integer_sequence<int32_t, kIds...>) {
 }
 
 constexpr GgmlType kWeightTypes[] = {
-    GgmlType::F32,  GgmlType::F16,    GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
-    GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
-    GgmlType::Q3_K, GgmlType::Q4_K,   GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS,
+    GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,   GgmlType::Q4_1,
+    GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
+    GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,   GgmlType::IQ4_XS,
 };
 
 // The scalar reference for every weight type with kernels; act_type / quantize_act per type.
@@ -125,9 +127,12 @@ Isa isa_active() {
 
 const char *isa_name(Isa isa) {
     switch (isa) {
-        case Isa::Scalar: return "scalar";
-        case Isa::Avx2: return "avx2";
-        case Isa::Avx512: return "avx512";
+        case Isa::Scalar:
+            return "scalar";
+        case Isa::Avx2:
+            return "avx2";
+        case Isa::Avx512:
+            return "avx512";
     }
     return "unknown";
 }

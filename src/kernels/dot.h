@@ -22,7 +22,8 @@ const char *isa_name(Isa isa);
 
 // Dot product of one weight row (type t, n elements) with one activation row already converted to
 // type_traits(t).vec_dot_type. Same result as vec_dot_ref up to float summation order. n is a
-// multiple of the block size; rows need no alignment.
+// multiple of the block size (not checked). Rows need only the alignment of their block struct
+// (2 bytes, 4 for F32 and Q8_K), as GGUF tensor data and any heap buffer have; no vector alignment.
 using VecDotFn = float (*)(int64_t n, const void *x, const void *y);
 // Converts n floats to the activation type. For Q8_0, Q8_1 and Q8_K the bytes are the same as
 // quantize_row's reference on every ISA, so results do not depend on the ISA.

@@ -8,11 +8,19 @@
 namespace lctx::kernels::detail {
 
 #if defined(__x86_64__)
-VecDotFn vec_dot_avx2(GgmlType weight_type) { return shared_vec_dot(weight_type); }
-QuantizeActFn quantize_act_avx2(GgmlType act_type) { return shared_quantize_act(act_type); }
+VecDotFn vec_dot_avx2(GgmlType weight_type) {
+    return shared_vec_dot(weight_type);
+}
+QuantizeActFn quantize_act_avx2(GgmlType act_type) {
+    return shared_quantize_act(act_type);
+}
 #else
-VecDotFn vec_dot_avx2(GgmlType) { return nullptr; }
-QuantizeActFn quantize_act_avx2(GgmlType) { return nullptr; }
+VecDotFn vec_dot_avx2(GgmlType) {
+    return nullptr;
+}
+QuantizeActFn quantize_act_avx2(GgmlType) {
+    return nullptr;
+}
 #endif
 
 }  // namespace lctx::kernels::detail

@@ -1,6 +1,7 @@
 // AVX-512 (F/BW/VL/DQ + VNNI + BF16) dot-product kernels. The float types, Q8_0 / Q4_0 (two blocks per
-// register, scales of 8 blocks gathered at once) and Q4_K / Q5_K / Q6_K (64 elements per register) use full 512-bit registers; the other types
-// use the shared 256-bit set (dot_x86_inl.h), which here compiles its int8 dots to vpdpbusd.
+// register, scales of 8 blocks gathered at once) and Q4_K / Q5_K / Q6_K (64 elements per register) use full
+// 512-bit registers; the other types use the shared 256-bit set (dot_x86_inl.h), which here compiles its int8
+// dots to vpdpbusd.
 #include "kernels/dot.h"
 
 #if defined(__x86_64__)
@@ -20,7 +21,8 @@ namespace {
 inline float vec_dot_f32_512(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const float *>(vx);
     const auto *y = static_cast<const float *>(vy);
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(),
+           a3 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
@@ -36,12 +38,15 @@ inline float vec_dot_f32_512(int64_t n, const void *vx, const void *vy) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-inline __m512 load_f16x16(const fp16_t *p) { return _mm512_cvtph_ps(loadu256(p)); }
+inline __m512 load_f16x16(const fp16_t *p) {
+    return _mm512_cvtph_ps(loadu256(p));
+}
 
 inline float vec_dot_f16_512(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const fp16_t *>(vx);
     const auto *y = static_cast<const fp16_t *>(vy);
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(),
+           a3 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         a0 = _mm512_fmadd_ps(load_f16x16(x + i), load_f16x16(y + i), a0);
@@ -66,7 +71,8 @@ inline __m512 dot_bf16x32(__m512 acc, const void *x, const void *y) {
 inline float vec_dot_bf16_512(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const uint16_t *>(vx);
     const auto *y = static_cast<const uint16_t *>(vy);
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(),
+           a3 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 128 <= n; i += 128) {
         a0 = dot_bf16x32(a0, x + i, y + i);
@@ -85,7 +91,9 @@ inline float vec_dot_bf16_512(int64_t n, const void *vx, const void *vy) {
 
 // ---- Q8_0 / Q4_0: groups of 8 blocks, two blocks per register (int32 lanes 0-7 and 8-15) ----
 
-inline __m512i join256(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1); }
+inline __m512i join256(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
+}
 
 // The half scales d (at offset 0) of 8 blocks `stride` bytes apart, as floats: a 32-bit gather (d and
 // the block's next two bytes), narrowed to the low 16 bits, converted. Replaces 8 scalar conversions.
@@ -132,7 +140,8 @@ inline float vec_dot_q8_0_q4_0_512(int64_t n, const void *vx, const void *vy) {
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t i = 0;
     for (; i + 7 < nb; i += 8) {
-        const __m512 dd = _mm512_zextps256_ps512(_mm256_mul_ps(gather_d8(&x[i], x_off), gather_d8(&y[i], y_off)));
+        const __m512 dd =
+            _mm512_zextps256_ps512(_mm256_mul_ps(gather_d8(&x[i], x_off), gather_d8(&y[i], y_off)));
         for (int p = 0; p < 4; ++p) {
             const int64_t b = i + 2 * p;
             const __m512i yv = join256(loadu256(y[b].qs), loadu256(y[b + 1].qs));
@@ -143,7 +152,8 @@ inline float vec_dot_q8_0_q4_0_512(int64_t n, const void *vx, const void *vy) {
             } else {
                 prod = dot_i8_512(join256(loadu256(x[b].qs), loadu256(x[b + 1].qs)), yv);
             }
-            acc[p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_permutexvar_ps(pair_idx[p], dd), acc[p & 1]);
+            acc[p & 1] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_permutexvar_ps(pair_idx[p], dd), acc[p & 1]);
         }
     }
     float s = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
@@ -171,15 +181,16 @@ inline float vec_dot_q45_K_512(int64_t n, const void *vx, const void *vy) {
     const __m512i one = _mm512_set1_epi8(1);
     // pshufb patterns: word 2j of each 128-bit lane in the low half, word 2j+1 in the high half.
     __m512i scale_pick[4];
-    for (int j = 0; j < 4; ++j) scale_pick[j] = join256(word_broadcast_pattern(2 * j), word_broadcast_pattern(2 * j + 1));
+    for (int j = 0; j < 4; ++j)
+        scale_pick[j] = join256(word_broadcast_pattern(2 * j), word_broadcast_pattern(2 * j + 1));
     __m512 acc = _mm512_setzero_ps();
     __m256 accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
         const __m128i smn = k4_scales_mins(x[i].scales);
         const __m512i sc16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(smn));  // 8 x i16 per lane
         const float dy = y[i].d;
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].dmin) * dy), _mm256_cvtepi32_ps(k4_mins_dot(smn, y[i].bsums)),
-                               accm);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].dmin) * dy),
+                               _mm256_cvtepi32_ps(k4_mins_dot(smn, y[i].bsums)), accm);
         [[maybe_unused]] __m256i hb;
         if constexpr (kFive) hb = loadu256(x[i].qh);
         __m512i sumi = _mm512_setzero_si512();
@@ -192,7 +203,8 @@ inline float vec_dot_q45_K_512(int64_t n, const void *vx, const void *vy) {
                 hb = _mm256_srli_epi16(hb, 2);
             }
             const __m512i yv = _mm512_loadu_si512(y[i].qs + 64 * j);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v, yv), _mm512_shuffle_epi8(sc16, scale_pick[j]));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(v, yv),
+                                       _mm512_shuffle_epi8(sc16, scale_pick[j]));
         }
         acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f(x[i].d) * dy), _mm512_cvtepi32_ps(sumi), acc);
     }
@@ -229,9 +241,11 @@ inline float vec_dot_q6_K_512(int64_t n, const void *vx, const void *vy) {
             const __m512i ql = join256(loadu256(x[i].ql + 64 * h), loadu256(x[i].ql + 64 * h + 32));
             const __m256i qh1 = loadu256(x[i].qh + 32 * h);
             const __m512i qh = join256(qh1, _mm256_srli_epi16(qh1, 2));
-            const __m512i u_lo = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
-            const __m512i u_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                                 _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
+            const __m512i u_lo =
+                _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
+            const __m512i u_hi =
+                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
             const __m512i y_lo = _mm512_loadu_si512(y[i].qs + 128 * h);
             const __m512i y_hi = _mm512_loadu_si512(y[i].qs + 128 * h + 64);
             sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(u_lo, y_lo),
@@ -256,21 +270,36 @@ namespace lctx::kernels::detail {
 #if defined(__x86_64__)
 VecDotFn vec_dot_avx512(GgmlType weight_type) {
     switch (weight_type) {
-        case GgmlType::F32: return &vec_dot_f32_512;
-        case GgmlType::F16: return &vec_dot_f16_512;
-        case GgmlType::BF16: return &vec_dot_bf16_512;
-        case GgmlType::Q8_0: return &vec_dot_q8_0_q4_0_512<false>;
-        case GgmlType::Q4_0: return &vec_dot_q8_0_q4_0_512<true>;
-        case GgmlType::Q4_K: return &vec_dot_q45_K_512<false>;
-        case GgmlType::Q5_K: return &vec_dot_q45_K_512<true>;
-        case GgmlType::Q6_K: return &vec_dot_q6_K_512;
-        default: return shared_vec_dot(weight_type);
+        case GgmlType::F32:
+            return &vec_dot_f32_512;
+        case GgmlType::F16:
+            return &vec_dot_f16_512;
+        case GgmlType::BF16:
+            return &vec_dot_bf16_512;
+        case GgmlType::Q8_0:
+            return &vec_dot_q8_0_q4_0_512<false>;
+        case GgmlType::Q4_0:
+            return &vec_dot_q8_0_q4_0_512<true>;
+        case GgmlType::Q4_K:
+            return &vec_dot_q45_K_512<false>;
+        case GgmlType::Q5_K:
+            return &vec_dot_q45_K_512<true>;
+        case GgmlType::Q6_K:
+            return &vec_dot_q6_K_512;
+        default:
+            return shared_vec_dot(weight_type);
     }
 }
-QuantizeActFn quantize_act_avx512(GgmlType act_type) { return shared_quantize_act(act_type); }
+QuantizeActFn quantize_act_avx512(GgmlType act_type) {
+    return shared_quantize_act(act_type);
+}
 #else
-VecDotFn vec_dot_avx512(GgmlType) { return nullptr; }
-QuantizeActFn quantize_act_avx512(GgmlType) { return nullptr; }
+VecDotFn vec_dot_avx512(GgmlType) {
+    return nullptr;
+}
+QuantizeActFn quantize_act_avx512(GgmlType) {
+    return nullptr;
+}
 #endif
 
 }  // namespace lctx::kernels::detail

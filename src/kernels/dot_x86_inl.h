@@ -25,8 +25,12 @@ namespace {
 
 // ---- small helpers ----
 
-inline float h2f(fp16_t h) { return _cvtsh_ss(h); }
-inline fp16_t f2h(float f) { return static_cast<fp16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)); }
+inline float h2f(fp16_t h) {
+    return _cvtsh_ss(h);
+}
+inline fp16_t f2h(float f) {
+    return static_cast<fp16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
 inline float bf2f(uint16_t h) {
     const uint32_t w = static_cast<uint32_t>(h) << 16;
     float f;
@@ -34,8 +38,12 @@ inline float bf2f(uint16_t h) {
     return f;
 }
 
-inline __m256i loadu256(const void *p) { return _mm256_loadu_si256(static_cast<const __m256i *>(p)); }
-inline __m128i loadu128(const void *p) { return _mm_loadu_si128(static_cast<const __m128i *>(p)); }
+inline __m256i loadu256(const void *p) {
+    return _mm256_loadu_si256(static_cast<const __m256i *>(p));
+}
+inline __m128i loadu128(const void *p) {
+    return _mm_loadu_si128(static_cast<const __m128i *>(p));
+}
 
 inline float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -98,8 +106,8 @@ inline __m256i unpack_nibbles(const uint8_t *qs) {
 inline __m256i bits_to_bytes(const uint8_t *qh) {
     uint32_t b;
     std::memcpy(&b, qh, 4);
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
-                                          3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
     __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(b)), shuf);
     v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));  // all bits but bit (i % 8) of byte i
     return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
@@ -130,7 +138,8 @@ inline float vec_dot_q8_0(int64_t n, const void *vx, const void *vy) {
         const __m256i p0 = dot_i8(loadu256(x[i].qs), loadu256(y[i].qs));
         const __m256i p1 = dot_i8(loadu256(x[i + 1].qs), loadu256(y[i + 1].qs));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d)), acc1);
+        acc1 =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d)), acc1);
     }
     if (i < nb) {
         const __m256i p = dot_i8(loadu256(x[i].qs), loadu256(y[i].qs));
@@ -152,7 +161,8 @@ inline float vec_dot_q4_0(int64_t n, const void *vx, const void *vy) {
         const __m256i p0 = dot_i8(q0, loadu256(y[i].qs));
         const __m256i p1 = dot_i8(q1, loadu256(y[i + 1].qs));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d)), acc1);
+        acc1 =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d)), acc1);
     }
     if (i < nb) {
         const __m256i q = _mm256_sub_epi8(unpack_nibbles(x[i].qs), off);
@@ -184,7 +194,8 @@ inline float vec_dot_q5_0(int64_t n, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
         // (q | bit << 4) - 16 as int8: a clear bit makes the byte q | 0xf0 = q - 16.
-        const __m256i hi = _mm256_andnot_si256(bits_to_bytes(x[i].qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
+        const __m256i hi =
+            _mm256_andnot_si256(bits_to_bytes(x[i].qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
         const __m256i q = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
         const __m256i p = dot_i8(q, loadu256(y[i].qs));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), acc);
@@ -208,7 +219,9 @@ inline float vec_dot_q5_1(int64_t n, const void *vx, const void *vy) {
     return hsum_ps(acc) + summs;
 }
 
-inline __m256i iq4nl_table() { return _mm256_broadcastsi128_si256(loadu128(kValuesIq4nl)); }
+inline __m256i iq4nl_table() {
+    return _mm256_broadcastsi128_si256(loadu128(kValuesIq4nl));
+}
 
 inline float vec_dot_iq4_nl(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const block_iq4_nl *>(vx);
@@ -238,18 +251,21 @@ inline __m128i k4_scales_mins(const uint8_t *s) {
     const uint32_t sc_hi = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
     const uint32_t mn_lo = u[1] & m6;
     const uint32_t mn_hi = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
-    return _mm_setr_epi32(static_cast<int32_t>(sc_lo), static_cast<int32_t>(sc_hi), static_cast<int32_t>(mn_lo),
-                          static_cast<int32_t>(mn_hi));
+    return _mm_setr_epi32(static_cast<int32_t>(sc_lo), static_cast<int32_t>(sc_hi),
+                          static_cast<int32_t>(mn_lo), static_cast<int32_t>(mn_hi));
 }
 
 // min_j * (bsum_2j + bsum_2j+1) for the 8 sub-blocks of 32, as 8 x i32.
 inline __m256i k4_mins_dot(__m128i scales_mins, const int16_t *bsums) {
-    const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));  // m0 m0 m1 m1 ..
+    const __m256i mins16 =
+        _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));  // m0 m0 m1 m1 ..
     return _mm256_madd_epi16(loadu256(bsums), mins16);
 }
 
 // pshufb pattern that broadcasts int16 word `w` of each 128-bit lane.
-inline __m256i word_broadcast_pattern(int w) { return _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * w)); }
+inline __m256i word_broadcast_pattern(int w) {
+    return _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * w));
+}
 
 // Q4_K / Q5_K: x = d * sc_j * q - dmin * mn_j; chunk j of 32 bytes holds sub-block 2j in the low nibbles
 // and 2j+1 in the high nibbles (Q5_K: the fifth bits are bits 2j / 2j+1 of qh[l]).
@@ -266,8 +282,8 @@ inline float vec_dot_q45_K(int64_t n, const void *vx, const void *vy) {
         const __m128i smn = k4_scales_mins(x[i].scales);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smn));  // 8 x i16 per lane
         const float dy = y[i].d;
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].dmin) * dy), _mm256_cvtepi32_ps(k4_mins_dot(smn, y[i].bsums)),
-                               accm);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].dmin) * dy),
+                               _mm256_cvtepi32_ps(k4_mins_dot(smn, y[i].bsums)), accm);
         [[maybe_unused]] __m256i hb;
         if constexpr (kFive) hb = loadu256(x[i].qh);
         __m256i sumi = _mm256_setzero_si256();
@@ -277,7 +293,8 @@ inline float vec_dot_q45_K(int64_t n, const void *vx, const void *vy) {
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             if constexpr (kFive) {
                 lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
+                hi = _mm256_or_si256(hi,
+                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
                 hb = _mm256_srli_epi16(hb, 2);
             }
             const __m256i s_lo = _mm256_shuffle_epi8(sc16, word_broadcast_pattern(2 * j));
@@ -341,7 +358,7 @@ inline float vec_dot_q2_K(int64_t n, const void *vx, const void *vy) {
     float summ = 0.0f;
     for (int64_t i = 0; i < nb; ++i) {
         const __m128i sc_all = loadu128(x[i].scales);
-        const __m128i sc = _mm_and_si128(sc_all, _mm_set1_epi8(15));                   // 0..15
+        const __m128i sc = _mm_and_si128(sc_all, _mm_set1_epi8(15));                     // 0..15
         const __m128i mn = _mm_and_si128(_mm_srli_epi16(sc_all, 4), _mm_set1_epi8(15));  // 0..15
         const int32_t mins = hsum_epi32(scaled_bsums(mn, y[i].bsums));
         __m256i sumi = _mm256_setzero_si256();
@@ -349,9 +366,9 @@ inline float vec_dot_q2_K(int64_t n, const void *vx, const void *vy) {
             const __m256i sch = scales_half(sc, h);
             __m256i q = loadu256(x[i].qs + 32 * h);  // bits 2j..2j+1 of byte l: element 128h + 32j + l
             for (int j = 0; j < 4; ++j) {
-                sumi = _mm256_add_epi32(sumi, dot_u8s8_scaled(_mm256_and_si256(q, m2),
-                                                              loadu256(y[i].qs + 128 * h + 32 * j),
-                                                              _mm256_shuffle_epi8(sch, pair_pattern(j))));
+                sumi = _mm256_add_epi32(
+                    sumi, dot_u8s8_scaled(_mm256_and_si256(q, m2), loadu256(y[i].qs + 128 * h + 32 * j),
+                                          _mm256_shuffle_epi8(sch, pair_pattern(j))));
                 q = _mm256_srli_epi16(q, 2);
             }
         }
@@ -371,12 +388,13 @@ inline __m128i q3_K_scales(const uint8_t *s) {
     const uint32_t w1 = (u[1] & m4) | (((u[2] >> 2) & m2) << 4);
     const uint32_t w2 = ((u[0] >> 4) & m4) | (((u[2] >> 4) & m2) << 4);
     const uint32_t w3 = ((u[1] >> 4) & m4) | (((u[2] >> 6) & m2) << 4);
-    const __m128i v = _mm_setr_epi32(static_cast<int32_t>(w0), static_cast<int32_t>(w1), static_cast<int32_t>(w2),
-                                     static_cast<int32_t>(w3));
+    const __m128i v = _mm_setr_epi32(static_cast<int32_t>(w0), static_cast<int32_t>(w1),
+                                     static_cast<int32_t>(w2), static_cast<int32_t>(w3));
     return _mm_sub_epi8(v, _mm_set1_epi8(32));
 }
 
-// x = d * s_g * (q - 4 * !hbit); with u = q + 4 * hbit in 0..7: sum = sum_g s_g * (u.y)_g - 4 * sum_g s_g * bsum_g.
+// x = d * s_g * (q - 4 * !hbit); with u = q + 4 * hbit in 0..7: sum = sum_g s_g * (u.y)_g - 4 * sum_g s_g *
+// bsum_g.
 inline float vec_dot_q3_K(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const block_q3_K *>(vx);
     const auto *y = static_cast<const block_q8_K *>(vy);
@@ -392,8 +410,8 @@ inline float vec_dot_q3_K(int64_t n, const void *vx, const void *vy) {
             const __m256i sch = scales_half(sc, h);
             __m256i q = loadu256(x[i].qs + 32 * h);
             for (int j = 0; j < 4; ++j) {
-                const __m256i u = _mm256_or_si256(_mm256_and_si256(q, m2),
-                                                  _mm256_slli_epi16(_mm256_and_si256(hm, one), 2));
+                const __m256i u =
+                    _mm256_or_si256(_mm256_and_si256(q, m2), _mm256_slli_epi16(_mm256_and_si256(hm, one), 2));
                 sumi = _mm256_add_epi32(sumi, dot_u8s8_scaled(u, loadu256(y[i].qs + 128 * h + 32 * j),
                                                               _mm256_shuffle_epi8(sch, pair_pattern(j))));
                 q = _mm256_srli_epi16(q, 2);
@@ -415,11 +433,13 @@ inline float vec_dot_iq4_xs(int64_t n, const void *vx, const void *vy) {
     for (int64_t i = 0; i < nb; ++i) {
         __m256i sumi = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ++ib) {
-            const int ls = ((x[i].scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((x[i].scales_h >> (2 * ib)) & 3) << 4);
+            const int ls =
+                ((x[i].scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((x[i].scales_h >> (2 * ib)) & 3) << 4);
             const __m256i v = _mm256_shuffle_epi8(table, unpack_nibbles(x[i].qs + 16 * ib));
             const __m256i yv = loadu256(y[i].qs + 32 * ib);
             const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yv, v));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, _mm256_set1_epi16(static_cast<int16_t>(ls - 32))));
+            sumi = _mm256_add_epi32(
+                sumi, _mm256_madd_epi16(pairs, _mm256_set1_epi16(static_cast<int16_t>(ls - 32))));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
     }
@@ -431,7 +451,8 @@ inline float vec_dot_iq4_xs(int64_t n, const void *vx, const void *vy) {
 inline float vec_dot_f32(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const float *>(vx);
     const auto *y = static_cast<const float *>(vy);
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+           a3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
@@ -445,12 +466,15 @@ inline float vec_dot_f32(int64_t n, const void *vx, const void *vy) {
     return s;
 }
 
-inline __m256 load_f16x8(const fp16_t *p) { return _mm256_cvtph_ps(loadu128(p)); }
+inline __m256 load_f16x8(const fp16_t *p) {
+    return _mm256_cvtph_ps(loadu128(p));
+}
 
 inline float vec_dot_f16(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const fp16_t *>(vx);
     const auto *y = static_cast<const fp16_t *>(vy);
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+           a3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         a0 = _mm256_fmadd_ps(load_f16x8(x + i), load_f16x8(y + i), a0);
@@ -471,7 +495,8 @@ inline __m256 load_bf16x8(const uint16_t *p) {
 inline float vec_dot_bf16(int64_t n, const void *vx, const void *vy) {
     const auto *x = static_cast<const uint16_t *>(vx);
     const auto *y = static_cast<const uint16_t *>(vy);
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+           a3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         a0 = _mm256_fmadd_ps(load_bf16x8(x + i), load_bf16x8(y + i), a0);
@@ -551,7 +576,8 @@ inline void quantize_act_q8_K(const float *x, void *vy, int64_t n) {
     for (int64_t i = 0; i < n / kQK_K; ++i) {
         const float *xb = x + i * kQK_K;
         __m256 vmax = _mm256_setzero_ps();
-        for (int k = 0; k < kQK_K; k += 8) vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(xb + k)));
+        for (int k = 0; k < kQK_K; k += 8)
+            vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(xb + k)));
         const float amax = hmax_ps(vmax);
         if (amax == 0.0f) {
             std::memset(&y[i], 0, sizeof(block_q8_K));
@@ -573,11 +599,13 @@ inline void quantize_act_q8_K(const float *x, void *vy, int64_t n) {
         for (int k = 0; k < kQK_K; k += 32) {
             __m256i q[4];
             for (int j = 0; j < 4; ++j)
-                q[j] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vis, _mm256_loadu_ps(xb + k + 8 * j))), q127);
+                q[j] = _mm256_min_epi32(
+                    _mm256_cvtps_epi32(_mm256_mul_ps(vis, _mm256_loadu_ps(xb + k + 8 * j))), q127);
             const __m256i packed = pack_i32x32_to_i8(q[0], q[1], q[2], q[3]);
             _mm256_storeu_si256(reinterpret_cast<__m256i *>(y[i].qs + k), packed);
             // Sums of each 16: byte pairs, then 4s, then within each 128-bit half.
-            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), packed), _mm256_set1_epi16(1));
+            __m256i s =
+                _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), packed), _mm256_set1_epi16(1));
             s = _mm256_hadd_epi32(s, s);
             s = _mm256_hadd_epi32(s, s);
             y[i].bsums[k / 16] = static_cast<int16_t>(_mm256_cvtsi256_si32(s));
@@ -616,7 +644,8 @@ inline void quantize_act_bf16(const float *x, void *vy, int64_t n) {
     for (; i + 8 <= n; i += 8) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + i));
         const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(v, 16), _mm256_set1_epi32(1));
-        const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(v, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+        const __m256i rounded =
+            _mm256_srli_epi32(_mm256_add_epi32(v, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
         const __m256i nanv = _mm256_or_si256(_mm256_srli_epi32(v, 16), _mm256_set1_epi32(64));
         const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(v, abs_mask), inf);
         const __m256i r = _mm256_blendv_epi8(rounded, nanv, is_nan);
@@ -627,7 +656,7 @@ inline void quantize_act_bf16(const float *x, void *vy, int64_t n) {
         uint32_t w;
         std::memcpy(&w, x + i, 4);
         y[i] = (w & 0x7fffffff) > 0x7f800000u ? static_cast<uint16_t>((w >> 16) | 64)
-                                             : static_cast<uint16_t>((w + 0x7fff + ((w >> 16) & 1)) >> 16);
+                                              : static_cast<uint16_t>((w + 0x7fff + ((w >> 16) & 1)) >> 16);
     }
 }
 
@@ -638,34 +667,57 @@ inline void quantize_act_f32(const float *x, void *y, int64_t n) {
 // Kernels of the shared 256-bit set by weight type / activation type.
 inline VecDotFn shared_vec_dot(GgmlType t) {
     switch (t) {
-        case GgmlType::F32: return &vec_dot_f32;
-        case GgmlType::F16: return &vec_dot_f16;
-        case GgmlType::BF16: return &vec_dot_bf16;
-        case GgmlType::Q8_0: return &vec_dot_q8_0;
-        case GgmlType::Q4_0: return &vec_dot_q4_0;
-        case GgmlType::Q4_1: return &vec_dot_q4_1;
-        case GgmlType::Q5_0: return &vec_dot_q5_0;
-        case GgmlType::Q5_1: return &vec_dot_q5_1;
-        case GgmlType::IQ4_NL: return &vec_dot_iq4_nl;
-        case GgmlType::Q2_K: return &vec_dot_q2_K;
-        case GgmlType::Q3_K: return &vec_dot_q3_K;
-        case GgmlType::Q4_K: return &vec_dot_q45_K<false>;
-        case GgmlType::Q5_K: return &vec_dot_q45_K<true>;
-        case GgmlType::Q6_K: return &vec_dot_q6_K;
-        case GgmlType::IQ4_XS: return &vec_dot_iq4_xs;
-        default: return nullptr;
+        case GgmlType::F32:
+            return &vec_dot_f32;
+        case GgmlType::F16:
+            return &vec_dot_f16;
+        case GgmlType::BF16:
+            return &vec_dot_bf16;
+        case GgmlType::Q8_0:
+            return &vec_dot_q8_0;
+        case GgmlType::Q4_0:
+            return &vec_dot_q4_0;
+        case GgmlType::Q4_1:
+            return &vec_dot_q4_1;
+        case GgmlType::Q5_0:
+            return &vec_dot_q5_0;
+        case GgmlType::Q5_1:
+            return &vec_dot_q5_1;
+        case GgmlType::IQ4_NL:
+            return &vec_dot_iq4_nl;
+        case GgmlType::Q2_K:
+            return &vec_dot_q2_K;
+        case GgmlType::Q3_K:
+            return &vec_dot_q3_K;
+        case GgmlType::Q4_K:
+            return &vec_dot_q45_K<false>;
+        case GgmlType::Q5_K:
+            return &vec_dot_q45_K<true>;
+        case GgmlType::Q6_K:
+            return &vec_dot_q6_K;
+        case GgmlType::IQ4_XS:
+            return &vec_dot_iq4_xs;
+        default:
+            return nullptr;
     }
 }
 
 inline QuantizeActFn shared_quantize_act(GgmlType act) {
     switch (act) {
-        case GgmlType::F32: return &quantize_act_f32;
-        case GgmlType::F16: return &quantize_act_f16;
-        case GgmlType::BF16: return &quantize_act_bf16;
-        case GgmlType::Q8_0: return &quantize_act_q8_0;
-        case GgmlType::Q8_1: return &quantize_act_q8_1;
-        case GgmlType::Q8_K: return &quantize_act_q8_K;
-        default: return nullptr;
+        case GgmlType::F32:
+            return &quantize_act_f32;
+        case GgmlType::F16:
+            return &quantize_act_f16;
+        case GgmlType::BF16:
+            return &quantize_act_bf16;
+        case GgmlType::Q8_0:
+            return &quantize_act_q8_0;
+        case GgmlType::Q8_1:
+            return &quantize_act_q8_1;
+        case GgmlType::Q8_K:
+            return &quantize_act_q8_K;
+        default:
+            return nullptr;
     }
 }
 

@@ -1,8 +1,9 @@
 // Scalar reference dot products of K-quant weight rows with Q8_K activation rows.
 //
 // The integer work (quant x quant products, summed per sub-block and weighted by the 6/8-bit sub-block
-// scales) is exact; the float work is done in the same order as ggml's generic (non-SIMD) path, so the
-// result is bit-identical to it:
+// scales) is exact; the float work is the same operations in the same order as ggml's generic (non-SIMD)
+// path, so the results should match it bit for bit (our tests check the arithmetic against the dequantized
+// float dot, not against ggml itself):
 //   * Q3_K..Q6_K keep 8 int32 "lanes" per super-block (lane = element index mod 8), scale each lane by
 //     d = x.d * y.d into 8 running float sums, subtract dmin * sum(min * bsum) from a separate running
 //     float sum per super-block, and add the 8 lane sums to it at the very end, lane 0 first.

@@ -60,7 +60,7 @@ inline void min_max(const float *x, int n, float *mn, float *mx) {
 // ---------------------------------------------------------------- plain types
 
 void dequantize_row_f32(const void *src, float *dst, int64_t n) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));  // in place is allowed
 }
 
 void dequantize_row_f16(const void *src, float *dst, int64_t n) {
@@ -74,7 +74,7 @@ void dequantize_row_bf16(const void *src, float *dst, int64_t n) {
 }
 
 void quantize_row_f32_ref(const float *src, void *dst, int64_t n) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));  // in place is allowed
 }
 
 void quantize_row_f16_ref(const float *src, void *dst, int64_t n) {

@@ -24,10 +24,14 @@ constexpr GgmlType kActTypes[] = {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K
 // A weight type whose activation type is `act` (type_kernels is keyed by weight type).
 GgmlType weight_for(GgmlType act) {
     switch (act) {
-        case GgmlType::Q8_0: return GgmlType::Q8_0;
-        case GgmlType::Q8_1: return GgmlType::Q4_1;
-        case GgmlType::Q8_K: return GgmlType::Q4_K;
-        default: return act;
+        case GgmlType::Q8_0:
+            return GgmlType::Q8_0;
+        case GgmlType::Q8_1:
+            return GgmlType::Q4_1;
+        case GgmlType::Q8_K:
+            return GgmlType::Q4_K;
+        default:
+            return act;
     }
 }
 
@@ -63,7 +67,7 @@ std::vector<float> tricky_row(GgmlType act, int64_t n, uint32_t seed) {
 }
 
 class QuantizeActTest : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {
-protected:
+  protected:
     GgmlType act() const { return std::get<0>(GetParam()); }
     Isa isa() const { return std::get<1>(GetParam()); }
     void expect_same_bytes(const std::vector<float> &x) {
@@ -97,10 +101,10 @@ TEST_P(QuantizeActTest, FloatEdgeValues) {
     if (type_traits(act()).block_size != 1) GTEST_SKIP() << "block types: covered by SameBytesAsReference";
     const float inf = std::numeric_limits<float>::infinity();
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::vector<float> x = {0.0f,     -0.0f,    inf,      -inf,      nan,       -nan,     65504.0f, 65519.0f,
-                            65520.0f, 1e-8f,    -3e-5f,   6.1e-5f,   5.96e-8f,  2.9e-8f,  1e-40f,   -1e-45f,
-                            3.4e38f,  1.0009765625f, 1.00048828125f, 1.00146484375f, 0.33333334f, -2.5f, 1e30f,
-                            -7.0e-39f};
+    std::vector<float> x = {0.0f,           -0.0f,          inf,         -inf,    nan,     -nan,
+                            65504.0f,       65519.0f,       65520.0f,    1e-8f,   -3e-5f,  6.1e-5f,
+                            5.96e-8f,       2.9e-8f,        1e-40f,      -1e-45f, 3.4e38f, 1.0009765625f,
+                            1.00048828125f, 1.00146484375f, 0.33333334f, -2.5f,   1e30f,   -7.0e-39f};
     // Bit patterns that sit exactly on bf16 / half rounding ties.
     for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f800fffu, 0x3f801000u, 0x3f803000u, 0x7f7fffffu}) {
         float f;

@@ -40,9 +40,13 @@ inline Block block_at(const uint8_t *row, int64_t i) {
     return b;
 }
 
-inline int nibble32(const uint8_t *qs, int e) { return e < 16 ? (qs[e] & 15) : (qs[e - 16] >> 4); }
+inline int nibble32(const uint8_t *qs, int e) {
+    return e < 16 ? (qs[e] & 15) : (qs[e - 16] >> 4);
+}
 
-inline int bit_of(const uint8_t *bytes, int i) { return (bytes[i / 8] >> (i % 8)) & 1; }
+inline int bit_of(const uint8_t *bytes, int i) {
+    return (bytes[i / 8] >> (i % 8)) & 1;
+}
 
 // Q4_K / Q5_K 6-bit scale and min of sub-block j.
 inline void k4_scale_min(const uint8_t *s, int j, int *sc, int *mn) {
@@ -83,7 +87,8 @@ inline TermSum exact_dot(GgmlType type, int64_t n, const uint8_t *x, const uint8
             }
             return s;
         }
-        default: break;
+        default:
+            break;
     }
     const int64_t bs = type_traits(type).block_size;
     for (int64_t ib = 0; ib < n / bs; ++ib) {
@@ -144,7 +149,8 @@ inline TermSum exact_dot(GgmlType type, int64_t n, const uint8_t *x, const uint8
                     for (int e = 0; e < 32; ++e) w[e] = kValuesIq4nl[nibble32(b.qs, e)];
                     break;
                 }
-                default: return s;
+                default:
+                    return s;
             }
             for (int e = 0; e < 32; ++e) s.add(dx * dy * w[e] * a[e]);
             if (q81) s.add(m * sy);
@@ -185,18 +191,25 @@ inline TermSum exact_dot(GgmlType type, int64_t n, const uint8_t *x, const uint8
             }
             case GgmlType::Q4_K:
             case GgmlType::Q5_K: {
+                // Q5_K is Q4_K plus qh; read only the bytes of the actual block.
                 const bool five = type == GgmlType::Q5_K;
-                const auto b4 = block_at<block_q4_K>(x, ib);
-                const auto b5 = block_at<block_q5_K>(x, ib);
-                d = h(five ? b5.d : b4.d);
-                dmin = h(five ? b5.dmin : b4.dmin);
-                const uint8_t *scales = five ? b5.scales : b4.scales;
-                const uint8_t *qs = five ? b5.qs : b4.qs;
+                block_q5_K b5{};
+                if (five) {
+                    b5 = block_at<block_q5_K>(x, ib);
+                } else {
+                    const auto b4 = block_at<block_q4_K>(x, ib);
+                    b5.d = b4.d;
+                    b5.dmin = b4.dmin;
+                    std::memcpy(b5.scales, b4.scales, sizeof(b5.scales));
+                    std::memcpy(b5.qs, b4.qs, sizeof(b5.qs));
+                }
+                d = h(b5.d);
+                dmin = h(b5.dmin);
                 for (int e = 0; e < 256; ++e) {
-                    const uint8_t q = qs[32 * (e / 64) + e % 32];
+                    const uint8_t q = b5.qs[32 * (e / 64) + e % 32];
                     w[e] = (e % 64) < 32 ? (q & 15) : (q >> 4);
                     if (five) w[e] |= ((b5.qh[e % 32] >> (e / 32)) & 1) << 4;
-                    k4_scale_min(scales, e / 32, &sc[e], &mn[e]);
+                    k4_scale_min(b5.scales, e / 32, &sc[e], &mn[e]);
                 }
                 break;
             }
@@ -225,7 +238,8 @@ inline TermSum exact_dot(GgmlType type, int64_t n, const uint8_t *x, const uint8
                 }
                 break;
             }
-            default: return s;
+            default:
+                return s;
         }
         for (int e = 0; e < 256; ++e) {
             s.add(d * dy * sc[e] * w[e] * yb.qs[e]);

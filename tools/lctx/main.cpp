@@ -24,6 +24,8 @@ int main(int argc, char **argv) {
     const std::string cmd = argv[1];
     if (cmd == "run") return lctx::cli::cmd_run(argc - 1, argv + 1);
     if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
+    if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
+    if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
     std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
     usage();
     return 1;

@@ -1,0 +1,444 @@
+// lctx-peer-bench: the llama.cpp side of `lctx bench --peer`. Loads llama.cpp's prebuilt libllama (the npm
+// package @node-llama-cpp/linux-x64, see /work/shared/PEER.md) with dlopen, so it neither links nor includes
+// anything of llama.cpp or lctx: the few structs and functions it needs are declared below, and their sizes and
+// defaults are checked against the library before any run.
+//
+// Standalone: lctx-peer-bench --lib DIR -m FILE [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX] [-b 2048] [-ub 512]
+//   runs a warm-up and r repetitions of each test and prints one JSON line per test.
+// Serve (what lctx bench uses): lctx-peer-bench --serve --lib DIR -m FILE -c N_CTX [-b ..] [-ub ..]
+//   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
+//   T threads) with {"test":"pp","n":N,"threads":T,"ns":NANOSECONDS}; "quit" or end of input stops it.
+// Errors are a JSON line {"error":"..."} and exit status 1.
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// ---- llama.h of llama.cpp v0.5.0, as described in PEER.md (only what this program touches) ----
+struct llama_model;
+struct llama_context;
+struct llama_vocab;
+typedef void *llama_memory_t;
+
+struct llama_model_params {  // 80 bytes
+    void *devices;
+    const void *tensor_buft_overrides;
+    int32_t n_gpu_layers;
+    int32_t split_mode;
+    int32_t load_mode;
+    int32_t lazy_mode;
+    int32_t main_gpu;
+    const float *tensor_split;
+    void *progress_callback;
+    void *progress_callback_user_data;
+    const void *kv_overrides;
+    bool vocab_only;
+    bool check_tensors;
+    bool use_extra_bufts;
+    bool no_host;
+    bool no_alloc;
+    bool load_mtp;
+};
+
+struct llama_context_params {  // 160 bytes
+    uint32_t n_ctx, n_batch, n_ubatch, n_seq_max, n_rs_seq, n_outputs_max, n_outputs_max_per_seq;
+    int32_t n_threads, n_threads_batch;
+    int32_t ctx_type, rope_scaling_type, pooling_type, attention_type, flash_attn_type;
+    float rope_freq_base, rope_freq_scale, yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
+    uint32_t yarn_orig_ctx;
+    float defrag_thold;
+    void *cb_eval;
+    void *cb_eval_user_data;
+    int32_t type_k, type_v;  // ggml type ids
+    void *abort_callback;
+    void *abort_callback_data;
+    bool embeddings, offload_kqv, no_perf, op_offload, swa_full, kv_unified;
+    void *samplers;
+    size_t n_samplers;
+    void *ctx_other;
+};
+
+struct llama_batch {
+    int32_t n_tokens;
+    int32_t *token;
+    float *embd;
+    int32_t *pos;
+    int32_t *n_seq_id;
+    int32_t **seq_id;
+    int8_t *logits;
+};
+
+_Static_assert(sizeof(struct llama_model_params) == 80, "llama_model_params layout");
+_Static_assert(sizeof(struct llama_context_params) == 160, "llama_context_params layout");
+_Static_assert(offsetof(struct llama_context_params, cb_eval) == 88, "llama_context_params layout");
+_Static_assert(offsetof(struct llama_context_params, embeddings) == 128, "llama_context_params layout");
+
+enum { FLASH_ATTN_DISABLED = 0, GGML_TYPE_F16 = 1, GGML_LOG_LEVEL_ERROR = 4 };
+
+typedef void (*log_cb_t)(int level, const char *text, void *user);
+
+static struct {
+    void (*backend_load_all_from_path)(const char *);
+    void (*ggml_log_set)(log_cb_t, void *);
+    void (*log_set)(log_cb_t, void *);
+    void (*backend_init)(void);
+    struct llama_model_params (*model_default_params)(void);
+    struct llama_model *(*model_load_from_file)(const char *, struct llama_model_params);
+    struct llama_context_params (*context_default_params)(void);
+    struct llama_context *(*init_from_model)(struct llama_model *, struct llama_context_params);
+    struct llama_batch (*batch_init)(int32_t, int32_t, int32_t);
+    void (*batch_free)(struct llama_batch);
+    int32_t (*decode)(struct llama_context *, struct llama_batch);
+    float *(*get_logits_ith)(struct llama_context *, int32_t);
+    void (*synchronize)(struct llama_context *);
+    llama_memory_t (*get_memory)(const struct llama_context *);
+    void (*memory_clear)(llama_memory_t, bool);
+    const struct llama_vocab *(*model_get_vocab)(const struct llama_model *);
+    int32_t (*vocab_n_tokens)(const struct llama_vocab *);
+    uint64_t (*model_size)(const struct llama_model *);
+    uint64_t (*model_n_params)(const struct llama_model *);
+    void (*free_ctx)(struct llama_context *);
+    void (*model_free)(struct llama_model *);
+    void (*set_n_threads)(struct llama_context *, int32_t, int32_t);           // optional
+    int32_t (*model_desc)(const struct llama_model *, char *, size_t);         // optional
+} L;
+
+static bool g_serve = false;
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; ++s) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void fail(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("{\"error\":");
+    json_string(stdout, msg);
+    printf("}\n");
+    fflush(stdout);
+    if (!g_serve) fprintf(stderr, "lctx-peer-bench: %s\n", msg);
+    exit(1);
+}
+
+static void *open_lib(const char *dir, const char *name, bool required) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (!h && required) fail("cannot load %s: %s", path, dlerror());
+    return h;
+}
+
+static void *sym(void *lib, const char *name, bool required) {
+    void *p = lib ? dlsym(lib, name) : NULL;
+    if (!p && required) fail("libllama has no symbol %s (not llama.cpp v0.5.0?)", name);
+    return p;
+}
+
+static void quiet_log(int level, const char *text, void *user) {
+    (void)user;
+    if (level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// The same token generator as lctx bench: only ordinary token ids matter, not which.
+static uint64_t g_rng = 1234;
+static int32_t next_token(int32_t n_vocab) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (int32_t)((g_rng >> 33) % (uint64_t)n_vocab);
+}
+
+struct bench {
+    struct llama_model *model;
+    struct llama_context *ctx;
+    struct llama_context_params cparams;
+    struct llama_batch batch;
+    int32_t n_vocab;
+    int32_t step;  // tokens per decode call of a prompt
+    int threads;
+};
+
+static void make_context(struct bench *b) {
+    b->ctx = L.init_from_model(b->model, b->cparams);
+    if (!b->ctx) fail("llama_init_from_model failed");
+}
+
+static void set_threads(struct bench *b, int t) {
+    if (t == b->threads) return;
+    b->cparams.n_threads = b->cparams.n_threads_batch = t;
+    if (L.set_n_threads) {
+        L.set_n_threads(b->ctx, t, t);
+    } else {
+        L.free_ctx(b->ctx);
+        make_context(b);
+    }
+    b->threads = t;
+}
+
+static void decode_or_fail(struct bench *b, int32_t n) {
+    b->batch.n_tokens = n;
+    const int32_t rc = L.decode(b->ctx, b->batch);
+    if (rc != 0) fail("llama_decode returned %d", rc);
+}
+
+static uint64_t run_pp(struct bench *b, int n) {
+    L.memory_clear(L.get_memory(b->ctx), true);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    for (int i = 0; i < n; ++i) tok[i] = next_token(b->n_vocab);
+    const uint64_t t0 = now_ns();
+    for (int i0 = 0; i0 < n; i0 += b->step) {
+        const int m = n - i0 < b->step ? n - i0 : b->step;
+        for (int i = 0; i < m; ++i) {
+            b->batch.token[i] = tok[i0 + i];
+            b->batch.pos[i] = i0 + i;
+            b->batch.n_seq_id[i] = 1;
+            b->batch.seq_id[i][0] = 0;
+            b->batch.logits[i] = i == m - 1;  // like llama-bench: only the last token's logits
+        }
+        decode_or_fail(b, m);
+    }
+    L.synchronize(b->ctx);
+    const uint64_t dt = now_ns() - t0;
+    free(tok);
+    return dt;
+}
+
+static uint64_t run_tg(struct bench *b, int n) {
+    L.memory_clear(L.get_memory(b->ctx), true);
+    const uint64_t t0 = now_ns();
+    for (int i = 0; i < n; ++i) {
+        b->batch.token[0] = next_token(b->n_vocab);
+        b->batch.pos[0] = i;
+        b->batch.n_seq_id[0] = 1;
+        b->batch.seq_id[0][0] = 0;
+        b->batch.logits[0] = 1;
+        decode_or_fail(b, 1);
+        L.synchronize(b->ctx);
+    }
+    return now_ns() - t0;
+}
+
+// Square root by Newton's method: keeps the program free of libm (it links libdl only).
+static double root(double x) {
+    if (!(x > 0)) return 0.0;
+    double r = x > 1 ? x : 1;
+    for (int i = 0; i < 200; ++i) r = 0.5 * (r + x / r);
+    return r;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
+            "                       [-b 2048] [-ub 512] [--seed S] [--verbose]\n");
+}
+
+int main(int argc, char **argv) {
+    const char *lib_dir = NULL, *model_path = NULL;
+    int n_prompt = 512, n_gen = 128, threads = 1, reps = 5, n_ctx = 0, n_batch = 2048, n_ubatch = 512;
+    bool verbose = false;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define INT_OPT(flag, var)                \
+    if (!strcmp(a, flag) && v) {          \
+        var = atoi(v);                    \
+        ++i;                              \
+        continue;                         \
+    }
+        INT_OPT("-p", n_prompt)
+        INT_OPT("-n", n_gen)
+        INT_OPT("-t", threads)
+        INT_OPT("-r", reps)
+        INT_OPT("-c", n_ctx)
+        INT_OPT("-b", n_batch)
+        INT_OPT("-ub", n_ubatch)
+#undef INT_OPT
+        if (!strcmp(a, "--seed") && v) {
+            g_rng = strtoull(v, NULL, 10);
+            ++i;
+        } else if (!strcmp(a, "--lib") && v) {
+            lib_dir = v;
+            ++i;
+        } else if (!strcmp(a, "-m") && v) {
+            model_path = v;
+            ++i;
+        } else if (!strcmp(a, "--serve")) {
+            g_serve = true;
+        } else if (!strcmp(a, "--verbose")) {
+            verbose = true;
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    if (!lib_dir || !model_path || threads < 1 || reps < 1 || n_prompt < 0 || n_gen < 0 || n_batch < 1 ||
+        n_ubatch < 1) {
+        usage();
+        return 2;
+    }
+    if (n_ctx <= 0) n_ctx = n_prompt + n_gen > 0 ? n_prompt + n_gen : 512;
+
+    // ggml first (its backends must be registered before anything else), then libllama, which finds its
+    // own dependencies through its $ORIGIN run path.
+    void *base = open_lib(lib_dir, "libggml-base.so", false);
+    void *ggml = open_lib(lib_dir, "libggml.v0.5.0.so", false);
+    if (!ggml) ggml = open_lib(lib_dir, "libggml.so", true);
+    void *llama = open_lib(lib_dir, "libllama.v0.5.0.so", false);
+    if (!llama) llama = open_lib(lib_dir, "libllama.so", true);
+    L.ggml_log_set = (void (*)(log_cb_t, void *))sym(base, "ggml_log_set", false);
+    L.backend_load_all_from_path = (void (*)(const char *))sym(ggml, "ggml_backend_load_all_from_path", true);
+#define REQ(field, name) *(void **)&L.field = sym(llama, name, true)
+    REQ(backend_init, "llama_backend_init");
+    REQ(model_default_params, "llama_model_default_params");
+    REQ(model_load_from_file, "llama_model_load_from_file");
+    REQ(context_default_params, "llama_context_default_params");
+    REQ(init_from_model, "llama_init_from_model");
+    REQ(batch_init, "llama_batch_init");
+    REQ(batch_free, "llama_batch_free");
+    REQ(decode, "llama_decode");
+    REQ(get_logits_ith, "llama_get_logits_ith");
+    REQ(synchronize, "llama_synchronize");
+    REQ(get_memory, "llama_get_memory");
+    REQ(memory_clear, "llama_memory_clear");
+    REQ(model_get_vocab, "llama_model_get_vocab");
+    REQ(vocab_n_tokens, "llama_vocab_n_tokens");
+    REQ(model_size, "llama_model_size");
+    REQ(model_n_params, "llama_model_n_params");
+    REQ(free_ctx, "llama_free");
+    REQ(model_free, "llama_model_free");
+#undef REQ
+    *(void **)&L.log_set = sym(llama, "llama_log_set", false);
+    *(void **)&L.set_n_threads = sym(llama, "llama_set_n_threads", false);
+    *(void **)&L.model_desc = sym(llama, "llama_model_desc", false);
+
+    if (!verbose) {
+        if (L.ggml_log_set) L.ggml_log_set(quiet_log, NULL);
+        if (L.log_set) L.log_set(quiet_log, NULL);
+    }
+    L.backend_load_all_from_path(lib_dir);
+    L.backend_init();
+
+    // The declared layouts are only trusted when the defaults read back through them are the documented ones.
+    struct llama_model_params mp = L.model_default_params();
+    if (mp.vocab_only || mp.check_tensors || !mp.use_extra_bufts || mp.tensor_split || mp.kv_overrides)
+        fail("llama_model_default_params does not look like v0.5.0's layout");
+    struct llama_context_params cp = L.context_default_params();
+    if (cp.n_ctx != 512 || cp.n_batch != 2048 || cp.n_ubatch != 512 || cp.n_seq_max != 1 || cp.embeddings)
+        fail("llama_context_default_params does not look like v0.5.0's layout (n_ctx %u n_batch %u n_ubatch %u)",
+             cp.n_ctx, cp.n_batch, cp.n_ubatch);
+
+    struct bench b;
+    memset(&b, 0, sizeof b);
+    b.model = L.model_load_from_file(model_path, mp);
+    if (!b.model) fail("cannot load model %s", model_path);
+    b.n_vocab = L.vocab_n_tokens(L.model_get_vocab(b.model));
+    if (b.n_vocab <= 0) fail("the model has no vocabulary");
+
+    // Like with like: same n_ctx / n_batch / n_ubatch as lctx, F16 K and V, no flash attention, one sequence.
+    cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_batch = (uint32_t)n_batch;
+    cp.n_ubatch = (uint32_t)n_ubatch;
+    cp.n_seq_max = 1;
+    cp.n_threads = cp.n_threads_batch = threads;
+    cp.flash_attn_type = FLASH_ATTN_DISABLED;
+    cp.type_k = cp.type_v = GGML_TYPE_F16;
+    cp.no_perf = true;
+    b.cparams = cp;
+    b.threads = threads;
+    make_context(&b);
+    b.step = n_batch < n_ctx ? n_batch : n_ctx;  // llama.cpp clamps n_batch to n_ctx
+    b.batch = L.batch_init(b.step, 0, 1);
+
+    char desc[256] = "?";
+    if (L.model_desc) L.model_desc(b.model, desc, sizeof desc);
+    const char *commit = "unknown";
+    int build_number = 0;
+    void *common = open_lib(lib_dir, "libllama-common.so", false);  // only for the build id
+    if (common) {
+        const char *const *c = (const char *const *)dlsym(common, "LLAMA_COMMIT");
+        const int *n = (const int *)dlsym(common, "LLAMA_BUILD_NUMBER");
+        if (c && *c) commit = *c;
+        if (n) build_number = *n;
+    }
+
+    if (g_serve) {
+        printf("{\"ready\":true,\"model_type\":");
+        json_string(stdout, desc);
+        printf(",\"model_size\":%llu,\"model_n_params\":%llu,\"n_vocab\":%d,\"build_commit\":",
+               (unsigned long long)L.model_size(b.model), (unsigned long long)L.model_n_params(b.model), b.n_vocab);
+        json_string(stdout, commit);
+        printf(",\"build_number\":%d}\n", build_number);
+        fflush(stdout);
+        char line[256];
+        while (fgets(line, sizeof line, stdin)) {
+            char test[16];
+            int n = 0, t = 0;
+            if (!strncmp(line, "quit", 4)) break;
+            if (sscanf(line, "%15s %d %d", test, &n, &t) != 3 || n < 1 || t < 1) fail("bad command: %s", line);
+            if (n > n_ctx) fail("%d tokens do not fit the context of %d", n, n_ctx);
+            set_threads(&b, t);
+            uint64_t ns;
+            if (!strcmp(test, "pp"))
+                ns = run_pp(&b, n);
+            else if (!strcmp(test, "tg"))
+                ns = run_tg(&b, n);
+            else
+                fail("unknown test %s", test);
+            printf("{\"test\":\"%s\",\"n\":%d,\"threads\":%d,\"ns\":%llu}\n", test, n, t, (unsigned long long)ns);
+            fflush(stdout);
+        }
+    } else {
+        for (int which = 0; which < 2; ++which) {
+            const int n = which == 0 ? n_prompt : n_gen;
+            if (n == 0) continue;
+            uint64_t *samples = malloc(sizeof(uint64_t) * (size_t)reps);
+            which == 0 ? run_pp(&b, n) : run_tg(&b, n);  // warm-up
+            double sum_ts = 0, sum_ts2 = 0;
+            for (int r = 0; r < reps; ++r) {
+                samples[r] = which == 0 ? run_pp(&b, n) : run_tg(&b, n);
+                const double ts = 1e9 * n / (double)samples[r];
+                sum_ts += ts;
+                sum_ts2 += ts * ts;
+            }
+            const double avg = sum_ts / reps;
+            const double var = reps > 1 ? (sum_ts2 - reps * avg * avg) / (reps - 1) : 0.0;
+            printf("{\"engine\":\"llama.cpp\",\"build_commit\":");
+            json_string(stdout, commit);
+            printf(",\"model_type\":");
+            json_string(stdout, desc);
+            printf(",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"avg_ts\":%.3f,\"stddev_ts\":%.3f,\"samples_ns\":[",
+                   threads, which == 0 ? n : 0, which == 0 ? 0 : n, avg, root(var));
+            for (int r = 0; r < reps; ++r) printf("%s%llu", r ? "," : "", (unsigned long long)samples[r]);
+            printf("]}\n");
+            fflush(stdout);
+            free(samples);
+        }
+    }
+    L.batch_free(b.batch);
+    L.free_ctx(b.ctx);
+    L.model_free(b.model);
+    return 0;
+}

@@ -1,0 +1,91 @@
+// What the C API (include/llama.h) wraps: the definitions of its opaque handles, and the guard that keeps
+// exceptions from crossing the C boundary. Private to src/capi/.
+#pragma once
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "context/context.h"
+#include "llama.h"
+#include "model/model.h"
+#include "util/log.h"
+#include "vocab/vocab.h"
+
+struct llama_model {
+    std::unique_ptr<lctx::Model> impl;
+    bool vocab_only = false;
+    double t_load_ms = 0.0;
+    // Scalar metadata in file order: (key, value rendered as text). Arrays are not visible (as upstream).
+    std::vector<std::pair<std::string, std::string>> meta;
+};
+
+struct llama_context {
+    llama_model *model = nullptr;
+    std::unique_ptr<lctx::Context> impl;
+    llama_context_params cparams{};  // as requested, with the resolved sizes written back
+    lctx::PoolingType pooling = lctx::PoolingType::None;
+    bool defrag_pending = false;
+    std::vector<int8_t> all_outputs;  // [n_batch] all ones: batch.logits when every token must output
+    // Pooled embeddings of the last decode: [n_seq_max][n_embd], valid where embd_seq_ok is set.
+    std::vector<float> embd_seq;
+    std::vector<uint8_t> embd_seq_ok;
+};
+
+namespace lctx::capi {
+
+// llama_vocab is never defined: the handle is the model's lctx::Vocab.
+inline const Vocab &vocab_of(const llama_vocab *v) { return *reinterpret_cast<const Vocab *>(v); }
+inline const llama_vocab *vocab_handle(const Vocab &v) { return reinterpret_cast<const llama_vocab *>(&v); }
+
+// Runs f(); any exception is logged with the function name and turned into `err`.
+template <typename R, typename F>
+R guard(const char *fn, R err, F &&f) {
+    try {
+        return f();
+    } catch (const std::exception &e) {
+        LCTX_LOG_ERROR("%s: %s", fn, e.what());
+    } catch (...) {
+        LCTX_LOG_ERROR("%s: unknown error", fn);
+    }
+    return err;
+}
+
+template <typename F>
+void guard_void(const char *fn, F &&f) {
+    try {
+        f();
+    } catch (const std::exception &e) {
+        LCTX_LOG_ERROR("%s: %s", fn, e.what());
+    } catch (...) {
+        LCTX_LOG_ERROR("%s: unknown error", fn);
+    }
+}
+
+// Logs the standard line for a feature lctx does not have yet.
+inline void not_supported(const char *fn, const char *what) {
+    LCTX_LOG_ERROR("%s: %s is not supported yet", fn, what);
+}
+
+// snprintf-style copy: always NUL-terminated when buf_size > 0; returns the full length of s.
+int32_t copy_out(const std::string &s, char *buf, size_t buf_size);
+
+// Output the caller asked for explicitly (llama_perf_*_print): to the llama_log_set callback at INFO
+// level when one is installed, else to stderr (the default sink would hide INFO lines).
+void print_info(const char *text);
+
+// Milliseconds on the clock the perf counters use.
+double now_ms();
+
+}  // namespace lctx::capi
+
+// Null handles are refused with a log line and the function's error value.
+#define LCTX_CAPI_REQUIRE(ptr, err)                                        \
+    do {                                                                   \
+        if (!(ptr)) {                                                      \
+            LCTX_LOG_ERROR("%s: %s is NULL", __func__, #ptr);              \
+            return err;                                                    \
+        }                                                                  \
+    } while (0)

@@ -1,0 +1,142 @@
+// C API: process-wide setup, clocks, logging, system info, split-path helpers, chat-template stubs and
+// the slice of ggml that llama.h programs call.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "capi/capi_internal.h"
+#include "kernels/cpu_features.h"
+
+namespace lctx::capi {
+
+int32_t copy_out(const std::string &s, char *buf, size_t buf_size) {
+    if (buf && buf_size > 0) {
+        const size_t n = std::min(s.size(), buf_size - 1);
+        std::memcpy(buf, s.data(), n);
+        buf[n] = '\0';
+    }
+    return static_cast<int32_t>(s.size());
+}
+
+double now_ms() {
+    using namespace std::chrono;
+    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace lctx::capi
+
+namespace {
+
+// llama_log_set: the C callback behind lctx's log sink. Level values coincide (DEBUG 1 .. ERROR 4).
+struct CLogTarget {
+    ggml_log_callback cb = nullptr;
+    void *user_data = nullptr;
+};
+CLogTarget g_log_target;
+
+void c_log_trampoline(lctx::LogLevel level, const char *text, void *user_data) {
+    const auto *t = static_cast<const CLogTarget *>(user_data);
+    t->cb(static_cast<ggml_log_level>(level), text, t->user_data);
+}
+
+}  // namespace
+
+namespace lctx::capi {
+
+void print_info(const char *text) {
+    if (g_log_target.cb)
+        g_log_target.cb(GGML_LOG_LEVEL_INFO, text, g_log_target.user_data);
+    else
+        std::fputs(text, stderr);
+}
+
+}  // namespace lctx::capi
+
+extern "C" {
+
+// ---- ggml surface ----
+
+void ggml_backend_load_all(void) {}  // one built-in CPU backend: nothing to load
+
+int64_t ggml_time_us(void) {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// ---- process-wide ----
+
+void llama_backend_init(void) { (void)lctx::kernels::cpu_features(); }  // probe the CPU once, up front
+void llama_backend_free(void) {}
+void llama_numa_init(enum ggml_numa_strategy numa) {
+    if (numa != GGML_NUMA_STRATEGY_DISABLED) LCTX_LOG_INFO("llama_numa_init: NUMA placement is not used by lctx");
+}
+
+int64_t llama_time_us(void) { return ggml_time_us(); }
+size_t llama_max_devices(void) { return 16; }
+bool llama_supports_mmap(void) { return true; }
+bool llama_supports_mlock(void) { return false; }
+bool llama_supports_gpu_offload(void) { return false; }
+bool llama_supports_rpc(void) { return false; }
+
+const char *llama_print_system_info(void) {
+    static std::string s;
+    const lctx::kernels::CpuFeatures &f = lctx::kernels::cpu_features();
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "CPU : AVX = %d | AVX2 = %d | FMA = %d | F16C = %d | BMI2 = %d | AVX512 = %d | AVX512_BW = %d | "
+                  "AVX512_VL = %d | AVX512_DQ = %d | AVX512_VNNI = %d | AVX512_BF16 = %d | KERNELS = %s | ",
+                  f.avx && f.os_avx, f.avx2, f.fma, f.f16c, f.bmi2, f.avx512f && f.os_avx512, f.avx512bw, f.avx512vl,
+                  f.avx512dq, f.avx512vnni, f.avx512bf16,
+                  f.has_avx512_level() ? "avx512" : f.has_avx2_level() ? "avx2" : "scalar");
+    s = buf;
+    return s.c_str();
+}
+
+void llama_log_set(ggml_log_callback log_callback, void *user_data) {
+    if (!log_callback) {
+        lctx::log_set_sink(nullptr, nullptr);
+        g_log_target = {};
+        return;
+    }
+    g_log_target.cb = log_callback;
+    g_log_target.user_data = user_data;
+    lctx::log_set_sink(c_log_trampoline, &g_log_target);
+}
+
+// ---- model-split paths (split_no is 0-based; the file number is split_no + 1) ----
+
+int llama_split_path(char *split_path, size_t maxlen, const char *path_prefix, int split_no, int split_count) {
+    if (!path_prefix) return 0;
+    char tail[64];
+    std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", split_no + 1, split_count);
+    const std::string s = std::string(path_prefix) + tail;
+    if (split_path && maxlen > 0) lctx::capi::copy_out(s, split_path, maxlen);
+    return static_cast<int>(s.size());
+}
+
+int llama_split_prefix(char *split_prefix, size_t maxlen, const char *split_path, int split_no, int split_count) {
+    if (!split_path) return 0;
+    char tail[64];
+    std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", split_no + 1, split_count);
+    const std::string path(split_path);
+    const size_t tn = std::strlen(tail);
+    if (path.size() < tn || path.compare(path.size() - tn, tn, tail) != 0) return 0;
+    const std::string prefix = path.substr(0, path.size() - tn);
+    if (split_prefix && maxlen > 0) lctx::capi::copy_out(prefix, split_prefix, maxlen);
+    return static_cast<int>(prefix.size());
+}
+
+// ---- chat templates: no formatter yet ----
+
+int32_t llama_chat_apply_template(const char *, const struct llama_chat_message *, size_t, bool, char *, int32_t) {
+    lctx::capi::not_supported(__func__, "chat template formatting");
+    return -1;
+}
+
+int32_t llama_chat_builtin_templates(const char **, size_t) {
+    lctx::capi::not_supported(__func__, "chat template formatting");
+    return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,256 @@
+// C API: model parameters, loading, queries and metadata; quantize and LoRA / control-vector stubs.
+#include <cstring>
+#include <string>
+
+#include "capi/capi_internal.h"
+#include "gguf/gguf.h"
+
+using lctx::capi::copy_out;
+using lctx::capi::guard;
+using lctx::capi::guard_void;
+using lctx::capi::not_supported;
+
+namespace {
+
+llama_model *load_model(const char *fn, const char *path, const llama_model_params &params) {
+    LCTX_CAPI_REQUIRE(path, nullptr);
+    return guard(fn, static_cast<llama_model *>(nullptr), [&]() -> llama_model * {
+        if (params.kv_overrides && params.kv_overrides[0].key[0] != '\0')
+            LCTX_LOG_WARN("%s: metadata overrides (kv_overrides) are not supported yet and are ignored", fn);
+        if (params.n_gpu_layers > 0)
+            LCTX_LOG_INFO("%s: no GPU backend; n_gpu_layers = %d is ignored", fn, params.n_gpu_layers);
+        lctx::ModelLoadOptions opts;
+        opts.vocab_only = params.vocab_only;
+        opts.progress = params.progress_callback;
+        opts.progress_user_data = params.progress_callback_user_data;
+
+        const double t0 = lctx::capi::now_ms();
+        auto m = std::make_unique<llama_model>();
+        m->impl = lctx::Model::load(path, opts);
+        m->vocab_only = params.vocab_only;
+        m->t_load_ms = lctx::capi::now_ms() - t0;
+        for (const lctx::gguf::KeyValue &kv : m->impl->file().metadata()) {
+            if (kv.value.type == lctx::gguf::ValueType::ARRAY) continue;
+            m->meta.emplace_back(kv.key, kv.value.to_display_string());
+        }
+        return m.release();
+    });
+}
+
+const lctx::HParams &hp(const llama_model *model) { return model->impl->hparams(); }
+
+}  // namespace
+
+extern "C" {
+
+struct llama_model_params llama_model_default_params(void) {
+    llama_model_params p{};
+    p.devices = nullptr;
+    p.n_gpu_layers = 0;
+    p.split_mode = LLAMA_SPLIT_MODE_LAYER;
+    p.main_gpu = 0;
+    p.tensor_split = nullptr;
+    p.progress_callback = nullptr;
+    p.progress_callback_user_data = nullptr;
+    p.kv_overrides = nullptr;
+    p.vocab_only = false;
+    p.use_mmap = true;
+    p.use_mlock = false;
+    p.check_tensors = false;
+    return p;
+}
+
+struct llama_model_quantize_params llama_model_quantize_default_params(void) {
+    llama_model_quantize_params p{};
+    p.nthread = 0;
+    p.ftype = LLAMA_FTYPE_MOSTLY_Q5_1;
+    p.output_tensor_type = GGML_TYPE_COUNT;
+    p.token_embedding_type = GGML_TYPE_COUNT;
+    p.allow_requantize = false;
+    p.quantize_output_tensor = true;
+    p.only_copy = false;
+    p.pure = false;
+    p.keep_split = false;
+    p.imatrix = nullptr;
+    p.kv_overrides = nullptr;
+    return p;
+}
+
+struct llama_model *llama_model_load_from_file(const char *path_model, struct llama_model_params params) {
+    return load_model(__func__, path_model, params);
+}
+
+struct llama_model *llama_load_model_from_file(const char *path_model, struct llama_model_params params) {
+    return load_model(__func__, path_model, params);
+}
+
+struct llama_model *llama_model_load_from_splits(const char **paths, size_t n_paths,
+                                                 struct llama_model_params params) {
+    if (!paths || n_paths == 0) {
+        LCTX_LOG_ERROR("%s: no paths given", __func__);
+        return nullptr;
+    }
+    if (n_paths > 1) {
+        not_supported(__func__, "loading a model from several shards");
+        return nullptr;
+    }
+    return load_model(__func__, paths[0], params);
+}
+
+void llama_model_free(struct llama_model *model) { delete model; }
+void llama_free_model(struct llama_model *model) { delete model; }
+
+const struct llama_vocab *llama_model_get_vocab(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, nullptr);
+    return lctx::capi::vocab_handle(model->impl->vocab());
+}
+
+enum llama_rope_type llama_model_rope_type(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, LLAMA_ROPE_TYPE_NONE);
+    const lctx::kernels::RopeParams &r = hp(model).rope;
+    if (r.n_rot == 0) return LLAMA_ROPE_TYPE_NONE;
+    return r.mode == lctx::kernels::RopeMode::Neox ? LLAMA_ROPE_TYPE_NEOX : LLAMA_ROPE_TYPE_NORM;
+}
+
+int32_t llama_model_n_ctx_train(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_ctx_train);
+}
+int32_t llama_model_n_embd(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_embd);
+}
+int32_t llama_model_n_layer(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_layer);
+}
+int32_t llama_model_n_head(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_head);
+}
+int32_t llama_n_ctx_train(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_ctx_train);
+}
+int32_t llama_n_embd(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_embd);
+}
+int32_t llama_n_layer(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_layer);
+}
+int32_t llama_n_head(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(hp(model).n_head);
+}
+
+float llama_model_rope_freq_scale_train(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0.0f);
+    return hp(model).rope.freq_scale;
+}
+
+int32_t llama_model_meta_val_str(const struct llama_model *model, const char *key, char *buf, size_t buf_size) {
+    if (buf && buf_size > 0) buf[0] = '\0';
+    LCTX_CAPI_REQUIRE(model, -1);
+    LCTX_CAPI_REQUIRE(key, -1);
+    for (const auto &[k, v] : model->meta)
+        if (k == key) return copy_out(v, buf, buf_size);
+    return -1;
+}
+
+int32_t llama_model_meta_count(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return static_cast<int32_t>(model->meta.size());
+}
+
+int32_t llama_model_meta_key_by_index(const struct llama_model *model, int32_t i, char *buf, size_t buf_size) {
+    if (buf && buf_size > 0) buf[0] = '\0';
+    LCTX_CAPI_REQUIRE(model, -1);
+    if (i < 0 || static_cast<size_t>(i) >= model->meta.size()) return -1;
+    return copy_out(model->meta[i].first, buf, buf_size);
+}
+
+int32_t llama_model_meta_val_str_by_index(const struct llama_model *model, int32_t i, char *buf, size_t buf_size) {
+    if (buf && buf_size > 0) buf[0] = '\0';
+    LCTX_CAPI_REQUIRE(model, -1);
+    if (i < 0 || static_cast<size_t>(i) >= model->meta.size()) return -1;
+    return copy_out(model->meta[i].second, buf, buf_size);
+}
+
+int32_t llama_model_desc(const struct llama_model *model, char *buf, size_t buf_size) {
+    if (buf && buf_size > 0) buf[0] = '\0';
+    LCTX_CAPI_REQUIRE(model, -1);
+    return guard(__func__, -1, [&] { return copy_out(model->impl->description(), buf, buf_size); });
+}
+
+uint64_t llama_model_size(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return model->impl->size_bytes();
+}
+
+uint64_t llama_model_n_params(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    return model->impl->n_params();
+}
+
+const char *llama_model_chat_template(const struct llama_model *model, const char *name) {
+    LCTX_CAPI_REQUIRE(model, nullptr);
+    const std::string key = name ? std::string("tokenizer.chat_template.") + name : "tokenizer.chat_template";
+    const lctx::gguf::Value *v = model->impl->file().find(key);
+    if (!v || v->type != lctx::gguf::ValueType::STRING) return nullptr;
+    return v->str.c_str();  // lives in the model's metadata
+}
+
+bool llama_model_has_encoder(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, false);
+    return false;  // only decoder-only families so far
+}
+
+bool llama_model_has_decoder(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, false);
+    return true;
+}
+
+llama_token llama_model_decoder_start_token(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, LLAMA_TOKEN_NULL);
+    return LLAMA_TOKEN_NULL;
+}
+
+bool llama_model_is_recurrent(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, false);
+    return false;
+}
+
+uint32_t llama_model_quantize(const char *, const char *, const llama_model_quantize_params *) {
+    not_supported(__func__, "model quantization through the C API");
+    return 1;
+}
+
+// ---- LoRA adapters and control vectors ----
+
+struct llama_adapter_lora *llama_adapter_lora_init(struct llama_model *, const char *) {
+    not_supported(__func__, "LoRA adapters");
+    return nullptr;
+}
+
+void llama_adapter_lora_free(struct llama_adapter_lora *) {}  // none can exist
+
+int32_t llama_set_adapter_lora(struct llama_context *, struct llama_adapter_lora *, float) {
+    not_supported(__func__, "LoRA adapters");
+    return -1;
+}
+
+int32_t llama_rm_adapter_lora(struct llama_context *, struct llama_adapter_lora *) {
+    return -1;  // nothing can be attached
+}
+
+void llama_clear_adapter_lora(struct llama_context *) {}
+
+int32_t llama_apply_adapter_cvec(struct llama_context *, const float *data, size_t, int32_t, int32_t, int32_t) {
+    if (!data) return 0;  // removing the (absent) control vector succeeds
+    not_supported(__func__, "control vectors");
+    return 1;
+}
+
+}  // extern "C"

@@ -1,0 +1,79 @@
+// The lctx command-line tool, run as a user runs it.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "golden_runner.h"
+
+namespace {
+
+struct Result {
+    int status;
+    std::string out;
+};
+
+Result run(const std::string &args) {
+    const std::string cmd = std::string(LCTX_BIN_DIR) + "/lctx " + args + " 2>/dev/null";
+    Result r{-1, {}};
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+TEST(Cli, RunGreedyJsonMatchesLlamaCppGolden) {
+    const nlohmann::json c =
+        lctx::testing::read_json(lctx::testing::fixtures_dir() + "/golden/cases/stories_greedy_0.json");
+    const nlohmann::json &step = c["steps"][0];
+    const Result r = run("run --temp 0 -n 48 -t 1 --json -p 'Once upon a time'");
+    ASSERT_EQ(r.status, 0) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["prompt_ids"], step["prompt_tokens"]);
+    EXPECT_EQ(j["ids"], step["generated_tokens"]);
+    EXPECT_EQ(j["text"], step["generated_text"]);
+}
+
+TEST(Cli, RunStreamsPromptAndContinuation) {
+    const Result r = run("run --temp 0 -n 16 -p 'Lily and Tom'");
+    ASSERT_EQ(r.status, 0);
+    EXPECT_EQ(r.out.rfind("Lily and Tom", 0), 0u) << r.out;
+    EXPECT_GT(r.out.size(), std::string("Lily and Tom").size() + 20);
+}
+
+TEST(Cli, SeededSamplingIsReproducible) {
+    const Result a = run("run --temp 0.9 --seed 1234 -n 24 --json");
+    const Result b = run("run --temp 0.9 --seed 1234 -n 24 --json");
+    ASSERT_EQ(a.status, 0);
+    EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Cli, TokenizeJson) {
+    const Result r = run("tokenize --json 'Once upon a time'");
+    ASSERT_EQ(r.status, 0);
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ids"], (std::vector<int>{1, 403, 407, 261, 378}));
+}
+
+TEST(Cli, MissingModelIsAClearError) {
+    const std::string cmd = std::string(LCTX_BIN_DIR) + "/lctx run -m /nonexistent.gguf 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int st = pclose(p);
+    EXPECT_NE(WEXITSTATUS(st), 0);
+    EXPECT_NE(out.find("/nonexistent.gguf"), std::string::npos) << out;
+}
+
+TEST(Cli, UnknownCommandFails) { EXPECT_NE(run("frobnicate").status, 0); }
+
+}  // namespace

@@ -1,0 +1,324 @@
+#include "bench_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "util/error.h"
+
+namespace lctx::bench {
+
+namespace {
+
+uint64_t now_ns() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
+
+// A tiny LCG for the token ids: the values do not matter, only that both engines see ordinary tokens.
+int32_t next_token(uint64_t &state, int32_t n_vocab) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(n_vocab));
+}
+
+std::string fmt(const char *f, double a, double b = 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, a, b);
+    return buf;
+}
+
+std::string human_size(uint64_t bytes) {
+    const double b = static_cast<double>(bytes);
+    if (b >= 1024.0 * 1024 * 1024) return fmt("%.2f GiB", b / (1024.0 * 1024 * 1024));
+    if (b >= 1024.0 * 1024) return fmt("%.2f MiB", b / (1024.0 * 1024));
+    return fmt("%.2f KiB", b / 1024.0);
+}
+
+std::string human_count(uint64_t n) {
+    const double v = static_cast<double>(n);
+    if (v >= 1e9) return fmt("%.2f B", v / 1e9);
+    if (v >= 1e6) return fmt("%.2f M", v / 1e6);
+    return fmt("%.2f K", v / 1e3);
+}
+
+}  // namespace
+
+uint64_t bytes_per_token(const gguf::File &file) {
+    uint64_t total = 0;
+    const gguf::TensorInfo *embd = nullptr;
+    bool has_output = false;
+    for (const gguf::TensorInfo &t : file.tensors()) {
+        if (t.name == "token_embd.weight") {
+            embd = &t;
+            continue;
+        }
+        if (t.name == "output.weight") has_output = true;
+        total += t.nbytes;
+    }
+    if (embd) total += has_output ? row_size(embd->type, embd->ne[0]) : embd->nbytes;
+    return total;
+}
+
+ModelFacts model_facts(const Model &model) {
+    ModelFacts f;
+    f.filename = model.path();
+    f.type = model.description();
+    f.size = model.size_bytes();
+    f.n_params = model.n_params();
+    f.bytes_per_token = bytes_per_token(model.file());
+    f.n_vocab = static_cast<int32_t>(model.hparams().n_vocab);
+    return f;
+}
+
+LctxRunner::LctxRunner(const Model &model, const Settings &s) : model_(model), s_(s), rng_(s.seed) {
+    ContextParams cp;
+    cp.n_ctx = s.n_ctx();
+    cp.n_batch = s.eff_batch();
+    cp.n_ubatch = s.eff_ubatch();
+    cp.type_k = cp.type_v = GgmlType::F16;
+    cp.no_perf = true;
+    ctx_ = std::make_unique<Context>(model, cp);
+}
+
+void LctxRunner::set_threads(int n_threads) { ctx_->set_n_threads(n_threads, n_threads); }
+
+void LctxRunner::decode_or_throw(const Batch &b) {
+    const DecodeStatus st = ctx_->decode(b);
+    if (st != DecodeStatus::Ok) throw Error("lctx decode failed with status " + std::to_string(static_cast<int>(st)));
+}
+
+uint64_t LctxRunner::run_pp(int n) {
+    const int32_t n_vocab = static_cast<int32_t>(model_.hparams().n_vocab);
+    tokens_.resize(static_cast<size_t>(n));
+    pos_.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        tokens_[i] = next_token(rng_, n_vocab);
+        pos_[i] = i;
+    }
+    ctx_->kv().clear();
+    const int step = static_cast<int>(s_.eff_batch());
+    const uint64_t t0 = now_ns();
+    for (int i = 0; i < n; i += step) {
+        Batch b;
+        b.n_tokens = std::min(step, n - i);
+        b.token = tokens_.data() + i;
+        b.pos = pos_.data() + i;
+        decode_or_throw(b);  // null logits flags: only the last token gives an output, like llama-bench
+    }
+    return now_ns() - t0;
+}
+
+uint64_t LctxRunner::run_tg(int n) {
+    const int32_t n_vocab = static_cast<int32_t>(model_.hparams().n_vocab);
+    ctx_->kv().clear();
+    const uint64_t t0 = now_ns();
+    for (int i = 0; i < n; ++i) {
+        const int32_t tok = next_token(rng_, n_vocab);
+        Batch b;
+        b.n_tokens = 1;
+        b.token = &tok;
+        b.pos = &i;
+        decode_or_throw(b);
+    }
+    return now_ns() - t0;
+}
+
+double read_bandwidth(int n_threads, size_t bytes, int passes) {
+    // 16-byte vectors (SSE2, the x86-64 baseline): four independent sums keep the loads in flight.
+    typedef uint64_t v2u __attribute__((vector_size(16)));
+    static std::vector<v2u> buf;  // [bytes / 16]
+    const size_t n = bytes / sizeof(v2u);
+    if (buf.size() != n) {
+        buf.assign(n, v2u{1, 2});  // touching every page makes it resident before timing
+    }
+    n_threads = std::max(1, n_threads);
+    std::vector<uint64_t> sink(static_cast<size_t>(n_threads));
+    double best = 0;
+    for (int pass = 0; pass < passes; ++pass) {
+        auto reader = [&](int ith) {
+            const size_t per = (n / n_threads) & ~size_t{3};
+            const v2u *p = buf.data() + per * ith;
+            v2u a{0, 0}, b{0, 0}, c{0, 0}, d{0, 0};
+            for (size_t i = 0; i < per; i += 4) {
+                a += p[i];
+                b += p[i + 1];
+                c += p[i + 2];
+                d += p[i + 3];
+            }
+            const v2u s = a + b + c + d;
+            sink[ith] = s[0] + s[1];
+        };
+        const uint64_t t0 = now_ns();
+        std::vector<std::thread> pool;
+        for (int i = 1; i < n_threads; ++i) pool.emplace_back(reader, i);
+        reader(0);
+        for (std::thread &t : pool) t.join();
+        const double secs = static_cast<double>(now_ns() - t0) * 1e-9;
+        const size_t read = ((n / n_threads) & ~size_t{3}) * n_threads * sizeof(v2u);
+        best = std::max(best, static_cast<double>(read) / secs);
+    }
+    volatile uint64_t keep = 0;  // the sums must be used or the loop disappears
+    for (uint64_t s : sink) keep = keep + s;
+    return best;
+}
+
+Stats compute_stats(const std::vector<uint64_t> &samples_ns, int n_tokens) {
+    Stats st;
+    const size_t k = samples_ns.size();
+    if (k == 0) return st;
+    std::vector<double> ts;
+    for (uint64_t ns : samples_ns) {
+        st.avg_ns += static_cast<double>(ns);
+        ts.push_back(ns > 0 ? 1e9 * n_tokens / static_cast<double>(ns) : 0.0);
+    }
+    st.avg_ns /= static_cast<double>(k);
+    for (double t : ts) st.avg_ts += t;
+    st.avg_ts /= static_cast<double>(k);
+    if (k > 1) {
+        double vn = 0, vt = 0;
+        for (size_t i = 0; i < k; ++i) {
+            vn += (samples_ns[i] - st.avg_ns) * (samples_ns[i] - st.avg_ns);
+            vt += (ts[i] - st.avg_ts) * (ts[i] - st.avg_ts);
+        }
+        st.stddev_ns = std::sqrt(vn / static_cast<double>(k - 1));
+        st.stddev_ts = std::sqrt(vt / static_cast<double>(k - 1));
+    }
+    return st;
+}
+
+std::string Result::test_name() const {
+    if (n_prompt > 0 && n_gen == 0) return "pp" + std::to_string(n_prompt);
+    if (n_gen > 0 && n_prompt == 0) return "tg" + std::to_string(n_gen);
+    return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
+}
+
+BuildInfo lctx_build_info() {
+    BuildInfo b;
+#ifdef LCTX_BUILD_COMMIT
+    b.commit = LCTX_BUILD_COMMIT;
+#endif
+#ifdef LCTX_BUILD_NUMBER
+    b.number = LCTX_BUILD_NUMBER;
+#endif
+    return b;
+}
+
+std::string cpu_info() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) {
+            const size_t colon = line.find(':');
+            if (colon != std::string::npos) {
+                size_t b = colon + 1;
+                while (b < line.size() && line[b] == ' ') ++b;
+                return line.substr(b);
+            }
+        }
+    return "unknown";
+}
+
+std::string iso_time_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const std::string &cpu) {
+    const Stats st = compute_stats(r.samples_ns, r.n_tokens());
+    std::vector<double> samples_ts;
+    for (uint64_t ns : r.samples_ns) samples_ts.push_back(ns > 0 ? 1e9 * r.n_tokens() / static_cast<double>(ns) : 0.0);
+    nlohmann::ordered_json j = {
+        {"build_commit", build.commit},
+        {"build_number", build.number},
+        {"cpu_info", cpu},
+        {"gpu_info", ""},
+        {"backends", "CPU"},
+        {"model_filename", r.model.filename},
+        {"model_type", r.model.type},
+        {"model_size", r.model.size},
+        {"model_n_params", r.model.n_params},
+        {"n_batch", r.n_batch},
+        {"n_ubatch", r.n_ubatch},
+        {"n_threads", r.n_threads},
+        {"cpu_mask", "0x0"},
+        {"cpu_strict", false},
+        {"poll", 50},
+        {"type_k", "f16"},
+        {"type_v", "f16"},
+        {"n_gpu_layers", 0},
+        {"split_mode", "layer"},
+        {"main_gpu", 0},
+        {"no_kv_offload", false},
+        {"flash_attn", false},
+        {"tensor_split", "0.00"},
+        {"use_mmap", true},
+        {"embeddings", false},
+        {"n_prompt", r.n_prompt},
+        {"n_gen", r.n_gen},
+        {"n_depth", 0},
+        {"test_time", r.test_time},
+        {"avg_ns", static_cast<uint64_t>(std::llround(st.avg_ns))},
+        {"stddev_ns", static_cast<uint64_t>(std::llround(st.stddev_ns))},
+        {"avg_ts", st.avg_ts},
+        {"stddev_ts", st.stddev_ts},
+        {"samples_ns", r.samples_ns},
+        {"samples_ts", samples_ts},
+        {"engine", r.engine},
+    };
+    if (r.n_gen > 0 && r.n_prompt == 0) {
+        const double gbps = st.avg_ts * static_cast<double>(r.model.bytes_per_token) / 1e9;
+        j["bytes_per_token"] = r.model.bytes_per_token;
+        j["gbps"] = gbps;
+        if (r.mem_bw > 0) {
+            const double limit = r.mem_bw / static_cast<double>(r.model.bytes_per_token);
+            j["mem_bw_gbps"] = r.mem_bw / 1e9;
+            j["limit_ts"] = limit;
+            j["frac_of_limit"] = st.avg_ts / limit;
+        }
+    }
+    return j;
+}
+
+std::string markdown(const std::vector<Result> &results) {
+    std::string out =
+        "| model | size | params | backend | threads | test | t/s | engine | GB/s | % of limit |\n"
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: |\n";
+    // (test, threads) -> engine -> mean t/s, for the ratio lines
+    std::map<std::pair<std::string, int>, std::map<std::string, double>> means;
+    for (const Result &r : results) {
+        const Stats st = compute_stats(r.samples_ns, r.n_tokens());
+        std::string gbps = "-", frac = "-";
+        if (r.n_gen > 0 && r.n_prompt == 0) {
+            gbps = fmt("%.2f", st.avg_ts * static_cast<double>(r.model.bytes_per_token) / 1e9);
+            if (r.mem_bw > 0)
+                frac = fmt("%.1f%%", 100.0 * st.avg_ts * static_cast<double>(r.model.bytes_per_token) / r.mem_bw);
+        }
+        out += "| " + r.model.type + " | " + human_size(r.model.size) + " | " + human_count(r.model.n_params) +
+               " | CPU | " + std::to_string(r.n_threads) + " | " + r.test_name() + " | " +
+               fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine + " | " + gbps + " | " + frac + " |\n";
+        means[{r.test_name(), r.n_threads}][r.engine] = st.avg_ts;
+    }
+    std::string ratios;
+    for (const auto &[key, by_engine] : means) {
+        const auto a = by_engine.find("lctx"), b = by_engine.find("llama.cpp");
+        if (a == by_engine.end() || b == by_engine.end() || b->second <= 0) continue;
+        ratios += key.first + " @ " + std::to_string(key.second) + " threads: lctx/llama.cpp = " +
+                  fmt("%.2f", a->second / b->second) + "\n";
+    }
+    if (!ratios.empty()) out += "\n" + ratios;
+    return out;
+}
+
+}  // namespace lctx::bench

@@ -1,0 +1,100 @@
+// The measurements behind `lctx bench`: prompt processing and generation timings on lctx, the machine's
+// memory read bandwidth, statistics, and llama-bench style output (markdown table and JSON objects).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "context/context.h"
+#include "model/model.h"
+
+namespace lctx::bench {
+
+struct Settings {
+    int n_prompt = 512;
+    int n_gen = 128;
+    int reps = 5;
+    uint32_t n_batch = 2048;
+    uint32_t n_ubatch = 512;
+    uint64_t seed = 1234;  // of the random token ids
+    // n_ctx = n_prompt + n_gen; n_batch is clamped to n_ctx and n_ubatch to n_batch, as llama.cpp does.
+    uint32_t n_ctx() const { return static_cast<uint32_t>(std::max(1, n_prompt + n_gen)); }
+    uint32_t eff_batch() const { return std::min(n_batch, n_ctx()); }
+    uint32_t eff_ubatch() const { return std::min(n_ubatch, eff_batch()); }
+};
+
+// What the output needs to know about a model file.
+struct ModelFacts {
+    std::string filename;
+    std::string type;         // "llama 1.1B q4_0"
+    uint64_t size = 0;        // bytes of all tensors
+    uint64_t n_params = 0;
+    uint64_t bytes_per_token = 0;  // weight bytes one generated token reads
+    int32_t n_vocab = 0;
+};
+ModelFacts model_facts(const Model &model);
+
+// Weight bytes read per generated token from a GGUF's tensor list: every tensor once, except token_embd, of
+// which one row is read (unless it doubles as the output matrix, when there is no output.weight).
+uint64_t bytes_per_token(const gguf::File &file);
+
+// Runs the timed tests on one lctx context (n_ctx, n_batch, n_ubatch from the settings; F16 K/V).
+class LctxRunner {
+  public:
+    LctxRunner(const Model &model, const Settings &s);
+    void set_threads(int n_threads);
+    // One prompt of n tokens on an empty cache, in batches of n_batch; wall nanoseconds.
+    uint64_t run_pp(int n);
+    // n single-token decodes from an empty cache; wall nanoseconds.
+    uint64_t run_tg(int n);
+
+  private:
+    void decode_or_throw(const Batch &b);
+    const Model &model_;
+    Settings s_;
+    std::unique_ptr<Context> ctx_;
+    uint64_t rng_;
+    std::vector<int32_t> tokens_, pos_;
+};
+
+// Streaming read bandwidth in bytes/s with n_threads readers over a `bytes` buffer (much larger than the L3);
+// the best of `passes` passes. The buffer is allocated and touched on the first call with that size.
+double read_bandwidth(int n_threads, size_t bytes = size_t{1} << 30, int passes = 3);
+
+struct Stats {
+    double avg_ns = 0, stddev_ns = 0, avg_ts = 0, stddev_ts = 0;
+};
+// Sample standard deviation (n - 1), zero for one sample; t/s per sample = n_tokens / seconds.
+Stats compute_stats(const std::vector<uint64_t> &samples_ns, int n_tokens);
+
+struct Result {
+    std::string engine;  // "lctx" or "llama.cpp"
+    ModelFacts model;
+    int n_threads = 1;
+    int n_prompt = 0, n_gen = 0;
+    uint32_t n_batch = 0, n_ubatch = 0;
+    std::string test_time;  // ISO 8601, UTC
+    std::vector<uint64_t> samples_ns;
+    double mem_bw = 0;  // bytes/s measured for n_threads (0: not measured)
+    std::string test_name() const;  // "pp512" / "tg128"
+    int n_tokens() const { return n_prompt + n_gen; }
+};
+
+struct BuildInfo {
+    std::string commit = "unknown";
+    int number = 0;
+};
+BuildInfo lctx_build_info();
+std::string cpu_info();  // the first "model name" of /proc/cpuinfo
+std::string iso_time_now();
+
+// One llama-bench style JSON object (its field names), plus "engine" and, for generation tests, the
+// bandwidth figures: bytes_per_token, gbps, mem_bw_gbps, limit_ts, frac_of_limit.
+nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const std::string &cpu);
+
+// The markdown table: one row per result, then a ratio line per test when both engines ran it.
+std::string markdown(const std::vector<Result> &results);
+
+}  // namespace lctx::bench

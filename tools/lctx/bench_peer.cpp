@@ -1,0 +1,122 @@
+#include "bench_peer.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "util/error.h"
+
+namespace lctx::bench {
+
+namespace fs = std::filesystem;
+
+std::string resolve_peer_lib_dir(const std::string &dir) {
+    std::error_code ec;
+    const fs::path d(dir);
+    for (const fs::path &p : {d, d / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64",
+                              d / "bins" / "linux-x64"})
+        for (const char *lib : {"libllama.so", "libllama.v0.5.0.so"})
+            if (fs::exists(p / lib, ec)) return p.string();
+    return "";
+}
+
+std::string find_peer_binary() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "";
+    const fs::path p = exe.parent_path() / "lctx-peer-bench";
+    return fs::exists(p, ec) ? p.string() : "";
+}
+
+PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, const std::string &model,
+                         const Settings &s) {
+    int in_pipe[2], out_pipe[2];  // in: parent -> child stdin; out: child stdout -> parent
+    if (pipe(in_pipe) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    if (pipe(out_pipe) != 0) {
+        close(in_pipe[0]);
+        close(in_pipe[1]);
+        throw Error(std::string("pipe: ") + std::strerror(errno));
+    }
+    std::vector<std::string> args = {exe,
+                                     "--serve",
+                                     "--lib",
+                                     lib_dir,
+                                     "-m",
+                                     model,
+                                     "-c",
+                                     std::to_string(s.n_ctx()),
+                                     "-b",
+                                     std::to_string(s.n_batch),
+                                     "-ub",
+                                     std::to_string(s.n_ubatch),
+                                     "--seed",
+                                     std::to_string(s.seed)};
+    std::vector<char *> argv;
+    for (std::string &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ < 0) throw Error(std::string("fork: ") + std::strerror(errno));
+    if (pid_ == 0) {
+        dup2(in_pipe[0], STDIN_FILENO);
+        dup2(out_pipe[1], STDOUT_FILENO);
+        close(in_pipe[0]);
+        close(in_pipe[1]);
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        execv(argv[0], argv.data());
+        std::fprintf(stderr, "lctx bench: cannot run %s: %s\n", argv[0], std::strerror(errno));
+        _exit(127);
+    }
+    close(in_pipe[0]);
+    close(out_pipe[1]);
+    to_ = fdopen(in_pipe[1], "w");
+    from_ = fdopen(out_pipe[0], "r");
+    signal(SIGPIPE, SIG_IGN);  // a dead peer shows up as a failed write, not a killed lctx
+
+    const nlohmann::json ready = read_reply();
+    if (!ready.value("ready", false)) throw Error("lctx-peer-bench did not start: " + ready.dump());
+    facts_.filename = model;
+    facts_.type = ready.value("model_type", std::string("?"));
+    facts_.size = ready.value("model_size", uint64_t{0});
+    facts_.n_params = ready.value("model_n_params", uint64_t{0});
+    facts_.n_vocab = ready.value("n_vocab", 0);
+    build_.commit = ready.value("build_commit", std::string("unknown"));
+    build_.number = ready.value("build_number", 0);
+}
+
+PeerProcess::~PeerProcess() {
+    if (to_) {
+        std::fputs("quit\n", to_);
+        std::fclose(to_);
+    }
+    if (from_) std::fclose(from_);
+    if (pid_ > 0) {
+        int status = 0;
+        waitpid(pid_, &status, 0);
+    }
+}
+
+nlohmann::json PeerProcess::read_reply() {
+    std::string line;
+    int c;
+    while ((c = std::fgetc(from_)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
+    if (line.empty()) throw Error("lctx-peer-bench ended without an answer (see its messages above)");
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) throw Error("lctx-peer-bench answered something that is not JSON: " + line);
+    if (j.contains("error")) throw Error("lctx-peer-bench: " + j["error"].get<std::string>());
+    return j;
+}
+
+uint64_t PeerProcess::run(const char *test, int n, int n_threads) {
+    if (std::fprintf(to_, "%s %d %d\n", test, n, n_threads) < 0 || std::fflush(to_) != 0)
+        throw Error("lctx-peer-bench is gone (write failed)");
+    const nlohmann::json j = read_reply();
+    return j.at("ns").get<uint64_t>();
+}
+
+}  // namespace lctx::bench

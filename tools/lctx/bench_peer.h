@@ -1,0 +1,43 @@
+// The llama.cpp side of `lctx bench --peer`: drives bench/peer/peer_bench.c (lctx-peer-bench) as a child
+// process over pipes, one command per timed run, so lctx and llama.cpp runs can alternate.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "bench_core.h"
+
+namespace lctx::bench {
+
+// The folder with libllama: DIR itself, or DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64 (the
+// layout scripts/install-peer.sh leaves). Empty when neither holds libllama.
+std::string resolve_peer_lib_dir(const std::string &dir);
+// lctx-peer-bench next to the running binary; empty when missing.
+std::string find_peer_binary();
+
+class PeerProcess {
+  public:
+    // Starts `exe --serve` on the model and waits for its ready line; throws lctx::Error.
+    PeerProcess(const std::string &exe, const std::string &lib_dir, const std::string &model, const Settings &s);
+    ~PeerProcess();
+    PeerProcess(const PeerProcess &) = delete;
+    PeerProcess &operator=(const PeerProcess &) = delete;
+
+    const ModelFacts &facts() const { return facts_; }  // as llama.cpp reports them
+    const BuildInfo &build() const { return build_; }
+    uint64_t run_pp(int n, int n_threads) { return run("pp", n, n_threads); }
+    uint64_t run_tg(int n, int n_threads) { return run("tg", n, n_threads); }
+
+  private:
+    uint64_t run(const char *test, int n, int n_threads);
+    nlohmann::json read_reply();
+    pid_t pid_ = -1;
+    std::FILE *to_ = nullptr;    // the child's stdin
+    std::FILE *from_ = nullptr;  // the child's stdout
+    ModelFacts facts_;
+    BuildInfo build_;
+};
+
+}  // namespace lctx::bench

@@ -1,0 +1,321 @@
+#include "synth_model.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "gguf/gguf.h"
+#include "util/error.h"
+
+namespace lctx::synth {
+
+namespace {
+
+const std::vector<Shape> &shapes() {
+    static const std::vector<Shape> all = [] {
+        std::vector<Shape> v;
+        // Small enough for tests; rows of 256 so every type quantizes without a fallback.
+        Shape tiny{"tiny", 256, 2, 4, 2, 512, 512, 10000.0f, 1e-5f, false, "ggml-vocab-llama-spm.gguf"};
+        // HuggingFaceTB/SmolLM-135M; the GPT-2 vocabulary stands in for its own (49152 -> 50257 tokens).
+        Shape smollm{"smollm-135m", 576, 30, 9, 3, 1536, 2048, 10000.0f, 1e-5f, true, "ggml-vocab-gpt-2.gguf"};
+        // TinyLlama/TinyLlama-1.1B (v1.0 chat): the llama SPM vocabulary it was trained with.
+        Shape tinyllama{"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 2048, 10000.0f, 1e-5f, false,
+                        "ggml-vocab-llama-spm.gguf"};
+        v.push_back(tiny);
+        v.push_back(smollm);
+        v.push_back(tinyllama);
+        return v;
+    }();
+    return all;
+}
+
+struct TypeEntry {
+    const char *name;
+    GgmlType base;
+    bool mixture;
+    uint32_t file_type;  // llama_ftype
+};
+// llama_ftype ids: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q8_0 7, Q4_K_S 14 (the closest to a pure Q4_K),
+// Q4_K_M 15, Q6_K 18, BF16 32.
+constexpr TypeEntry kTypes[] = {
+    {"F32", GgmlType::F32, false, 0},    {"F16", GgmlType::F16, false, 1},    {"BF16", GgmlType::BF16, false, 32},
+    {"Q8_0", GgmlType::Q8_0, false, 7},  {"Q4_0", GgmlType::Q4_0, false, 2},  {"Q4_K", GgmlType::Q4_K, false, 14},
+    {"Q6_K", GgmlType::Q6_K, false, 18}, {"Q4_K_M", GgmlType::Q4_K, true, 15},
+};
+
+// llama.cpp's rule for which layers of a K-quant mixture get more bits: the first and last eighth, and
+// every third layer in between.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// The type llama.cpp falls back to when a row is not a whole number of the wanted type's blocks.
+GgmlType fallback_type(GgmlType wanted, int64_t row) {
+    if (row % type_traits(wanted).block_size == 0) return wanted;
+    GgmlType t = GgmlType::F16;
+    switch (wanted) {
+        case GgmlType::Q4_K: t = GgmlType::Q5_0; break;
+        case GgmlType::Q5_K: t = GgmlType::Q5_1; break;
+        case GgmlType::Q6_K: t = GgmlType::Q8_0; break;
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
+        case GgmlType::IQ4_XS: t = GgmlType::IQ4_NL; break;
+        default: t = GgmlType::F16; break;
+    }
+    if (row % type_traits(t).block_size != 0) t = GgmlType::F16;
+    return t;
+}
+
+uint64_t splitmix64(uint64_t &state) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// xoshiro256** (Blackman & Vigna): fast, and good enough for weights nobody reads.
+struct Rng {
+    uint64_t s[4];
+    explicit Rng(uint64_t seed) {
+        for (uint64_t &x : s) x = splitmix64(seed);
+    }
+    static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+    uint64_t next() {
+        const uint64_t r = rotl(s[1] * 5, 7) * 9;
+        const uint64_t t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = rotl(s[3], 45);
+        return r;
+    }
+};
+
+void put_bytes(std::vector<uint8_t> &out, const void *p, size_t n) {
+    const uint8_t *b = static_cast<const uint8_t *>(p);
+    out.insert(out.end(), b, b + n);
+}
+template <typename T>
+void put(std::vector<uint8_t> &out, T v) {
+    put_bytes(out, &v, sizeof v);
+}
+
+struct FileCloser {
+    void operator()(std::FILE *f) const {
+        if (f) std::fclose(f);
+    }
+};
+
+}  // namespace
+
+const Shape *find_shape(const std::string &name) {
+    for (const Shape &s : shapes())
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+std::vector<std::string> shape_names() {
+    std::vector<std::string> v;
+    for (const Shape &s : shapes()) v.push_back(s.name);
+    return v;
+}
+
+bool parse_type(const std::string &name, TypeChoice *out) {
+    std::string up = name;
+    for (char &c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (const TypeEntry &e : kTypes)
+        if (up == e.name) {
+            *out = TypeChoice{e.name, e.base, e.mixture, e.file_type};
+            return true;
+        }
+    return false;
+}
+
+std::vector<std::string> type_names() {
+    std::vector<std::string> v;
+    for (const TypeEntry &e : kTypes) v.push_back(e.name);
+    return v;
+}
+
+std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const TypeChoice &type) {
+    const int64_t head_dim = s.n_embd / s.n_head;
+    const int64_t n_embd_kv = head_dim * s.n_head_kv;
+    const int64_t e = s.n_embd;
+    const int nl = static_cast<int>(s.n_layer);
+    std::vector<TensorPlan> plan;
+    auto matrix = [&](const std::string &name, int64_t ne0, int64_t ne1, GgmlType wanted) {
+        plan.push_back(TensorPlan{name, {ne0, ne1}, fallback_type(wanted, ne0), wanted, false, 0});
+    };
+    auto norm = [&](const std::string &name) {
+        plan.push_back(TensorPlan{name, {e}, GgmlType::F32, GgmlType::F32, true, 0});
+    };
+    const GgmlType base = type.base;
+    // In a mixture the output matrix (token_embd when tied) gets Q6_K, or Q8_0 when its rows are not whole
+    // blocks of the base type (llama.cpp's rule for output.weight).
+    GgmlType out_type = base;
+    if (type.k_mixture)
+        out_type = e % type_traits(base).block_size != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
+    matrix("token_embd.weight", e, n_vocab, s.tied_output ? out_type : base);
+    for (int il = 0; il < nl; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        const bool more = type.k_mixture && use_more_bits(il, nl);
+        norm(p + "attn_norm.weight");
+        matrix(p + "attn_q.weight", e, e, base);
+        matrix(p + "attn_k.weight", e, n_embd_kv, base);
+        matrix(p + "attn_v.weight", e, n_embd_kv, more ? GgmlType::Q6_K : base);
+        matrix(p + "attn_output.weight", e, e, base);
+        norm(p + "ffn_norm.weight");
+        matrix(p + "ffn_gate.weight", e, s.n_ff, base);
+        matrix(p + "ffn_down.weight", s.n_ff, e, more ? GgmlType::Q6_K : base);
+        matrix(p + "ffn_up.weight", e, s.n_ff, base);
+    }
+    norm("output_norm.weight");
+    if (!s.tied_output) matrix("output.weight", e, n_vocab, out_type);
+    for (TensorPlan &t : plan) {
+        size_t n = row_size(t.type, t.ne[0]);
+        for (size_t d = 1; d < t.ne.size(); ++d) n *= static_cast<size_t>(t.ne[d]);
+        t.nbytes = n;
+    }
+    return plan;
+}
+
+uint64_t tensor_seed(uint64_t seed, const std::string &name) {
+    uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a of the name, mixed with the seed
+    for (unsigned char c : name) h = (h ^ c) * 0x100000001B3ull;
+    uint64_t st = seed ^ h;
+    return splitmix64(st);
+}
+
+void fill_row(uint64_t tseed, int64_t row, bool is_norm, float *out, int64_t n) {
+    Rng rng(tseed + static_cast<uint64_t>(row) * 0xD1B54A32D192ED03ull);
+    // Sum of four 16-bit uniforms (Irwin-Hall, variance 4/12 in units of 2^16): close enough to a normal.
+    const float scale = std::sqrt(3.0f) / 65536.0f;
+    const float sd = 0.02f;
+    const float mean = is_norm ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t r = rng.next();
+        const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
+        out[i] = mean + sd * (sum - 2.0f * 65535.0f) * scale;
+    }
+}
+
+Summary write_model(const Shape &s, const TypeChoice &type, const std::string &path, const Options &opts) {
+    std::unique_ptr<gguf::File> vocab = gguf::File::open(opts.vocab_path);
+    const gguf::Value *tokens = vocab->find("tokenizer.ggml.tokens");
+    if (!tokens || tokens->type != gguf::ValueType::ARRAY || tokens->array.empty())
+        throw Error(opts.vocab_path + ": no tokenizer.ggml.tokens array (not a vocabulary GGUF?)");
+    Summary sum;
+    sum.n_vocab = static_cast<uint32_t>(tokens->array.size());
+    sum.tensors = plan_tensors(s, sum.n_vocab, type);
+
+    // Metadata through our writer (no tensors: the header ends after the key-values), then the tensor infos
+    // and data streamed behind it.
+    gguf::Writer w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("general.name", "synthetic " + s.name + " " + type.name);
+    w.set_u32("llama.context_length", s.n_ctx_train);
+    w.set_u32("llama.embedding_length", s.n_embd);
+    w.set_u32("llama.block_count", s.n_layer);
+    w.set_u32("llama.feed_forward_length", s.n_ff);
+    w.set_u32("llama.rope.dimension_count", s.n_embd / s.n_head);
+    w.set_u32("llama.attention.head_count", s.n_head);
+    w.set_u32("llama.attention.head_count_kv", s.n_head_kv);
+    w.set_f32("llama.attention.layer_norm_rms_epsilon", s.rms_eps);
+    w.set_f32("llama.rope.freq_base", s.rope_freq_base);
+    w.set_u32("llama.vocab_size", sum.n_vocab);
+    w.set_u32("general.file_type", type.file_type);
+    w.set_u32("general.quantization_version", 2);
+    for (const gguf::KeyValue &kv : vocab->metadata())
+        if (kv.key.rfind("tokenizer.", 0) == 0) w.set(kv.key, kv.value);
+    std::vector<uint8_t> head = w.to_bytes();
+    const uint64_t n_tensors = sum.tensors.size();
+    std::memcpy(head.data() + 8, &n_tensors, sizeof n_tensors);  // after magic and version
+
+    constexpr size_t kAlign = gguf::kDefaultAlignment;
+    auto aligned = [](uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; };
+    uint64_t offset = 0;
+    for (const TensorPlan &t : sum.tensors) {
+        put<uint64_t>(head, t.name.size());
+        put_bytes(head, t.name.data(), t.name.size());
+        put<uint32_t>(head, static_cast<uint32_t>(t.ne.size()));
+        for (int64_t d : t.ne) put<uint64_t>(head, static_cast<uint64_t>(d));
+        put<int32_t>(head, static_cast<int32_t>(t.type));
+        put<uint64_t>(head, offset);
+        offset += aligned(t.nbytes);
+        if (t.type != t.wanted) ++sum.n_fallback;
+        int64_t n = 1;
+        for (int64_t d : t.ne) n *= d;
+        sum.n_params += static_cast<uint64_t>(n);
+    }
+    head.resize(aligned(head.size()), 0);
+
+    const std::string tmp = path + ".part";
+    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
+    if (!f) throw Error(tmp + ": cannot create: " + std::strerror(errno));
+    auto write = [&](const void *p, size_t n) {
+        if (n && std::fwrite(p, 1, n, f.get()) != n) {
+            const int err = errno;
+            f.reset();
+            std::remove(tmp.c_str());
+            throw Error(tmp + ": write failed: " + std::strerror(err));
+        }
+    };
+    write(head.data(), head.size());
+
+    const int n_threads = opts.n_threads > 0 ? opts.n_threads
+                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    Progress prog;
+    prog.total_bytes = offset;
+    std::vector<uint8_t> chunk;  // [rows_per_chunk][row bytes]: one chunk of quantized rows
+    const uint8_t zeros[kAlign] = {};
+    for (const TensorPlan &t : sum.tensors) {
+        prog.tensor = &t.name;
+        const int64_t ne0 = t.ne[0];
+        const int64_t n_rows = t.ne.size() > 1 ? t.ne[1] : 1;
+        const size_t rbytes = row_size(t.type, ne0);
+        const uint64_t tseed = tensor_seed(opts.seed, t.name);
+        // About 8 MiB of output per chunk keeps memory flat and progress smooth.
+        const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>((8u << 20) / rbytes));
+        for (int64_t r0 = 0; r0 < n_rows; r0 += rows_per_chunk) {
+            const int64_t nr = std::min(rows_per_chunk, n_rows - r0);
+            chunk.resize(static_cast<size_t>(nr) * rbytes);
+            auto work = [&](int ith) {
+                std::vector<float> row(static_cast<size_t>(ne0));  // [ne0]
+                for (int64_t r = ith; r < nr; r += n_threads) {
+                    fill_row(tseed, r0 + r, t.is_norm, row.data(), ne0);
+                    quantize_row(t.type, row.data(), chunk.data() + static_cast<size_t>(r) * rbytes, ne0);
+                }
+            };
+            if (n_threads == 1 || nr < 2) {
+                work(0);
+            } else {
+                std::vector<std::thread> pool;
+                for (int i = 1; i < n_threads; ++i) pool.emplace_back(work, i);
+                work(0);
+                for (std::thread &th : pool) th.join();
+            }
+            write(chunk.data(), chunk.size());
+            prog.done_bytes += chunk.size();
+            if (opts.progress) opts.progress(prog);
+        }
+        const size_t pad = aligned(t.nbytes) - t.nbytes;
+        write(zeros, pad);
+        prog.done_bytes += pad;
+    }
+    if (std::fclose(f.release()) != 0) {
+        std::remove(tmp.c_str());
+        throw Error(tmp + ": write failed: " + std::strerror(errno));
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw Error(path + ": cannot rename from " + tmp + ": " + ec.message());
+    sum.file_bytes = head.size() + offset;
+    return sum;
+}
+
+}  // namespace lctx::synth
