@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 ctest --test-dir "$root/build" --output-on-failure -j"$(nproc)"
 if [ "${1:-}" = "--sanitize" ]; then
   "$root/scripts/setup.sh"
-  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DLCTX_SANITIZE=ON \
+  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_SANITIZE=ON \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
   cmake --build "$root/build-asan" -j"$(nproc)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,9 +1,10 @@
 // lctx-peer-bench: the llama.cpp side of `lctx bench --peer`. Loads llama.cpp's prebuilt libllama (the npm
 // package @node-llama-cpp/linux-x64, see /work/shared/PEER.md) with dlopen, so it neither links nor includes
-// anything of llama.cpp or lctx: the few structs and functions it needs are declared below, and their sizes and
-// defaults are checked against the library before any run.
+// anything of llama.cpp or lctx: the few structs and functions it needs are declared below, and their sizes
+// and defaults are checked against the library before any run.
 //
-// Standalone: lctx-peer-bench --lib DIR -m FILE [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX] [-b 2048] [-ub 512]
+// Standalone: lctx-peer-bench --lib DIR -m FILE [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX] [-b 2048] [-ub
+// 512]
 //   runs a warm-up and r repetitions of each test and prints one JSON line per test.
 // Serve (what lctx bench uses): lctx-peer-bench --serve --lib DIR -m FILE -c N_CTX [-b ..] [-ub ..]
 //   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
@@ -105,8 +106,8 @@ static struct {
     uint64_t (*model_n_params)(const struct llama_model *);
     void (*free_ctx)(struct llama_context *);
     void (*model_free)(struct llama_model *);
-    void (*set_n_threads)(struct llama_context *, int32_t, int32_t);           // optional
-    int32_t (*model_desc)(const struct llama_model *, char *, size_t);         // optional
+    void (*set_n_threads)(struct llama_context *, int32_t, int32_t);    // optional
+    int32_t (*model_desc)(const struct llama_model *, char *, size_t);  // optional
 } L;
 
 static bool g_serve = false;
@@ -262,11 +263,11 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define INT_OPT(flag, var)                \
-    if (!strcmp(a, flag) && v) {          \
-        var = atoi(v);                    \
-        ++i;                              \
-        continue;                         \
+#define INT_OPT(flag, var)       \
+    if (!strcmp(a, flag) && v) { \
+        var = atoi(v);           \
+        ++i;                     \
+        continue;                \
     }
         INT_OPT("-p", n_prompt)
         INT_OPT("-n", n_gen)
@@ -347,8 +348,10 @@ int main(int argc, char **argv) {
         fail("llama_model_default_params does not look like v0.5.0's layout");
     struct llama_context_params cp = L.context_default_params();
     if (cp.n_ctx != 512 || cp.n_batch != 2048 || cp.n_ubatch != 512 || cp.n_seq_max != 1 || cp.embeddings)
-        fail("llama_context_default_params does not look like v0.5.0's layout (n_ctx %u n_batch %u n_ubatch %u)",
-             cp.n_ctx, cp.n_batch, cp.n_ubatch);
+        fail(
+            "llama_context_default_params does not look like v0.5.0's layout (n_ctx %u n_batch %u n_ubatch "
+            "%u)",
+            cp.n_ctx, cp.n_batch, cp.n_ubatch);
 
     struct bench b;
     memset(&b, 0, sizeof b);
@@ -388,7 +391,8 @@ int main(int argc, char **argv) {
         printf("{\"ready\":true,\"model_type\":");
         json_string(stdout, desc);
         printf(",\"model_size\":%llu,\"model_n_params\":%llu,\"n_vocab\":%d,\"build_commit\":",
-               (unsigned long long)L.model_size(b.model), (unsigned long long)L.model_n_params(b.model), b.n_vocab);
+               (unsigned long long)L.model_size(b.model), (unsigned long long)L.model_n_params(b.model),
+               b.n_vocab);
         json_string(stdout, commit);
         printf(",\"build_number\":%d}\n", build_number);
         fflush(stdout);
@@ -397,7 +401,8 @@ int main(int argc, char **argv) {
             char test[16];
             int n = 0, t = 0;
             if (!strncmp(line, "quit", 4)) break;
-            if (sscanf(line, "%15s %d %d", test, &n, &t) != 3 || n < 1 || t < 1) fail("bad command: %s", line);
+            if (sscanf(line, "%15s %d %d", test, &n, &t) != 3 || n < 1 || t < 1)
+                fail("bad command: %s", line);
             if (n > n_ctx) fail("%d tokens do not fit the context of %d", n, n_ctx);
             set_threads(&b, t);
             uint64_t ns;
@@ -407,7 +412,8 @@ int main(int argc, char **argv) {
                 ns = run_tg(&b, n);
             else
                 fail("unknown test %s", test);
-            printf("{\"test\":\"%s\",\"n\":%d,\"threads\":%d,\"ns\":%llu}\n", test, n, t, (unsigned long long)ns);
+            printf("{\"test\":\"%s\",\"n\":%d,\"threads\":%d,\"ns\":%llu}\n", test, n, t,
+                   (unsigned long long)ns);
             fflush(stdout);
         }
     } else {
@@ -429,8 +435,10 @@ int main(int argc, char **argv) {
             json_string(stdout, commit);
             printf(",\"model_type\":");
             json_string(stdout, desc);
-            printf(",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"avg_ts\":%.3f,\"stddev_ts\":%.3f,\"samples_ns\":[",
-                   threads, which == 0 ? n : 0, which == 0 ? 0 : n, avg, root(var));
+            printf(
+                ",\"n_threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"avg_ts\":%.3f,\"stddev_ts\":%.3f,\"samples_"
+                "ns\":[",
+                threads, which == 0 ? n : 0, which == 0 ? 0 : n, avg, root(var));
             for (int r = 0; r < reps; ++r) printf("%s%llu", r ? "," : "", (unsigned long long)samples[r]);
             printf("]}\n");
             fflush(stdout);

@@ -38,7 +38,7 @@ struct CtxOptions {
     ggml_type type_k = GGML_TYPE_F16;
     ggml_type type_v = GGML_TYPE_F16;
     bool embeddings = false;
-    llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
+    enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
 };
 
 // The settings of the llama.cpp fixtures (fixtures/state/README.md) unless told otherwise.

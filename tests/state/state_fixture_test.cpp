@@ -144,7 +144,8 @@ TEST_F(StateFixture, OwnSessionFileMatchesLlamaCppLayout) {
         same(lo.v_type_off[il], lo.v_data_off[il], "V header");
     }
 
-    // Logits: f32, compared with a tolerance relative to their spread.
+    // Logits: the tolerance the golden-logits tests use for an f16 KV cache against llama.cpp (1e-2 abs,
+    // fixtures/golden/FORMAT.md "Tolerance observed": a cached key or value may round to the neighbouring half).
     double max_logit_diff = 0;
     for (uint64_t i = 0; i < lo.n_logits; ++i) {
         float a, b;
@@ -152,7 +153,7 @@ TEST_F(StateFixture, OwnSessionFileMatchesLlamaCppLayout) {
         std::memcpy(&b, r + lo.logits_off + 4 * i, 4);
         max_logit_diff = std::max(max_logit_diff, static_cast<double>(std::fabs(a - b)));
     }
-    EXPECT_LT(max_logit_diff, 1e-3) << "logits differ from llama.cpp's";
+    EXPECT_LT(max_logit_diff, 1e-2) << "logits differ from llama.cpp's";
 
     // K and V: f16; a different summation order may flip the last bits of an element.
     double max_kv_diff = 0;

@@ -18,9 +18,9 @@ namespace lctx::bench {
 namespace {
 
 uint64_t now_ns() {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
 }
 
 // A tiny LCG for the token ids: the values do not matter, only that both engines see ordinary tokens.
@@ -88,11 +88,14 @@ LctxRunner::LctxRunner(const Model &model, const Settings &s) : model_(model), s
     ctx_ = std::make_unique<Context>(model, cp);
 }
 
-void LctxRunner::set_threads(int n_threads) { ctx_->set_n_threads(n_threads, n_threads); }
+void LctxRunner::set_threads(int n_threads) {
+    ctx_->set_n_threads(n_threads, n_threads);
+}
 
 void LctxRunner::decode_or_throw(const Batch &b) {
     const DecodeStatus st = ctx_->decode(b);
-    if (st != DecodeStatus::Ok) throw Error("lctx decode failed with status " + std::to_string(static_cast<int>(st)));
+    if (st != DecodeStatus::Ok)
+        throw Error("lctx decode failed with status " + std::to_string(static_cast<int>(st)));
 }
 
 uint64_t LctxRunner::run_pp(int n) {
@@ -238,7 +241,8 @@ std::string iso_time_now() {
 nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const std::string &cpu) {
     const Stats st = compute_stats(r.samples_ns, r.n_tokens());
     std::vector<double> samples_ts;
-    for (uint64_t ns : r.samples_ns) samples_ts.push_back(ns > 0 ? 1e9 * r.n_tokens() / static_cast<double>(ns) : 0.0);
+    for (uint64_t ns : r.samples_ns)
+        samples_ts.push_back(ns > 0 ? 1e9 * r.n_tokens() / static_cast<double>(ns) : 0.0);
     nlohmann::ordered_json j = {
         {"build_commit", build.commit},
         {"build_number", build.number},
@@ -303,19 +307,21 @@ std::string markdown(const std::vector<Result> &results) {
         if (r.n_gen > 0 && r.n_prompt == 0) {
             gbps = fmt("%.2f", st.avg_ts * static_cast<double>(r.model.bytes_per_token) / 1e9);
             if (r.mem_bw > 0)
-                frac = fmt("%.1f%%", 100.0 * st.avg_ts * static_cast<double>(r.model.bytes_per_token) / r.mem_bw);
+                frac = fmt("%.1f%%",
+                           100.0 * st.avg_ts * static_cast<double>(r.model.bytes_per_token) / r.mem_bw);
         }
-        out += "| " + r.model.type + " | " + human_size(r.model.size) + " | " + human_count(r.model.n_params) +
-               " | CPU | " + std::to_string(r.n_threads) + " | " + r.test_name() + " | " +
-               fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine + " | " + gbps + " | " + frac + " |\n";
+        out += "| " + r.model.type + " | " + human_size(r.model.size) + " | " +
+               human_count(r.model.n_params) + " | CPU | " + std::to_string(r.n_threads) + " | " +
+               r.test_name() + " | " + fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine +
+               " | " + gbps + " | " + frac + " |\n";
         means[{r.test_name(), r.n_threads}][r.engine] = st.avg_ts;
     }
     std::string ratios;
     for (const auto &[key, by_engine] : means) {
         const auto a = by_engine.find("lctx"), b = by_engine.find("llama.cpp");
         if (a == by_engine.end() || b == by_engine.end() || b->second <= 0) continue;
-        ratios += key.first + " @ " + std::to_string(key.second) + " threads: lctx/llama.cpp = " +
-                  fmt("%.2f", a->second / b->second) + "\n";
+        ratios += key.first + " @ " + std::to_string(key.second) +
+                  " threads: lctx/llama.cpp = " + fmt("%.2f", a->second / b->second) + "\n";
     }
     if (!ratios.empty()) out += "\n" + ratios;
     return out;

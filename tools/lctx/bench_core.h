@@ -28,8 +28,8 @@ struct Settings {
 // What the output needs to know about a model file.
 struct ModelFacts {
     std::string filename;
-    std::string type;         // "llama 1.1B q4_0"
-    uint64_t size = 0;        // bytes of all tensors
+    std::string type;   // "llama 1.1B q4_0"
+    uint64_t size = 0;  // bytes of all tensors
     uint64_t n_params = 0;
     uint64_t bytes_per_token = 0;  // weight bytes one generated token reads
     int32_t n_vocab = 0;
@@ -77,7 +77,7 @@ struct Result {
     uint32_t n_batch = 0, n_ubatch = 0;
     std::string test_time;  // ISO 8601, UTC
     std::vector<uint64_t> samples_ns;
-    double mem_bw = 0;  // bytes/s measured for n_threads (0: not measured)
+    double mem_bw = 0;              // bytes/s measured for n_threads (0: not measured)
     std::string test_name() const;  // "pp512" / "tg128"
     int n_tokens() const { return n_prompt + n_gen; }
 };

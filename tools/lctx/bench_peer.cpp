@@ -42,20 +42,13 @@ PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, con
         close(in_pipe[1]);
         throw Error(std::string("pipe: ") + std::strerror(errno));
     }
-    std::vector<std::string> args = {exe,
-                                     "--serve",
-                                     "--lib",
-                                     lib_dir,
-                                     "-m",
-                                     model,
-                                     "-c",
-                                     std::to_string(s.n_ctx()),
-                                     "-b",
-                                     std::to_string(s.n_batch),
-                                     "-ub",
-                                     std::to_string(s.n_ubatch),
-                                     "--seed",
-                                     std::to_string(s.seed)};
+    std::vector<std::string> args = {exe,      "--serve",
+                                     "--lib",  lib_dir,
+                                     "-m",     model,
+                                     "-c",     std::to_string(s.n_ctx()),
+                                     "-b",     std::to_string(s.n_batch),
+                                     "-ub",    std::to_string(s.n_ubatch),
+                                     "--seed", std::to_string(s.seed)};
     std::vector<char *> argv;
     for (std::string &a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -20,7 +20,8 @@ std::string find_peer_binary();
 class PeerProcess {
   public:
     // Starts `exe --serve` on the model and waits for its ready line; throws lctx::Error.
-    PeerProcess(const std::string &exe, const std::string &lib_dir, const std::string &model, const Settings &s);
+    PeerProcess(const std::string &exe, const std::string &lib_dir, const std::string &model,
+                const Settings &s);
     ~PeerProcess();
     PeerProcess(const PeerProcess &) = delete;
     PeerProcess &operator=(const PeerProcess &) = delete;

@@ -48,14 +48,19 @@ int cmd_bench(int argc, char **argv) {
     bool json = false;
     double bw_mib = 1024;
     app.add_option("-m,--model", model_path, "GGUF model file (default: the model shipped in models/)");
-    app.add_option("-p,--n-prompt", s.n_prompt, "prompt tokens of the pp test (0: skip it)")->check(CLI::NonNegativeNumber);
-    app.add_option("-n,--n-gen", s.n_gen, "generated tokens of the tg test (0: skip it)")->check(CLI::NonNegativeNumber);
+    app.add_option("-p,--n-prompt", s.n_prompt, "prompt tokens of the pp test (0: skip it)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("-n,--n-gen", s.n_gen, "generated tokens of the tg test (0: skip it)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("-t,--threads", threads_arg, "comma-separated thread counts, e.g. 1,2");
     app.add_option("-r,--repetitions", s.reps, "timed repetitions of each test")->check(CLI::PositiveNumber);
-    app.add_option("-b,--batch-size", s.n_batch, "logical batch size (default 2048)")->check(CLI::PositiveNumber);
-    app.add_option("-u,--ubatch-size", s.n_ubatch, "physical batch size (default 512)")->check(CLI::PositiveNumber);
+    app.add_option("-b,--batch-size", s.n_batch, "logical batch size (default 2048)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("-u,--ubatch-size", s.n_ubatch, "physical batch size (default 512)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
-    app.add_option("--peer", peer_dir, "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
+    app.add_option("--peer", peer_dir,
+                   "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
     app.add_flag("--json", json, "print a JSON list of results (llama-bench field names) instead of a table");
     try {
         app.parse(argc, argv);
@@ -93,16 +98,18 @@ int cmd_bench(int argc, char **argv) {
         if (!peer_dir.empty()) {
             const std::string lib = bench::resolve_peer_lib_dir(peer_dir);
             if (lib.empty()) {
-                std::fprintf(stderr,
-                             "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
-                             "prints)\n",
-                             peer_dir.c_str());
+                std::fprintf(
+                    stderr,
+                    "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
+                    "prints)\n",
+                    peer_dir.c_str());
                 return 1;
             }
             const std::string exe = bench::find_peer_binary();
             if (exe.empty()) {
-                std::fprintf(stderr, "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench "
-                                     "target)\n");
+                std::fprintf(stderr,
+                             "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench "
+                             "target)\n");
                 return 1;
             }
             peer = std::make_unique<bench::PeerProcess>(exe, lib, model_path, s);
@@ -167,7 +174,8 @@ int cmd_bench(int argc, char **argv) {
         const std::string cpu = bench::cpu_info();
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (const bench::Result &r : results)
-            list.push_back(bench::to_json(r, r.engine == "lctx" ? bench::lctx_build_info() : peer_build, cpu));
+            list.push_back(
+                bench::to_json(r, r.engine == "lctx" ? bench::lctx_build_info() : peer_build, cpu));
         std::printf("%s\n", list.dump(2).c_str());
         return 0;
     }

@@ -26,8 +26,9 @@ std::string join(const std::vector<std::string> &v) {
 // the binary (build/bin/../../fixtures/vocab).
 std::string find_vocab(const std::string &file) {
     namespace fs = std::filesystem;
-    std::vector<fs::path> dirs = {fs::path(LCTX_DEFAULT_MODEL).parent_path().parent_path() / "fixtures" / "vocab",
-                                  fs::path("fixtures") / "vocab"};
+    std::vector<fs::path> dirs = {
+        fs::path(LCTX_DEFAULT_MODEL).parent_path().parent_path() / "fixtures" / "vocab",
+        fs::path("fixtures") / "vocab"};
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) dirs.push_back(exe.parent_path() / ".." / ".." / "fixtures" / "vocab");
@@ -77,7 +78,8 @@ int cmd_synth(int argc, char **argv) {
     }
     if (isatty(STDERR_FILENO)) {
         opts.progress = [](const synth::Progress &p) {
-            std::fprintf(stderr, "\r\033[Ksynth: %3d%% %s", static_cast<int>(100.0 * p.done_bytes / p.total_bytes),
+            std::fprintf(stderr, "\r\033[Ksynth: %3d%% %s",
+                         static_cast<int>(100.0 * p.done_bytes / p.total_bytes),
                          p.tensor ? p.tensor->c_str() : "");
         };
     }
@@ -99,8 +101,8 @@ int cmd_synth(int argc, char **argv) {
     std::string mix;
     for (const auto &[name, n] : by_type) mix += (mix.empty() ? "" : ", ") + std::to_string(n) + " " + name;
     std::printf("wrote %s: %s %s, %.2fM params, %.1f MiB, vocab %u, %zu tensors (matrices: %s) in %.1f s\n",
-                out.c_str(), shape->name.c_str(), type.name.c_str(), sum.n_params / 1e6, sum.file_bytes / 1048576.0,
-                sum.n_vocab, sum.tensors.size(), mix.c_str(), secs);
+                out.c_str(), shape->name.c_str(), type.name.c_str(), sum.n_params / 1e6,
+                sum.file_bytes / 1048576.0, sum.n_vocab, sum.tensors.size(), mix.c_str(), secs);
     if (sum.n_fallback > 0) {
         // Same rule as llama-quantize for rows that are not whole blocks of the wanted type.
         std::map<std::string, int> falls;
@@ -108,9 +110,10 @@ int cmd_synth(int argc, char **argv) {
             if (t.type != t.wanted) ++falls[std::string(type_name(t.wanted)) + " -> " + type_name(t.type)];
         std::string s;
         for (const auto &[k, n] : falls) s += (s.empty() ? "" : ", ") + std::to_string(n) + "x " + k;
-        std::printf("note: %d tensors have rows of %u that are not whole blocks of their type; "
-                    "fell back like llama.cpp: %s\n",
-                    sum.n_fallback, shape->n_embd, s.c_str());
+        std::printf(
+            "note: %d tensors have rows of %u that are not whole blocks of their type; "
+            "fell back like llama.cpp: %s\n",
+            sum.n_fallback, shape->n_embd, s.c_str());
     }
     return 0;
 }

@@ -16,21 +16,30 @@ namespace lctx::synth {
 
 namespace {
 
+Shape make_shape(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_head_kv,
+                 uint32_t n_ff, uint32_t n_ctx, bool tied, const char *vocab) {
+    Shape s;
+    s.name = name;
+    s.n_embd = n_embd;
+    s.n_layer = n_layer;
+    s.n_head = n_head;
+    s.n_head_kv = n_head_kv;
+    s.n_ff = n_ff;
+    s.n_ctx_train = n_ctx;
+    s.tied_output = tied;
+    s.vocab_file = vocab;
+    return s;
+}
+
 const std::vector<Shape> &shapes() {
-    static const std::vector<Shape> all = [] {
-        std::vector<Shape> v;
+    static const std::vector<Shape> all = {
         // Small enough for tests; rows of 256 so every type quantizes without a fallback.
-        Shape tiny{"tiny", 256, 2, 4, 2, 512, 512, 10000.0f, 1e-5f, false, "ggml-vocab-llama-spm.gguf"};
+        make_shape("tiny", 256, 2, 4, 2, 512, 512, false, "ggml-vocab-llama-spm.gguf"),
         // HuggingFaceTB/SmolLM-135M; the GPT-2 vocabulary stands in for its own (49152 -> 50257 tokens).
-        Shape smollm{"smollm-135m", 576, 30, 9, 3, 1536, 2048, 10000.0f, 1e-5f, true, "ggml-vocab-gpt-2.gguf"};
-        // TinyLlama/TinyLlama-1.1B (v1.0 chat): the llama SPM vocabulary it was trained with.
-        Shape tinyllama{"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 2048, 10000.0f, 1e-5f, false,
-                        "ggml-vocab-llama-spm.gguf"};
-        v.push_back(tiny);
-        v.push_back(smollm);
-        v.push_back(tinyllama);
-        return v;
-    }();
+        make_shape("smollm-135m", 576, 30, 9, 3, 1536, 2048, true, "ggml-vocab-gpt-2.gguf"),
+        // TinyLlama/TinyLlama-1.1B: the llama SPM vocabulary it was trained with.
+        make_shape("tinyllama-1.1b", 2048, 22, 32, 4, 5632, 2048, false, "ggml-vocab-llama-spm.gguf"),
+    };
     return all;
 }
 
@@ -43,27 +52,40 @@ struct TypeEntry {
 // llama_ftype ids: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q8_0 7, Q4_K_S 14 (the closest to a pure Q4_K),
 // Q4_K_M 15, Q6_K 18, BF16 32.
 constexpr TypeEntry kTypes[] = {
-    {"F32", GgmlType::F32, false, 0},    {"F16", GgmlType::F16, false, 1},    {"BF16", GgmlType::BF16, false, 32},
-    {"Q8_0", GgmlType::Q8_0, false, 7},  {"Q4_0", GgmlType::Q4_0, false, 2},  {"Q4_K", GgmlType::Q4_K, false, 14},
+    {"F32", GgmlType::F32, false, 0},    {"F16", GgmlType::F16, false, 1},
+    {"BF16", GgmlType::BF16, false, 32}, {"Q8_0", GgmlType::Q8_0, false, 7},
+    {"Q4_0", GgmlType::Q4_0, false, 2},  {"Q4_K", GgmlType::Q4_K, false, 14},
     {"Q6_K", GgmlType::Q6_K, false, 18}, {"Q4_K_M", GgmlType::Q4_K, true, 15},
 };
 
 // llama.cpp's rule for which layers of a K-quant mixture get more bits: the first and last eighth, and
 // every third layer in between.
-bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+bool use_more_bits(int i, int n) {
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
 
 // The type llama.cpp falls back to when a row is not a whole number of the wanted type's blocks.
 GgmlType fallback_type(GgmlType wanted, int64_t row) {
     if (row % type_traits(wanted).block_size == 0) return wanted;
     GgmlType t = GgmlType::F16;
     switch (wanted) {
-        case GgmlType::Q4_K: t = GgmlType::Q5_0; break;
-        case GgmlType::Q5_K: t = GgmlType::Q5_1; break;
-        case GgmlType::Q6_K: t = GgmlType::Q8_0; break;
+        case GgmlType::Q4_K:
+            t = GgmlType::Q5_0;
+            break;
+        case GgmlType::Q5_K:
+            t = GgmlType::Q5_1;
+            break;
+        case GgmlType::Q6_K:
+            t = GgmlType::Q8_0;
+            break;
         case GgmlType::Q2_K:
         case GgmlType::Q3_K:
-        case GgmlType::IQ4_XS: t = GgmlType::IQ4_NL; break;
-        default: t = GgmlType::F16; break;
+        case GgmlType::IQ4_XS:
+            t = GgmlType::IQ4_NL;
+            break;
+        default:
+            t = GgmlType::F16;
+            break;
     }
     if (row % type_traits(t).block_size != 0) t = GgmlType::F16;
     return t;
@@ -158,8 +180,7 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     // In a mixture the output matrix (token_embd when tied) gets Q6_K, or Q8_0 when its rows are not whole
     // blocks of the base type (llama.cpp's rule for output.weight).
     GgmlType out_type = base;
-    if (type.k_mixture)
-        out_type = e % type_traits(base).block_size != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
+    if (type.k_mixture) out_type = e % type_traits(base).block_size != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
     matrix("token_embd.weight", e, n_vocab, s.tied_output ? out_type : base);
     for (int il = 0; il < nl; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -199,7 +220,8 @@ void fill_row(uint64_t tseed, int64_t row, bool is_norm, float *out, int64_t n) 
     const float mean = is_norm ? 1.0f : 0.0f;
     for (int64_t i = 0; i < n; ++i) {
         const uint64_t r = rng.next();
-        const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
+        const float sum =
+            static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
         out[i] = mean + sd * (sum - 2.0f * 65535.0f) * scale;
     }
 }
@@ -267,8 +289,9 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     };
     write(head.data(), head.size());
 
-    const int n_threads = opts.n_threads > 0 ? opts.n_threads
-                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int n_threads = opts.n_threads > 0
+                              ? opts.n_threads
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     Progress prog;
     prog.total_bytes = offset;
     std::vector<uint8_t> chunk;  // [rows_per_chunk][row bytes]: one chunk of quantized rows

@@ -30,10 +30,10 @@ std::vector<std::string> shape_names();
 
 // A weight type as asked on the command line: a plain type for every matrix, or a mixture.
 struct TypeChoice {
-    std::string name;         // "Q4_0", "Q4_K_M", ...
-    GgmlType base;            // the type of most matrices
-    bool k_mixture = false;   // Q4_K_M: Q6_K for output and some attn_v / ffn_down
-    uint32_t file_type = 0;   // general.file_type (llama_ftype)
+    std::string name;        // "Q4_0", "Q4_K_M", ...
+    GgmlType base;           // the type of most matrices
+    bool k_mixture = false;  // Q4_K_M: Q6_K for output and some attn_v / ffn_down
+    uint32_t file_type = 0;  // general.file_type (llama_ftype)
 };
 // F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_K_M (case-insensitive); false when unknown.
 bool parse_type(const std::string &name, TypeChoice *out);
@@ -43,8 +43,8 @@ struct TensorPlan {
     std::string name;
     std::vector<int64_t> ne;  // innermost first
     GgmlType type;
-    GgmlType wanted;          // before the fallback for rows that are not whole blocks
-    bool is_norm = false;     // 1-D: filled with values near 1
+    GgmlType wanted;       // before the fallback for rows that are not whole blocks
+    bool is_norm = false;  // 1-D: filled with values near 1
     size_t nbytes = 0;
 };
 

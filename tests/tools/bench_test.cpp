@@ -1,0 +1,196 @@
+// lctx bench: statistics, bytes per token, a tiny timed run whose JSON has llama-bench's fields, the CLI's
+// --json output, and (when llama.cpp's peer is installed) the peer driving a synthesized model.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../../tools/lctx/bench_core.h"
+#include "../../tools/lctx/bench_peer.h"
+#include "../../tools/lctx/synth_model.h"
+
+namespace lctx::bench {
+namespace {
+
+const std::string kStories = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
+
+// Every field llama-bench writes in its JSON output.
+const char *const kLlamaBenchFields[] = {
+    "build_commit", "build_number", "cpu_info",       "gpu_info",   "backends",     "model_filename",
+    "model_type",   "model_size",   "model_n_params", "n_batch",    "n_ubatch",     "n_threads",
+    "cpu_mask",     "cpu_strict",   "poll",           "type_k",     "type_v",       "n_gpu_layers",
+    "split_mode",   "main_gpu",     "no_kv_offload",  "flash_attn", "tensor_split", "use_mmap",
+    "embeddings",   "n_prompt",     "n_gen",          "n_depth",    "test_time",    "avg_ns",
+    "stddev_ns",    "avg_ts",       "stddev_ts",      "samples_ns", "samples_ts"};
+
+void expect_bench_object(const nlohmann::json &j, const std::string &engine, int n_prompt, int n_gen,
+                         int reps) {
+    for (const char *f : kLlamaBenchFields) EXPECT_TRUE(j.contains(f)) << "missing " << f;
+    EXPECT_EQ(j.value("engine", ""), engine);
+    EXPECT_EQ(j.value("n_prompt", -1), n_prompt);
+    EXPECT_EQ(j.value("n_gen", -1), n_gen);
+    ASSERT_TRUE(j["samples_ns"].is_array());
+    EXPECT_EQ(j["samples_ns"].size(), static_cast<size_t>(reps));
+    EXPECT_EQ(j["samples_ts"].size(), static_cast<size_t>(reps));
+    EXPECT_GT(j.value("avg_ts", 0.0), 0.0);
+    EXPECT_GT(j.value("avg_ns", uint64_t{0}), 0u);
+    EXPECT_GT(j.value("model_size", uint64_t{0}), 0u);
+    EXPECT_EQ(j.value("type_k", ""), "f16");
+    EXPECT_EQ(j.value("backends", ""), "CPU");
+    if (n_gen > 0) {
+        EXPECT_GT(j.value("bytes_per_token", uint64_t{0}), 0u);
+        EXPECT_GT(j.value("gbps", 0.0), 0.0);
+    } else {
+        EXPECT_FALSE(j.contains("gbps"));
+    }
+}
+
+TEST(BenchStats, MeanAndSampleStddev) {
+    // 10 tokens in 1 s and in 2 s: 10 and 5 t/s.
+    const Stats st = compute_stats({1000000000u, 2000000000u}, 10);
+    EXPECT_DOUBLE_EQ(st.avg_ns, 1.5e9);
+    EXPECT_NEAR(st.stddev_ns, std::sqrt(0.5) * 1e9, 1.0);
+    EXPECT_DOUBLE_EQ(st.avg_ts, 7.5);
+    EXPECT_NEAR(st.stddev_ts, std::sqrt(12.5), 1e-12);
+    const Stats one = compute_stats({500000000u}, 4);
+    EXPECT_DOUBLE_EQ(one.avg_ts, 8.0);
+    EXPECT_EQ(one.stddev_ts, 0.0);
+}
+
+TEST(BenchBytes, UntiedReadsOneEmbeddingRow) {
+    std::unique_ptr<Model> m = Model::load(kStories);
+    // stories260K: all f32, token_embd [64, 512] and a separate output.weight.
+    ASSERT_NE(m->file().find_tensor("output.weight"), nullptr);
+    uint64_t all = 0;
+    for (const gguf::TensorInfo &t : m->file().tensors()) all += t.nbytes;
+    EXPECT_EQ(bytes_per_token(m->file()), all - 512u * 64u * 4u + 64u * 4u);
+}
+
+TEST(BenchBytes, TiedReadsTheWholeEmbedding) {
+    // A tied file (no output.weight): the embedding is the output matrix and is read in full.
+    gguf::Writer w;
+    std::vector<float> embd(32 * 8, 0.0f), norm(32, 1.0f);
+    w.add_tensor("token_embd.weight", GgmlType::F32, {32, 8}, embd.data(), embd.size() * 4);
+    w.add_tensor("output_norm.weight", GgmlType::F32, {32}, norm.data(), norm.size() * 4);
+    const std::vector<uint8_t> bytes = w.to_bytes();
+    std::unique_ptr<gguf::File> f = gguf::File::from_buffer(bytes.data(), bytes.size());
+    EXPECT_EQ(bytes_per_token(*f), 32u * 8u * 4u + 32u * 4u);
+}
+
+TEST(BenchRun, TinyRunGivesLlamaBenchJson) {
+    std::unique_ptr<Model> m = Model::load(kStories);
+    Settings s;
+    s.n_prompt = 8;
+    s.n_gen = 4;
+    s.reps = 1;
+    EXPECT_EQ(s.n_ctx(), 12u);
+    EXPECT_EQ(s.eff_batch(), 12u);
+    EXPECT_EQ(s.eff_ubatch(), 12u);
+    LctxRunner run(*m, s);
+    run.set_threads(1);
+    Result pp, tg;
+    pp.engine = tg.engine = "lctx";
+    pp.model = tg.model = model_facts(*m);
+    pp.n_prompt = 8;
+    tg.n_gen = 4;
+    pp.n_batch = tg.n_batch = s.eff_batch();
+    pp.n_ubatch = tg.n_ubatch = s.eff_ubatch();
+    pp.test_time = tg.test_time = iso_time_now();
+    pp.samples_ns.push_back(run.run_pp(8));
+    tg.samples_ns.push_back(run.run_tg(4));
+    tg.mem_bw = 1e10;
+    EXPECT_EQ(pp.test_name(), "pp8");
+    EXPECT_EQ(tg.test_name(), "tg4");
+
+    const nlohmann::json jp = nlohmann::json::parse(to_json(pp, lctx_build_info(), cpu_info()).dump());
+    const nlohmann::json jt = nlohmann::json::parse(to_json(tg, lctx_build_info(), cpu_info()).dump());
+    expect_bench_object(jp, "lctx", 8, 0, 1);
+    expect_bench_object(jt, "lctx", 0, 4, 1);
+    EXPECT_EQ(jt.value("n_threads", 0), 1);
+    EXPECT_EQ(jt.value("model_n_params", uint64_t{0}), m->n_params());
+    EXPECT_NEAR(jt.value("limit_ts", 0.0), 1e10 / static_cast<double>(tg.model.bytes_per_token), 1e-6);
+    EXPECT_NEAR(jt.value("frac_of_limit", 0.0), jt.value("avg_ts", 0.0) / jt.value("limit_ts", 1.0), 1e-9);
+
+    Result peer = tg;
+    peer.engine = "llama.cpp";
+    peer.samples_ns = {tg.samples_ns[0] * 2};
+    const std::string md = markdown({pp, tg, peer});
+    EXPECT_NE(md.find("| pp8 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| tg4 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("tg4 @ 1 threads: lctx/llama.cpp = 2.00"), std::string::npos) << md;
+    EXPECT_EQ(md.find("pp8 @"), std::string::npos) << md;  // only one engine ran pp
+}
+
+TEST(BenchBandwidth, PlausibleReadBandwidth) {
+    const double bw = read_bandwidth(1, size_t{64} << 20, 1);
+    EXPECT_GT(bw, 1e8);   // 0.1 GB/s: slower than any machine this runs on
+    EXPECT_LT(bw, 1e13);  // 10 TB/s: faster than any
+}
+
+// The binaries sit next to this test binary (build/bin) when they are built.
+std::string sibling(const std::string &name) {
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::filesystem::path p = exe.parent_path() / name;
+    return !ec && std::filesystem::exists(p, ec) ? p.string() : "";
+}
+
+TEST(BenchCli, JsonOnStdoutParses) {
+    const std::string lctx = sibling("lctx");
+    if (lctx.empty()) GTEST_SKIP() << "the lctx binary is not built next to this test";
+    const std::string out =
+        (std::filesystem::temp_directory_path() / ("lctx_bench_" + std::to_string(getpid()) + ".json"))
+            .string();
+    const std::string cmd =
+        lctx + " bench -m " + kStories + " -p 8 -n 4 -r 1 -t 1 --bw-mib 16 --json > " + out;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::filesystem::remove(out);
+    const nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << ss.str();
+    ASSERT_TRUE(j.is_array());
+    ASSERT_EQ(j.size(), 2u);
+    expect_bench_object(j[0], "lctx", 8, 0, 1);
+    expect_bench_object(j[1], "lctx", 0, 4, 1);
+    EXPECT_GT(j[1].value("mem_bw_gbps", 0.0), 0.0);
+}
+
+// llama.cpp loads a synthesized model and the peer answers timed runs. Needs scripts/install-peer.sh and the
+// lctx_peer_bench target; skipped without them.
+TEST(BenchPeer, LlamaCppRunsASynthesizedModel) {
+    const char *home = std::getenv("HOME");
+    const std::string lib = resolve_peer_lib_dir(std::string(home ? home : "") + "/.cache/lctx/peer");
+    const std::string exe = sibling("lctx-peer-bench");
+    if (lib.empty() || exe.empty())
+        GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
+    const synth::Shape *shape = synth::find_shape("tiny");
+    synth::TypeChoice type;
+    ASSERT_TRUE(synth::parse_type("Q4_K_M", &type));
+    synth::Options opts;
+    opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx_peer_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    const synth::Summary sum = synth::write_model(*shape, type, path, opts);
+    {
+        Settings s;
+        s.n_prompt = 8;
+        s.n_gen = 4;
+        PeerProcess peer(exe, lib, path, s);
+        EXPECT_EQ(peer.facts().n_vocab, 32000);
+        EXPECT_EQ(peer.facts().n_params, sum.n_params);
+        EXPECT_GT(peer.run_pp(8, 1), 0u);
+        EXPECT_GT(peer.run_tg(4, 1), 0u);
+        EXPECT_THROW(peer.run_pp(64, 1), Error);  // more than n_ctx: the peer reports an error
+    }
+    std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace lctx::bench

@@ -1,0 +1,229 @@
+// lctx synth: synthesized models load in lctx with the right shapes and types and decode to finite logits;
+// the type plan follows llama.cpp's mixture and fallback rules; generation is deterministic in the seed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "../../tools/lctx/synth_model.h"
+#include "context/context.h"
+#include "model/model.h"
+
+namespace lctx::synth {
+namespace {
+
+std::string vocab_path(const Shape &s) {
+    return std::string(LCTX_FIXTURES_DIR) + "/vocab/" + s.vocab_file;
+}
+
+std::string temp_path(const std::string &name) {
+    return (std::filesystem::temp_directory_path() / ("lctx_synth_" + std::to_string(getpid()) + "_" + name))
+        .string();
+}
+
+std::vector<uint8_t> read_all(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+GgmlType type_of(const Model &m, const std::string &name) {
+    const gguf::TensorInfo *t = m.file().find_tensor(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? t->type : GgmlType::F32;
+}
+
+class SynthTinyEachType : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SynthTinyEachType, LoadsWithShapesAndTypesAndDecodes) {
+    const Shape *shape = find_shape("tiny");
+    ASSERT_NE(shape, nullptr);
+    TypeChoice type;
+    ASSERT_TRUE(parse_type(GetParam(), &type));
+    Options opts;
+    opts.vocab_path = vocab_path(*shape);
+    opts.n_threads = 2;
+    const std::string path = temp_path(GetParam() + ".gguf");
+    const Summary sum = write_model(*shape, type, path, opts);
+    EXPECT_EQ(sum.file_bytes, std::filesystem::file_size(path));
+    EXPECT_EQ(sum.n_fallback, 0);  // rows of 256 fit every type
+
+    std::unique_ptr<Model> m = Model::load(path);
+    const HParams &hp = m->hparams();
+    EXPECT_EQ(hp.arch_name, "llama");
+    EXPECT_EQ(hp.n_embd, 256u);
+    EXPECT_EQ(hp.n_layer, 2u);
+    EXPECT_EQ(hp.n_head, 4u);
+    EXPECT_EQ(hp.n_head_kv, 2u);
+    EXPECT_EQ(hp.n_ff, 512u);
+    EXPECT_EQ(hp.n_vocab, 32000u);
+    EXPECT_EQ(m->file().get_string("tokenizer.ggml.model"), "llama");
+    EXPECT_EQ(m->file().get_int("general.file_type"), static_cast<int64_t>(type.file_type));
+    EXPECT_EQ(m->n_params(), sum.n_params);
+
+    // Matrices in the asked type (the mixture: Q6_K for output, and attn_v / ffn_down of layer 1 only:
+    // llama.cpp's use_more_bits(i, 2) is i >= 7 * 2 / 8); norms in F32 and close to 1.
+    const GgmlType big = type.k_mixture ? GgmlType::Q6_K : type.base;
+    EXPECT_EQ(type_of(*m, "token_embd.weight"), type.base);
+    EXPECT_EQ(type_of(*m, "output.weight"), big);
+    for (int il = 0; il < 2; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        EXPECT_EQ(type_of(*m, p + "attn_q.weight"), type.base);
+        EXPECT_EQ(type_of(*m, p + "attn_v.weight"), il == 1 ? big : type.base);
+        EXPECT_EQ(type_of(*m, p + "ffn_down.weight"), il == 1 ? big : type.base);
+        EXPECT_EQ(type_of(*m, p + "ffn_up.weight"), type.base);
+        EXPECT_EQ(type_of(*m, p + "attn_norm.weight"), GgmlType::F32);
+    }
+    const std::vector<float> &norm = m->weights().layers[0].attn_norm;
+    ASSERT_EQ(norm.size(), 256u);
+    for (float v : norm) EXPECT_NEAR(v, 1.0f, 0.1f);
+
+    ContextParams cp;
+    cp.n_ctx = 16;
+    Context ctx(*m, cp);
+    const int32_t tok = 1;
+    Batch b;
+    b.n_tokens = 1;
+    b.token = &tok;
+    ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+    const float *logits = ctx.logits_ith(0);
+    ASSERT_NE(logits, nullptr);
+    float lo = logits[0], hi = logits[0];
+    for (uint32_t i = 0; i < hp.n_vocab; ++i) {
+        ASSERT_TRUE(std::isfinite(logits[i])) << i;
+        lo = std::min(lo, logits[i]);
+        hi = std::max(hi, logits[i]);
+    }
+    EXPECT_GT(hi - lo, 1e-4f);  // random weights give spread-out logits, not a constant
+    std::filesystem::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, SynthTinyEachType,
+                         ::testing::Values("F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "Q4_K_M"));
+
+TEST(SynthPlan, SmollmFallsBackLikeLlamaCpp) {
+    const Shape *s = find_shape("smollm-135m");
+    ASSERT_NE(s, nullptr);
+    TypeChoice t;
+    ASSERT_TRUE(parse_type("q4_k_m", &t));
+    const std::vector<TensorPlan> plan = plan_tensors(*s, 50257, t);
+    uint64_t n_params = 0;
+    std::set<std::string> names;
+    for (const TensorPlan &p : plan) {
+        names.insert(p.name);
+        int64_t n = 1;
+        for (int64_t d : p.ne) n *= d;
+        n_params += static_cast<uint64_t>(n);
+    }
+    // SmolLM-135M has 134,515,008 parameters with its 49152-token vocabulary; the GPT-2 one adds 1105 rows
+    // of 576 to the (tied) embedding.
+    EXPECT_EQ(n_params, 134515008u + 1105u * 576u);
+    EXPECT_EQ(names.count("output.weight"), 0u);  // tied
+    auto find = [&](const std::string &n) {
+        for (const TensorPlan &p : plan)
+            if (p.name == n) return p;
+        ADD_FAILURE() << n;
+        return plan[0];
+    };
+    // Tied embedding is the output matrix: Q6_K wanted, but 576 is not a multiple of 256 -> Q8_0.
+    EXPECT_EQ(find("token_embd.weight").type, GgmlType::Q8_0);
+    EXPECT_EQ(find("blk.5.attn_q.weight").wanted, GgmlType::Q4_K);
+    EXPECT_EQ(find("blk.5.attn_q.weight").type, GgmlType::Q5_0);
+    EXPECT_EQ(find("blk.0.attn_v.weight").wanted, GgmlType::Q6_K);
+    EXPECT_EQ(find("blk.0.attn_v.weight").type, GgmlType::Q8_0);
+    // ffn_down rows are n_ff = 1536 = 6 * 256: no fallback.
+    EXPECT_EQ(find("blk.0.ffn_down.weight").type, GgmlType::Q6_K);
+    // use_more_bits for 30 layers: i < 3, i >= 26, (i - 3) % 3 == 2; so 5 gets Q6_K and 6 does not.
+    EXPECT_EQ(find("blk.5.ffn_down.weight").type, GgmlType::Q6_K);
+    EXPECT_EQ(find("blk.6.ffn_down.weight").type, GgmlType::Q4_K);
+}
+
+TEST(SynthPlan, TinyllamaQ4KMLayers) {
+    const Shape *s = find_shape("tinyllama-1.1b");
+    ASSERT_NE(s, nullptr);
+    TypeChoice t;
+    ASSERT_TRUE(parse_type("Q4_K_M", &t));
+    const std::vector<TensorPlan> plan = plan_tensors(*s, 32000, t);
+    uint64_t n_params = 0;
+    std::set<int> q6_layers_v, q6_layers_down;
+    for (const TensorPlan &p : plan) {
+        int64_t n = 1;
+        for (int64_t d : p.ne) n *= d;
+        n_params += static_cast<uint64_t>(n);
+        EXPECT_EQ(p.type, p.wanted) << p.name;  // 2048 and 5632 are multiples of 256
+        int il = -1;
+        if (std::sscanf(p.name.c_str(), "blk.%d.", &il) == 1 && p.type == GgmlType::Q6_K) {
+            if (p.name.find("attn_v") != std::string::npos) {
+                q6_layers_v.insert(il);
+            } else if (p.name.find("ffn_down") != std::string::npos) {
+                q6_layers_down.insert(il);
+            } else {
+                ADD_FAILURE() << p.name << " should not be Q6_K";
+            }
+        }
+        if (p.name == "output.weight") {
+            EXPECT_EQ(p.type, GgmlType::Q6_K);
+        }
+        if (p.name == "token_embd.weight") {
+            EXPECT_EQ(p.type, GgmlType::Q4_K);
+        }
+    }
+    EXPECT_EQ(n_params, 1100048384u);  // TinyLlama-1.1B
+    // llama.cpp's use_more_bits for 22 layers: i < 2, i >= 19, and (i - 2) % 3 == 2.
+    const std::set<int> expect = {0, 1, 4, 7, 10, 13, 16, 19, 20, 21};
+    EXPECT_EQ(q6_layers_v, expect);
+    EXPECT_EQ(q6_layers_down, expect);
+}
+
+TEST(SynthGenerator, DeterministicInSeedAndRoughlyNormal) {
+    const Shape *shape = find_shape("tiny");
+    TypeChoice type;
+    ASSERT_TRUE(parse_type("Q4_0", &type));
+    Options opts;
+    opts.vocab_path = vocab_path(*shape);
+    const std::string a = temp_path("a.gguf"), b = temp_path("b.gguf"), c = temp_path("c.gguf");
+    opts.n_threads = 1;
+    write_model(*shape, type, a, opts);
+    opts.n_threads = 2;  // threads split rows; the bytes must not depend on it
+    write_model(*shape, type, b, opts);
+    opts.seed = 7;
+    write_model(*shape, type, c, opts);
+    const std::vector<uint8_t> ba = read_all(a), bb = read_all(b), bc = read_all(c);
+    EXPECT_EQ(ba, bb);
+    ASSERT_EQ(ba.size(), bc.size());
+    EXPECT_NE(ba, bc);
+    for (const std::string &p : {a, b, c}) std::filesystem::remove(p);
+
+    std::vector<float> row(1 << 16);
+    double sum = 0, sum2 = 0;
+    for (int r = 0; r < 4; ++r) {
+        fill_row(tensor_seed(42, "blk.0.attn_q.weight"), r, false, row.data(),
+                 static_cast<int64_t>(row.size()));
+        for (float v : row) {
+            sum += v;
+            sum2 += static_cast<double>(v) * v;
+        }
+    }
+    const double n = 4.0 * row.size();
+    EXPECT_NEAR(sum / n, 0.0, 2e-4);
+    EXPECT_NEAR(std::sqrt(sum2 / n), 0.02, 1e-3);
+    fill_row(1, 0, true, row.data(), 1000);
+    for (int i = 0; i < 1000; ++i) EXPECT_NEAR(row[i], 1.0f, 0.08f);
+}
+
+TEST(SynthErrors, UnknownNamesAndMissingVocab) {
+    TypeChoice t;
+    EXPECT_FALSE(parse_type("Q3_K_XL", &t));
+    EXPECT_EQ(find_shape("gpt-5"), nullptr);
+    ASSERT_TRUE(parse_type("F16", &t));
+    Options opts;
+    opts.vocab_path = "/nonexistent/vocab.gguf";
+    EXPECT_THROW(write_model(*find_shape("tiny"), t, temp_path("x.gguf"), opts), Error);
+}
+
+}  // namespace
+}  // namespace lctx::synth
