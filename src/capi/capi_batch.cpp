@@ -89,7 +89,8 @@ struct llama_batch llama_batch_init(int32_t n_tokens, int32_t embd, int32_t n_se
     b.logits = static_cast<int8_t *>(std::malloc(n));
     bool ok = (b.embd || b.token) && b.pos && b.n_seq_id && b.seq_id && b.logits;
     for (size_t i = 0; ok && i < n; ++i) {
-        b.seq_id[i] = static_cast<llama_seq_id *>(std::malloc(sizeof(llama_seq_id) * static_cast<size_t>(n_seq_max)));
+        b.seq_id[i] =
+            static_cast<llama_seq_id *>(std::malloc(sizeof(llama_seq_id) * static_cast<size_t>(n_seq_max)));
         ok = b.seq_id[i] != nullptr;
     }
     if (!ok) {

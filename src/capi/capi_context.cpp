@@ -37,7 +37,8 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
             LCTX_LOG_WARN("%s: RoPE overrides are not supported yet; the model's RoPE settings are used", fn);
         if (params.attention_type == LLAMA_ATTENTION_TYPE_NON_CAUSAL)
             LCTX_LOG_WARN("%s: non-causal attention is not supported yet; attention stays causal", fn);
-        if (params.cb_eval) LCTX_LOG_WARN("%s: cb_eval is not supported (there is no compute graph); ignored", fn);
+        if (params.cb_eval)
+            LCTX_LOG_WARN("%s: cb_eval is not supported (there is no compute graph); ignored", fn);
         if (params.flash_attn) LCTX_LOG_INFO("%s: flash_attn is ignored (lctx has one attention kernel)", fn);
 
         // Sizes resolved as upstream: n_ctx padded to 32, n_batch clamped to n_ctx (causal) and at least 64,
@@ -119,11 +120,14 @@ struct llama_context *llama_init_from_model(struct llama_model *model, struct ll
     return init_context(__func__, model, params);
 }
 
-struct llama_context *llama_new_context_with_model(struct llama_model *model, struct llama_context_params params) {
+struct llama_context *llama_new_context_with_model(struct llama_model *model,
+                                                   struct llama_context_params params) {
     return init_context(__func__, model, params);
 }
 
-void llama_free(struct llama_context *ctx) { delete ctx; }
+void llama_free(struct llama_context *ctx) {
+    delete ctx;
+}
 
 uint32_t llama_n_ctx(const struct llama_context *ctx) {
     LCTX_CAPI_REQUIRE(ctx, 0);
@@ -193,7 +197,9 @@ void llama_set_abort_callback(struct llama_context *ctx, ggml_abort_callback abo
     ctx->cparams.abort_callback_data = abort_callback_data;
 }
 
-void llama_synchronize(struct llama_context *ctx) { (void)ctx; }  // decode is synchronous
+void llama_synchronize(struct llama_context *ctx) {
+    (void)ctx;
+}  // decode is synchronous
 
 // ---- outputs ----
 
@@ -254,13 +260,15 @@ void llama_perf_context_print(const struct llama_context *ctx) {
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s:        load time = %10.2f ms\n", __func__, d.t_load_ms);
     lctx::capi::print_info(buf);
-    std::snprintf(buf, sizeof buf,
-                  "%s: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n",
-                  __func__, d.t_p_eval_ms, d.n_p_eval, d.t_p_eval_ms / d.n_p_eval, 1e3 / d.t_p_eval_ms * d.n_p_eval);
+    std::snprintf(
+        buf, sizeof buf,
+        "%s: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n",
+        __func__, d.t_p_eval_ms, d.n_p_eval, d.t_p_eval_ms / d.n_p_eval, 1e3 / d.t_p_eval_ms * d.n_p_eval);
     lctx::capi::print_info(buf);
-    std::snprintf(buf, sizeof buf,
-                  "%s:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
-                  __func__, d.t_eval_ms, d.n_eval, d.t_eval_ms / d.n_eval, 1e3 / d.t_eval_ms * d.n_eval);
+    std::snprintf(
+        buf, sizeof buf,
+        "%s:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
+        __func__, d.t_eval_ms, d.n_eval, d.t_eval_ms / d.n_eval, 1e3 / d.t_eval_ms * d.n_eval);
     lctx::capi::print_info(buf);
     std::snprintf(buf, sizeof buf, "%s:       total time = %10.2f ms / %5d tokens\n", __func__,
                   t_end_ms - d.t_start_ms, d.n_p_eval + d.n_eval);

@@ -37,8 +37,12 @@ struct llama_context {
 namespace lctx::capi {
 
 // llama_vocab is never defined: the handle is the model's lctx::Vocab.
-inline const Vocab &vocab_of(const llama_vocab *v) { return *reinterpret_cast<const Vocab *>(v); }
-inline const llama_vocab *vocab_handle(const Vocab &v) { return reinterpret_cast<const llama_vocab *>(&v); }
+inline const Vocab &vocab_of(const llama_vocab *v) {
+    return *reinterpret_cast<const Vocab *>(v);
+}
+inline const llama_vocab *vocab_handle(const Vocab &v) {
+    return reinterpret_cast<const llama_vocab *>(&v);
+}
 
 // Runs f(); any exception is logged with the function name and turned into `err`.
 template <typename R, typename F>
@@ -82,10 +86,10 @@ double now_ms();
 }  // namespace lctx::capi
 
 // Null handles are refused with a log line and the function's error value.
-#define LCTX_CAPI_REQUIRE(ptr, err)                                        \
-    do {                                                                   \
-        if (!(ptr)) {                                                      \
-            LCTX_LOG_ERROR("%s: %s is NULL", __func__, #ptr);              \
-            return err;                                                    \
-        }                                                                  \
+#define LCTX_CAPI_REQUIRE(ptr, err)                           \
+    do {                                                      \
+        if (!(ptr)) {                                         \
+            LCTX_LOG_ERROR("%s: %s is NULL", __func__, #ptr); \
+            return err;                                       \
+        }                                                     \
     } while (0)

@@ -6,7 +6,9 @@
 
 namespace {
 
-lctx::KvCache &kv_of(llama_context *ctx) { return ctx->impl->kv(); }
+lctx::KvCache &kv_of(llama_context *ctx) {
+    return ctx->impl->kv();
+}
 
 void apply_pending(llama_context *ctx) {
     const lctx::HParams &hp = ctx->model->impl->hparams();
@@ -48,8 +50,8 @@ void llama_kv_cache_seq_cp(struct llama_context *ctx, llama_seq_id seq_id_src, l
     const uint32_t n_seq = ctx->impl->params().n_seq_max;
     if (seq_id_src < 0 || seq_id_dst < 0 || static_cast<uint32_t>(seq_id_src) >= n_seq ||
         static_cast<uint32_t>(seq_id_dst) >= n_seq) {
-        LCTX_LOG_ERROR("%s: sequence ids %d -> %d must lie in [0, n_seq_max = %u)", __func__, seq_id_src, seq_id_dst,
-                       n_seq);
+        LCTX_LOG_ERROR("%s: sequence ids %d -> %d must lie in [0, n_seq_max = %u)", __func__, seq_id_src,
+                       seq_id_dst, n_seq);
         return;
     }
     kv_of(ctx).seq_cp(seq_id_src, seq_id_dst, p0, p1);
@@ -66,7 +68,8 @@ void llama_kv_cache_seq_add(struct llama_context *ctx, llama_seq_id seq_id, llam
     kv_of(ctx).seq_add(seq_id, p0, p1, delta);
 }
 
-void llama_kv_cache_seq_div(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0, llama_pos p1, int d) {
+void llama_kv_cache_seq_div(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
+                            int d) {
     LCTX_CAPI_REQUIRE(ctx, );
     kv_of(ctx).seq_div(seq_id, p0, p1, d);
 }
@@ -118,7 +121,8 @@ void llama_kv_cache_view_update(const struct llama_context *ctx, struct llama_kv
     const int32_t n_seq = view->n_seq_max > 0 ? view->n_seq_max : 1;
     if (view->n_cells != n || !view->cells) {
         void *cells = std::realloc(view->cells, sizeof(llama_kv_cache_view_cell) * n);
-        void *seqs = std::realloc(view->cells_sequences, sizeof(llama_seq_id) * static_cast<size_t>(n) * n_seq);
+        void *seqs =
+            std::realloc(view->cells_sequences, sizeof(llama_seq_id) * static_cast<size_t>(n) * n_seq);
         if (cells) view->cells = static_cast<llama_kv_cache_view_cell *>(cells);
         if (seqs) view->cells_sequences = static_cast<llama_seq_id *>(seqs);
         if (!cells || !seqs) {

@@ -66,29 +66,47 @@ int64_t ggml_time_us(void) {
 
 // ---- process-wide ----
 
-void llama_backend_init(void) { (void)lctx::kernels::cpu_features(); }  // probe the CPU once, up front
+void llama_backend_init(void) {
+    (void)lctx::kernels::cpu_features();
+}  // probe the CPU once, up front
 void llama_backend_free(void) {}
 void llama_numa_init(enum ggml_numa_strategy numa) {
-    if (numa != GGML_NUMA_STRATEGY_DISABLED) LCTX_LOG_INFO("llama_numa_init: NUMA placement is not used by lctx");
+    if (numa != GGML_NUMA_STRATEGY_DISABLED)
+        LCTX_LOG_INFO("llama_numa_init: NUMA placement is not used by lctx");
 }
 
-int64_t llama_time_us(void) { return ggml_time_us(); }
-size_t llama_max_devices(void) { return 16; }
-bool llama_supports_mmap(void) { return true; }
-bool llama_supports_mlock(void) { return false; }
-bool llama_supports_gpu_offload(void) { return false; }
-bool llama_supports_rpc(void) { return false; }
+int64_t llama_time_us(void) {
+    return ggml_time_us();
+}
+size_t llama_max_devices(void) {
+    return 16;
+}
+bool llama_supports_mmap(void) {
+    return true;
+}
+bool llama_supports_mlock(void) {
+    return false;
+}
+bool llama_supports_gpu_offload(void) {
+    return false;
+}
+bool llama_supports_rpc(void) {
+    return false;
+}
 
 const char *llama_print_system_info(void) {
     static std::string s;
     const lctx::kernels::CpuFeatures &f = lctx::kernels::cpu_features();
     char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "CPU : AVX = %d | AVX2 = %d | FMA = %d | F16C = %d | BMI2 = %d | AVX512 = %d | AVX512_BW = %d | "
-                  "AVX512_VL = %d | AVX512_DQ = %d | AVX512_VNNI = %d | AVX512_BF16 = %d | KERNELS = %s | ",
-                  f.avx && f.os_avx, f.avx2, f.fma, f.f16c, f.bmi2, f.avx512f && f.os_avx512, f.avx512bw, f.avx512vl,
-                  f.avx512dq, f.avx512vnni, f.avx512bf16,
-                  f.has_avx512_level() ? "avx512" : f.has_avx2_level() ? "avx2" : "scalar");
+    std::snprintf(
+        buf, sizeof buf,
+        "CPU : AVX = %d | AVX2 = %d | FMA = %d | F16C = %d | BMI2 = %d | AVX512 = %d | AVX512_BW = %d | "
+        "AVX512_VL = %d | AVX512_DQ = %d | AVX512_VNNI = %d | AVX512_BF16 = %d | KERNELS = %s | ",
+        f.avx && f.os_avx, f.avx2, f.fma, f.f16c, f.bmi2, f.avx512f && f.os_avx512, f.avx512bw, f.avx512vl,
+        f.avx512dq, f.avx512vnni, f.avx512bf16,
+        f.has_avx512_level() ? "avx512"
+        : f.has_avx2_level() ? "avx2"
+                             : "scalar");
     s = buf;
     return s.c_str();
 }
@@ -106,7 +124,8 @@ void llama_log_set(ggml_log_callback log_callback, void *user_data) {
 
 // ---- model-split paths (split_no is 0-based; the file number is split_no + 1) ----
 
-int llama_split_path(char *split_path, size_t maxlen, const char *path_prefix, int split_no, int split_count) {
+int llama_split_path(char *split_path, size_t maxlen, const char *path_prefix, int split_no,
+                     int split_count) {
     if (!path_prefix) return 0;
     char tail[64];
     std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", split_no + 1, split_count);
@@ -115,7 +134,8 @@ int llama_split_path(char *split_path, size_t maxlen, const char *path_prefix, i
     return static_cast<int>(s.size());
 }
 
-int llama_split_prefix(char *split_prefix, size_t maxlen, const char *split_path, int split_no, int split_count) {
+int llama_split_prefix(char *split_prefix, size_t maxlen, const char *split_path, int split_no,
+                       int split_count) {
     if (!split_path) return 0;
     char tail[64];
     std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", split_no + 1, split_count);
@@ -129,7 +149,8 @@ int llama_split_prefix(char *split_prefix, size_t maxlen, const char *split_path
 
 // ---- chat templates: no formatter yet ----
 
-int32_t llama_chat_apply_template(const char *, const struct llama_chat_message *, size_t, bool, char *, int32_t) {
+int32_t llama_chat_apply_template(const char *, const struct llama_chat_message *, size_t, bool, char *,
+                                  int32_t) {
     lctx::capi::not_supported(__func__, "chat template formatting");
     return -1;
 }

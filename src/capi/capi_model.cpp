@@ -37,7 +37,9 @@ llama_model *load_model(const char *fn, const char *path, const llama_model_para
     });
 }
 
-const lctx::HParams &hp(const llama_model *model) { return model->impl->hparams(); }
+const lctx::HParams &hp(const llama_model *model) {
+    return model->impl->hparams();
+}
 
 }  // namespace
 
@@ -97,8 +99,12 @@ struct llama_model *llama_model_load_from_splits(const char **paths, size_t n_pa
     return load_model(__func__, paths[0], params);
 }
 
-void llama_model_free(struct llama_model *model) { delete model; }
-void llama_free_model(struct llama_model *model) { delete model; }
+void llama_model_free(struct llama_model *model) {
+    delete model;
+}
+void llama_free_model(struct llama_model *model) {
+    delete model;
+}
 
 const struct llama_vocab *llama_model_get_vocab(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, nullptr);
@@ -150,7 +156,8 @@ float llama_model_rope_freq_scale_train(const struct llama_model *model) {
     return hp(model).rope.freq_scale;
 }
 
-int32_t llama_model_meta_val_str(const struct llama_model *model, const char *key, char *buf, size_t buf_size) {
+int32_t llama_model_meta_val_str(const struct llama_model *model, const char *key, char *buf,
+                                 size_t buf_size) {
     if (buf && buf_size > 0) buf[0] = '\0';
     LCTX_CAPI_REQUIRE(model, -1);
     LCTX_CAPI_REQUIRE(key, -1);
@@ -164,14 +171,16 @@ int32_t llama_model_meta_count(const struct llama_model *model) {
     return static_cast<int32_t>(model->meta.size());
 }
 
-int32_t llama_model_meta_key_by_index(const struct llama_model *model, int32_t i, char *buf, size_t buf_size) {
+int32_t llama_model_meta_key_by_index(const struct llama_model *model, int32_t i, char *buf,
+                                      size_t buf_size) {
     if (buf && buf_size > 0) buf[0] = '\0';
     LCTX_CAPI_REQUIRE(model, -1);
     if (i < 0 || static_cast<size_t>(i) >= model->meta.size()) return -1;
     return copy_out(model->meta[i].first, buf, buf_size);
 }
 
-int32_t llama_model_meta_val_str_by_index(const struct llama_model *model, int32_t i, char *buf, size_t buf_size) {
+int32_t llama_model_meta_val_str_by_index(const struct llama_model *model, int32_t i, char *buf,
+                                          size_t buf_size) {
     if (buf && buf_size > 0) buf[0] = '\0';
     LCTX_CAPI_REQUIRE(model, -1);
     if (i < 0 || static_cast<size_t>(i) >= model->meta.size()) return -1;
@@ -247,7 +256,8 @@ int32_t llama_rm_adapter_lora(struct llama_context *, struct llama_adapter_lora 
 
 void llama_clear_adapter_lora(struct llama_context *) {}
 
-int32_t llama_apply_adapter_cvec(struct llama_context *, const float *data, size_t, int32_t, int32_t, int32_t) {
+int32_t llama_apply_adapter_cvec(struct llama_context *, const float *data, size_t, int32_t, int32_t,
+                                 int32_t) {
     if (!data) return 0;  // removing the (absent) control vector succeeds
     not_supported(__func__, "control vectors");
     return 1;

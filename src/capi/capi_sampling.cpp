@@ -15,16 +15,24 @@ using lctx::capi::not_supported;
 
 namespace {
 
-lctx::TokenDataArray &as_cpp(llama_token_data_array *a) { return *reinterpret_cast<lctx::TokenDataArray *>(a); }
-llama_token_data_array *as_c(lctx::TokenDataArray *a) { return reinterpret_cast<llama_token_data_array *>(a); }
+lctx::TokenDataArray &as_cpp(llama_token_data_array *a) {
+    return *reinterpret_cast<lctx::TokenDataArray *>(a);
+}
+llama_token_data_array *as_c(lctx::TokenDataArray *a) {
+    return reinterpret_cast<llama_token_data_array *>(a);
+}
 
-lctx::Sampler *impl(const llama_sampler *s) { return static_cast<lctx::Sampler *>(s->ctx); }
+lctx::Sampler *impl(const llama_sampler *s) {
+    return static_cast<lctx::Sampler *>(s->ctx);
+}
 
 // ---- the iface of built-in samplers (each entry guards: C callers may call iface functions directly) ----
 
 llama_sampler *wrap(std::unique_ptr<lctx::Sampler> s);
 
-const char *builtin_name(const llama_sampler *s) { return impl(s)->name(); }
+const char *builtin_name(const llama_sampler *s) {
+    return impl(s)->name();
+}
 void builtin_accept(llama_sampler *s, llama_token token) {
     guard_void("llama_sampler_accept", [&] { impl(s)->accept(token); });
 }
@@ -35,11 +43,14 @@ void builtin_reset(llama_sampler *s) {
     guard_void("llama_sampler_reset", [&] { impl(s)->reset(); });
 }
 llama_sampler *builtin_clone(const llama_sampler *s) {
-    return guard("llama_sampler_clone", static_cast<llama_sampler *>(nullptr), [&] { return wrap(impl(s)->clone()); });
+    return guard("llama_sampler_clone", static_cast<llama_sampler *>(nullptr),
+                 [&] { return wrap(impl(s)->clone()); });
 }
-void builtin_free(llama_sampler *s) { delete impl(s); }
+void builtin_free(llama_sampler *s) {
+    delete impl(s);
+}
 
-const llama_sampler_i kBuiltinIface = {builtin_name, builtin_accept, builtin_apply,
+const llama_sampler_i kBuiltinIface = {builtin_name,  builtin_accept, builtin_apply,
                                        builtin_reset, builtin_clone,  builtin_free};
 
 llama_sampler *wrap(std::unique_ptr<lctx::Sampler> s) {
@@ -48,7 +59,9 @@ llama_sampler *wrap(std::unique_ptr<lctx::Sampler> s) {
     return out;
 }
 
-bool is_builtin(const llama_sampler *s) { return s && s->iface == &kBuiltinIface; }
+bool is_builtin(const llama_sampler *s) {
+    return s && s->iface == &kBuiltinIface;
+}
 
 lctx::SamplerChain *as_chain(const llama_sampler *s) {
     return is_builtin(s) ? dynamic_cast<lctx::SamplerChain *>(impl(s)) : nullptr;
@@ -56,7 +69,7 @@ lctx::SamplerChain *as_chain(const llama_sampler *s) {
 
 // A chain member: any llama_sampler, owned, seen through the C++ interface.
 class CSampler final : public lctx::Sampler {
-public:
+  public:
     explicit CSampler(llama_sampler *s) : s_(s) {}
     ~CSampler() override { llama_sampler_free(s_); }
 
@@ -78,16 +91,18 @@ public:
         return s;
     }
 
-private:
+  private:
     llama_sampler *s_;
 };
 
 // Stands in for a grammar sampler given no grammar (upstream's pass-through).
 class PassThroughGrammar final : public lctx::Sampler {
-public:
+  public:
     const char *name() const override { return "grammar"; }
     void apply(lctx::TokenDataArray &) override {}
-    std::unique_ptr<lctx::Sampler> clone() const override { return std::make_unique<PassThroughGrammar>(*this); }
+    std::unique_ptr<lctx::Sampler> clone() const override {
+        return std::make_unique<PassThroughGrammar>(*this);
+    }
 };
 
 template <typename T, typename... Args>
@@ -205,10 +220,18 @@ struct llama_sampler *llama_sampler_chain_remove(struct llama_sampler *chain, in
 
 // ---- built-in samplers ----
 
-struct llama_sampler *llama_sampler_init_greedy(void) { return make<lctx::GreedySampler>(__func__); }
-struct llama_sampler *llama_sampler_init_dist(uint32_t seed) { return make<lctx::DistSampler>(__func__, seed); }
-struct llama_sampler *llama_sampler_init_softmax(void) { return make<lctx::SoftmaxSampler>(__func__); }
-struct llama_sampler *llama_sampler_init_top_k(int32_t k) { return make<lctx::TopKSampler>(__func__, k); }
+struct llama_sampler *llama_sampler_init_greedy(void) {
+    return make<lctx::GreedySampler>(__func__);
+}
+struct llama_sampler *llama_sampler_init_dist(uint32_t seed) {
+    return make<lctx::DistSampler>(__func__, seed);
+}
+struct llama_sampler *llama_sampler_init_softmax(void) {
+    return make<lctx::SoftmaxSampler>(__func__);
+}
+struct llama_sampler *llama_sampler_init_top_k(int32_t k) {
+    return make<lctx::TopKSampler>(__func__, k);
+}
 struct llama_sampler *llama_sampler_init_top_p(float p, size_t min_keep) {
     return make<lctx::TopPSampler>(__func__, p, min_keep);
 }
@@ -218,29 +241,36 @@ struct llama_sampler *llama_sampler_init_min_p(float p, size_t min_keep) {
 struct llama_sampler *llama_sampler_init_typical(float p, size_t min_keep) {
     return make<lctx::TypicalSampler>(__func__, p, min_keep);
 }
-struct llama_sampler *llama_sampler_init_temp(float t) { return make<lctx::TempSampler>(__func__, t); }
+struct llama_sampler *llama_sampler_init_temp(float t) {
+    return make<lctx::TempSampler>(__func__, t);
+}
 struct llama_sampler *llama_sampler_init_temp_ext(float t, float delta, float exponent) {
     return make<lctx::TempExtSampler>(__func__, t, delta, exponent);
 }
 struct llama_sampler *llama_sampler_init_xtc(float p, float t, size_t min_keep, uint32_t seed) {
     return make<lctx::XtcSampler>(__func__, p, t, min_keep, seed);
 }
-struct llama_sampler *llama_sampler_init_top_n_sigma(float n) { return make<lctx::TopNSigmaSampler>(__func__, n); }
-struct llama_sampler *llama_sampler_init_mirostat(int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m) {
+struct llama_sampler *llama_sampler_init_top_n_sigma(float n) {
+    return make<lctx::TopNSigmaSampler>(__func__, n);
+}
+struct llama_sampler *llama_sampler_init_mirostat(int32_t n_vocab, uint32_t seed, float tau, float eta,
+                                                  int32_t m) {
     return make<lctx::MirostatSampler>(__func__, n_vocab, seed, tau, eta, m);
 }
 struct llama_sampler *llama_sampler_init_mirostat_v2(uint32_t seed, float tau, float eta) {
     return make<lctx::MirostatV2Sampler>(__func__, seed, tau, eta);
 }
-struct llama_sampler *llama_sampler_init_penalties(int32_t penalty_last_n, float penalty_repeat, float penalty_freq,
-                                                   float penalty_present) {
-    return make<lctx::PenaltiesSampler>(__func__, penalty_last_n, penalty_repeat, penalty_freq, penalty_present);
+struct llama_sampler *llama_sampler_init_penalties(int32_t penalty_last_n, float penalty_repeat,
+                                                   float penalty_freq, float penalty_present) {
+    return make<lctx::PenaltiesSampler>(__func__, penalty_last_n, penalty_repeat, penalty_freq,
+                                        penalty_present);
 }
 struct llama_sampler *llama_sampler_init_logit_bias(int32_t n_vocab, int32_t n_logit_bias,
                                                     const llama_logit_bias *logit_bias) {
     const size_t n = n_logit_bias > 0 && logit_bias ? static_cast<size_t>(n_logit_bias) : 0;
     // llama_logit_bias and lctx::LogitBias share their layout (pinned in sampling/logit_bias.h).
-    return make<lctx::LogitBiasSampler>(__func__, n_vocab, reinterpret_cast<const lctx::LogitBias *>(logit_bias), n);
+    return make<lctx::LogitBiasSampler>(__func__, n_vocab,
+                                        reinterpret_cast<const lctx::LogitBias *>(logit_bias), n);
 }
 
 struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *, const char *grammar_str,
@@ -251,15 +281,15 @@ struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *, con
 }
 
 struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *, const char *grammar_str,
-                                                      const char *, const char **, size_t, const llama_token *,
-                                                      size_t) {
+                                                      const char *, const char **, size_t,
+                                                      const llama_token *, size_t) {
     if (!grammar_str || !*grammar_str) return make<PassThroughGrammar>(__func__);
     not_supported(__func__, "grammar-constrained sampling");
     return nullptr;
 }
 
-struct llama_sampler *llama_sampler_init_dry(const struct llama_vocab *, int32_t, float, float, int32_t, int32_t,
-                                             const char **, size_t) {
+struct llama_sampler *llama_sampler_init_dry(const struct llama_vocab *, int32_t, float, float, int32_t,
+                                             int32_t, const char **, size_t) {
     not_supported(__func__, "the DRY sampler");
     return nullptr;
 }
@@ -320,9 +350,10 @@ void llama_perf_sampler_print(const struct llama_sampler *chain) {
     }
     const llama_perf_sampler_data d = llama_perf_sampler(chain);
     char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "%s:    sampling time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
-                  __func__, d.t_sample_ms, d.n_sample, d.t_sample_ms / d.n_sample, 1e3 / d.t_sample_ms * d.n_sample);
+    std::snprintf(
+        buf, sizeof buf,
+        "%s:    sampling time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
+        __func__, d.t_sample_ms, d.n_sample, d.t_sample_ms / d.n_sample, 1e3 / d.t_sample_ms * d.n_sample);
     lctx::capi::print_info(buf);
 }
 

@@ -117,28 +117,32 @@ size_t llama_state_seq_get_data(struct llama_context *ctx, uint8_t *dst, size_t 
     });
 }
 
-size_t llama_state_seq_set_data(struct llama_context *ctx, const uint8_t *src, size_t size, llama_seq_id dest_seq_id) {
+size_t llama_state_seq_set_data(struct llama_context *ctx, const uint8_t *src, size_t size,
+                                llama_seq_id dest_seq_id) {
     LCTX_CAPI_REQUIRE(ctx, 0);
     LCTX_CAPI_REQUIRE(src, 0);
-    return guard(__func__, size_t{0}, [&] { return ContextState::read_seq(*ctx->impl, src, size, dest_seq_id); });
+    return guard(__func__, size_t{0},
+                 [&] { return ContextState::read_seq(*ctx->impl, src, size, dest_seq_id); });
 }
 
 size_t llama_state_seq_save_file(struct llama_context *ctx, const char *filepath, llama_seq_id seq_id,
                                  const llama_token *tokens, size_t n_token_count) {
     LCTX_CAPI_REQUIRE(ctx, 0);
     LCTX_CAPI_REQUIRE(filepath, 0);
-    return guard(__func__, size_t{0},
-                 [&] { return ContextState::save_seq_file(*ctx->impl, filepath, seq_id, tokens, n_token_count); });
+    return guard(__func__, size_t{0}, [&] {
+        return ContextState::save_seq_file(*ctx->impl, filepath, seq_id, tokens, n_token_count);
+    });
 }
 
 size_t llama_state_seq_load_file(struct llama_context *ctx, const char *filepath, llama_seq_id dest_seq_id,
-                                 llama_token *tokens_out, size_t n_token_capacity, size_t *n_token_count_out) {
+                                 llama_token *tokens_out, size_t n_token_capacity,
+                                 size_t *n_token_count_out) {
     LCTX_CAPI_REQUIRE(ctx, 0);
     LCTX_CAPI_REQUIRE(filepath, 0);
     return guard(__func__, size_t{0}, [&] {
         size_t n_read = 0;
-        const std::vector<int32_t> tokens = ContextState::load_seq_file(*ctx->impl, filepath, dest_seq_id,
-                                                                        tokens_out ? n_token_capacity : 0, &n_read);
+        const std::vector<int32_t> tokens = ContextState::load_seq_file(
+            *ctx->impl, filepath, dest_seq_id, tokens_out ? n_token_capacity : 0, &n_read);
         std::copy(tokens.begin(), tokens.end(), tokens_out);
         if (n_token_count_out) *n_token_count_out = tokens.size();
         return n_read;

@@ -14,7 +14,9 @@ namespace {
 
 constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-int32_t clamp_len(size_t n) { return n > static_cast<size_t>(kInt32Max) ? kInt32Max : static_cast<int32_t>(n); }
+int32_t clamp_len(size_t n) {
+    return n > static_cast<size_t>(kInt32Max) ? kInt32Max : static_cast<int32_t>(n);
+}
 
 // Copies bytes into buf when they fit in `length`; returns the count, or -count when they do not.
 int32_t copy_or_need(const std::string &s, char *buf, int32_t length) {
@@ -37,11 +39,14 @@ int32_t llama_vocab_n_tokens(const struct llama_vocab *vocab) {
     LCTX_CAPI_REQUIRE(vocab, 0);
     return vocab_of(vocab).n_tokens();
 }
-int32_t llama_n_vocab(const struct llama_vocab *vocab) { return llama_vocab_n_tokens(vocab); }
+int32_t llama_n_vocab(const struct llama_vocab *vocab) {
+    return llama_vocab_n_tokens(vocab);
+}
 
 const char *llama_vocab_get_text(const struct llama_vocab *vocab, llama_token token) {
     LCTX_CAPI_REQUIRE(vocab, nullptr);
-    return guard(__func__, static_cast<const char *>(nullptr), [&] { return vocab_of(vocab).token_text(token).c_str(); });
+    return guard(__func__, static_cast<const char *>(nullptr),
+                 [&] { return vocab_of(vocab).token_text(token).c_str(); });
 }
 
 float llama_vocab_get_score(const struct llama_vocab *vocab, llama_token token) {
@@ -65,10 +70,10 @@ bool llama_vocab_is_control(const struct llama_vocab *vocab, llama_token token) 
     return guard(__func__, false, [&] { return vocab_of(vocab).is_control(token); });
 }
 
-#define LCTX_VOCAB_GETTER(fn, expr)                        \
-    llama_token fn(const struct llama_vocab *vocab) {      \
-        LCTX_CAPI_REQUIRE(vocab, LLAMA_TOKEN_NULL);        \
-        return vocab_of(vocab).expr();                     \
+#define LCTX_VOCAB_GETTER(fn, expr)                   \
+    llama_token fn(const struct llama_vocab *vocab) { \
+        LCTX_CAPI_REQUIRE(vocab, LLAMA_TOKEN_NULL);   \
+        return vocab_of(vocab).expr();                \
     }
 
 LCTX_VOCAB_GETTER(llama_vocab_bos, bos)
@@ -118,26 +123,31 @@ float llama_token_get_score(const struct llama_vocab *vocab, llama_token token) 
 enum llama_token_attr llama_token_get_attr(const struct llama_vocab *vocab, llama_token token) {
     return llama_vocab_get_attr(vocab, token);
 }
-bool llama_token_is_eog(const struct llama_vocab *vocab, llama_token token) { return llama_vocab_is_eog(vocab, token); }
+bool llama_token_is_eog(const struct llama_vocab *vocab, llama_token token) {
+    return llama_vocab_is_eog(vocab, token);
+}
 bool llama_token_is_control(const struct llama_vocab *vocab, llama_token token) {
     return llama_vocab_is_control(vocab, token);
 }
-bool llama_add_bos_token(const struct llama_vocab *vocab) { return llama_vocab_get_add_bos(vocab); }
-bool llama_add_eos_token(const struct llama_vocab *vocab) { return llama_vocab_get_add_eos(vocab); }
+bool llama_add_bos_token(const struct llama_vocab *vocab) {
+    return llama_vocab_get_add_bos(vocab);
+}
+bool llama_add_eos_token(const struct llama_vocab *vocab) {
+    return llama_vocab_get_add_eos(vocab);
+}
 
 // ---- tokenization ----
 
-int32_t llama_tokenize(const struct llama_vocab *vocab, const char *text, int32_t text_len, llama_token *tokens,
-                       int32_t n_tokens_max, bool add_special, bool parse_special) {
+int32_t llama_tokenize(const struct llama_vocab *vocab, const char *text, int32_t text_len,
+                       llama_token *tokens, int32_t n_tokens_max, bool add_special, bool parse_special) {
     LCTX_CAPI_REQUIRE(vocab, std::numeric_limits<int32_t>::min());
     if (text_len < 0 || (!text && text_len > 0)) {
         LCTX_LOG_ERROR("%s: invalid text (text_len = %d)", __func__, text_len);
         return std::numeric_limits<int32_t>::min();
     }
     return guard(__func__, std::numeric_limits<int32_t>::min(), [&]() -> int32_t {
-        const std::vector<int32_t> ids =
-            vocab_of(vocab).tokenize(std::string_view(text ? text : "", static_cast<size_t>(text_len)), add_special,
-                                     parse_special);
+        const std::vector<int32_t> ids = vocab_of(vocab).tokenize(
+            std::string_view(text ? text : "", static_cast<size_t>(text_len)), add_special, parse_special);
         if (ids.size() > static_cast<size_t>(kInt32Max)) throw lctx::Error("the text gives too many tokens");
         const int32_t n = static_cast<int32_t>(ids.size());
         if (n > n_tokens_max || (n > 0 && !tokens)) return -n;
@@ -156,8 +166,8 @@ int32_t llama_token_to_piece(const struct llama_vocab *vocab, llama_token token,
     });
 }
 
-int32_t llama_detokenize(const struct llama_vocab *vocab, const llama_token *tokens, int32_t n_tokens, char *text,
-                         int32_t text_len_max, bool remove_special, bool unparse_special) {
+int32_t llama_detokenize(const struct llama_vocab *vocab, const llama_token *tokens, int32_t n_tokens,
+                         char *text, int32_t text_len_max, bool remove_special, bool unparse_special) {
     LCTX_CAPI_REQUIRE(vocab, 0);
     if (n_tokens < 0 || (!tokens && n_tokens > 0)) {
         LCTX_LOG_ERROR("%s: invalid tokens (n_tokens = %d)", __func__, n_tokens);

@@ -28,6 +28,8 @@ Context::Context(const Model &model, const ContextParams &params) : model_(model
     if (params_.n_threads < 1) params_.n_threads = 1;
     if (params_.n_threads_batch < 1) params_.n_threads_batch = params_.n_threads;
     if (params_.pooling == PoolingType::Unspecified) params_.pooling = PoolingType::None;
+    if (params_.pooling == PoolingType::Rank)
+        throw Error("rank pooling needs a classification head, which this model does not have");
 
     kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max);
     pool_ = std::make_unique<kernels::ThreadPool>(std::max(params_.n_threads, params_.n_threads_batch));
@@ -216,6 +218,7 @@ DecodeStatus Context::decode(const Batch &in) {
         }
     }
     n_outputs_ = out_row;
+    if (params_.embeddings && params_.pooling != PoolingType::None) pool_embeddings(b);
 
     if (!params_.no_perf) {
         const double dt = now_ms() - t_start;
@@ -228,6 +231,64 @@ DecodeStatus Context::decode(const Batch &in) {
         }
     }
     return DecodeStatus::Ok;
+}
+
+// One vector per sequence of the batch: the mean of its tokens' hidden states, the state of its
+// token at position 0 (cls), or of its last position (last). Pooled over the whole batch, however
+// many micro-batches it took.
+void Context::pool_embeddings(const Batch &b) {
+    const size_t n_embd = model_.hparams().n_embd;
+    embd_seq_.clear();
+    std::map<int32_t, int32_t> count, best_pos;
+    for (int32_t i = 0; i < b.n_tokens; ++i) {
+        const int32_t row = output_ids_[i];
+        if (row < 0 || row >= n_outputs_) continue;
+        const float *h = embd_.data() + static_cast<size_t>(row) * n_embd;
+        for (int32_t s = 0; s < b.n_seq_id[i]; ++s) {
+            const int32_t seq = b.seq_id[i][s];
+            std::vector<float> &e = embd_seq_[seq];
+            if (e.empty()) e.assign(n_embd, 0.0f);
+            switch (params_.pooling) {
+                case PoolingType::Mean:
+                    for (size_t k = 0; k < n_embd; ++k) e[k] += h[k];
+                    count[seq]++;
+                    break;
+                case PoolingType::Cls:
+                    if (b.pos[i] == 0) e.assign(h, h + n_embd);
+                    break;
+                case PoolingType::Last:
+                    if (!best_pos.count(seq) || b.pos[i] >= best_pos[seq]) {
+                        best_pos[seq] = b.pos[i];
+                        e.assign(h, h + n_embd);
+                    }
+                    break;
+                default: break;
+            }
+        }
+    }
+    if (params_.pooling == PoolingType::Mean)
+        for (auto &[seq, e] : embd_seq_)
+            for (float &v : e) v /= static_cast<float>(count[seq]);
+}
+
+float *Context::embeddings_seq(int32_t seq_id) {
+    auto it = embd_seq_.find(seq_id);
+    if (it == embd_seq_.end()) {
+        LCTX_LOG_ERROR("get_embeddings_seq: no pooled embedding for sequence %d", seq_id);
+        return nullptr;
+    }
+    return it->second.data();
+}
+
+int32_t Context::shift_context(int32_t seq, int32_t n_keep) {
+    const int32_t n_past = kv_->seq_pos_max(seq) + 1;
+    if (n_keep < 0) n_keep = 0;
+    if (n_past <= n_keep) return 0;
+    const int32_t n_discard = (n_past - n_keep) / 2;
+    if (n_discard == 0) return 0;
+    kv_->seq_rm(seq, n_keep, n_keep + n_discard);
+    kv_->seq_add(seq, n_keep + n_discard, n_past, -n_discard);
+    return n_discard;
 }
 
 float *Context::logits_ith(int32_t i) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -71,6 +72,8 @@ public:
     float *logits_ith(int32_t i);
     float *embeddings() { return embd_.data(); }
     float *embeddings_ith(int32_t i);
+    // The pooled embedding of a sequence of the last decode (pooling mean / cls / last), or null.
+    float *embeddings_seq(int32_t seq_id);
     int32_t n_outputs() const { return n_outputs_; }
     const std::vector<int32_t> &output_ids() const { return output_ids_; }
 
@@ -81,6 +84,10 @@ public:
         params_.abort_callback_data = data;
     }
 
+    // Context shift for long generations: keeps the first n_keep positions of `seq`, drops half of the
+    // rest and moves the remainder back so that decoding can go on. Returns the positions dropped.
+    int32_t shift_context(int32_t seq, int32_t n_keep);
+
     PerfCounters perf() const { return perf_; }
     void perf_reset();
 
@@ -90,6 +97,7 @@ private:
     bool validate(const Batch &batch) const;
     void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
     void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);
+    void pool_embeddings(const Batch &batch);
 
     const Model &model_;
     ContextParams params_;
@@ -100,6 +108,7 @@ private:
     std::vector<float> logits_;        // [n_outputs][n_vocab]
     std::vector<float> embd_;          // [n_outputs][n_embd]
     std::vector<int32_t> output_ids_;  // batch index -> output row, -1 when none
+    std::map<int32_t, std::vector<float>> embd_seq_;  // seq id -> [n_embd] pooled embedding
     int32_t n_outputs_ = 0;
 
     std::vector<float> mask_;          // [n_ubatch][n_kv]

@@ -22,7 +22,7 @@ constexpr uint32_t kSeqVersion = 2;
 // ---- reading: every field is checked against the bytes that remain ----
 
 class Reader {
-public:
+  public:
     Reader(const uint8_t *data, size_t size) : data_(data), size_(size) {}
 
     size_t pos() const { return pos_; }
@@ -45,7 +45,7 @@ public:
         return v;
     }
 
-private:
+  private:
     const uint8_t *data_;
     size_t size_;
     size_t pos_ = 0;
@@ -57,7 +57,9 @@ size_t checked_mul(size_t a, size_t b, const char *field) {
     return a * b;
 }
 
-std::string str(uint64_t v) { return std::to_string(v); }
+std::string str(uint64_t v) {
+    return std::to_string(v);
+}
 
 // ---- staged loads: everything parsed and checked, nothing applied yet ----
 
@@ -70,10 +72,10 @@ struct StagedOutputs {
 
 struct StagedKv {
     uint32_t cell_count = 0;
-    std::vector<int32_t> pos;          // [cell_count]
-    std::vector<SeqSet> seq;           // [cell_count] (whole-context restore only)
-    std::vector<const uint8_t *> k;    // [n_layer] -> [cell_count][k_row_bytes] in the caller's buffer
-    std::vector<const uint8_t *> v;    // [n_layer] -> rows like K, or [n_embd_v][cell_count] elements
+    std::vector<int32_t> pos;        // [cell_count]
+    std::vector<SeqSet> seq;         // [cell_count] (whole-context restore only)
+    std::vector<const uint8_t *> k;  // [n_layer] -> [cell_count][k_row_bytes] in the caller's buffer
+    std::vector<const uint8_t *> v;  // [n_layer] -> rows like K, or [n_embd_v][cell_count] elements
 };
 
 StagedOutputs stage_outputs(Reader &r, const Context &ctx) {
@@ -83,7 +85,8 @@ StagedOutputs stage_outputs(Reader &r, const Context &ctx) {
 
     const uint32_t n_outputs = r.get<uint32_t>("n_outputs");
     if (n_outputs > n_batch)
-        throw Error("state has " + str(n_outputs) + " outputs, more than this context's n_batch = " + str(n_batch));
+        throw Error("state has " + str(n_outputs) +
+                    " outputs, more than this context's n_batch = " + str(n_batch));
     out.n_outputs = static_cast<int32_t>(n_outputs);
     out.output_ids.assign(n_batch, -1);
     const uint8_t *pos = r.take(checked_mul(n_outputs, sizeof(int32_t), "output_pos"), "output_pos");
@@ -103,8 +106,8 @@ StagedOutputs stage_outputs(Reader &r, const Context &ctx) {
         const uint64_t count = r.get<uint64_t>(field);
         const uint64_t full = static_cast<uint64_t>(n_outputs) * row;
         if (count != 0 && count != full)
-            throw Error(std::string("state ") + field + " is " + str(count) + " floats; expected 0 or " + str(full) +
-                        " (" + str(n_outputs) + " outputs of " + str(row) + ")");
+            throw Error(std::string("state ") + field + " is " + str(count) + " floats; expected 0 or " +
+                        str(full) + " (" + str(n_outputs) + " outputs of " + str(row) + ")");
         const uint8_t *src = r.take(checked_mul(count, sizeof(float), field), field);
         dst.resize(count);
         if (count) std::memcpy(dst.data(), src, count * sizeof(float));
@@ -129,7 +132,8 @@ StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
     if (dest < 0) st.seq.resize(st.cell_count);
     for (uint32_t i = 0; i < st.cell_count; ++i) {
         const int32_t pos = r.get<int32_t>("cell pos");
-        if (pos < 0) throw Error("state KV cell " + str(i) + " has a negative position " + std::to_string(pos));
+        if (pos < 0)
+            throw Error("state KV cell " + str(i) + " has a negative position " + std::to_string(pos));
         st.pos[i] = pos;
         const uint32_t n_seq_id = r.get<uint32_t>("cell n_seq_id");
         if (dest >= 0) {
@@ -139,8 +143,8 @@ StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
             continue;
         }
         if (n_seq_id == 0 || n_seq_id > n_seq_max)
-            throw Error("state KV cell " + str(i) + " lists " + str(n_seq_id) + " sequence ids (must be 1..n_seq_max = " +
-                        str(n_seq_max) + ")");
+            throw Error("state KV cell " + str(i) + " lists " + str(n_seq_id) +
+                        " sequence ids (must be 1..n_seq_max = " + str(n_seq_max) + ")");
         for (uint32_t s = 0; s < n_seq_id; ++s) {
             const int32_t id = r.get<int32_t>("cell seq_id");
             if (id < 0 || static_cast<uint32_t>(id) >= n_seq_max)
@@ -152,8 +156,8 @@ StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
 
     const uint32_t v_trans = r.get<uint32_t>("v_trans");
     if (v_trans != (view.v_trans ? 1u : 0u))
-        throw Error("state stores V " + std::string(v_trans ? "transposed" : "by rows") + " but this context stores it " +
-                    (view.v_trans ? "transposed" : "by rows"));
+        throw Error("state stores V " + std::string(v_trans ? "transposed" : "by rows") +
+                    " but this context stores it " + (view.v_trans ? "transposed" : "by rows"));
     const uint32_t n_layer = r.get<uint32_t>("n_layer");
     if (n_layer != kv.n_layer())
         throw Error("state has " + str(n_layer) + " layers, this model has " + str(kv.n_layer()));
@@ -179,18 +183,18 @@ StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
         if (!view.v_trans) {
             const uint64_t row = r.get<uint64_t>("v_row_size");
             if (row != view.v_row_bytes)
-                throw Error("state V row of layer " + str(il) + " is " + str(row) + " bytes, this context's is " +
-                            str(view.v_row_bytes));
+                throw Error("state V row of layer " + str(il) + " is " + str(row) +
+                            " bytes, this context's is " + str(view.v_row_bytes));
             st.v[il] = r.take(checked_mul(st.cell_count, row, "V"), "V rows");
         } else {
             const uint32_t elem = r.get<uint32_t>("v_element_size");
             if (elem != view.v_elem_bytes)
-                throw Error("state V element of layer " + str(il) + " is " + str(elem) + " bytes, this context's is " +
-                            str(view.v_elem_bytes));
+                throw Error("state V element of layer " + str(il) + " is " + str(elem) +
+                            " bytes, this context's is " + str(view.v_elem_bytes));
             const uint32_t n_embd_v = r.get<uint32_t>("n_embd_v_gqa");
             if (n_embd_v != kv.n_embd_v())
-                throw Error("state V of layer " + str(il) + " has " + str(n_embd_v) + " channels, this model has " +
-                            str(kv.n_embd_v()));
+                throw Error("state V of layer " + str(il) + " has " + str(n_embd_v) +
+                            " channels, this model has " + str(kv.n_embd_v()));
             st.v[il] = r.take(checked_mul(checked_mul(n_embd_v, st.cell_count, "V"), elem, "V"), "V columns");
         }
     }
@@ -208,7 +212,8 @@ void put_cell_kv(const KvCache &kv, const StagedKv &st, uint32_t i, uint32_t cel
                 std::memcpy(view.v[il] + (static_cast<size_t>(ch) * view.size + cell) * e,
                             st.v[il] + (static_cast<size_t>(ch) * st.cell_count + i) * e, e);
         } else {
-            std::memcpy(view.v[il] + cell * view.v_row_bytes, st.v[il] + i * view.v_row_bytes, view.v_row_bytes);
+            std::memcpy(view.v[il] + cell * view.v_row_bytes, st.v[il] + i * view.v_row_bytes,
+                        view.v_row_bytes);
         }
     }
 }
@@ -242,7 +247,8 @@ std::vector<int32_t> read_file_header(Reader &r, const std::string &path, uint32
     }
     const uint32_t n_tokens = r.get<uint32_t>("n_token_count");
     if (n_tokens > token_capacity)
-        throw Error(path + " holds " + str(n_tokens) + " tokens, more than the capacity of " + str(token_capacity));
+        throw Error(path + " holds " + str(n_tokens) + " tokens, more than the capacity of " +
+                    str(token_capacity));
     std::vector<int32_t> tokens(n_tokens);
     const uint8_t *src = r.take(checked_mul(n_tokens, sizeof(int32_t), "tokens"), "tokens");
     if (n_tokens) std::memcpy(tokens.data(), src, n_tokens * sizeof(int32_t));
@@ -251,7 +257,7 @@ std::vector<int32_t> read_file_header(Reader &r, const std::string &path, uint32
 
 // Opens `path` for writing and removes the partial file when the write fails.
 class FileSink {
-public:
+  public:
     explicit FileSink(const std::string &path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
         if (!f_) throw Error("cannot open " + path + " for writing: " + std::strerror(errno));
     }
@@ -272,12 +278,13 @@ public:
         }
     }
 
-private:
+  private:
     std::string path_;
     std::FILE *f_;
 };
 
-void write_file_header(StateWriter &w, uint32_t magic, uint32_t version, const int32_t *tokens, size_t n_tokens) {
+void write_file_header(StateWriter &w, uint32_t magic, uint32_t version, const int32_t *tokens,
+                       size_t n_tokens) {
     if (n_tokens > std::numeric_limits<uint32_t>::max()) throw Error("too many tokens for a state file");
     if (n_tokens && !tokens) throw Error("tokens is null but n_token_count is " + str(n_tokens));
     put<uint32_t>(w, magic);
@@ -288,8 +295,8 @@ void write_file_header(StateWriter &w, uint32_t magic, uint32_t version, const i
 
 void check_seq(const Context &ctx, int32_t seq) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= ctx.params().n_seq_max)
-        throw Error("sequence id " + std::to_string(seq) + " is outside [0, n_seq_max = " +
-                    str(ctx.params().n_seq_max) + ")");
+        throw Error("sequence id " + std::to_string(seq) +
+                    " is outside [0, n_seq_max = " + str(ctx.params().n_seq_max) + ")");
 }
 
 // Keys must match their positions before they are saved (a shift re-rotates them lazily).
@@ -310,7 +317,8 @@ void BufferStateWriter::write(const void *src, size_t n) {
 }
 
 void FileStateWriter::write(const void *src, size_t n) {
-    if (n && std::fwrite(src, 1, n, f_) != n) throw Error(std::string("write failed: ") + std::strerror(errno));
+    if (n && std::fwrite(src, 1, n, f_) != n)
+        throw Error(std::string("write failed: ") + std::strerror(errno));
     written_ += n;
 }
 
@@ -354,13 +362,15 @@ void ContextState::write_kv(Context &ctx, StateWriter &w, int32_t seq) {
     for (uint32_t il = 0; il < kv.n_layer(); ++il) {
         put<int32_t>(w, static_cast<int32_t>(view.type_k));
         put<uint64_t>(w, view.k_row_bytes);
-        for (const auto &[b, e] : runs) w.write(view.k[il] + b * view.k_row_bytes, (e - b) * view.k_row_bytes);
+        for (const auto &[b, e] : runs)
+            w.write(view.k[il] + b * view.k_row_bytes, (e - b) * view.k_row_bytes);
     }
     for (uint32_t il = 0; il < kv.n_layer(); ++il) {
         put<int32_t>(w, static_cast<int32_t>(view.type_v));
         if (!view.v_trans) {
             put<uint64_t>(w, view.v_row_bytes);
-            for (const auto &[b, e] : runs) w.write(view.v[il] + b * view.v_row_bytes, (e - b) * view.v_row_bytes);
+            for (const auto &[b, e] : runs)
+                w.write(view.v[il] + b * view.v_row_bytes, (e - b) * view.v_row_bytes);
             continue;
         }
         const size_t elem = view.v_elem_bytes;
@@ -393,7 +403,8 @@ void ContextState::write(Context &ctx, StateWriter &w) {
 
     // Logits exist only outside embeddings mode; per-token embeddings only without pooling (as upstream).
     const uint64_t n_logits =
-        p.embeddings ? 0 : std::min<uint64_t>(ctx.logits_.size(), static_cast<uint64_t>(n_outputs) * hp.n_vocab);
+        p.embeddings ? 0
+                     : std::min<uint64_t>(ctx.logits_.size(), static_cast<uint64_t>(n_outputs) * hp.n_vocab);
     put<uint64_t>(w, n_logits);
     if (n_logits) w.write(ctx.logits_.data(), n_logits * sizeof(float));
     const bool has_embd = p.embeddings && p.pooling == PoolingType::None;
@@ -432,7 +443,8 @@ size_t ContextState::read(Context &ctx, const uint8_t *src, size_t size, bool ex
     const uint32_t arch_len = r.get<uint32_t>("arch_len");
     const uint8_t *arch_bytes = r.take(arch_len, "architecture name");
     const std::string got(reinterpret_cast<const char *>(arch_bytes), arch_len);
-    if (got != arch) throw Error("state was saved for architecture '" + got + "', this model is '" + arch + "'");
+    if (got != arch)
+        throw Error("state was saved for architecture '" + got + "', this model is '" + arch + "'");
     StagedOutputs out = stage_outputs(r, ctx);
     StagedKv st = stage_kv(r, ctx, -1);
     if (exact && r.remaining() != 0)
@@ -460,7 +472,8 @@ size_t ContextState::read(Context &ctx, const uint8_t *src, size_t size, bool ex
         if (view.v_trans) {
             const size_t e = view.v_elem_bytes;
             for (uint32_t ch = 0; ch < kv.n_embd_v(); ++ch)
-                std::memcpy(view.v[il] + static_cast<size_t>(ch) * view.size * e, st.v[il] + ch * n * e, n * e);
+                std::memcpy(view.v[il] + static_cast<size_t>(ch) * view.size * e, st.v[il] + ch * n * e,
+                            n * e);
         } else {
             std::memcpy(view.v[il], st.v[il], n * view.v_row_bytes);
         }
@@ -482,8 +495,8 @@ size_t ContextState::read_seq(Context &ctx, const uint8_t *src, size_t size, int
     for (const KvCell &c : kv.cells())
         if (c.pos < 0 || c.empty() || (c.seq.count() == 1 && c.seq.test(dest))) n_free++;
     if (n_free < st.cell_count)
-        throw Error("not enough free KV cells to restore the sequence: it needs " + str(st.cell_count) + ", " +
-                    str(n_free) + " are free");
+        throw Error("not enough free KV cells to restore the sequence: it needs " + str(st.cell_count) +
+                    ", " + str(n_free) + " are free");
     // Everything occupy() needs is allocated before the cache changes.
     std::vector<uint32_t> placed;
     placed.reserve(st.cell_count);

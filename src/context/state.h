@@ -18,45 +18,45 @@ namespace lctx {
 class Context;
 
 class StateWriter {
-public:
+  public:
     virtual ~StateWriter() = default;
     // Throws lctx::Error when the bytes cannot be written (buffer too small, I/O error).
     virtual void write(const void *src, size_t n) = 0;
     size_t written() const { return written_; }
 
-protected:
+  protected:
     size_t written_ = 0;
 };
 
 // Counts bytes only: the exact size of what a real writer would produce.
 class CountingStateWriter final : public StateWriter {
-public:
+  public:
     void write(const void *, size_t n) override { written_ += n; }
 };
 
 // Fills [dst, dst + capacity); throws when the state does not fit.
 class BufferStateWriter final : public StateWriter {
-public:
+  public:
     BufferStateWriter(uint8_t *dst, size_t capacity) : dst_(dst), capacity_(capacity) {}
     void write(const void *src, size_t n) override;
 
-private:
+  private:
     uint8_t *dst_;
     size_t capacity_;
 };
 
 // Appends to an open stdio stream (the caller opens and closes it).
 class FileStateWriter final : public StateWriter {
-public:
+  public:
     explicit FileStateWriter(std::FILE *f) : f_(f) {}
     void write(const void *src, size_t n) override;
 
-private:
+  private:
     std::FILE *f_;
 };
 
 class ContextState {
-public:
+  public:
     // ---- whole context (llama_state_*) ----
     // Writes arch, outputs and KV cache. Pending K shifts are applied first so that the saved keys
     // match the saved positions.
@@ -87,7 +87,7 @@ public:
     static std::vector<int32_t> load_seq_file(Context &ctx, const std::string &path, int32_t dest,
                                               size_t token_capacity, size_t *n_read);
 
-private:
+  private:
     static void write_kv(Context &ctx, StateWriter &w, int32_t seq);
 };
 

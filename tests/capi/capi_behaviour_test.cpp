@@ -12,7 +12,7 @@ using namespace capi_test;
 namespace {
 
 class Capi : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_NE(model(), nullptr); }
     void TearDown() override { llama_log_set(nullptr, nullptr); }
 };
@@ -66,7 +66,7 @@ TEST_F(Capi, MetadataHasSnprintfSemantics) {
     EXPECT_STREQ(buf, "llama");
     char small[3];
     EXPECT_EQ(llama_model_meta_val_str(m, "general.architecture", small, sizeof small), 5);  // full length
-    EXPECT_STREQ(small, "ll");                                                             // truncated, NUL
+    EXPECT_STREQ(small, "ll");                                                               // truncated, NUL
     EXPECT_EQ(llama_model_meta_val_str(m, "general.architecture", nullptr, 0), 5);
     EXPECT_EQ(llama_model_meta_val_str(m, "no.such.key", buf, sizeof buf), -1);
     EXPECT_STREQ(buf, "");
@@ -152,7 +152,7 @@ TEST_F(Capi, LogitsIthHandlesNegativeOutOfRangeAndNonOutputIndices) {
     EXPECT_NE(l1, l3);
     EXPECT_EQ(llama_get_logits_ith(ctx, -1), l3);
     EXPECT_EQ(llama_get_logits_ith(ctx, -2), l1);
-    EXPECT_EQ(llama_get_logits(ctx), l1);  // rows in batch order
+    EXPECT_EQ(llama_get_logits(ctx), l1);              // rows in batch order
     EXPECT_EQ(llama_get_logits_ith(ctx, 0), nullptr);  // did not ask for output
     EXPECT_EQ(llama_get_logits_ith(ctx, 2), nullptr);
     EXPECT_EQ(llama_get_logits_ith(ctx, -3), nullptr);
@@ -289,12 +289,13 @@ TEST_F(Capi, TokenizeBufferContract) {
     // detokenize round trip (without BOS the space-prefix is removed from the first piece).
     const std::vector<llama_token> ids = tokenize(text, false);
     char out[128];
-    const int32_t nd = llama_detokenize(vocab(), ids.data(), static_cast<int32_t>(ids.size()), out, sizeof out,
-                                        false, false);
+    const int32_t nd = llama_detokenize(vocab(), ids.data(), static_cast<int32_t>(ids.size()), out,
+                                        sizeof out, false, false);
     ASSERT_EQ(nd, len);
     EXPECT_EQ(std::string(out, nd), text);
     std::memset(out, '#', sizeof out);
-    EXPECT_LT(llama_detokenize(vocab(), ids.data(), static_cast<int32_t>(ids.size()), out, 5, false, false), -5);
+    EXPECT_LT(llama_detokenize(vocab(), ids.data(), static_cast<int32_t>(ids.size()), out, 5, false, false),
+              -5);
     EXPECT_EQ(out[0], '#');
 }
 

@@ -12,7 +12,7 @@ using namespace capi_test;
 namespace {
 
 class CapiSampler : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_NE(model(), nullptr); }
     void TearDown() override { llama_log_set(nullptr, nullptr); }
 };
@@ -96,7 +96,9 @@ struct EvenState {
     llama_token last = -1;
 };
 
-const char *even_name(const llama_sampler *) { return "even-greedy"; }
+const char *even_name(const llama_sampler *) {
+    return "even-greedy";
+}
 void even_accept(llama_sampler *s, llama_token t) {
     auto *st = static_cast<EvenState *>(s->ctx);
     st->accepts++;
@@ -114,11 +116,17 @@ void even_apply(llama_sampler *s, llama_token_data_array *cur) {
         if (best < 0 || cur->data[i].logit > cur->data[best].logit) best = static_cast<int64_t>(i);
     cur->selected = best;
 }
-void even_reset(llama_sampler *s) { static_cast<EvenState *>(s->ctx)->resets++; }
+void even_reset(llama_sampler *s) {
+    static_cast<EvenState *>(s->ctx)->resets++;
+}
 llama_sampler *even_clone(const llama_sampler *s);
-void even_free(llama_sampler *s) { static_cast<EvenState *>(s->ctx)->frees++; }  // state owned by the test
+void even_free(llama_sampler *s) {
+    static_cast<EvenState *>(s->ctx)->frees++;
+}  // state owned by the test
 const llama_sampler_i kEvenIface = {even_name, even_accept, even_apply, even_reset, even_clone, even_free};
-llama_sampler *even_clone(const llama_sampler *s) { return llama_sampler_init(&kEvenIface, s->ctx); }
+llama_sampler *even_clone(const llama_sampler *s) {
+    return llama_sampler_init(&kEvenIface, s->ctx);
+}
 
 llama_token best_even(const float *logits) {
     llama_token best = 0;
@@ -200,17 +208,22 @@ TEST_F(CapiSampler, ApplyOnACallerArray) {
 
 TEST_F(CapiSampler, EveryBuiltInConstructs) {
     llama_sampler *all[] = {
-        llama_sampler_init_greedy(),          llama_sampler_init_dist(7),
-        llama_sampler_init_top_k(10),         llama_sampler_init_top_p(0.9f, 1),
-        llama_sampler_init_min_p(0.05f, 1),   llama_sampler_init_typical(0.9f, 1),
-        llama_sampler_init_temp(0.7f),        llama_sampler_init_temp_ext(0.7f, 0.2f, 1.0f),
-        llama_sampler_init_xtc(0.5f, 0.1f, 1, 3), llama_sampler_init_top_n_sigma(1.5f),
-        llama_sampler_init_mirostat(512, 5, 5.0f, 0.1f, 100), llama_sampler_init_mirostat_v2(5, 5.0f, 0.1f),
+        llama_sampler_init_greedy(),
+        llama_sampler_init_dist(7),
+        llama_sampler_init_top_k(10),
+        llama_sampler_init_top_p(0.9f, 1),
+        llama_sampler_init_min_p(0.05f, 1),
+        llama_sampler_init_typical(0.9f, 1),
+        llama_sampler_init_temp(0.7f),
+        llama_sampler_init_temp_ext(0.7f, 0.2f, 1.0f),
+        llama_sampler_init_xtc(0.5f, 0.1f, 1, 3),
+        llama_sampler_init_top_n_sigma(1.5f),
+        llama_sampler_init_mirostat(512, 5, 5.0f, 0.1f, 100),
+        llama_sampler_init_mirostat_v2(5, 5.0f, 0.1f),
         llama_sampler_init_penalties(64, 1.1f, 0.0f, 0.0f),
     };
-    const char *names[] = {"greedy", "dist",        "top-k",    "top-p",       "min-p",
-                           "typical", "temp",       "temp-ext", "xtc",         "top-n-sigma",
-                           "mirostat", "mirostat-v2", "penalties"};
+    const char *names[] = {"greedy",   "dist", "top-k",       "top-p",    "min-p",       "typical",  "temp",
+                           "temp-ext", "xtc",  "top-n-sigma", "mirostat", "mirostat-v2", "penalties"};
     for (size_t i = 0; i < std::size(all); ++i) {
         ASSERT_NE(all[i], nullptr) << names[i];
         EXPECT_STREQ(llama_sampler_name(all[i]), names[i]);

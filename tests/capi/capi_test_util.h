@@ -11,8 +11,12 @@
 
 namespace capi_test {
 
-inline std::string model_path() { return std::string(LCTX_MODELS_DIR) + "/stories260K.gguf"; }
-inline std::string state_fixture(const char *name) { return std::string(LCTX_FIXTURES_DIR) + "/state/" + name; }
+inline std::string model_path() {
+    return std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
+}
+inline std::string state_fixture(const char *name) {
+    return std::string(LCTX_FIXTURES_DIR) + "/state/" + name;
+}
 
 // Silences the library's log lines (the refusal tests produce many on purpose).
 inline void quiet_log() {
@@ -28,7 +32,9 @@ inline llama_model *model() {
     return m;
 }
 
-inline const llama_vocab *vocab() { return llama_model_get_vocab(model()); }
+inline const llama_vocab *vocab() {
+    return llama_model_get_vocab(model());
+}
 
 struct CtxOptions {
     uint32_t n_ctx = 256;
@@ -61,8 +67,8 @@ inline std::vector<llama_token> tokenize(const std::string &text, bool add_speci
     const int32_t n = -llama_tokenize(vocab(), text.data(), static_cast<int32_t>(text.size()), nullptr, 0,
                                       add_special, false);
     std::vector<llama_token> out(n);
-    EXPECT_EQ(llama_tokenize(vocab(), text.data(), static_cast<int32_t>(text.size()), out.data(), n, add_special,
-                             false),
+    EXPECT_EQ(llama_tokenize(vocab(), text.data(), static_cast<int32_t>(text.size()), out.data(), n,
+                             add_special, false),
               n);
     return out;
 }
@@ -135,7 +141,7 @@ inline std::vector<llama_token> fixture_run(llama_context *ctx, llama_seq_id seq
 }
 
 inline const std::vector<llama_token> &fixture_tokens() {
-    static const std::vector<llama_token> t = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376,
+    static const std::vector<llama_token> t = {1,   403, 407, 261, 378, 432, 383, 286, 261, 376,
                                                298, 315, 421, 395, 317, 426, 338, 401, 396, 267};
     return t;
 }

@@ -14,7 +14,9 @@ using namespace state_test;
 
 namespace {
 
-std::string temp_path(const char *name) { return ::testing::TempDir() + "lctx_corrupt_" + name; }
+std::string temp_path(const char *name) {
+    return ::testing::TempDir() + "lctx_corrupt_" + name;
+}
 
 void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
     std::ofstream f(path, std::ios::binary);
@@ -22,7 +24,7 @@ void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
 }
 
 class StateCorrupt : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         ASSERT_NE(model(), nullptr);
         quiet_log();
@@ -84,8 +86,8 @@ TEST_F(StateCorrupt, TruncatedAtManyLengthsIsRefused) {
     std::vector<size_t> lengths;
     for (size_t n = 0; n < 256; ++n) lengths.push_back(n);
     for (size_t n = 256; n < good_.size(); n += 61) lengths.push_back(n);
-    for (size_t off : {layout_.cell_count_off, layout_.v_trans_off, layout_.n_layer_off, layout_.k_data_off[0],
-                       layout_.v_data_off[0], layout_.v_data_off.back()}) {
+    for (size_t off : {layout_.cell_count_off, layout_.v_trans_off, layout_.n_layer_off,
+                       layout_.k_data_off[0], layout_.v_data_off[0], layout_.v_data_off.back()}) {
         lengths.push_back(off);
         lengths.push_back(off + 1);
     }
@@ -252,7 +254,8 @@ TEST_F(StateCorrupt, BadSessionFilesAreRefused) {
     bad = file;
     bad.push_back(0);
     refused(bad, "trailing byte");
-    for (size_t len : {size_t{0}, size_t{3}, size_t{11}, size_t{40}, size_t{200}, file.size() / 2, file.size() - 1})
+    for (size_t len :
+         {size_t{0}, size_t{3}, size_t{11}, size_t{40}, size_t{200}, file.size() / 2, file.size() - 1})
         refused(std::vector<uint8_t>(file.begin(), file.begin() + len), "truncated file");
     bad = file;
     poke<uint32_t>(bad, 8, 1000);

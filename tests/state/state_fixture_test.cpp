@@ -32,10 +32,12 @@ float half_to_float(uint16_t h) {
     return sign ? -v : v;
 }
 
-std::string temp_path(const char *name) { return ::testing::TempDir() + "lctx_state_" + name; }
+std::string temp_path(const char *name) {
+    return ::testing::TempDir() + "lctx_state_" + name;
+}
 
 class StateFixture : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_NE(model(), nullptr); }
 };
 
@@ -72,7 +74,8 @@ TEST_F(StateFixture, SessionFileRefusesTooSmallTokenCapacity) {
     const std::vector<uint8_t> before = state_bytes(ctx);
     std::vector<llama_token> tokens(19);
     size_t n = 0;
-    EXPECT_FALSE(llama_state_load_file(ctx, state_fixture("session.bin").c_str(), tokens.data(), tokens.size(), &n));
+    EXPECT_FALSE(
+        llama_state_load_file(ctx, state_fixture("session.bin").c_str(), tokens.data(), tokens.size(), &n));
     EXPECT_EQ(state_bytes(ctx), before);
     llama_free(ctx);
     llama_log_set(nullptr, nullptr);
@@ -86,7 +89,8 @@ TEST_F(StateFixture, SequenceFileFromLlamaCppLoadsIntoAnotherSequence) {
     std::vector<llama_token> tokens(64, -1);
     size_t n_tokens = 0;
     const std::string path = state_fixture("seq0.bin");
-    const size_t n_read = llama_state_seq_load_file(ctx, path.c_str(), 1, tokens.data(), tokens.size(), &n_tokens);
+    const size_t n_read =
+        llama_state_seq_load_file(ctx, path.c_str(), 1, tokens.data(), tokens.size(), &n_tokens);
     EXPECT_EQ(n_read, read_file(path).size());
     tokens.resize(n_tokens);
     EXPECT_EQ(tokens, fixture_tokens());
@@ -145,7 +149,8 @@ TEST_F(StateFixture, OwnSessionFileMatchesLlamaCppLayout) {
     }
 
     // Logits: the tolerance the golden-logits tests use for an f16 KV cache against llama.cpp (1e-2 abs,
-    // fixtures/golden/FORMAT.md "Tolerance observed": a cached key or value may round to the neighbouring half).
+    // fixtures/golden/FORMAT.md "Tolerance observed": a cached key or value may round to the neighbouring
+    // half).
     double max_logit_diff = 0;
     for (uint64_t i = 0; i < lo.n_logits; ++i) {
         float a, b;

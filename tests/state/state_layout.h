@@ -18,8 +18,8 @@ struct Layout {
     // KV.
     size_t cell_count_off = 0;
     uint32_t cell_count = 0;
-    std::vector<size_t> cell_pos_off;     // [cell_count]
-    std::vector<size_t> cell_nseq_off;    // [cell_count]
+    std::vector<size_t> cell_pos_off;   // [cell_count]
+    std::vector<size_t> cell_nseq_off;  // [cell_count]
     size_t v_trans_off = 0, n_layer_off = 0;
     uint32_t v_trans = 0, n_layer = 0;
     std::vector<size_t> k_type_off, k_row_off, k_data_off;  // [n_layer]
@@ -30,7 +30,7 @@ struct Layout {
 };
 
 class LayoutReader {
-public:
+  public:
     LayoutReader(const uint8_t *p, size_t n) : p_(p), n_(n) {}
     template <typename T>
     T get() {
@@ -46,7 +46,7 @@ public:
     }
     size_t pos() const { return pos_; }
 
-private:
+  private:
     const uint8_t *p_;
     size_t n_;
     size_t pos_ = 0;

@@ -12,10 +12,12 @@ using namespace capi_test;
 
 namespace {
 
-std::string temp_path(const char *name) { return ::testing::TempDir() + "lctx_state_" + name; }
+std::string temp_path(const char *name) {
+    return ::testing::TempDir() + "lctx_state_" + name;
+}
 
 class StateRoundTrip : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_NE(model(), nullptr); }
 };
 
