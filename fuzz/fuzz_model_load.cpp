@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     const HParams &hp = model->hparams();
     if (hp.n_vocab == 0 || model->weights().layers.size() != hp.n_layer) {
-        std::fprintf(stderr, "fuzz_model_load: loaded a model with n_vocab %u and %zu of %u layers\n", hp.n_vocab,
-                     model->weights().layers.size(), hp.n_layer);
+        std::fprintf(stderr, "fuzz_model_load: loaded a model with n_vocab %u and %zu of %u layers\n",
+                     hp.n_vocab, model->weights().layers.size(), hp.n_layer);
         std::abort();
     }
     (void)model->description();

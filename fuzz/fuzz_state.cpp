@@ -92,7 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             ok = llama_state_seq_set_data(ctx, payload, n, seq) != 0;
             break;
         case 2:
-            ok = llama_state_load_file(ctx, file.write(payload, n).c_str(), tokens.data(), capacity, &n_tokens);
+            ok = llama_state_load_file(ctx, file.write(payload, n).c_str(), tokens.data(), capacity,
+                                       &n_tokens);
             break;
         default:
             ok = llama_state_seq_load_file(ctx, file.write(payload, n).c_str(), seq, tokens.data(), capacity,

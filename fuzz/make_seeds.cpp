@@ -56,9 +56,10 @@ std::vector<uint8_t> all_value_types() {
     w.set_string_array("strs", {"a", "", "\xff\xfe", "longer string"});
     w.set_f32_array("floats", {0.0f, -1.0f, 3.5f});
     w.set_i32_array("ints", {1, -1, 7});
-    w.set("nested", Value::from_array(ValueType::ARRAY,
-                                      {Value::from_array(ValueType::INT16, {Value::from_int(ValueType::INT16, -2)}),
-                                       Value::from_array(ValueType::STRING, {Value::from_string("x")})}));
+    w.set("nested",
+          Value::from_array(ValueType::ARRAY,
+                            {Value::from_array(ValueType::INT16, {Value::from_int(ValueType::INT16, -2)}),
+                             Value::from_array(ValueType::STRING, {Value::from_string("x")})}));
     std::vector<float> f(64, 0.25f);
     w.add_tensor("f32", GgmlType::F32, {4, 2}, f.data(), 32);
     std::vector<uint8_t> q(row_size(GgmlType::Q8_0, 64));

@@ -20,7 +20,10 @@ src="$root"
 if ! grep -q "add_subdirectory(fuzz)" "$root/CMakeLists.txt"; then
   src="$build/wrapper"
   mkdir -p "$src"
-  for d in src include tools tests fixtures models; do ln -sfn "$root/$d" "$src/$d"; done
+  for d in "$root"/*; do
+    case "$(basename "$d")" in CMakeLists.txt | build*) continue ;; esac
+    ln -sfn "$d" "$src/$(basename "$d")"
+  done
   cat > "$src/CMakeLists.txt" <<WRAP
 cmake_minimum_required(VERSION 3.20)
 project(lctx_fuzz_wrapper LANGUAGES C CXX)
@@ -33,9 +36,12 @@ flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefin
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_FUZZ=ON -DLCTX_BUILD_TESTS=OFF \
       -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
-targets=()
+targets=(--target fuzz_make_seeds)
 for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done
 cmake --build "$build" -j"$jobs" "${targets[@]}"
+
+# The seeds are committed; regenerate them only when the corpus is missing.
+[ -d "$root/fuzz/corpus/gguf" ] || "$root/fuzz/make_corpus.sh" "$build"
 
 # Small, quick runs: 64 KiB inputs for the tokenizer (long texts), whole seed files elsewhere.
 declare -A extra=([gguf]="-max_len=65536" [model_load]="-max_len=131072" [tokenize]="-max_len=65536"

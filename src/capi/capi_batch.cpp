@@ -1,5 +1,4 @@
-// C API: batches, decode / encode, and pooled embeddings (computed here from the per-token rows the
-// context produced).
+// C API: batches, decode / encode.
 #include <cstdlib>
 #include <cstring>
 
@@ -7,59 +6,6 @@
 
 using lctx::capi::guard;
 
-namespace {
-
-// Pools the per-token embeddings of the last decode into one vector per sequence (MEAN, CLS, LAST).
-// CLS takes the sequence's token at position 0 (else its first token in the batch), LAST the token with
-// the highest position. RANK needs a classification head, which no supported family has.
-void pool_embeddings(llama_context *ctx, const llama_batch &batch) {
-    const uint32_t n_seq = ctx->impl->params().n_seq_max;
-    const size_t n_embd = ctx->model->impl->hparams().n_embd;
-    ctx->embd_seq.assign(n_seq * n_embd, 0.0f);
-    ctx->embd_seq_ok.assign(n_seq, 0);
-    if (ctx->pooling == lctx::PoolingType::Rank) {
-        LCTX_LOG_ERROR("llama_decode: RANK pooling is not supported yet (no classification head)");
-        return;
-    }
-    std::vector<int32_t> count(n_seq, 0), chosen(n_seq, -1), chosen_pos(n_seq, -1);
-    for (int32_t i = 0; i < batch.n_tokens; ++i) {
-        const float *row = ctx->impl->embeddings_ith(i);
-        if (!row) continue;
-        const int32_t pos = batch.pos ? batch.pos[i] : i;
-        const int32_t ns = batch.seq_id ? (batch.n_seq_id ? batch.n_seq_id[i] : 1) : 1;
-        for (int32_t k = 0; k < ns; ++k) {
-            const int32_t s = batch.seq_id ? batch.seq_id[i][k] : 0;
-            count[s]++;
-            switch (ctx->pooling) {
-                case lctx::PoolingType::Mean: {
-                    float *dst = ctx->embd_seq.data() + s * n_embd;
-                    for (size_t j = 0; j < n_embd; ++j) dst[j] += row[j];
-                    break;
-                }
-                case lctx::PoolingType::Cls:
-                    if (chosen[s] < 0 || (pos == 0 && chosen_pos[s] != 0)) chosen[s] = i, chosen_pos[s] = pos;
-                    break;
-                case lctx::PoolingType::Last:
-                    if (chosen[s] < 0 || pos >= chosen_pos[s]) chosen[s] = i, chosen_pos[s] = pos;
-                    break;
-                default:
-                    break;
-            }
-        }
-    }
-    for (uint32_t s = 0; s < n_seq; ++s) {
-        if (count[s] == 0) continue;
-        float *dst = ctx->embd_seq.data() + s * n_embd;
-        if (ctx->pooling == lctx::PoolingType::Mean) {
-            for (size_t j = 0; j < n_embd; ++j) dst[j] /= static_cast<float>(count[s]);
-        } else {
-            std::memcpy(dst, ctx->impl->embeddings_ith(chosen[s]), n_embd * sizeof(float));
-        }
-        ctx->embd_seq_ok[s] = 1;
-    }
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -124,9 +70,9 @@ int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch) {
         b.n_seq_id = batch.n_seq_id;
         b.seq_id = batch.seq_id;
         b.logits = batch.logits;
-        const bool pooled = ctx->impl->params().embeddings && ctx->pooling != lctx::PoolingType::None;
-        // Pooling needs every token's row; logits_all (deprecated) asks for every row when logits is NULL.
-        if ((pooled || (ctx->cparams.logits_all && !batch.logits)) && batch.n_tokens > 0 &&
+        // logits_all (deprecated) asks for every row when logits is NULL. (Pooling takes every row by
+        // itself in the context.)
+        if (ctx->cparams.logits_all && !batch.logits && batch.n_tokens > 0 &&
             static_cast<size_t>(batch.n_tokens) <= ctx->all_outputs.size())
             b.logits = ctx->all_outputs.data();
         if (ctx->defrag_pending) {
@@ -134,7 +80,6 @@ int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch) {
             ctx->defrag_pending = false;
         }
         const lctx::DecodeStatus st = ctx->impl->decode(b);
-        if (st == lctx::DecodeStatus::Ok && pooled) pool_embeddings(ctx, batch);
         return static_cast<int32_t>(st);
     });
 }

@@ -46,6 +46,9 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
         lctx::ContextParams cp;
         uint32_t n_ctx = params.n_ctx ? params.n_ctx : hp.n_ctx_train;
         if (n_ctx == 0) throw lctx::Error("n_ctx is 0 and the model gives no training context");
+        if (n_ctx > UINT32_MAX - 31)
+            throw lctx::Error("n_ctx " + std::to_string(n_ctx) + " is too large (at most " +
+                              std::to_string(UINT32_MAX - 31) + ")");
         n_ctx = (n_ctx + 31) / 32 * 32;
         uint32_t n_batch = hp.causal_attn ? std::min(n_ctx, params.n_batch) : params.n_batch;
         n_batch = std::max<uint32_t>(64, n_batch);
@@ -186,7 +189,7 @@ void llama_set_embeddings(struct llama_context *ctx, bool embeddings) {
 
 void llama_set_causal_attn(struct llama_context *ctx, bool causal_attn) {
     LCTX_CAPI_REQUIRE(ctx, );
-    if (!causal_attn) not_supported(__func__, "non-causal attention");
+    ctx->impl->set_causal_attn(causal_attn);
 }
 
 void llama_set_abort_callback(struct llama_context *ctx, ggml_abort_callback abort_callback,
@@ -233,9 +236,7 @@ float *llama_get_embeddings_ith(struct llama_context *ctx, int32_t i) {
 float *llama_get_embeddings_seq(struct llama_context *ctx, llama_seq_id seq_id) {
     LCTX_CAPI_REQUIRE(ctx, nullptr);
     if (ctx->pooling == lctx::PoolingType::None) return nullptr;
-    if (seq_id < 0 || static_cast<size_t>(seq_id) >= ctx->embd_seq_ok.size() || !ctx->embd_seq_ok[seq_id])
-        return nullptr;
-    return ctx->embd_seq.data() + static_cast<size_t>(seq_id) * ctx->model->impl->hparams().n_embd;
+    return guard(__func__, static_cast<float *>(nullptr), [&] { return ctx->impl->embeddings_seq(seq_id); });
 }
 
 // ---- perf ----

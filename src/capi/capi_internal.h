@@ -29,9 +29,6 @@ struct llama_context {
     lctx::PoolingType pooling = lctx::PoolingType::None;
     bool defrag_pending = false;
     std::vector<int8_t> all_outputs;  // [n_batch] all ones: batch.logits when every token must output
-    // Pooled embeddings of the last decode: [n_seq_max][n_embd], valid where embd_seq_ok is set.
-    std::vector<float> embd_seq;
-    std::vector<uint8_t> embd_seq_ok;
 };
 
 namespace lctx::capi {

@@ -31,6 +31,7 @@ Context::Context(const Model &model, const ContextParams &params) : model_(model
     if (params_.pooling == PoolingType::Rank)
         throw Error("rank pooling needs a classification head, which this model does not have");
 
+    causal_attn_ = hp.causal_attn;
     kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max);
     pool_ = std::make_unique<kernels::ThreadPool>(std::max(params_.n_threads, params_.n_threads_batch));
     perf_.t_start_ms = now_ms();
@@ -98,7 +99,7 @@ void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     mask_.assign(static_cast<size_t>(n) * n_kv, kNegInf);
     const std::vector<KvCell> &cells = kv_->cells();
-    const bool causal = model_.hparams().causal_attn;
+    const bool causal = causal_attn_;
     for (int32_t t = 0; t < n; ++t) {
         const int32_t i = begin + t;
         // A token sees the cells of its (first) sequence at positions not after its own.
@@ -136,19 +137,23 @@ DecodeStatus Context::decode(const Batch &in) {
     }
     if (!b.pos) {
         auto_pos_.resize(n_tokens);
-        std::vector<int32_t> next(params_.n_seq_max, -1);
+        std::vector<int64_t> next(params_.n_seq_max, -1);
         for (int32_t i = 0; i < n_tokens; ++i) {
             const int32_t s = b.seq_id[i][0];
-            if (next[s] < 0) next[s] = kv_->seq_pos_max(s) + 1;
-            auto_pos_[i] = next[s]++;
+            if (next[s] < 0) next[s] = static_cast<int64_t>(kv_->seq_pos_max(s)) + 1;
+            if (next[s] > INT32_MAX) {
+                LCTX_LOG_ERROR("decode: sequence %d has reached the largest position; no next position", s);
+                return DecodeStatus::Error;
+            }
+            auto_pos_[i] = static_cast<int32_t>(next[s]++);
         }
         b.pos = auto_pos_.data();
     }
     std::vector<int8_t> want(n_tokens, 0);
-    if (b.logits) {
+    if (params_.embeddings && params_.pooling != PoolingType::None) {
+        std::fill(want.begin(), want.end(), 1);  // pooling reads every token of the batch
+    } else if (b.logits) {
         for (int32_t i = 0; i < n_tokens; ++i) want[i] = b.logits[i] != 0;
-    } else if (params_.embeddings && params_.pooling != PoolingType::None) {
-        std::fill(want.begin(), want.end(), 1);
     } else {
         want[n_tokens - 1] = 1;
     }

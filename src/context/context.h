@@ -79,6 +79,8 @@ public:
 
     void set_n_threads(int n_threads, int n_threads_batch);
     void set_embeddings(bool on) { params_.embeddings = on; }
+    // Causal masks (the default for decoder models) or full attention within each sequence.
+    void set_causal_attn(bool on) { causal_attn_ = on; }
     void set_abort_callback(bool (*cb)(void *), void *data) {
         params_.abort_callback = cb;
         params_.abort_callback_data = data;
@@ -116,6 +118,7 @@ private:
     std::vector<int32_t> out_rows_;    // ubatch rows with output
     std::vector<int32_t> auto_pos_;    // positions when the batch gave none
     PerfCounters perf_;
+    bool causal_attn_ = true;
 };
 
 }  // namespace lctx

@@ -23,7 +23,6 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
     if (type_v == GgmlType::Q8_0 && hp.n_embd_head_v % 32 != 0)
         throw Error("a q8_0 V cache needs a head size that is a multiple of 32");
 
-    cells_.resize(size);
     view_.type_k = type_k;
     view_.type_v = type_v;
     // V is kept transposed (a row per channel) unless it is block-quantized, where a channel row of
@@ -34,11 +33,20 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
     view_.v_row_bytes = row_size(type_v, n_embd_v_);
     view_.v_elem_bytes = view_.v_trans ? type_traits(type_v).type_size : 0;
 
-    const size_t k_layer = view_.k_row_bytes * size;
-    const size_t v_layer = view_.v_row_bytes * size;
-    const size_t total = (k_layer + v_layer) * n_layer_;
+    // Sizes in 128-bit arithmetic: a hostile n_ctx must not wrap into a small allocation.
+    const unsigned __int128 k_layer128 = static_cast<unsigned __int128>(view_.k_row_bytes) * size;
+    const unsigned __int128 v_layer128 = static_cast<unsigned __int128>(view_.v_row_bytes) * size;
+    const unsigned __int128 total128 = (k_layer128 + v_layer128) * n_layer_;
+    const unsigned __int128 limit = static_cast<unsigned __int128>(SIZE_MAX) / 2;
+    if (total128 > limit)
+        throw Error("cannot allocate the KV cache for " + std::to_string(size) + " cells: it would exceed the "
+                    "address space; lower n_ctx");
+    const size_t k_layer = static_cast<size_t>(k_layer128);
+    const size_t v_layer = static_cast<size_t>(v_layer128);
+    const size_t total = static_cast<size_t>(total128);
     try {
         storage_.assign(total, 0);
+        cells_.resize(size);
     } catch (const std::bad_alloc &) {
         throw Error("cannot allocate the KV cache: " + std::to_string(total >> 20) + " MiB for " +
                     std::to_string(size) + " cells; lower n_ctx");
@@ -199,8 +207,12 @@ void KvCache::seq_add(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
         KvCell &c = cells_[i];
         if (!c.seq.test(seq) || c.pos < p0 || c.pos >= p1) continue;
         has_shift_ = true;
-        c.pos += delta;
-        c.delta += delta;
+        // 64-bit sums: a shift past INT32_MAX drops the cell like one shifted below 0.
+        const int64_t pos = static_cast<int64_t>(c.pos) + delta;
+        const int64_t acc = static_cast<int64_t>(c.delta) + delta;
+        const bool out_of_range = pos > INT32_MAX || acc > INT32_MAX || acc < INT32_MIN;
+        c.pos = out_of_range ? -1 : static_cast<int32_t>(pos);
+        c.delta = out_of_range ? 0 : static_cast<int32_t>(acc);
         if (c.pos < 0) {
             used_--;
             clear_cell(c);
@@ -219,7 +231,8 @@ void KvCache::seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d) {
         has_shift_ = true;
         const int32_t p_old = c.pos;
         c.pos /= d;
-        c.delta += c.pos - p_old;
+        const int64_t acc = static_cast<int64_t>(c.delta) + (static_cast<int64_t>(c.pos) - p_old);
+        c.delta = static_cast<int32_t>(std::clamp<int64_t>(acc, INT32_MIN, INT32_MAX));
     }
 }
 

@@ -7,6 +7,8 @@
 #include <memory>
 #include <utility>
 
+#include <sys/stat.h>
+
 #include "context/context.h"
 #include "util/error.h"
 
@@ -226,7 +228,12 @@ void put(StateWriter &w, T v) {
 std::vector<uint8_t> read_whole_file(const std::string &path) {
     std::unique_ptr<std::FILE, int (*)(std::FILE *)> f(std::fopen(path.c_str(), "rb"), std::fclose);
     if (!f) throw Error("cannot open state file " + path + ": " + std::strerror(errno));
+    // Only regular files: a device or a pipe could stream without end.
+    struct stat st;
+    if (fstat(fileno(f.get()), &st) != 0 || !S_ISREG(st.st_mode))
+        throw Error("state file " + path + " is not a regular file");
     std::vector<uint8_t> bytes;
+    bytes.reserve(static_cast<size_t>(st.st_size));
     uint8_t buf[1 << 16];
     size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.insert(bytes.end(), buf, buf + n);

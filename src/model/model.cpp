@@ -106,6 +106,11 @@ void Model::bind_weights() {
     if (!weights_.output.data) weights_.output = weights_.token_embd;  // tied embeddings
     weights_.rope_freqs = b.vector("rope_freqs.weight", hp.rope.n_rot / 2, /*required=*/false);
 
+    // Each layer has at least 9 tensors: a block_count the file cannot back is refused before anything is
+    // sized from it.
+    if (hp.n_layer > file_->tensors().size() / 9)
+        throw Error("llama.block_count = " + std::to_string(hp.n_layer) + " but the file holds only " +
+                    std::to_string(file_->tensors().size()) + " tensors");
     weights_.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";

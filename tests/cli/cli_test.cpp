@@ -77,3 +77,25 @@ TEST(Cli, MissingModelIsAClearError) {
 TEST(Cli, UnknownCommandFails) { EXPECT_NE(run("frobnicate").status, 0); }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, ChatShiftsTheContextAndGoesOn) {
+    // A 64-token context cannot hold four turns of 40 tokens: the chat must shift and keep answering.
+    const std::string cmd = "printf 'Once upon a time\\nThe dog ran\\nLily was sad\\nThen\\n' | " +
+                            std::string(LCTX_BIN_DIR) + "/lctx chat -c 64 -n 40 --temp 0 -v 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int st = pclose(p);
+    EXPECT_EQ(WEXITSTATUS(st), 0) << out;
+    EXPECT_NE(out.find("[context shift"), std::string::npos) << out;
+    size_t lines = 0;
+    for (char c : out) lines += c == '\n';
+    EXPECT_GE(lines, 4u) << out;
+}
+
+}  // namespace

@@ -190,3 +190,37 @@ TEST(Abort, StopsBetweenMicroBatchesAndKeepsCompleteOnes) {
 
 }  // namespace
 }  // namespace lctx
+
+namespace lctx {
+namespace {
+
+TEST(Mask, NonCausalAttentionSeesLaterTokensOfTheSequence) {
+    auto m = stories();
+    int32_t tok[3] = {1, 200, 300};
+    int8_t out[3] = {1, 1, 1};
+    Batch b;
+    b.n_tokens = 3;
+    b.token = tok;
+    b.logits = out;
+    Context causal(*m, ContextParams{});
+    ASSERT_EQ(causal.decode(b), DecodeStatus::Ok);
+    Context full(*m, ContextParams{});
+    full.set_causal_attn(false);
+    ASSERT_EQ(full.decode(b), DecodeStatus::Ok);
+    // Without the causal mask the first token sees the later ones, so its logits change.
+    float diff = 0;
+    for (int v = 0; v < 512; ++v) diff = std::max(diff, std::fabs(causal.logits_ith(0)[v] - full.logits_ith(0)[v]));
+    EXPECT_GT(diff, 1e-2f);
+    // A lone token has nothing later to see: both masks give the same logits.
+    Batch one;
+    one.n_tokens = 1;
+    one.token = tok;
+    Context c1(*m, ContextParams{}), f1(*m, ContextParams{});
+    f1.set_causal_attn(false);
+    ASSERT_EQ(c1.decode(one), DecodeStatus::Ok);
+    ASSERT_EQ(f1.decode(one), DecodeStatus::Ok);
+    for (int v = 0; v < 512; ++v) EXPECT_EQ(c1.logits_ith(0)[v], f1.logits_ith(0)[v]);
+}
+
+}  // namespace
+}  // namespace lctx

@@ -10,5 +10,7 @@
 #endif
 
 #ifdef LCTX_HOSTILE_ASAN
-extern "C" const char *__asan_default_options() { return "allocator_may_return_null=1"; }
+extern "C" const char *__asan_default_options() {
+    return "allocator_may_return_null=1";
+}
 #endif

@@ -19,7 +19,9 @@
 
 namespace hostile {
 
-inline std::string stories_path() { return std::string(LCTX_MODELS_DIR) + "/stories260K.gguf"; }
+inline std::string stories_path() {
+    return std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
+}
 
 inline void quiet() {
     lctx::log_set_sink([](lctx::LogLevel, const char *, void *) {}, nullptr);

@@ -4,6 +4,7 @@ namespace lctx::cli {
 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

@@ -11,7 +11,10 @@ void usage() {
                  "usage: lctx <command> [options]\n"
                  "commands:\n"
                  "  run        generate text from a prompt\n"
+                 "  chat       talk with a model (context shift keeps long chats going)\n"
                  "  tokenize   print the token ids of a text\n"
+                 "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
+                 "  synth      write a GGUF with random weights in a real model's shape\n"
                  "run 'lctx <command> --help' for the options of a command\n");
 }
 }  // namespace
@@ -23,6 +26,7 @@ int main(int argc, char **argv) {
     }
     const std::string cmd = argv[1];
     if (cmd == "run") return lctx::cli::cmd_run(argc - 1, argv + 1);
+    if (cmd == "chat") return lctx::cli::cmd_chat(argc - 1, argv + 1);
     if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
     if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
     if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);

@@ -1,0 +1,230 @@
+// attention() against a naive double-precision reference: masks with -inf holes (and fully masked
+// rows), GQA, F16 / F32 / Q8_0 caches, V transposed or not, row subsets, softcap.
+//
+// The reference uses the same inputs the kernel sees: q converted to the K cache's dot type (as the
+// kernel must to take dot products with quantized keys), dequantized K and V. The one rounding the
+// reference does not repeat is the kernel's conversion of the probabilities to V's dot type when V is
+// transposed; its effect is bounded per output by sum_j |dp_j| * |v_j| with dp_j the conversion error.
+#include "kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensor/types.h"
+
+namespace lctx::kernels {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+struct Case {
+    int n_head, n_head_kv, head_dim, n_kv, n_tokens;
+    GgmlType type_k, type_v;
+    bool v_trans;
+    float softcap = 0.0f;
+};
+
+std::string case_name(const Case &c) {
+    return "h" + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " d" + std::to_string(c.head_dim) +
+           " kv" + std::to_string(c.n_kv) + " t" + std::to_string(c.n_tokens) + " " + type_name(c.type_k) + "/" +
+           type_name(c.type_v) + (c.v_trans ? " vt" : "") + (c.softcap > 0 ? " softcap" : "");
+}
+
+// Round trip of n floats through `type`.
+std::vector<float> through(GgmlType type, const float *x, int64_t n) {
+    std::vector<uint8_t> buf(row_size(type, n));
+    quantize_row(type, x, buf.data(), n);
+    std::vector<float> y(n);
+    dequantize_row(type, buf.data(), y.data(), n);
+    return y;
+}
+
+void run_case(const Case &c, uint32_t seed, int n_threads) {
+    SCOPED_TRACE(case_name(c) + " threads " + std::to_string(n_threads));
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int hd = c.head_dim, gqa = c.n_head / c.n_head_kv;
+    const int64_t q_dim = static_cast<int64_t>(c.n_head) * hd, kv_dim = static_cast<int64_t>(c.n_head_kv) * hd;
+    const uint32_t cells = static_cast<uint32_t>(c.n_kv + 3);  // cache larger than n_kv
+
+    // K: [cells][kv_dim] in type_k (one row per cell, heads side by side)
+    std::vector<float> kf(cells * kv_dim), vf(cells * kv_dim);
+    for (float &v : kf) v = normal(rng) * 1.5f;
+    for (float &v : vf) v = normal(rng);
+    const size_t k_row_bytes = row_size(c.type_k, kv_dim);
+    std::vector<uint8_t> kbuf(cells * k_row_bytes);
+    std::vector<float> kdq(cells * kv_dim);  // what the kernel sees
+    for (uint32_t j = 0; j < cells; ++j) {
+        for (int g = 0; g < c.n_head_kv; ++g) {
+            const size_t off = j * k_row_bytes + g * row_size(c.type_k, hd);
+            quantize_row(c.type_k, kf.data() + j * kv_dim + g * hd, kbuf.data() + off, hd);
+            dequantize_row(c.type_k, kbuf.data() + off, kdq.data() + j * kv_dim + g * hd, hd);
+        }
+    }
+    // V: transposed [kv_dim][cells] elements, or [cells][v_row_bytes]
+    std::vector<uint8_t> vbuf;
+    std::vector<float> vdq(cells * kv_dim);  // [cell][channel]
+    size_t v_row_bytes = 0;
+    if (c.v_trans) {
+        const size_t es = type_traits(c.type_v).type_size;
+        vbuf.resize(kv_dim * cells * es);
+        for (int64_t ch = 0; ch < kv_dim; ++ch) {
+            std::vector<float> col(cells);
+            for (uint32_t j = 0; j < cells; ++j) col[j] = vf[j * kv_dim + ch];
+            quantize_row(c.type_v, col.data(), vbuf.data() + ch * cells * es, cells);
+            std::vector<float> back(cells);
+            dequantize_row(c.type_v, vbuf.data() + ch * cells * es, back.data(), cells);
+            for (uint32_t j = 0; j < cells; ++j) vdq[j * kv_dim + ch] = back[j];
+        }
+    } else {
+        v_row_bytes = row_size(c.type_v, kv_dim);
+        vbuf.resize(cells * v_row_bytes);
+        for (uint32_t j = 0; j < cells; ++j) {
+            for (int g = 0; g < c.n_head_kv; ++g) {
+                const size_t off = j * v_row_bytes + g * row_size(c.type_v, hd);
+                quantize_row(c.type_v, vf.data() + j * kv_dim + g * hd, vbuf.data() + off, hd);
+                dequantize_row(c.type_v, vbuf.data() + off, vdq.data() + j * kv_dim + g * hd, hd);
+            }
+        }
+    }
+
+    // q: [n_tokens][q_dim + 5]; mask [n_tokens][n_kv + 2] with holes; the last token sees nothing
+    const int64_t ldq = q_dim + 5, ldmask = c.n_kv + 2;
+    std::vector<float> q(c.n_tokens * ldq);
+    for (float &v : q) v = normal(rng);
+    std::vector<float> mask(c.n_tokens * ldmask, 0.0f);
+    for (int t = 0; t < c.n_tokens; ++t) {
+        for (int j = 0; j < c.n_kv; ++j) {
+            const bool causal_hole = j > c.n_kv - c.n_tokens + t;
+            if (causal_hole || rng() % 5 == 0) mask[t * ldmask + j] = -kInf;
+        }
+        if (c.n_tokens > 1 && t == c.n_tokens - 1)
+            for (int j = 0; j < c.n_kv; ++j) mask[t * ldmask + j] = -kInf;
+    }
+    // every other row, in reverse order
+    std::vector<int32_t> rows;
+    for (int t = c.n_tokens - 1; t >= 0; t -= (c.n_tokens > 2 ? 2 : 1)) rows.push_back(t);
+    const int64_t ldo = q_dim + 1;
+    std::vector<float> out(rows.size() * ldo, 777.0f);
+
+    AttentionArgs a;
+    a.q = q.data();
+    a.ldq = ldq;
+    a.n_head = c.n_head;
+    a.n_head_kv = c.n_head_kv;
+    a.head_dim_k = hd;
+    a.head_dim_v = hd;
+    a.k = kbuf.data();
+    a.type_k = c.type_k;
+    a.k_row_bytes = k_row_bytes;
+    a.v = vbuf.data();
+    a.type_v = c.type_v;
+    a.v_trans = c.v_trans;
+    a.v_row_bytes = v_row_bytes;
+    a.v_cells = cells;
+    a.n_kv = c.n_kv;
+    a.mask = mask.data();
+    a.ldmask = ldmask;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    a.softcap = c.softcap;
+    a.rows = rows.data();
+    a.n_rows = static_cast<int>(rows.size());
+    a.out = out.data();
+    a.ldo = ldo;
+    ThreadPool pool(n_threads);
+    attention(a, pool);
+
+    const GgmlType qt = type_traits(c.type_k).vec_dot_type;
+    const GgmlType pt = c.v_trans ? type_traits(c.type_v).vec_dot_type : GgmlType::F32;
+    int bad = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int t = rows[i];
+        for (int h = 0; h < c.n_head; ++h) {
+            const int g = h / gqa;
+            const std::vector<float> qh = through(qt, q.data() + t * ldq + h * hd, hd);
+            std::vector<double> p(c.n_kv, 0.0);
+            double mx = -1e300;
+            bool any = false;
+            for (int j = 0; j < c.n_kv; ++j) {
+                if (mask[t * ldmask + j] == -kInf) continue;
+                double s = 0;
+                for (int d = 0; d < hd; ++d) s += static_cast<double>(qh[d]) * kdq[j * kv_dim + g * hd + d];
+                s *= a.scale;
+                if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
+                p[j] = s;
+                mx = std::max(mx, s);
+                any = true;
+            }
+            double sum = 0;
+            for (int j = 0; j < c.n_kv; ++j) {
+                p[j] = mask[t * ldmask + j] == -kInf ? 0.0 : std::exp(p[j] - mx);
+                sum += p[j];
+            }
+            if (any)
+                for (double &v : p) v /= sum;
+            // Error of the probabilities' conversion to the dot type of V, per cell.
+            std::vector<double> dp(c.n_kv, 0.0);
+            if (pt == GgmlType::F16) {
+                for (int j = 0; j < c.n_kv; ++j) dp[j] = p[j] * 0x1p-11 + 0x1p-25;
+            } else if (pt == GgmlType::Q8_0) {
+                for (int b0 = 0; b0 < c.n_kv; b0 += 32) {
+                    double bm = 0;
+                    for (int j = b0; j < std::min(c.n_kv, b0 + 32); ++j) bm = std::max(bm, p[j]);
+                    for (int j = b0; j < std::min(c.n_kv, b0 + 32); ++j) dp[j] = bm / 127.0 * 0.5 * 1.01 + p[j] * 1e-3;
+                }
+            }
+            for (int d = 0; d < hd; ++d) {
+                double want = 0, tol = 0;
+                for (int j = 0; j < c.n_kv; ++j) {
+                    const double v = vdq[j * kv_dim + g * hd + d];
+                    want += p[j] * v;
+                    tol += (dp[j] + p[j] * 2e-5) * std::fabs(v);
+                }
+                tol += 1e-6;
+                const float got = out[i * ldo + h * hd + d];
+                if (!(std::fabs(got - want) <= tol) && ++bad < 5)
+                    ADD_FAILURE() << "row " << t << " head " << h << " dim " << d << ": got " << got << " want " << want
+                                  << " tol " << tol;
+            }
+        }
+        EXPECT_EQ(out[i * ldo + q_dim], 777.0f) << "wrote past the heads";
+    }
+    EXPECT_EQ(bad, 0);
+}
+
+TEST(AttentionTest, CachesLayoutsAndGqa) {
+    uint32_t seed = 1;
+    for (GgmlType tk : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+        for (bool v_trans : {true, false}) {
+            for (auto [nh, nkv] : {std::pair{4, 4}, std::pair{8, 2}, std::pair{6, 1}}) {
+                for (auto [n_kv, n_tokens] : {std::pair{1, 1}, std::pair{37, 1}, std::pair{64, 5}, std::pair{200, 9}}) {
+                    // Q8_0 V needs whole blocks along its rows: head_dim (not transposed) or the cells
+                    // (transposed: cells = n_kv + 3, not a multiple of 32; only F16 / F32 there).
+                    const GgmlType tv = v_trans && tk == GgmlType::Q8_0 ? GgmlType::F16 : tk;
+                    const Case c{nh, nkv, 64, n_kv, n_tokens, tk, tv, v_trans};
+                    for (int threads : {1, 2}) run_case(c, seed++, threads);
+                    if (::testing::Test::HasFailure()) return;
+                }
+            }
+        }
+    }
+}
+
+TEST(AttentionTest, HeadDim128AndLongContext) {
+    run_case(Case{4, 2, 128, 700, 3, GgmlType::F16, GgmlType::F16, true}, 91, 2);
+    run_case(Case{4, 2, 128, 700, 3, GgmlType::F16, GgmlType::F16, false}, 92, 2);
+    run_case(Case{2, 1, 32, 1500, 1, GgmlType::F16, GgmlType::F16, true}, 93, 1);
+}
+
+TEST(AttentionTest, Softcap) {
+    run_case(Case{4, 2, 64, 50, 3, GgmlType::F16, GgmlType::F16, true, 5.0f}, 94, 1);
+    run_case(Case{4, 2, 64, 50, 3, GgmlType::F32, GgmlType::F32, false, 5.0f}, 95, 2);
+}
+
+}  // namespace
+}  // namespace lctx::kernels

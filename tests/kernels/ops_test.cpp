@@ -1,0 +1,273 @@
+// Element-wise and row ops against naive double-precision formulas.
+#include "kernels/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "tensor/fp16.h"
+
+namespace lctx::kernels {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<float> random_vec(int64_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float &f : v) f = d(rng);
+    return v;
+}
+
+// |got - want| <= rel * |want| + abs, element by element.
+void expect_close(const std::vector<float> &got, const std::vector<double> &want, double rel, double abs) {
+    ASSERT_EQ(got.size(), want.size());
+    int bad = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (!(std::fabs(got[i] - want[i]) <= rel * std::fabs(want[i]) + abs) && ++bad < 5)
+            ADD_FAILURE() << "i " << i << ": got " << got[i] << " want " << want[i];
+    }
+}
+
+const int64_t kLengths[] = {1, 3, 8, 15, 16, 17, 64, 100, 2048, 2051};
+
+TEST(OpsTest, RmsNorm) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        const std::vector<float> x = random_vec(n, 1 + n, 3.0f), w = random_vec(n, 2 + n);
+        double ss = 0;
+        for (float v : x) ss += static_cast<double>(v) * v;
+        const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
+        std::vector<double> want(n), want_nw(n);
+        for (int64_t i = 0; i < n; ++i) {
+            want[i] = x[i] * inv * w[i];
+            want_nw[i] = x[i] * inv;
+        }
+        std::vector<float> y(n);
+        rms_norm(x.data(), w.data(), y.data(), n, 1e-5f);
+        expect_close(y, want, 1e-5, 1e-6);
+        rms_norm(x.data(), nullptr, y.data(), n, 1e-5f);
+        expect_close(y, want_nw, 1e-5, 1e-6);
+        // in place
+        std::vector<float> z = x;
+        rms_norm(z.data(), w.data(), z.data(), n, 1e-5f);
+        expect_close(z, want, 1e-5, 1e-6);
+    }
+}
+
+TEST(OpsTest, LayerNorm) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        std::vector<float> x = random_vec(n, 3 + n, 2.0f);
+        for (float &v : x) v += 5.0f;  // a mean far from 0
+        const std::vector<float> w = random_vec(n, 4 + n), b = random_vec(n, 5 + n);
+        double mean = 0;
+        for (float v : x) mean += v;
+        mean /= n;
+        double var = 0;
+        for (float v : x) var += (v - mean) * (v - mean);
+        var /= n;
+        const double inv = 1.0 / std::sqrt(var + 1e-5);
+        std::vector<double> want(n), want_plain(n);
+        for (int64_t i = 0; i < n; ++i) {
+            want_plain[i] = (x[i] - mean) * inv;
+            want[i] = want_plain[i] * w[i] + b[i];
+        }
+        std::vector<float> y(n);
+        layer_norm(x.data(), w.data(), b.data(), y.data(), n, 1e-5f);
+        expect_close(y, want, 1e-4, 1e-5);
+        layer_norm(x.data(), nullptr, nullptr, y.data(), n, 1e-5f);
+        expect_close(y, want_plain, 1e-4, 1e-5);
+    }
+}
+
+// Naive rope: pair (a, b) of each head rotated by pos * base^(-2i/n_rot) * freq_scale. The kernel forms
+// the angle of pair i by i float multiplications (as ggml does, which the golden logits depend on), so
+// its angle carries a relative error up to ~(i + 4) * 2^-24; *tol receives the resulting bound per element.
+std::vector<double> rope_ref(const std::vector<float> &x, int n_head, int head_dim, double pos, const RopeParams &p,
+                             std::vector<double> *tol = nullptr) {
+    std::vector<double> y(x.begin(), x.end());
+    if (tol) tol->assign(x.size(), 1e-6);
+    const int half = p.n_rot / 2;
+    for (int h = 0; h < n_head; ++h) {
+        for (int i = 0; i < half; ++i) {
+            const double ff = p.freq_factors ? p.freq_factors[i] : 1.0;
+            const double theta = pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot) / ff * p.freq_scale;
+            const int a = p.mode == RopeMode::Normal ? 2 * i : i;
+            const int b = p.mode == RopeMode::Normal ? 2 * i + 1 : i + half;
+            const double x0 = x[h * head_dim + a], x1 = x[h * head_dim + b];
+            y[h * head_dim + a] = (x0 * std::cos(theta) - x1 * std::sin(theta)) * p.attn_factor;
+            y[h * head_dim + b] = (x0 * std::sin(theta) + x1 * std::cos(theta)) * p.attn_factor;
+            if (tol) {
+                const double e = (std::fabs(x0) + std::fabs(x1)) * (theta * (i + 4) * 0x1p-24 + 1e-6);
+                (*tol)[h * head_dim + a] += e;
+                (*tol)[h * head_dim + b] += e;
+            }
+        }
+    }
+    return y;
+}
+
+TEST(OpsTest, RopeNormalAndNeox) {
+    for (RopeMode mode : {RopeMode::Normal, RopeMode::Neox}) {
+        for (int head_dim : {8, 64, 128}) {
+            for (int n_rot : {head_dim, head_dim / 2}) {
+                for (float pos : {0.0f, 1.0f, 17.0f, 1000.0f}) {
+                    SCOPED_TRACE(std::to_string(static_cast<int>(mode)) + " hd " + std::to_string(head_dim) + " rot " +
+                                 std::to_string(n_rot) + " pos " + std::to_string(pos));
+                    RopeParams p;
+                    p.n_rot = n_rot;
+                    p.mode = mode;
+                    p.freq_base = 10000.0f;
+                    const int n_head = 3;
+                    const std::vector<float> x = random_vec(n_head * head_dim, 7 + head_dim + n_rot);
+                    std::vector<double> tol;
+                    const std::vector<double> want = rope_ref(x, n_head, head_dim, pos, p, &tol);
+                    std::vector<float> y = x;
+                    rope(y.data(), n_head, head_dim, pos, p);
+                    int bad = 0;
+                    for (size_t i = 0; i < y.size(); ++i)
+                        if (!(std::fabs(y[i] - want[i]) <= tol[i]) && ++bad < 5)
+                            ADD_FAILURE() << "i " << i << ": got " << y[i] << " want " << want[i] << " tol " << tol[i];
+                }
+            }
+        }
+    }
+}
+
+TEST(OpsTest, RopeFreqScaleAndFactors) {
+    RopeParams p;
+    p.n_rot = 16;
+    p.freq_base = 500000.0f;
+    p.freq_scale = 0.25f;
+    std::vector<float> ff(8);
+    for (int i = 0; i < 8; ++i) ff[i] = 1.0f + i;
+    p.freq_factors = ff.data();
+    const std::vector<float> x = random_vec(2 * 16, 11);
+    const std::vector<double> want = rope_ref(x, 2, 16, 37.0, p);
+    std::vector<float> y = x;
+    rope(y.data(), 2, 16, 37.0f, p);
+    expect_close(y, want, 0, 1e-5);
+}
+
+TEST(OpsTest, RopeF16InPlaceMatchesF32) {
+    RopeParams p;
+    p.n_rot = 32;
+    std::vector<float> x = random_vec(2 * 32, 12);
+    std::vector<uint16_t> h(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+        h[i] = fp32_to_fp16(x[i]);
+        x[i] = fp16_to_fp32(h[i]);
+    }
+    const std::vector<double> want = rope_ref(x, 2, 32, 5.0, p);
+    rope_f16_inplace(h.data(), 2, 32, 5.0f, p);
+    std::vector<float> got(h.size());
+    for (size_t i = 0; i < h.size(); ++i) got[i] = fp16_to_fp32(h[i]);
+    expect_close(got, want, 1e-3, 1e-4);
+}
+
+TEST(OpsTest, SoftmaxWithMaskAndScale) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        std::vector<float> x = random_vec(n, 13 + n, 4.0f);
+        std::vector<float> mask(n, 0.0f);
+        std::mt19937 rng(static_cast<uint32_t>(n));
+        for (int64_t i = 0; i < n; ++i)
+            if (rng() % 3 == 0) mask[i] = -kInf;
+        mask[n / 2] = 0.0f;  // at least one visible
+        const float scale = 0.37f;
+        double mx = -1e300;
+        for (int64_t i = 0; i < n; ++i)
+            if (mask[i] == 0.0f) mx = std::max(mx, static_cast<double>(x[i]) * scale);
+        double sum = 0;
+        std::vector<double> want(n, 0.0);
+        for (int64_t i = 0; i < n; ++i) {
+            if (mask[i] == 0.0f) sum += want[i] = std::exp(static_cast<double>(x[i]) * scale - mx);
+        }
+        for (double &v : want) v /= sum;
+        std::vector<float> y = x;
+        softmax(y.data(), mask.data(), n, scale);
+        expect_close(y, want, 1e-5, 1e-7);
+        for (int64_t i = 0; i < n; ++i) {
+            if (mask[i] != 0.0f) EXPECT_EQ(y[i], 0.0f);
+        }
+        // No mask
+        double mx2 = -1e300, sum2 = 0;
+        for (float v : x) mx2 = std::max(mx2, static_cast<double>(v));
+        std::vector<double> want2(n);
+        for (int64_t i = 0; i < n; ++i) sum2 += want2[i] = std::exp(static_cast<double>(x[i]) - mx2);
+        for (double &v : want2) v /= sum2;
+        y = x;
+        softmax(y.data(), nullptr, n, 1.0f);
+        expect_close(y, want2, 1e-5, 1e-7);
+    }
+}
+
+TEST(OpsTest, SoftmaxAllMaskedGivesZeros) {
+    std::vector<float> x = {1, 2, 3, 4, 5};
+    std::vector<float> mask(5, -kInf);
+    softmax(x.data(), mask.data(), 5, 1.0f);
+    for (float v : x) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(OpsTest, GatedActivations) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        const std::vector<float> g = random_vec(n, 21 + n, 4.0f), u = random_vec(n, 22 + n);
+        std::vector<double> sw(n), ge(n), si(n), gl(n);
+        for (int64_t i = 0; i < n; ++i) {
+            const double a = g[i];
+            si[i] = a / (1.0 + std::exp(-a));
+            sw[i] = si[i] * u[i];
+            gl[i] = 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * a * (1.0 + 0.044715 * a * a)));
+            ge[i] = gl[i] * u[i];
+        }
+        std::vector<float> y(n);
+        swiglu(g.data(), u.data(), y.data(), n);
+        expect_close(y, sw, 1e-5, 1e-6);
+        y = g;  // in place on the gate, as the model calls it
+        swiglu(y.data(), u.data(), y.data(), n);
+        expect_close(y, sw, 1e-5, 1e-6);
+        geglu(g.data(), u.data(), y.data(), n);
+        expect_close(y, ge, 1e-5, 1e-6);
+        y = g;
+        silu_inplace(y.data(), n);
+        expect_close(y, si, 1e-5, 1e-6);
+        y = g;
+        gelu_inplace(y.data(), n);
+        expect_close(y, gl, 1e-5, 1e-6);
+    }
+}
+
+TEST(OpsTest, SiluExtremes) {
+    std::vector<float> x = {-100.0f, -88.0f, -20.0f, 0.0f, 20.0f, 88.0f, 100.0f, 1e-30f};
+    std::vector<float> y = x;
+    silu_inplace(y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
+        EXPECT_NEAR(y[i], want, 1e-5 * std::fabs(want) + 1e-30) << x[i];
+        EXPECT_TRUE(std::isfinite(y[i]));
+    }
+}
+
+TEST(OpsTest, AddScaleMul) {
+    for (int64_t n : kLengths) {
+        const std::vector<float> a = random_vec(n, 31 + n), b = random_vec(n, 32 + n);
+        std::vector<float> y = a;
+        add_inplace(y.data(), b.data(), n);
+        for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], a[i] + b[i]);
+        y = a;
+        scale_inplace(y.data(), 0.3f, n);
+        for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], a[i] * 0.3f);
+        y = a;
+        mul_inplace(y.data(), b.data(), n);
+        for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], a[i] * b[i]);
+    }
+}
+
+}  // namespace
+}  // namespace lctx::kernels

@@ -1,0 +1,149 @@
+// The persistent pool: every section runs each of its thread indices exactly once, sections follow
+// each other without losing or repeating work, max_threads and set_n_active cap the threads used.
+#include "kernels/threadpool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace lctx::kernels {
+namespace {
+
+TEST(ThreadPoolTest, RunCallsEveryIndexOnce) {
+    for (int n : {1, 2, 3, 5}) {
+        ThreadPool pool(n);
+        EXPECT_EQ(pool.n_threads(), n);
+        std::vector<std::atomic<int>> hits(n);
+        std::atomic<int> bad_nth{0};
+        pool.run([&](int ith, int nth) {
+            if (nth != n) bad_nth.fetch_add(1);
+            hits[ith].fetch_add(1);
+        });
+        EXPECT_EQ(bad_nth.load(), 0);
+        for (int i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "thread " << i << " of " << n;
+    }
+}
+
+TEST(ThreadPoolTest, ManyShortSections) {
+    ThreadPool pool(3);
+    std::atomic<int64_t> total{0};
+    constexpr int kSections = 20000;
+    for (int s = 0; s < kSections; ++s) {
+        pool.parallel_for(7, 1, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+    }
+    EXPECT_EQ(total.load(), int64_t{7} * kSections);
+}
+
+TEST(ThreadPoolTest, SectionsAfterWorkersFellAsleep) {
+    ThreadPool pool(2);
+    for (int s = 0; s < 3; ++s) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));  // past the spin phase
+        std::atomic<int> calls{0};
+        pool.run([&](int, int) { calls.fetch_add(1); });
+        EXPECT_EQ(calls.load(), 2);
+    }
+}
+
+TEST(ThreadPoolTest, ParallelForCoversRangeExactlyOnceInGrainMultiples) {
+    ThreadPool pool(4);
+    for (int64_t n : {1, 2, 5, 16, 17, 100, 1001}) {
+        for (int64_t grain : {1, 3, 16, 64}) {
+            std::vector<std::atomic<int>> seen(n);
+            std::atomic<int> misaligned{0};
+            pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+                if (b % grain != 0 || (e != n && e % grain != 0) || b >= e) misaligned.fetch_add(1);
+                for (int64_t i = b; i < e; ++i) seen[i].fetch_add(1);
+            });
+            EXPECT_EQ(misaligned.load(), 0) << "n " << n << " grain " << grain;
+            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i].load(), 1) << "n " << n << " grain " << grain << " i " << i;
+        }
+    }
+}
+
+TEST(ThreadPoolTest, EmptyRangeCallsNothing) {
+    ThreadPool pool(2);
+    int calls = 0;
+    pool.parallel_for(0, 1, [&](int64_t, int64_t) { ++calls; });
+    EXPECT_EQ(calls, 0);
+}
+
+// Distinct OS threads seen by a section.
+int threads_used(ThreadPool &pool, int max_threads) {
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    std::atomic<int> max_nth{0};
+    pool.run(
+        [&](int, int nth) {
+            std::lock_guard<std::mutex> lock(mu);
+            ids.insert(std::this_thread::get_id());
+            max_nth = std::max(max_nth.load(), nth);
+        },
+        max_threads);
+    EXPECT_EQ(static_cast<int>(ids.size()), max_nth.load());
+    return static_cast<int>(ids.size());
+}
+
+TEST(ThreadPoolTest, MaxThreadsCaps) {
+    ThreadPool pool(4);
+    EXPECT_EQ(threads_used(pool, 1), 1);
+    EXPECT_EQ(threads_used(pool, 2), 2);
+    EXPECT_EQ(threads_used(pool, 3), 3);
+    EXPECT_EQ(threads_used(pool, 100), 4);
+    EXPECT_EQ(threads_used(pool, 0), 1);
+    // One-thread sections run on the caller.
+    std::thread::id id;
+    pool.run([&](int, int) { id = std::this_thread::get_id(); }, 1);
+    EXPECT_EQ(id, std::this_thread::get_id());
+}
+
+TEST(ThreadPoolTest, SetNActiveCapsAndClamps) {
+    ThreadPool pool(3);
+    pool.set_n_active(2);
+    EXPECT_EQ(pool.n_active(), 2);
+    EXPECT_EQ(threads_used(pool, 100), 2);
+    pool.set_n_active(0);
+    EXPECT_EQ(pool.n_active(), 1);
+    EXPECT_EQ(threads_used(pool, 100), 1);
+    pool.set_n_active(10);
+    EXPECT_EQ(pool.n_active(), 3);
+    EXPECT_EQ(threads_used(pool, 100), 3);
+    // parallel_for follows n_active too.
+    pool.set_n_active(2);
+    std::atomic<int> chunks{0};
+    pool.parallel_for(100, 1, [&](int64_t, int64_t) { chunks.fetch_add(1); });
+    EXPECT_EQ(chunks.load(), 2);
+}
+
+TEST(ThreadPoolTest, ParallelForUsesNoMoreThreadsThanChunks) {
+    ThreadPool pool(4);
+    std::atomic<int> chunks{0};
+    pool.parallel_for(2, 1, [&](int64_t, int64_t) { chunks.fetch_add(1); });
+    EXPECT_EQ(chunks.load(), 2);
+}
+
+TEST(ThreadPoolTest, AlternatingThreadCountsKeepWorkersInStep) {
+    ThreadPool pool(3);
+    std::atomic<int64_t> sum{0};
+    for (int s = 0; s < 5000; ++s) {
+        const int cap = 1 + s % 3;
+        pool.run([&](int ith, int nth) { sum.fetch_add(ith < nth ? 1 : 1000000); }, cap);
+    }
+    EXPECT_EQ(sum.load(), 5000 / 3 * 6 + (5000 % 3 >= 1 ? 1 : 0) + (5000 % 3 >= 2 ? 2 : 0));
+}
+
+TEST(ThreadPoolTest, DestroyWhileIdleAndAfterUse) {
+    { ThreadPool idle(4); }
+    {
+        ThreadPool used(4);
+        used.run([](int, int) {});
+    }
+    SUCCEED();
+}
+
+}  // namespace
+}  // namespace lctx::kernels
