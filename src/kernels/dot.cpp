@@ -19,6 +19,17 @@ float ref_vec_dot(int64_t n, const void *x, const void *y) {
     return vec_dot_ref(static_cast<GgmlType>(kType), n, x, y);
 }
 
+// One reference dot per output (the scalar level's gemm).
+template <int32_t kType>
+void ref_gemm(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
+              int64_t ldy) {
+    const auto *wb = static_cast<const uint8_t *>(w);
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t c = 0; c < nc; ++c)
+        for (int64_t r = 0; r < nr; ++r)
+            y[c * ldy + r] = vec_dot_ref(static_cast<GgmlType>(kType), n, wb + r * ldw, ab + c * lda);
+}
+
 template <int32_t kType>
 void ref_quantize(const float *x, void *y, int64_t n) {
     quantize_row(static_cast<GgmlType>(kType), x, y, n);
@@ -32,7 +43,7 @@ using Table = std::array<TypeKernels, kGgmlTypeCount>;
 
 template <int32_t... kIds>
 void fill_scalar(Table &t, std::integer_sequence<int32_t, kIds...>) {
-    ((t[kIds] = TypeKernels{GgmlType::F32, &ref_vec_dot<kIds>, &ref_quantize<kIds>}), ...);
+    ((t[kIds] = TypeKernels{GgmlType::F32, &ref_vec_dot<kIds>, &ref_quantize<kIds>, &ref_gemm<kIds>}), ...);
 }
 
 constexpr GgmlType kWeightTypes[] = {
@@ -52,17 +63,20 @@ Table build_scalar() {
         const int32_t act = static_cast<int32_t>(tr.vec_dot_type);
         t[id].act_type = tr.vec_dot_type;
         t[id].vec_dot = ref[id].vec_dot;
+        t[id].gemm = ref[id].gemm;
         t[id].quantize_act = act == static_cast<int32_t>(GgmlType::F32) ? &copy_f32 : ref[act].quantize_act;
     }
     return t;
 }
 
 // A level's table: its own kernels where it has them, otherwise the level below.
-Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeActFn (*quant_for)(GgmlType)) {
+Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeActFn (*quant_for)(GgmlType),
+                  GemmFn (*gemm_for)(GgmlType)) {
     Table t = below;
     for (int32_t id = 0; id < kGgmlTypeCount; ++id) {
         if (!t[id].vec_dot) continue;
         if (VecDotFn f = dot_for(static_cast<GgmlType>(id))) t[id].vec_dot = f;
+        if (GemmFn g = gemm_for(static_cast<GgmlType>(id))) t[id].gemm = g;
         if (QuantizeActFn q = quant_for(t[id].act_type)) t[id].quantize_act = q;
     }
     return t;
@@ -80,10 +94,11 @@ const Tables &tables() {
         // with that ISA's flags) unless the CPU has the level.
         const int detected = static_cast<int>(isa_detected());
         r.avx2 = detected >= static_cast<int>(Isa::Avx2)
-                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2)
+                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2, &detail::gemm_avx2)
                      : r.scalar;
         r.avx512 = detected >= static_cast<int>(Isa::Avx512)
-                       ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512)
+                       ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512,
+                                     &detail::gemm_avx512)
                        : r.avx2;
         return r;
     }();

@@ -29,10 +29,20 @@ using VecDotFn = float (*)(int64_t n, const void *x, const void *y);
 // quantize_row's reference on every ISA, so results do not depend on the ISA.
 using QuantizeActFn = void (*)(const float *x, void *y, int64_t n);
 
+// A block of dot products: y[c * ldy + r] = dot(weight row r, activation row c) for r < n_rows, c < n_act;
+// weight rows w_stride bytes apart, activation rows (already act_type) act_stride bytes apart. Tiles of
+// several rows x several activations reuse each unpacked block. An output's value depends only on its
+// two rows (one accumulation order per type and ISA), not on n_rows / n_act or its place in the block,
+// so matmul results do not change with the batch size or the thread split. The order may differ from
+// vec_dot's (float summation order only).
+using GemmFn = void (*)(int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
+                        size_t act_stride, int64_t n_act, float *y, int64_t ldy);
+
 struct TypeKernels {
     GgmlType act_type;           // = type_traits(t).vec_dot_type
     VecDotFn vec_dot;            // best for the requested ISA
     QuantizeActFn quantize_act;  // f32 -> act_type, best for the requested ISA
+    GemmFn gemm = nullptr;       // best for the requested ISA (set for every type with kernels)
 };
 
 // Kernels for weight type `weight_type` at level `isa` (falling back to a lower level for a type
@@ -53,6 +63,8 @@ VecDotFn vec_dot_avx2(GgmlType weight_type);
 QuantizeActFn quantize_act_avx2(GgmlType act_type);
 VecDotFn vec_dot_avx512(GgmlType weight_type);
 QuantizeActFn quantize_act_avx512(GgmlType act_type);
+GemmFn gemm_avx2(GgmlType weight_type);
+GemmFn gemm_avx512(GgmlType weight_type);
 }  // namespace detail
 
 }  // namespace lctx::kernels

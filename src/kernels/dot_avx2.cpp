@@ -14,11 +14,17 @@ VecDotFn vec_dot_avx2(GgmlType weight_type) {
 QuantizeActFn quantize_act_avx2(GgmlType act_type) {
     return shared_quantize_act(act_type);
 }
+GemmFn gemm_avx2(GgmlType weight_type) {
+    return shared_gemm(weight_type);
+}
 #else
 VecDotFn vec_dot_avx2(GgmlType) {
     return nullptr;
 }
 QuantizeActFn quantize_act_avx2(GgmlType) {
+    return nullptr;
+}
+GemmFn gemm_avx2(GgmlType) {
     return nullptr;
 }
 #endif

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "tensor/block_layouts.h"
 
@@ -662,6 +663,209 @@ inline void quantize_act_bf16(const float *x, void *vy, int64_t n) {
 
 inline void quantize_act_f32(const float *x, void *y, int64_t n) {
     std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+}
+
+// ---- tiles: R weight rows x C activation rows at once (gemm) ----
+//
+// Every output keeps one accumulator and adds its blocks in order, whatever tile it falls in, so a
+// value does not depend on the batch size or on how rows are split between threads. Each unpacked
+// weight block is reused for C activation rows and each activation block for R weight rows.
+
+// x * y summed in groups of 4 with ax = |x| computed once per weight block (see dot_i8).
+inline __m256i dot_i8_abs(__m256i ax, __m256i x, __m256i y) {
+#if LCTX_X86_VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, _mm256_sign_epi8(y, x));
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(y, x)), _mm256_set1_epi16(1));
+#endif
+}
+
+// Weight blocks of 32 signed int8 values with a half scale, dotted with Q8_0 activations.
+struct UnpackQ8_0 {
+    using Block = block_q8_0;
+    static __m256i q(const Block &b) { return loadu256(b.qs); }
+};
+struct UnpackQ4_0 {
+    using Block = block_q4_0;
+    static __m256i q(const Block &b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+};
+struct UnpackQ5_0 {
+    using Block = block_q5_0;
+    static __m256i q(const Block &b) {
+        const __m256i hi = _mm256_andnot_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
+        return _mm256_or_si256(unpack_nibbles(b.qs), hi);
+    }
+};
+struct UnpackIQ4_NL {
+    using Block = block_iq4_nl;
+    static __m256i q(const Block &b) { return _mm256_shuffle_epi8(iq4nl_table(), unpack_nibbles(b.qs)); }
+};
+
+template <class U, int R, int C>
+void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y, int64_t ldy) {
+    using Block = typename U::Block;
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i q[R], aq[R];
+        __m256 dx[R];
+        for (int r = 0; r < R; ++r) {
+            const Block *xb = reinterpret_cast<const Block *>(w + r * ldw) + b;
+            q[r] = U::q(*xb);
+            aq[r] = _mm256_sign_epi8(q[r], q[r]);
+            dx[r] = _mm256_set1_ps(h2f(xb->d));
+        }
+        for (int c = 0; c < C; ++c) {
+            const block_q8_0 *yb = reinterpret_cast<const block_q8_0 *>(a + c * lda) + b;
+            const __m256i yv = loadu256(yb->qs);
+            const __m256 dy = _mm256_set1_ps(h2f(yb->d));
+            for (int r = 0; r < R; ++r) {
+                const __m256 p = _mm256_cvtepi32_ps(dot_i8_abs(aq[r], q[r], yv));
+                acc[r][c] = _mm256_fmadd_ps(p, _mm256_mul_ps(dx[r], dy), acc[r][c]);
+            }
+        }
+    }
+    for (int c = 0; c < C; ++c)
+        for (int r = 0; r < R; ++r) y[c * ldy + r] = hsum_ps(acc[r][c]);
+}
+
+// Float weights (F32 / F16 / BF16) and activations of the same type: 8 elements per step, the tail
+// (n % 8) added after the vector sum.
+struct LoadF32 {
+    using T = float;
+    static __m256 v(const T *p) { return _mm256_loadu_ps(p); }
+    static float s(T x) { return x; }
+};
+struct LoadF16 {
+    using T = fp16_t;
+    static __m256 v(const T *p) { return load_f16x8(p); }
+    static float s(T x) { return h2f(x); }
+};
+struct LoadBF16 {
+    using T = uint16_t;
+    static __m256 v(const T *p) { return load_bf16x8(p); }
+    static float s(T x) { return bf2f(x); }
+};
+
+template <class L, int R, int C>
+void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y, int64_t ldy) {
+    using T = typename L::T;
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x[R];
+        for (int r = 0; r < R; ++r) x[r] = L::v(reinterpret_cast<const T *>(w + r * ldw) + i);
+        for (int c = 0; c < C; ++c) {
+            const __m256 yv = L::v(reinterpret_cast<const T *>(a + c * lda) + i);
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(x[r], yv, acc[r][c]);
+        }
+    }
+    for (int c = 0; c < C; ++c) {
+        const T *yc = reinterpret_cast<const T *>(a + c * lda);
+        for (int r = 0; r < R; ++r) {
+            const T *xr = reinterpret_cast<const T *>(w + r * ldw);
+            float s = hsum_ps(acc[r][c]);
+            for (int64_t k = i; k < n; ++k) s += L::s(xr[k]) * L::s(yc[k]);
+            y[c * ldy + r] = s;
+        }
+    }
+}
+
+using TileFn = void (*)(int64_t, const uint8_t *, size_t, const uint8_t *, size_t, float *, int64_t);
+
+// Tiles of up to kTileR x kTileC; the edges use the smaller instantiations.
+constexpr int kTileR = 4, kTileC = 3;
+
+template <template <class, int, int> class Tile, class U>
+struct TileTable {
+    TileFn fn[kTileR][kTileC];
+};
+
+template <class U, int R, int C>
+struct Q8Tile {
+    static constexpr TileFn fn = &tile_q8<U, R, C>;
+};
+template <class L, int R, int C>
+struct FloatTile {
+    static constexpr TileFn fn = &tile_float<L, R, C>;
+};
+
+template <template <class, int, int> class Tile, class U, int... Is>
+constexpr TileTable<Tile, U> make_tile_table(std::integer_sequence<int, Is...>) {
+    TileTable<Tile, U> t{};
+    ((t.fn[Is / kTileC][Is % kTileC] = Tile<U, Is / kTileC + 1, Is % kTileC + 1>::fn), ...);
+    return t;
+}
+
+// `k` = elements per call unit: blocks for the quantized tiles, elements for the float tiles.
+template <template <class, int, int> class Tile, class U, bool kBlocks>
+void gemm_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
+                int64_t ldy) {
+    static constexpr TileTable<Tile, U> table =
+        make_tile_table<Tile, U>(std::make_integer_sequence<int, kTileR * kTileC>{});
+    const int64_t k = kBlocks ? n / 32 : n;
+    const auto *wb = static_cast<const uint8_t *>(w);
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t r0 = 0; r0 < nr; r0 += kTileR) {
+        const int rr = static_cast<int>(nr - r0 < kTileR ? nr - r0 : kTileR);
+        for (int64_t c0 = 0; c0 < nc; c0 += kTileC) {
+            const int cc = static_cast<int>(nc - c0 < kTileC ? nc - c0 : kTileC);
+            table.fn[rr - 1][cc - 1](k, wb + r0 * ldw, ldw, ab + c0 * lda, lda, y + c0 * ldy + r0, ldy);
+        }
+    }
+}
+
+// Types without tiles: one vec_dot per output (the same value in any tile position).
+template <VecDotFn kDot>
+void gemm_by_dot(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
+                 int64_t ldy) {
+    const auto *wb = static_cast<const uint8_t *>(w);
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        const int64_t r1 = r0 + 4 < nr ? r0 + 4 : nr;
+        for (int64_t c = 0; c < nc; ++c)
+            for (int64_t r = r0; r < r1; ++r) y[c * ldy + r] = kDot(n, wb + r * ldw, ab + c * lda);
+    }
+}
+
+inline GemmFn shared_gemm(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32:
+            return &gemm_tiled<FloatTile, LoadF32, false>;
+        case GgmlType::F16:
+            return &gemm_tiled<FloatTile, LoadF16, false>;
+        case GgmlType::BF16:
+            return &gemm_tiled<FloatTile, LoadBF16, false>;
+        case GgmlType::Q8_0:
+            return &gemm_tiled<Q8Tile, UnpackQ8_0, true>;
+        case GgmlType::Q4_0:
+            return &gemm_tiled<Q8Tile, UnpackQ4_0, true>;
+        case GgmlType::Q5_0:
+            return &gemm_tiled<Q8Tile, UnpackQ5_0, true>;
+        case GgmlType::IQ4_NL:
+            return &gemm_tiled<Q8Tile, UnpackIQ4_NL, true>;
+        case GgmlType::Q4_1:
+            return &gemm_by_dot<&vec_dot_q4_1>;
+        case GgmlType::Q5_1:
+            return &gemm_by_dot<&vec_dot_q5_1>;
+        case GgmlType::Q2_K:
+            return &gemm_by_dot<&vec_dot_q2_K>;
+        case GgmlType::Q3_K:
+            return &gemm_by_dot<&vec_dot_q3_K>;
+        case GgmlType::Q4_K:
+            return &gemm_by_dot<&vec_dot_q45_K<false>>;
+        case GgmlType::Q5_K:
+            return &gemm_by_dot<&vec_dot_q45_K<true>>;
+        case GgmlType::Q6_K:
+            return &gemm_by_dot<&vec_dot_q6_K>;
+        case GgmlType::IQ4_XS:
+            return &gemm_by_dot<&vec_dot_iq4_xs>;
+        default:
+            return nullptr;
+    }
 }
 
 // Kernels of the shared 256-bit set by weight type / activation type.

@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "kernels/dot.h"
@@ -8,38 +9,65 @@
 
 namespace lctx::kernels {
 
+namespace {
+
+// Below this many multiply-adds a second thread costs more to wake and join than it saves.
+constexpr int64_t kMinParallelWork = int64_t{1} << 18;
+// Activation rows per pass over a row chunk: their converted blocks stay in L2 while a weight tile
+// (4 rows) in L1 meets all of them.
+constexpr int64_t kTokenChunk = 64;
+
+}  // namespace
+
 void matmul(const WeightView &w, const float *x, int64_t ldx, int64_t n_tokens, float *y, int64_t ldy,
             ThreadPool &pool, MatmulScratch &scratch) {
     if (n_tokens <= 0 || w.rows <= 0) return;
     const TypeKernels &k = type_kernels(w.type);
     const size_t act_row = row_size(k.act_type, w.cols);
-    scratch.act.resize(act_row * static_cast<size_t>(n_tokens));
-    uint8_t *act = scratch.act.data();
+    const size_t need = act_row * static_cast<size_t>(n_tokens);
+    if (scratch.act.size() < need) scratch.act.resize(need);
+    uint8_t *act = scratch.act.data();  // [n_tokens][act_row bytes]
 
-    // Below ~64K multiply-adds a second thread costs more to wake than it saves.
-    const int max_threads = w.rows * w.cols * n_tokens < (int64_t{1} << 16) ? 1 : pool.n_active();
+    const int64_t work = w.rows * w.cols * n_tokens;
+    const int nth = work < kMinParallelWork ? 1 : pool.n_active();
 
-    // act: [n_tokens][act_row bytes]
-    pool.parallel_for(
-        n_tokens, 1,
-        [&](int64_t t0, int64_t t1) {
+    if (nth > 1 && n_tokens >= 4) {
+        pool.parallel_for(n_tokens, 1, [&](int64_t t0, int64_t t1) {
             for (int64_t t = t0; t < t1; ++t) k.quantize_act(x + t * ldx, act + t * act_row, w.cols);
-        },
-        n_tokens < 8 ? 1 : max_threads);
+        }, nth);
+    } else {
+        for (int64_t t = 0; t < n_tokens; ++t) k.quantize_act(x + t * ldx, act + t * act_row, w.cols);
+    }
 
-    // Rows are split in chunks of 16 so that both cores get equal shares and a chunk's weights stay
-    // in L1 while all tokens pass over them.
-    constexpr int64_t kRowTile = 16;
-    pool.parallel_for(w.rows, kRowTile, [&](int64_t r0, int64_t r1) {
-        for (int64_t rb = r0; rb < r1; rb += kRowTile) {
-            const int64_t re = std::min(r1, rb + kRowTile);
-            for (int64_t t = 0; t < n_tokens; ++t) {
-                const uint8_t *a = act + t * act_row;
-                float *yt = y + t * ldy;
-                for (int64_t r = rb; r < re; ++r) yt[r] = k.vec_dot(w.cols, w.data + r * w.row_bytes, a);
-            }
+    if (nth == 1) {
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
+            const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
+            k.gemm(w.cols, w.data, w.row_bytes, w.rows, act + t0 * act_row, act_row, nt, y + t0 * ldy, ldy);
         }
-    }, max_threads);
+        return;
+    }
+
+    // Work items: (token chunk, row chunk), handed out dynamically so that a thread the OS delays does
+    // not hold the others up. Row chunks are multiples of the 4-row tile, about 8 per thread and token
+    // chunk, at least 16 rows.
+    const int64_t n_tc = (n_tokens + kTokenChunk - 1) / kTokenChunk;
+    int64_t row_chunk = (w.rows + 8 * nth - 1) / (8 * nth);
+    row_chunk = std::max<int64_t>(16, (row_chunk + 3) / 4 * 4);
+    if (n_tokens > 4) row_chunk = std::min<int64_t>(row_chunk, 64);
+    const int64_t n_rc = (w.rows + row_chunk - 1) / row_chunk;
+    const int64_t n_items = n_tc * n_rc;
+    std::atomic<int64_t> next{0};
+    pool.run(
+        [&](int, int) {
+            for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
+                 i = next.fetch_add(1, std::memory_order_relaxed)) {
+                const int64_t t0 = (i / n_rc) * kTokenChunk, r0 = (i % n_rc) * row_chunk;
+                const int64_t nt = std::min(kTokenChunk, n_tokens - t0), nr = std::min(row_chunk, w.rows - r0);
+                k.gemm(w.cols, w.data + r0 * w.row_bytes, w.row_bytes, nr, act + t0 * act_row, act_row, nt,
+                       y + t0 * ldy + r0, ldy);
+            }
+        },
+        nth);
 }
 
 void weight_row_to_f32(const WeightView &w, int64_t row, float *dst) {

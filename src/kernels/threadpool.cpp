@@ -22,41 +22,30 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)), n_ac
 
 ThreadPool::~ThreadPool() {
     stop_.store(true, std::memory_order_release);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
     generation_.notify_all();
     for (std::thread &t : workers_) t.join();
 }
 
-void ThreadPool::run(const std::function<void(int, int)> &fn, int max_threads) {
+void ThreadPool::run_raw(RawFn fn, void *ctx, int max_threads) {
     const int nth = std::clamp(max_threads, 1, n_active_);
     if (nth == 1) {
-        fn(0, 1);
+        fn(ctx, 0, 1);
         return;
     }
-    job_ = &fn;
+    job_fn_ = fn;
+    job_ctx_ = ctx;
     job_nth_ = nth;
+    // Every worker acknowledges every section (even one it sits out), so none can mistake the next
+    // section's job for this one.
     pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
-    generation_.notify_all();
-    fn(0, nth);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    // A worker registers as a sleeper before its last look at the generation (both seq_cst), so either
+    // it sees the new generation or this sees it asleep.
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+    fn(ctx, 0, nth);
     while (pending_.load(std::memory_order_acquire) != 0) LCTX_PAUSE();
-    job_ = nullptr;
-}
-
-void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn,
-                              int max_threads) {
-    if (n <= 0) return;
-    grain = std::max<int64_t>(1, grain);
-    const int64_t n_chunks = (n + grain - 1) / grain;
-    const int nth = static_cast<int>(std::min<int64_t>(std::min(n_active_, std::max(1, max_threads)), n_chunks));
-    run(
-        [&](int ith, int nth_) {
-            const int64_t per = (n_chunks + nth_ - 1) / nth_;
-            const int64_t b = std::min(n, ith * per * grain);
-            const int64_t e = std::min(n, (ith + 1) * per * grain);
-            if (b < e) fn(b, e);
-        },
-        nth);
+    job_fn_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int ith) {
@@ -70,13 +59,15 @@ void ThreadPool::worker_loop(int ith) {
             LCTX_PAUSE();
             gen = generation_.load(std::memory_order_acquire);
         }
-        while (gen == seen) {
-            generation_.wait(seen, std::memory_order_acquire);
-            gen = generation_.load(std::memory_order_acquire);
+        if (gen == seen) {
+            sleepers_.fetch_add(1, std::memory_order_seq_cst);
+            while ((gen = generation_.load(std::memory_order_seq_cst)) == seen)
+                generation_.wait(seen, std::memory_order_seq_cst);
+            sleepers_.fetch_sub(1, std::memory_order_relaxed);
         }
         seen = gen;
         if (stop_.load(std::memory_order_acquire)) return;
-        if (ith < job_nth_) (*job_)(ith, job_nth_);
+        if (ith < job_nth_) job_fn_(job_ctx_, ith, job_nth_);
         pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
 }

@@ -1,12 +1,16 @@
 // A persistent thread pool: workers are created once and reused by every parallel section, so a
 // single-token decode (hundreds of small sections) pays no thread start-up. The caller takes part as
 // thread 0. Workers spin briefly between sections (sections follow each other within microseconds
-// during a forward pass) and then sleep on the generation counter.
+// during a forward pass) and then sleep on the generation counter; a section wakes sleepers with a
+// system call only when some worker is actually asleep.
+//
+// Sections take any callable by reference (no std::function, no allocation): run() hands workers a
+// plain function pointer and a pointer to the caller's callable.
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace lctx::kernels {
@@ -23,26 +27,54 @@ public:
     void set_n_active(int n) { n_active_ = n < 1 ? 1 : (n > n_threads_ ? n_threads_ : n); }
     int n_active() const { return n_active_; }
 
-    // Runs fn(ith, nth) on nth = min(n_threads, max_threads) threads and returns when all finished.
+    // Runs fn(ith, nth) on nth = min(n_active, max_threads) threads and returns when all finished.
     // Not reentrant: fn must not call run() on the same pool.
-    void run(const std::function<void(int ith, int nth)> &fn, int max_threads = 1 << 30);
+    template <class F>
+    void run(F &&fn, int max_threads = 1 << 30) {
+        using Fn = std::remove_reference_t<F>;
+        run_raw([](void *ctx, int ith, int nth) { (*static_cast<Fn *>(ctx))(ith, nth); },
+                const_cast<void *>(static_cast<const void *>(&fn)), max_threads);
+    }
 
     // Splits [0, n) into nth contiguous chunks (multiples of `grain`) and runs fn(begin, end) for each.
     // max_threads caps the threads used (small work runs on the caller alone: waking a worker costs
     // more than a few thousand multiply-adds).
-    void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)> &fn,
-                      int max_threads = 1 << 30);
+    template <class F>
+    void parallel_for(int64_t n, int64_t grain, F &&fn, int max_threads = 1 << 30) {
+        if (n <= 0) return;
+        if (grain < 1) grain = 1;
+        const int64_t n_chunks = (n + grain - 1) / grain;
+        int nth = max_threads < n_active_ ? max_threads : n_active_;
+        if (nth < 1) nth = 1;
+        if (n_chunks < nth) nth = static_cast<int>(n_chunks);
+        if (nth == 1) {
+            fn(int64_t{0}, n);
+            return;
+        }
+        run(
+            [&](int ith, int nth_) {
+                const int64_t per = (n_chunks + nth_ - 1) / nth_;
+                const int64_t b = ith * per * grain < n ? ith * per * grain : n;
+                const int64_t e = (ith + 1) * per * grain < n ? (ith + 1) * per * grain : n;
+                if (b < e) fn(b, e);
+            },
+            nth);
+    }
 
 private:
+    using RawFn = void (*)(void *ctx, int ith, int nth);
+    void run_raw(RawFn fn, void *ctx, int max_threads);
     void worker_loop(int ith);
 
     int n_threads_;
     int n_active_;
     std::vector<std::thread> workers_;
-    const std::function<void(int, int)> *job_ = nullptr;
+    RawFn job_fn_ = nullptr;
+    void *job_ctx_ = nullptr;
     int job_nth_ = 1;
     std::atomic<uint32_t> generation_{0};
     std::atomic<int> pending_{0};
+    std::atomic<int> sleepers_{0};
     std::atomic<bool> stop_{false};
 };
 
