@@ -9,7 +9,9 @@ seconds=${1:-60}
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf model_load tokenize state)
-build="$root/build-fuzz"
+# LCTX_FUZZ_BUILD names an already configured sanitizer build with LCTX_FUZZ=ON (scripts/test.sh shares
+# its ASan build this way, so CI compiles the library once for tests and fuzzing).
+build="${LCTX_FUZZ_BUILD:-$root/build-fuzz}"
 jobs=${LCTX_FUZZ_BUILD_JOBS:-$(nproc)}
 
 "$root/scripts/setup.sh"
@@ -33,9 +35,11 @@ WRAP
 fi
 
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_FUZZ=ON -DLCTX_BUILD_TESTS=OFF \
-      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-      -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
+if [ -z "${LCTX_FUZZ_BUILD:-}" ]; then
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_FUZZ=ON -DLCTX_BUILD_TESTS=OFF \
+        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+        -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
+fi
 targets=(--target fuzz_make_seeds)
 for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done
 cmake --build "$build" -j"$jobs" "${targets[@]}"
