@@ -15,8 +15,9 @@ struct Result {
     std::string out;
 };
 
-Result run(const std::string &args) {
-    const std::string cmd = std::string(LCTX_BIN_DIR) + "/lctx " + args + " 2>/dev/null";
+// Runs `lctx ARGS`; with merge_stderr the output holds stderr too, else stderr is dropped.
+Result run(const std::string &args, bool merge_stderr = false) {
+    const std::string cmd = std::string(LCTX_BIN_DIR) + "/lctx " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
     Result r{-1, {}};
     FILE *p = popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -62,16 +63,9 @@ TEST(Cli, TokenizeJson) {
 }
 
 TEST(Cli, MissingModelIsAClearError) {
-    const std::string cmd = std::string(LCTX_BIN_DIR) + "/lctx run -m /nonexistent.gguf 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string out;
-    char buf[512];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    const int st = pclose(p);
-    EXPECT_NE(WEXITSTATUS(st), 0);
-    EXPECT_NE(out.find("/nonexistent.gguf"), std::string::npos) << out;
+    const Result r = run("run -m /nonexistent.gguf", true);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.out.find("/nonexistent.gguf"), std::string::npos) << r.out;
 }
 
 TEST(Cli, UnknownCommandFails) { EXPECT_NE(run("frobnicate").status, 0); }
@@ -82,16 +76,10 @@ namespace {
 
 TEST(Cli, ChatShiftsTheContextAndGoesOn) {
     // A 64-token context cannot hold four turns of 40 tokens: the chat must shift and keep answering.
-    const std::string cmd = "printf 'Once upon a time\\nThe dog ran\\nLily was sad\\nThen\\n' | " +
-                            std::string(LCTX_BIN_DIR) + "/lctx chat -c 64 -n 40 --temp 0 -v 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string out;
-    char buf[512];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    const int st = pclose(p);
-    EXPECT_EQ(WEXITSTATUS(st), 0) << out;
+    const Result r = run("chat -c 64 -n 40 --temp 0 -v < " + std::string(LCTX_FIXTURES_DIR) + "/../tests/cli/chat_input.txt",
+                         true);
+    const std::string &out = r.out;
+    EXPECT_EQ(r.status, 0) << out;
     EXPECT_NE(out.find("[context shift"), std::string::npos) << out;
     size_t lines = 0;
     for (char c : out) lines += c == '\n';

@@ -193,7 +193,9 @@ TEST(OpsTest, SoftmaxWithMaskAndScale) {
         softmax(y.data(), mask.data(), n, scale);
         expect_close(y, want, 1e-5, 1e-7);
         for (int64_t i = 0; i < n; ++i) {
-            if (mask[i] != 0.0f) EXPECT_EQ(y[i], 0.0f);
+            if (mask[i] != 0.0f) {
+                EXPECT_EQ(y[i], 0.0f);
+            }
         }
         // No mask
         double mx2 = -1e300, sum2 = 0;

@@ -76,12 +76,7 @@ int cmd_chat(int argc, char **argv) {
     app.add_option("-n,--n-predict", n_predict, "most tokens per reply");
     app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (0: the model's training context)");
     app.add_option("-t,--threads", n_threads, "threads")->check(CLI::PositiveNumber);
-    app.add_option("--temp", so.temp, "temperature (0: greedy)");
-    app.add_option("--top-k", so.top_k, "top-k");
-    app.add_option("--top-p", so.top_p, "top-p");
-    app.add_option("--min-p", so.min_p, "min-p");
-    app.add_option("--repeat-penalty", so.repeat_penalty, "penalty for repeated tokens (1: off)");
-    app.add_option("-s,--seed", so.seed, "random seed (default: random)");
+    add_sampling_options(app, so);
     app.add_flag("-v,--verbose", verbose, "report context shifts on stderr");
     try {
         app.parse(argc, argv);

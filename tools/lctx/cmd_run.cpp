@@ -29,16 +29,7 @@ int cmd_run(int argc, char **argv) {
     app.add_option("-n,--n-predict", n_predict, "tokens to generate (stops earlier at end of generation)");
     app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (0: the model's training context)");
     app.add_option("-t,--threads", n_threads, "threads")->check(CLI::PositiveNumber);
-    app.add_option("--temp", so.temp, "temperature (0: greedy)");
-    app.add_option("--top-k", so.top_k, "keep the k most likely tokens (<= 0: all)");
-    app.add_option("--top-p", so.top_p, "keep the most likely tokens up to this probability mass");
-    app.add_option("--min-p", so.min_p, "drop tokens below this fraction of the top probability");
-    app.add_option("--typical", so.typical_p, "locally typical sampling mass (1: off)");
-    app.add_option("--repeat-penalty", so.repeat_penalty, "penalty for repeated tokens (1: off)");
-    app.add_option("--repeat-last-n", so.repeat_last_n, "window of the penalties");
-    app.add_option("--frequency-penalty", so.frequency_penalty, "frequency penalty (0: off)");
-    app.add_option("--presence-penalty", so.presence_penalty, "presence penalty (0: off)");
-    app.add_option("-s,--seed", so.seed, "random seed (default: random)");
+    add_sampling_options(app, so);
     app.add_flag("--json", json, "print one JSON object {prompt_ids, ids, text} instead of streaming");
     try {
         app.parse(argc, argv);

@@ -40,6 +40,19 @@ std::unique_ptr<Model> load_model_or_report(const std::string &path) {
     }
 }
 
+void add_sampling_options(CLI::App &app, SamplingOptions &o) {
+    app.add_option("--temp", o.temp, "temperature (0: greedy)");
+    app.add_option("--top-k", o.top_k, "keep the k most likely tokens (<= 0: all)");
+    app.add_option("--top-p", o.top_p, "keep the most likely tokens up to this probability mass");
+    app.add_option("--min-p", o.min_p, "drop tokens below this fraction of the top probability");
+    app.add_option("--typical", o.typical_p, "locally typical sampling mass (1: off)");
+    app.add_option("--repeat-penalty", o.repeat_penalty, "penalty for repeated tokens (1: off)");
+    app.add_option("--repeat-last-n", o.repeat_last_n, "window of the penalties");
+    app.add_option("--frequency-penalty", o.frequency_penalty, "frequency penalty (0: off)");
+    app.add_option("--presence-penalty", o.presence_penalty, "presence penalty (0: off)");
+    app.add_option("-s,--seed", o.seed, "random seed (default: random)");
+}
+
 std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o) {
     auto chain = std::make_unique<SamplerChain>();
     if (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f)

@@ -1,6 +1,7 @@
 // Pieces shared by the CLI subcommands: locating the default model, loading with progress, and
 // the sampler chain built from the usual options.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,9 @@ struct SamplingOptions {
     float presence_penalty = 0.0f;
     uint32_t seed = 0xFFFFFFFFu;  // random
 };
+
+// Registers --temp, --top-k, --top-p, --min-p, --typical, the penalties and --seed.
+void add_sampling_options(CLI::App &app, SamplingOptions &o);
 
 // temp <= 0: greedy. Otherwise penalties -> top-k -> typical -> top-p -> min-p -> temperature -> dist.
 std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o);

@@ -1,0 +1,108 @@
+// Micro-benchmarks of matmul (Google Benchmark), on shapes of TinyLlama-1.1B (n_embd 2048, n_ff 5632):
+//   Gemm/<type>/<rows>/<cols>/<tokens>     the gemm kernel alone, one thread, weights cache-resident
+//                                          (512 rows): compute speed in multiply-adds per second
+//   DotLoop/<type>/<rows>/<cols>/<tokens>  the same outputs by one vec_dot per output (the old path)
+//   Matmul/<type>/<rows>/<cols>/<tokens>/<threads>  kernels::matmul with its pool (big weights: memory)
+// Build (not in CMake by default):
+//   g++ -O2 -std=c++20 -Isrc bench/kernels/matmul_bench.cpp build-speed/lib/liblctx.a \
+//       -lbenchmark -lpcre2-8 -lpthread -o /tmp/matmul_bench
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "tensor/types.h"
+
+namespace {
+
+using lctx::GgmlType;
+using namespace lctx::kernels;
+
+struct Data {
+    std::vector<uint8_t> w, act;
+    std::vector<float> x, y;
+    size_t row_bytes = 0, act_row = 0;
+};
+
+Data make(GgmlType t, int64_t rows, int64_t cols, int64_t tokens) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    Data d;
+    const TypeKernels &k = type_kernels(t);
+    d.row_bytes = lctx::row_size(t, cols);
+    d.act_row = lctx::row_size(k.act_type, cols);
+    d.w.resize(d.row_bytes * rows);
+    std::vector<float> row(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        for (float &v : row) v = normal(rng);
+        lctx::quantize_row(t, row.data(), d.w.data() + r * d.row_bytes, cols);
+    }
+    d.x.resize(tokens * cols);
+    for (float &v : d.x) v = normal(rng);
+    d.act.resize(d.act_row * tokens);
+    for (int64_t i = 0; i < tokens; ++i) k.quantize_act(d.x.data() + i * cols, d.act.data() + i * d.act_row, cols);
+    d.y.resize(rows * tokens);
+    return d;
+}
+
+void BM_Gemm(benchmark::State &st, GgmlType t, bool by_dot) {
+    const int64_t rows = st.range(0), cols = st.range(1), tokens = st.range(2);
+    Data d = make(t, rows, cols, tokens);
+    const TypeKernels &k = type_kernels(t);
+    for (auto _ : st) {
+        if (by_dot) {
+            for (int64_t c = 0; c < tokens; ++c)
+                for (int64_t r = 0; r < rows; ++r)
+                    d.y[c * rows + r] = k.vec_dot(cols, d.w.data() + r * d.row_bytes, d.act.data() + c * d.act_row);
+        } else {
+            k.gemm(cols, d.w.data(), d.row_bytes, rows, d.act.data(), d.act_row, tokens, d.y.data(), rows);
+        }
+        benchmark::DoNotOptimize(d.y.data());
+    }
+    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Matmul(benchmark::State &st, GgmlType t) {
+    const int64_t rows = st.range(0), cols = st.range(1), tokens = st.range(2);
+    Data d = make(t, rows, cols, tokens);
+    ThreadPool pool(static_cast<int>(st.range(3)));
+    MatmulScratch scratch;
+    WeightView w{t, d.w.data(), rows, cols, d.row_bytes};
+    for (auto _ : st) {
+        matmul(w, d.x.data(), cols, tokens, d.y.data(), rows, pool, scratch);
+        benchmark::DoNotOptimize(d.y.data());
+    }
+    st.counters["weight B/s"] = benchmark::Counter(static_cast<double>(d.w.size()), benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_all() {
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
+        const std::string n = lctx::type_name(t);
+        for (bool by_dot : {false, true}) {
+            benchmark::RegisterBenchmark((std::string(by_dot ? "DotLoop/" : "Gemm/") + n).c_str(),
+                                         [t, by_dot](benchmark::State &st) { BM_Gemm(st, t, by_dot); })
+                ->Args({512, 2048, 1})
+                ->Args({512, 2048, 64});
+        }
+        benchmark::RegisterBenchmark((std::string("Matmul/") + n).c_str(),
+                                     [t](benchmark::State &st) { BM_Matmul(st, t); })
+            ->Args({5632, 2048, 1, 1})
+            ->Args({5632, 2048, 1, 2})
+            ->Args({2048, 2048, 128, 1})
+            ->Args({2048, 2048, 128, 2})
+            ->UseRealTime();
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    return 0;
+}
