@@ -1,5 +1,6 @@
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -7,58 +8,144 @@
 
 #include "kernels/dot.h"
 #include "kernels/ops.h"
+#include "kernels/ops_x86.h"
 
 namespace lctx::kernels {
 
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+bool use_avx2() {
+#if defined(__x86_64__)
+    static const bool on = static_cast<int>(isa_active()) >= static_cast<int>(Isa::Avx2);
+    return on;
+#else
+    return false;
+#endif
+}
+
+// y += a * x for one V row already in f32, or in f16 (converted on the fly).
+void axpy(float a, const float *x, float *y, int n) {
+#if defined(__x86_64__)
+    if (use_avx2()) return detail::axpy_f32_avx2(a, x, y, n);
+#endif
+    for (int i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+// Per-thread buffers that keep their memory from call to call (no allocation in steady state).
+std::vector<uint8_t> &thread_scratch() {
+    thread_local std::vector<uint8_t> buf;
+    return buf;
+}
+
+}  // namespace
+
+// Work items are (query row, KV head): the gqa query heads that share a KV head go together, so each
+// K row and V row is loaded once for all of them (the gemm kernels take the heads as activation rows).
+// Only the span of cells between the first and the last visible one is computed.
 void attention(const AttentionArgs &a, ThreadPool &pool) {
     const TypeKernels &kk = type_kernels(a.type_k);
     const TypeKernels *kv = a.v_trans ? &type_kernels(a.type_v) : nullptr;
+    const int gqa = a.n_head / a.n_head_kv;
     const size_t q_act_bytes = row_size(kk.act_type, a.head_dim_k);
-    const size_t p_act_bytes = kv ? row_size(kv->act_type, a.n_kv) : 0;
     const size_t k_head_bytes = row_size(a.type_k, a.head_dim_k);
     const size_t v_elem_bytes = a.v_trans ? type_traits(a.type_v).type_size : 0;
     const size_t v_head_bytes = a.v_trans ? 0 : row_size(a.type_v, a.head_dim_v);
-    const int gqa = a.n_head / a.n_head_kv;
-    const int64_t n_items = static_cast<int64_t>(a.n_rows) * a.n_head;
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    // Probabilities are converted to V's dot type in whole blocks from cell 0 (as before) when that type
+    // has blocks; elementwise types can start anywhere.
+    const int64_t p_block = kv ? type_traits(kv->act_type).block_size : 1;
+    const size_t p_act_bytes = kv ? row_size(kv->act_type, a.n_kv) : 0;
+    const int64_t n_items = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
 
-    const int64_t work = n_items * a.n_kv * (a.head_dim_k + a.head_dim_v);
+    // per-thread scratch: scores [gqa][n_kv] f32, q [gqa][q_act_bytes], p [gqa][p_act_bytes], V row [head_dim_v]
+    const size_t scores_bytes = sizeof(float) * gqa * static_cast<size_t>(a.n_kv);
+    const size_t q_bytes = (q_act_bytes * gqa + 63) / 64 * 64;
+    const size_t p_bytes = (p_act_bytes * gqa + 63) / 64 * 64;
+    const size_t vrow_bytes = a.v_trans ? 0 : sizeof(float) * a.head_dim_v;
+    const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes + vrow_bytes + 64;
+
+    const int64_t work = n_items * gqa * a.n_kv * (a.head_dim_k + a.head_dim_v);
     const int max_threads = work < (int64_t{1} << 16) ? 1 : pool.n_active();
     pool.parallel_for(n_items, 1, [&](int64_t i0, int64_t i1) {
-        // per-thread scratch: scores [n_kv], converted q, converted p, one dequantized V row
-        std::vector<float> scores(a.n_kv), vrow(a.v_trans ? 0 : a.head_dim_v);
-        std::vector<uint8_t> qbuf(q_act_bytes), pbuf(p_act_bytes);
+        std::vector<uint8_t> &buf = thread_scratch();
+        if (buf.size() < scratch_bytes) buf.resize(scratch_bytes);
+        float *scores = reinterpret_cast<float *>(buf.data());  // [gqa][n_kv]
+        uint8_t *qbuf = buf.data() + (scores_bytes + 63) / 64 * 64;
+        uint8_t *pbuf = qbuf + q_bytes;
+        float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
+
         for (int64_t it = i0; it < i1; ++it) {
-            const int r = a.rows[it / a.n_head];
-            const int h = static_cast<int>(it % a.n_head);
-            const int g = h / gqa;
+            const int64_t ri = it / a.n_head_kv;
+            const int r = a.rows[ri];
+            const int g = static_cast<int>(it % a.n_head_kv);
+            const int h0 = g * gqa;
             const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
+            float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [gqa][head_dim_v]
 
-            kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h) * a.head_dim_k, qbuf.data(), a.head_dim_k);
-            const uint8_t *kbase = a.k + g * k_head_bytes;
-            for (int j = 0; j < a.n_kv; ++j) {
-                if (mask[j] == kNegInf) {
-                    scores[j] = 0.0f;  // masked below
-                    continue;
-                }
-                float s = kk.vec_dot(a.head_dim_k, kbase + j * a.k_row_bytes, qbuf.data());
-                if (a.softcap > 0.0f) s = a.softcap * std::tanh(s * a.scale / a.softcap) / a.scale;
-                scores[j] = s;
+            // Visible span [j0, j1).
+            int j0 = 0, j1 = a.n_kv;
+            while (j0 < j1 && mask[j0] == kNegInf) ++j0;
+            while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
+            if (j0 == j1) {  // nothing visible: the softmax of nothing is all zeros
+                std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
+                continue;
             }
-            softmax(scores.data(), mask, a.n_kv, a.scale);
+            if (p_block > 1) {
+                j0 = 0;
+                j1 = a.n_kv;
+            }
+            const int span = j1 - j0;
 
-            float *o = a.out + static_cast<int64_t>(it / a.n_head) * a.ldo + static_cast<int64_t>(h) * a.head_dim_v;
+            for (int hh = 0; hh < gqa; ++hh)
+                kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h0 + hh) * a.head_dim_k,
+                                qbuf + hh * q_act_bytes, a.head_dim_k);
+            // scores[hh][j] = k_j . q_hh for j in the span
+            kk.gemm(a.head_dim_k, a.k + g * k_head_bytes + static_cast<size_t>(j0) * a.k_row_bytes, a.k_row_bytes,
+                    span, qbuf, q_act_bytes, gqa, scores + j0, a.n_kv);
+            for (int hh = 0; hh < gqa; ++hh) {
+                float *s = scores + static_cast<int64_t>(hh) * a.n_kv;
+                if (a.softcap > 0.0f)
+                    for (int j = j0; j < j1; ++j) s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
+                softmax(s + j0, mask + j0, span, a.scale);
+            }
+
             if (a.v_trans) {
-                kv->quantize_act(scores.data(), pbuf.data(), a.n_kv);
+                // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
                 const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
-                const uint8_t *vbase = a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes;
-                for (int c = 0; c < a.head_dim_v; ++c) o[c] = kv->vec_dot(a.n_kv, vbase + c * ch_bytes, pbuf.data());
+                for (int hh = 0; hh < gqa; ++hh)
+                    kv->quantize_act(scores + static_cast<int64_t>(hh) * a.n_kv + j0, pbuf + hh * p_act_bytes, span);
+                const uint8_t *vbase = a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
+                kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, gqa, o, a.head_dim_v);
             } else {
-                std::memset(o, 0, sizeof(float) * a.head_dim_v);
-                for (int j = 0; j < a.n_kv; ++j) {
-                    if (scores[j] == 0.0f) continue;
-                    dequantize_row(a.type_v, a.v + j * a.v_row_bytes + g * v_head_bytes, vrow.data(), a.head_dim_v);
-                    for (int c = 0; c < a.head_dim_v; ++c) o[c] += scores[j] * vrow[c];
+                std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
+                for (int j = j0; j < j1; ++j) {
+                    const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
+                    bool any = false;
+                    for (int hh = 0; hh < gqa && !any; ++hh) any = scores[static_cast<int64_t>(hh) * a.n_kv + j] != 0.0f;
+                    if (!any) continue;
+                    const float *vf;
+                    if (a.type_v == GgmlType::F32) {
+                        vf = reinterpret_cast<const float *>(vj);
+                    } else {
+#if defined(__x86_64__)
+                        if (a.type_v == GgmlType::F16 && use_avx2()) {
+                            for (int hh = 0; hh < gqa; ++hh) {
+                                const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
+                                if (p != 0.0f)
+                                    detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
+                                                          o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
+                            }
+                            continue;
+                        }
+#endif
+                        dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
+                        vf = vrow;
+                    }
+                    for (int hh = 0; hh < gqa; ++hh) {
+                        const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
+                        if (p != 0.0f) axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
+                    }
                 }
             }
         }

@@ -666,6 +666,9 @@ inline void quantize_act_f32(const float *x, void *y, int64_t n) {
 }
 
 // ---- tiles: R weight rows x C activation rows at once (gemm) ----
+
+// The tile loops must be unrolled for the accumulators to live in registers (-O2 does not by itself).
+#define LCTX_UNROLL _Pragma("GCC unroll 16")
 //
 // Every output keeps one accumulator and adds its blocks in order, whatever tile it falls in, so a
 // value does not depend on the batch size or on how rows are split between threads. Each unpacked
@@ -705,28 +708,35 @@ template <class U, int R, int C>
 void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y, int64_t ldy) {
     using Block = typename U::Block;
     __m256 acc[R][C];
+    LCTX_UNROLL
     for (int r = 0; r < R; ++r)
+        LCTX_UNROLL
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         __m256i q[R], aq[R];
         __m256 dx[R];
+        LCTX_UNROLL
         for (int r = 0; r < R; ++r) {
             const Block *xb = reinterpret_cast<const Block *>(w + r * ldw) + b;
             q[r] = U::q(*xb);
             aq[r] = _mm256_sign_epi8(q[r], q[r]);
             dx[r] = _mm256_set1_ps(h2f(xb->d));
         }
+        LCTX_UNROLL
         for (int c = 0; c < C; ++c) {
             const block_q8_0 *yb = reinterpret_cast<const block_q8_0 *>(a + c * lda) + b;
             const __m256i yv = loadu256(yb->qs);
             const __m256 dy = _mm256_set1_ps(h2f(yb->d));
+            LCTX_UNROLL
             for (int r = 0; r < R; ++r) {
                 const __m256 p = _mm256_cvtepi32_ps(dot_i8_abs(aq[r], q[r], yv));
                 acc[r][c] = _mm256_fmadd_ps(p, _mm256_mul_ps(dx[r], dy), acc[r][c]);
             }
         }
     }
+    LCTX_UNROLL
     for (int c = 0; c < C; ++c)
+        LCTX_UNROLL
         for (int r = 0; r < R; ++r) y[c * ldy + r] = hsum_ps(acc[r][c]);
 }
 
@@ -752,19 +762,26 @@ template <class L, int R, int C>
 void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y, int64_t ldy) {
     using T = typename L::T;
     __m256 acc[R][C];
+    LCTX_UNROLL
     for (int r = 0; r < R; ++r)
+        LCTX_UNROLL
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 x[R];
+        LCTX_UNROLL
         for (int r = 0; r < R; ++r) x[r] = L::v(reinterpret_cast<const T *>(w + r * ldw) + i);
+        LCTX_UNROLL
         for (int c = 0; c < C; ++c) {
             const __m256 yv = L::v(reinterpret_cast<const T *>(a + c * lda) + i);
+            LCTX_UNROLL
             for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(x[r], yv, acc[r][c]);
         }
     }
+    LCTX_UNROLL
     for (int c = 0; c < C; ++c) {
         const T *yc = reinterpret_cast<const T *>(a + c * lda);
+        LCTX_UNROLL
         for (int r = 0; r < R; ++r) {
             const T *xr = reinterpret_cast<const T *>(w + r * ldw);
             float s = hsum_ps(acc[r][c]);

@@ -3,9 +3,23 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/dot.h"
+#include "kernels/ops_x86.h"
 #include "tensor/fp16.h"
 
 namespace lctx::kernels {
+
+namespace {
+// The AVX2 row ops are entered only on CPUs that have them (and LCTX_ISA allows them).
+bool use_avx2() {
+#if defined(__x86_64__)
+    static const bool on = static_cast<int>(isa_active()) >= static_cast<int>(Isa::Avx2);
+    return on;
+#else
+    return false;
+#endif
+}
+}  // namespace
 
 void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps) {
     double sum = 0.0;
@@ -113,6 +127,18 @@ void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const Ro
 }
 
 void softmax(float *x, const float *mask, int64_t n, float scale) {
+#if defined(__x86_64__)
+    if (use_avx2()) {
+        const float max = detail::scale_mask_max_avx2(x, mask, n, scale);
+        if (max == -std::numeric_limits<float>::infinity()) {
+            for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
+            return;
+        }
+        const double sum = detail::exp_sum_avx2(x, n, max);
+        detail::scale_avx2(x, static_cast<float>(1.0 / sum), n);
+        return;
+    }
+#endif
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < n; ++i) {
         float v = x[i] * scale;
@@ -135,6 +161,9 @@ void softmax(float *x, const float *mask, int64_t n, float scale) {
 }
 
 void swiglu(const float *g, const float *u, float *y, int64_t n) {
+#if defined(__x86_64__)
+    if (use_avx2()) return detail::swiglu_avx2(g, u, y, n);
+#endif
     for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
@@ -153,9 +182,15 @@ void gelu_inplace(float *x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = gelu_tanh(x[i]);
 }
 void silu_inplace(float *x, int64_t n) {
+#if defined(__x86_64__)
+    if (use_avx2()) return detail::silu_avx2(x, n);
+#endif
     for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 void add_inplace(float *y, const float *x, int64_t n) {
+#if defined(__x86_64__)
+    if (use_avx2()) return detail::add_avx2(y, x, n);
+#endif
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 void scale_inplace(float *x, float s, int64_t n) {

@@ -20,8 +20,10 @@ struct Tolerance {
 // weights), so most rows agree to float rounding (~1e-6). A row can still differ more: a last-bit
 // difference in an activation (another summation order) flips one 8-bit code (or one f16/bf16 value)
 // to its neighbour, which moves a dot product by about one quantization step and then follows that
-// sequence's later positions through the cache. Such flips are a few per case; the exact_frac check
-// makes sure the bulk agrees exactly, so a wrong kernel cannot hide behind max_abs. With an f16 cache
+// sequence's later positions through the cache. Where the flips fall depends on the summation order of
+// the ISA's kernels: rows within 1e-4 measured 43-100% across the scalar, AVX2 and AVX-512 paths for the
+// quantized types. A kernel with a systematic error gets (almost) no row within 1e-4, so exact_frac
+// (0.3 for those types) catches it without depending on one ISA's flip pattern. With an f16 cache
 // (and f16 activations) one flipped value is read by every later row, so there only max_abs applies,
 // and it is tight (10-20x below one logit step that would change a greedy choice).
 // Measured max |diff| (2026-11-29): f32 cache ~8e-6; f16 cache <= 5e-3; F16 3e-3; BF16 0.022;
@@ -33,21 +35,19 @@ const Tolerance kTolerances[] = {
     {"stories_3seq_ubsplit_kvf16", 1e-2f, 0.0f, "f16 cache, as above"},
     {"stories_3seq_unified_ubsplit_kvf16", 1e-2f, 0.0f, "f16 cache, as above"},
     {"llama_F16", 2e-2f, 0.0f, "f16 activations: a flip is one half ulp (2^-11) of an activation"},
-    {"llama_BF16", 5e-2f, 0.5f, "bf16 activations: a flip is one bf16 ulp (2^-8), 8x an f16 flip"},
-    {"llama_Q8_0", 0.15f, 0.75f, "q8_0 activations: a flip moves a dot by one code step of the block"},
-    {"llama_Q4_0", 0.15f, 0.6f, "q8_0 activations"},
-    {"llama_Q4_1", 0.15f, 0.6f, "q8_1 activations"},
-    {"llama_Q5_0", 0.15f, 0.6f, "q8_0 activations"},
-    {"llama_Q5_1", 0.15f, 0.6f, "q8_1 activations"},
-    {"llama_IQ4_NL", 0.15f, 0.6f, "q8_0 activations"},
-    {"llama_Q2_K", 0.2f, 0.5f, "q8_K activations; 2-bit weights make the model's own logits move most"},
-    {"llama_Q3_K", 0.15f, 0.6f, "q8_K activations"},
-    {"llama_Q4_K", 0.15f, 0.6f, "q8_K activations"},
-    {"llama_Q5_K", 0.15f, 0.6f, "q8_K activations"},
-    // Q6_K: the most flip-prone type; llama.cpp's own versions differ by 0.134 here. Measured rows within
-    // 1e-4: 82% with the AVX2 kernels, 53% with the scalar and AVX-512 ones (max |diff| 0.107 / 0.130).
-    {"llama_Q6_K", 0.15f, 0.5f, "q8_K activations (llama.cpp's own versions differ by 0.134 here)"},
-    {"llama_IQ4_XS", 0.15f, 0.6f, "q8_K activations"},
+    {"llama_BF16", 5e-2f, 0.3f, "bf16 activations: a flip is one bf16 ulp (2^-8), 8x an f16 flip"},
+    {"llama_Q8_0", 0.15f, 0.3f, "q8_0 activations: a flip moves a dot by one code step of the block"},
+    {"llama_Q4_0", 0.15f, 0.3f, "q8_0 activations"},
+    {"llama_Q4_1", 0.15f, 0.3f, "q8_1 activations"},
+    {"llama_Q5_0", 0.15f, 0.3f, "q8_0 activations"},
+    {"llama_Q5_1", 0.15f, 0.3f, "q8_1 activations"},
+    {"llama_IQ4_NL", 0.15f, 0.3f, "q8_0 activations"},
+    {"llama_Q2_K", 0.2f, 0.3f, "q8_K activations; 2-bit weights make the model's own logits move most"},
+    {"llama_Q3_K", 0.15f, 0.3f, "q8_K activations"},
+    {"llama_Q4_K", 0.15f, 0.3f, "q8_K activations"},
+    {"llama_Q5_K", 0.15f, 0.3f, "q8_K activations"},
+    {"llama_Q6_K", 0.15f, 0.3f, "q8_K activations (llama.cpp's own versions differ by 0.134 here)"},
+    {"llama_IQ4_XS", 0.15f, 0.3f, "q8_K activations"},
     {"stories_kv_cp_rm_kvf32", 1e-3f, 1.0f, "f32 cache"},
     {"stories_kv_cp_rm_kvf16", 1e-2f, 0.0f, "f16 cache"},
     {"stories_ctxshift_kvf32", 1e-3f, 1.0f, "f32 cache; the shift re-rotates keys in f32"},

@@ -1,0 +1,20 @@
+// Internal: AVX2 versions of the row ops (ops_avx2.cpp), entered only when isa_active() >= Avx2.
+#pragma once
+#include <cstdint>
+
+namespace lctx::kernels::detail {
+
+// max over x[0..n) of x * scale + mask (mask may be null); writes the masked, scaled values back.
+float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale);
+// x[i] = exp(x[i] - max) (0 for -inf), returns the sum in double.
+double exp_sum_avx2(float *x, int64_t n, float max);
+void scale_avx2(float *x, float s, int64_t n);
+// y = silu(g) * u
+void swiglu_avx2(const float *g, const float *u, float *y, int64_t n);
+void silu_avx2(float *x, int64_t n);
+// y += a * x, x in F32 or F16
+void axpy_f32_avx2(float a, const float *x, float *y, int64_t n);
+void axpy_f16_avx2(float a, const uint16_t *x, float *y, int64_t n);
+void add_avx2(float *y, const float *x, int64_t n);
+
+}  // namespace lctx::kernels::detail
