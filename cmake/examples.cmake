@@ -11,6 +11,11 @@ foreach(example simple batched save-load-state embedding)
   target_link_libraries(${target} PRIVATE m)
   set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C C_STANDARD 11 C_STANDARD_REQUIRED ON
                                              C_EXTENSIONS OFF)
+  if(LCTX_SANITIZE)
+    # The sources stay C; the link goes through the C++ driver so that the sanitizers' C++ runtime
+    # (needed by the instrumented C++ library) and libstdc++ come along.
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+  endif()
 endforeach()
 
 if(LCTX_BUILD_TESTS)
