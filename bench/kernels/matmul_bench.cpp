@@ -3,9 +3,7 @@
 //                                          (512 rows): compute speed in multiply-adds per second
 //   DotLoop/<type>/<rows>/<cols>/<tokens>  the same outputs by one vec_dot per output (the old path)
 //   Matmul/<type>/<rows>/<cols>/<tokens>/<threads>  kernels::matmul with its pool (big weights: memory)
-// Build (not in CMake by default):
-//   g++ -O2 -std=c++20 -Isrc bench/kernels/matmul_bench.cpp build-speed/lib/liblctx.a \
-//       -lbenchmark -lpcre2-8 -lpthread -o /tmp/matmul_bench
+// Built by CMake as build/bin/matmul_bench when Google Benchmark is installed.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -91,6 +89,7 @@ void register_all() {
         benchmark::RegisterBenchmark((std::string("Matmul/") + n).c_str(),
                                      [t](benchmark::State &st) { BM_Matmul(st, t); })
             ->Args({5632, 2048, 1, 1})
+            ->Args({32768, 2048, 1, 1})
             ->Args({5632, 2048, 1, 2})
             ->Args({2048, 2048, 128, 1})
             ->Args({2048, 2048, 128, 2})

@@ -683,30 +683,38 @@ inline __m256i dot_i8_abs(__m256i ax, __m256i x, __m256i y) {
 #endif
 }
 
-// Weight blocks of 32 signed int8 values with a half scale, dotted with Q8_0 activations.
+// Weight blocks of 32 int8 values with a half scale, dotted with Q8_0 activations. Signed types give
+// q; offset types (kOffset > 0) give the unsigned u = q + kOffset, whose dot is formed as u.y - kOffset.y
+// in int16 pair sums (both within +-2 * 31 * 127): per 4-byte group the same integer as q.y, without
+// the per-block sign work.
 struct UnpackQ8_0 {
     using Block = block_q8_0;
+    static constexpr int kOffset = 0;
     static __m256i q(const Block &b) { return loadu256(b.qs); }
 };
 struct UnpackQ4_0 {
     using Block = block_q4_0;
-    static __m256i q(const Block &b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+    static constexpr int kOffset = 8;
+    static __m256i q(const Block &b) { return unpack_nibbles(b.qs); }
 };
 struct UnpackQ5_0 {
     using Block = block_q5_0;
+    static constexpr int kOffset = 16;
     static __m256i q(const Block &b) {
-        const __m256i hi = _mm256_andnot_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
+        const __m256i hi = _mm256_and_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(0x10));
         return _mm256_or_si256(unpack_nibbles(b.qs), hi);
     }
 };
 struct UnpackIQ4_NL {
     using Block = block_iq4_nl;
+    static constexpr int kOffset = 0;
     static __m256i q(const Block &b) { return _mm256_shuffle_epi8(iq4nl_table(), unpack_nibbles(b.qs)); }
 };
 
 template <class U, int R, int C>
 void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y, int64_t ldy) {
     using Block = typename U::Block;
+    constexpr bool kUnsigned = U::kOffset > 0;
     __m256 acc[R][C];
     LCTX_UNROLL
     for (int r = 0; r < R; ++r)
@@ -718,8 +726,11 @@ void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t 
         LCTX_UNROLL
         for (int r = 0; r < R; ++r) {
             const Block *xb = reinterpret_cast<const Block *>(w + r * ldw) + b;
+            // Rows are short streams (a few cache lines each) that the hardware prefetcher catches late:
+            // fetch the same block of the next tile's rows (a prefetch past the end does not fault).
+            _mm_prefetch(reinterpret_cast<const char *>(xb) + R * ldw, _MM_HINT_T0);
             q[r] = U::q(*xb);
-            aq[r] = _mm256_sign_epi8(q[r], q[r]);
+            if constexpr (!kUnsigned) aq[r] = _mm256_sign_epi8(q[r], q[r]);
             dx[r] = _mm256_set1_ps(h2f(xb->d));
         }
         LCTX_UNROLL
@@ -727,10 +738,28 @@ void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t 
             const block_q8_0 *yb = reinterpret_cast<const block_q8_0 *>(a + c * lda) + b;
             const __m256i yv = loadu256(yb->qs);
             const __m256 dy = _mm256_set1_ps(h2f(yb->d));
+            [[maybe_unused]] __m256i off;
+            if constexpr (kUnsigned) {
+#if LCTX_X86_VNNI
+                off = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(U::kOffset), yv);
+#else
+                off = _mm256_maddubs_epi16(_mm256_set1_epi8(U::kOffset), yv);
+#endif
+            }
             LCTX_UNROLL
             for (int r = 0; r < R; ++r) {
-                const __m256 p = _mm256_cvtepi32_ps(dot_i8_abs(aq[r], q[r], yv));
-                acc[r][c] = _mm256_fmadd_ps(p, _mm256_mul_ps(dx[r], dy), acc[r][c]);
+                __m256i p;
+                if constexpr (kUnsigned) {
+#if LCTX_X86_VNNI
+                    p = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q[r], yv), off);
+#else
+                    p = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(q[r], yv), off),
+                                          _mm256_set1_epi16(1));
+#endif
+                } else {
+                    p = dot_i8_abs(aq[r], q[r], yv);
+                }
+                acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx[r], dy), acc[r][c]);
             }
         }
     }
@@ -770,7 +799,11 @@ void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_
     for (; i + 8 <= n; i += 8) {
         __m256 x[R];
         LCTX_UNROLL
-        for (int r = 0; r < R; ++r) x[r] = L::v(reinterpret_cast<const T *>(w + r * ldw) + i);
+        for (int r = 0; r < R; ++r) {
+            const T *xr = reinterpret_cast<const T *>(w + r * ldw) + i;
+            _mm_prefetch(reinterpret_cast<const char *>(xr) + R * ldw, _MM_HINT_T0);  // as in tile_q8
+            x[r] = L::v(xr);
+        }
         LCTX_UNROLL
         for (int c = 0; c < C; ++c) {
             const __m256 yv = L::v(reinterpret_cast<const T *>(a + c * lda) + i);
@@ -826,7 +859,11 @@ void gemm_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
     const int64_t k = kBlocks ? n / 32 : n;
     const auto *wb = static_cast<const uint8_t *>(w);
     const auto *ab = static_cast<const uint8_t *>(act);
-    for (int64_t r0 = 0; r0 < nr; r0 += kTileR) {
+    int64_t r0 = 0;
+    if (nc == 1) {  // one activation: 8 rows at a time (enough independent accumulators)
+        for (; r0 + 8 <= nr; r0 += 8) Tile<U, 8, 1>::fn(k, wb + r0 * ldw, ldw, ab, lda, y + r0, ldy);
+    }
+    for (; r0 < nr; r0 += kTileR) {
         const int rr = static_cast<int>(nr - r0 < kTileR ? nr - r0 : kTileR);
         for (int64_t c0 = 0; c0 < nc; c0 += kTileC) {
             const int cc = static_cast<int>(nc - c0 < kTileC ? nc - c0 : kTileC);

@@ -13,6 +13,9 @@ namespace lctx::kernels {
 
 namespace {
 constexpr int kSpinIterations = 1 << 16;  // ~ tens of microseconds before a worker sleeps
+// After this many pauses a waiting thread also yields its core: with more threads than free cores
+// (a shared machine), the thread it waits for may be the one that needs it.
+constexpr int kPausesBeforeYield = 1 << 10;
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)), n_active_(n_threads_) {
@@ -44,7 +47,12 @@ void ThreadPool::run_raw(RawFn fn, void *ctx, int max_threads) {
     // it sees the new generation or this sees it asleep.
     if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
     fn(ctx, 0, nth);
-    while (pending_.load(std::memory_order_acquire) != 0) LCTX_PAUSE();
+    for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+        if (i < kPausesBeforeYield)
+            LCTX_PAUSE();
+        else
+            std::this_thread::yield();
+    }
     job_fn_ = nullptr;
 }
 
@@ -56,7 +64,10 @@ void ThreadPool::worker_loop(int ith) {
         // Wait for the next section: spin first, then sleep.
         uint32_t gen = generation_.load(std::memory_order_acquire);
         for (int i = 0; gen == seen && i < kSpinIterations; ++i) {
-            LCTX_PAUSE();
+            if (i < kPausesBeforeYield || (i & 15) != 0)
+                LCTX_PAUSE();
+            else
+                std::this_thread::yield();
             gen = generation_.load(std::memory_order_acquire);
         }
         if (gen == seen) {
