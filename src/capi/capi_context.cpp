@@ -1,5 +1,6 @@
 // C API: context parameters, creation, queries, threads, outputs (logits / embeddings) and perf counters.
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 
 #include "capi/capi_internal.h"
@@ -9,6 +10,15 @@ using lctx::capi::guard;
 using lctx::capi::not_supported;
 
 namespace {
+
+// Reads a C enum field without loading it as the enum type (a value outside the enum is not UB then).
+template <typename E>
+int32_t enum_bits(const E &e) {
+    static_assert(sizeof(E) == sizeof(int32_t));
+    int32_t v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
+}
 
 // UNSPECIFIED pooling: the model's `<arch>.pooling_type`, else NONE.
 lctx::PoolingType resolve_pooling(const llama_model *model, enum llama_pooling_type requested) {
@@ -59,8 +69,9 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
         cp.n_seq_max = std::max<uint32_t>(1, params.n_seq_max);
         cp.n_threads = params.n_threads > 0 ? params.n_threads : GGML_DEFAULT_N_THREADS;
         cp.n_threads_batch = params.n_threads_batch > 0 ? params.n_threads_batch : cp.n_threads;
-        cp.type_k = static_cast<lctx::GgmlType>(params.type_k);
-        cp.type_v = static_cast<lctx::GgmlType>(params.type_v);
+        // The caller's enum may hold any 32-bit value: read its bits, the KV cache validates them.
+        cp.type_k = static_cast<lctx::GgmlType>(enum_bits(params.type_k));
+        cp.type_v = static_cast<lctx::GgmlType>(enum_bits(params.type_v));
         cp.embeddings = params.embeddings;
         cp.pooling = resolve_pooling(model, params.pooling_type);
         cp.no_perf = false;  // counts always advance; llama_perf_context hides the times when no_perf
