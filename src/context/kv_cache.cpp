@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+
+#include <unistd.h>
 #include <limits>
 
 #include "kernels/ops.h"
@@ -41,6 +43,16 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
     if (total128 > limit)
         throw Error("cannot allocate the KV cache for " + std::to_string(size) + " cells: it would exceed the "
                     "address space; lower n_ctx");
+    // Explicit resource limit: a cache larger than the machine's memory is refused before any attempt
+    // to allocate it (an attempt could end in the OOM killer instead of an error).
+    const unsigned __int128 cells128 = static_cast<unsigned __int128>(sizeof(KvCell)) * size;
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page_size > 0 &&
+        total128 + cells128 > static_cast<unsigned __int128>(pages) * static_cast<unsigned __int128>(page_size))
+        throw Error("the KV cache for " + std::to_string(size) + " cells needs " +
+                    std::to_string(static_cast<uint64_t>((total128 + cells128) >> 20)) + " MiB, more than the " +
+                    std::to_string((static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)) >> 20) +
+                    " MiB of memory of this machine; lower n_ctx");
     const size_t k_layer = static_cast<size_t>(k_layer128);
     const size_t v_layer = static_cast<size_t>(v_layer128);
     const size_t total = static_cast<size_t>(total128);
