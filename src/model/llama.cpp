@@ -25,6 +25,11 @@ void grow(std::vector<float> &buf, size_t n) {
     if (buf.size() < n) buf.resize(n);
 }
 
+std::vector<uint8_t> &v_row_scratch() {
+    thread_local std::vector<uint8_t> row;
+    return row;
+}
+
 // Writes token rows of k ([n_tokens][n_embd_k_gqa]) and v into their cells, converting to the
 // cache types.
 void store_kv(const KvView &kv, int il, const ForwardBatch &b, const float *k, const float *v, int64_t k_dim,
@@ -33,10 +38,13 @@ void store_kv(const KvView &kv, int il, const ForwardBatch &b, const float *k, c
         const uint32_t cell = b.cells[t];
         quantize_row(kv.type_k, k + t * k_dim, kv.k[il] + cell * kv.k_row_bytes, k_dim);
         if (kv.v_trans) {
-            for (int64_t c = 0; c < v_dim; ++c) {
-                uint8_t *dst = kv.v[il] + (c * kv.size + cell) * kv.v_elem_bytes;
-                quantize_row(kv.type_v, v + t * v_dim + c, dst, 1);
-            }
+            // Convert the row once, then scatter its elements down the channel rows.
+            std::vector<uint8_t> &row = v_row_scratch();
+            row.resize(kv.v_elem_bytes * v_dim);
+            quantize_row(kv.type_v, v + t * v_dim, row.data(), v_dim);
+            for (int64_t c = 0; c < v_dim; ++c)
+                std::memcpy(kv.v[il] + (c * kv.size + cell) * kv.v_elem_bytes, row.data() + c * kv.v_elem_bytes,
+                            kv.v_elem_bytes);
         } else {
             quantize_row(kv.type_v, v + t * v_dim, kv.v[il] + cell * kv.v_row_bytes, v_dim);
         }

@@ -91,18 +91,8 @@ int cmd_chat(int argc, char **argv) {
     if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template").value_or("");
     const ChatFormat format = chat_format_detect(tmpl);
 
-    ContextParams cp;
-    cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model->hparams().n_ctx_train;
-    cp.n_batch = std::min<uint32_t>(cp.n_ctx, 2048);
-    cp.n_ubatch = std::min<uint32_t>(512, cp.n_batch);
-    cp.n_threads = cp.n_threads_batch = n_threads;
-    std::unique_ptr<Context> ctx;
-    try {
-        ctx = std::make_unique<Context>(*model, cp);
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "lctx: cannot create the context: %s\n", e.what());
-        return 1;
-    }
+    std::unique_ptr<Context> ctx = make_context_or_report(*model, n_ctx, 2048, n_threads);
+    if (!ctx) return 1;
     ChatSession session{*model, *ctx};
     session.verbose = verbose;
     std::unique_ptr<SamplerChain> sampler = make_sampler_chain(so);

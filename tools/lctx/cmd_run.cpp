@@ -54,18 +54,10 @@ int cmd_run(int argc, char **argv) {
         return 1;
     }
 
-    ContextParams cp;
-    cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model->hparams().n_ctx_train;
-    cp.n_batch = std::max<uint32_t>(cp.n_ctx, 1);
-    cp.n_ubatch = std::min<uint32_t>(512, cp.n_batch);
-    cp.n_threads = cp.n_threads_batch = n_threads;
-    std::unique_ptr<Context> ctx;
-    try {
-        ctx = std::make_unique<Context>(*model, cp);
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "lctx: cannot create the context: %s\n", e.what());
-        return 1;
-    }
+    // The whole prompt goes in one batch.
+    std::unique_ptr<Context> ctx = make_context_or_report(*model, n_ctx, UINT32_MAX, n_threads);
+    if (!ctx) return 1;
+    const ContextParams &cp = ctx->params();
     if (prompt_ids.size() >= cp.n_ctx) {
         std::fprintf(stderr, "lctx: the prompt has %zu tokens, which does not fit a context of %u (use -c)\n",
                      prompt_ids.size(), cp.n_ctx);

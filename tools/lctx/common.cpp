@@ -40,6 +40,21 @@ std::unique_ptr<Model> load_model_or_report(const std::string &path) {
     }
 }
 
+std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
+                                                int n_threads) {
+    ContextParams cp;
+    cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model.hparams().n_ctx_train;
+    cp.n_batch = std::max<uint32_t>(1, std::min(cp.n_ctx, n_batch_max));
+    cp.n_ubatch = std::min<uint32_t>(512, cp.n_batch);
+    cp.n_threads = cp.n_threads_batch = n_threads;
+    try {
+        return std::make_unique<Context>(model, cp);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "lctx: cannot create the context: %s\n", e.what());
+        return nullptr;
+    }
+}
+
 void add_sampling_options(CLI::App &app, SamplingOptions &o) {
     app.add_option("--temp", o.temp, "temperature (0: greedy)");
     app.add_option("--top-k", o.top_k, "keep the k most likely tokens (<= 0: all)");

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "context/context.h"
 #include "model/model.h"
 #include "sampling/samplers.h"
 
@@ -14,6 +15,11 @@ namespace lctx::cli {
 std::string default_model_path();
 // Loads a model, drawing a progress line on a terminal; prints the error and returns null on failure.
 std::unique_ptr<Model> load_model_or_report(const std::string &path);
+
+// A context of n_ctx cells (0: the model's training context), batches of at most n_batch_max tokens
+// (capped by n_ctx), micro-batches of 512; prints the error and returns null on failure.
+std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
+                                                int n_threads);
 
 struct SamplingOptions {
     float temp = 0.8f;
