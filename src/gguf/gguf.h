@@ -123,6 +123,10 @@ class File {
     const std::vector<TensorInfo> &tensors() const { return tensors_; }
     const TensorInfo *find_tensor(std::string_view name) const;
     const uint8_t *tensor_data(const TensorInfo &t) const { return base_ + data_offset_ + t.offset; }
+    // Tells the OS that the mapped pages inside [p, p + n) will not be read again (a tensor copied into
+    // another layout): they leave this process's resident memory and stay in the page cache. The bytes
+    // stay readable (a later read faults them back in). No effect on a buffer-backed file.
+    void release_pages(const uint8_t *p, size_t n) const;
 
   private:
     File() = default;

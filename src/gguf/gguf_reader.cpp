@@ -218,6 +218,14 @@ File::~File() {
     if (mapping_) ::munmap(mapping_, size_);
 }
 
+void File::release_pages(const uint8_t *p, size_t n) const {
+    if (!mapping_ || p < base_ || n == 0 || p + n > base_ + size_) return;
+    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+    if (b < e) ::madvise(reinterpret_cast<void *>(b), e - b, MADV_DONTNEED);
+}
+
 void File::parse() {
     Cursor c(base_, size_, origin_);
     if (size_ < 4)

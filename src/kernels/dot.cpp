@@ -1,5 +1,6 @@
 // Dispatch of the dot-product kernels, and the portable path (the scalar reference itself).
 #include "kernels/dot.h"
+#include "kernels/interleave.h"
 
 #include <array>
 #include <cstdlib>
@@ -28,6 +29,12 @@ void ref_gemm(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
     for (int64_t c = 0; c < nc; ++c)
         for (int64_t r = 0; r < nr; ++r)
             y[c * ldy + r] = vec_dot_ref(static_cast<GgmlType>(kType), n, wb + r * ldw, ab + c * lda);
+}
+
+template <GgmlType kType>
+void ref_gemm_x8(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
+                 int64_t ldy) {
+    gemm_x8_ref(kType, n, w, ldw, nr, act, lda, nc, y, ldy);
 }
 
 template <int32_t kType>
@@ -66,17 +73,21 @@ Table build_scalar() {
         t[id].gemm = ref[id].gemm;
         t[id].quantize_act = act == static_cast<int32_t>(GgmlType::F32) ? &copy_f32 : ref[act].quantize_act;
     }
+    t[static_cast<int32_t>(GgmlType::Q4_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q4_0>;
+    t[static_cast<int32_t>(GgmlType::Q8_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q8_0>;
     return t;
 }
 
 // A level's table: its own kernels where it has them, otherwise the level below.
 Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeActFn (*quant_for)(GgmlType),
-                  GemmFn (*gemm_for)(GgmlType)) {
+                  GemmFn (*gemm_for)(GgmlType), GemmFn (*gemm_x8_for)(GgmlType)) {
     Table t = below;
     for (int32_t id = 0; id < kGgmlTypeCount; ++id) {
         if (!t[id].vec_dot) continue;
         if (VecDotFn f = dot_for(static_cast<GgmlType>(id))) t[id].vec_dot = f;
         if (GemmFn g = gemm_for(static_cast<GgmlType>(id))) t[id].gemm = g;
+        if (t[id].gemm_x8)
+            if (GemmFn g = gemm_x8_for(static_cast<GgmlType>(id))) t[id].gemm_x8 = g;
         if (QuantizeActFn q = quant_for(t[id].act_type)) t[id].quantize_act = q;
     }
     return t;
@@ -94,11 +105,12 @@ const Tables &tables() {
         // with that ISA's flags) unless the CPU has the level.
         const int detected = static_cast<int>(isa_detected());
         r.avx2 = detected >= static_cast<int>(Isa::Avx2)
-                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2, &detail::gemm_avx2)
+                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2, &detail::gemm_avx2,
+                                   &detail::gemm_x8_avx2)
                      : r.scalar;
         r.avx512 = detected >= static_cast<int>(Isa::Avx512)
                        ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512,
-                                     &detail::gemm_avx512)
+                                     &detail::gemm_avx512, &detail::gemm_x8_avx512)
                        : r.avx2;
         return r;
     }();

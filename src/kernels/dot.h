@@ -43,6 +43,9 @@ struct TypeKernels {
     VecDotFn vec_dot;            // best for the requested ISA
     QuantizeActFn quantize_act;  // f32 -> act_type, best for the requested ISA
     GemmFn gemm = nullptr;       // best for the requested ISA (set for every type with kernels)
+    // The same over interleaved weights (kernels/interleave.h): w at a group start, n_rows a multiple of 8,
+    // w_stride the plain row bytes. Set only for types with an interleaved layout.
+    GemmFn gemm_x8 = nullptr;
 };
 
 // Kernels for weight type `weight_type` at level `isa` (falling back to a lower level for a type
@@ -65,6 +68,8 @@ VecDotFn vec_dot_avx512(GgmlType weight_type);
 QuantizeActFn quantize_act_avx512(GgmlType act_type);
 GemmFn gemm_avx2(GgmlType weight_type);
 GemmFn gemm_avx512(GgmlType weight_type);
+GemmFn gemm_x8_avx2(GgmlType weight_type);
+GemmFn gemm_x8_avx512(GgmlType weight_type);
 }  // namespace detail
 
 }  // namespace lctx::kernels

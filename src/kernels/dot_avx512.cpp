@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/dot_x86_inl.h"
+#include "kernels/gemm_x8_x86_inl.h"
 
 namespace lctx::kernels {
 namespace {
@@ -293,6 +294,9 @@ VecDotFn vec_dot_avx512(GgmlType weight_type) {
 QuantizeActFn quantize_act_avx512(GgmlType act_type) {
     return shared_quantize_act(act_type);
 }
+GemmFn gemm_x8_avx512(GgmlType weight_type) {
+    return shared_gemm_x8(weight_type);
+}
 // The 256-bit tiles (int8 dots in vpdpbusd here) where the shared set has them; elsewhere one 512-bit
 // vec_dot per output.
 GemmFn gemm_avx512(GgmlType weight_type) {
@@ -315,6 +319,9 @@ QuantizeActFn quantize_act_avx512(GgmlType) {
     return nullptr;
 }
 GemmFn gemm_avx512(GgmlType) {
+    return nullptr;
+}
+GemmFn gemm_x8_avx512(GgmlType) {
     return nullptr;
 }
 #endif

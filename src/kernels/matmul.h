@@ -20,6 +20,9 @@ struct WeightView {
     int64_t rows = 0;
     int64_t cols = 0;
     size_t row_bytes = 0;
+    // Rows kept in groups of 8 interleaved rows (kernels/interleave.h; same size and row_bytes). A view of
+    // a row range of such a matrix must start at a multiple of 8.
+    bool interleaved = false;
 };
 
 // Scratch memory reused across calls (the converted activations).

@@ -2,7 +2,9 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 
+#include "kernels/interleave.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "vocab/vocab.h"
@@ -85,7 +87,11 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelLoadOptio
     m->vocab_ = Vocab::load(*m->file_);
     if (m->hparams_.n_vocab == 0) m->hparams_.n_vocab = static_cast<uint32_t>(m->vocab_->n_tokens());
     if (opts.progress && !opts.progress(0.0f, opts.progress_user_data)) throw Error("model loading cancelled");
-    if (!opts.vocab_only) m->bind_weights();
+    if (!opts.vocab_only) {
+        m->bind_weights();
+        const char *env = std::getenv("LCTX_REPACK");
+        if (opts.repack && !(env && std::string(env) == "0")) m->repack_weights(opts, 0.5f);
+    }
     if (opts.progress && !opts.progress(1.0f, opts.progress_user_data)) throw Error("model loading cancelled");
     return m;
 }
@@ -127,6 +133,31 @@ void Model::bind_weights() {
     }
     size_bytes_ = b.bytes();
     n_params_ = b.params();
+}
+
+void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
+    std::vector<kernels::WeightView *> todo;
+    for (LayerWeights &l : weights_.layers)
+        for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) todo.push_back(w);
+    // A tied output matrix is the embedding table, whose rows are looked up in the plain layout.
+    if (weights_.output.data != weights_.token_embd.data) todo.push_back(&weights_.output);
+    uint64_t total = 0, done = 0;
+    for (const kernels::WeightView *w : todo)
+        if (kernels::can_interleave(w->type, w->rows, w->cols)) total += w->row_bytes * w->rows;
+    for (kernels::WeightView *w : todo) {
+        if (!kernels::can_interleave(w->type, w->rows, w->cols)) continue;
+        const size_t n = w->row_bytes * static_cast<size_t>(w->rows);
+        std::unique_ptr<uint8_t[]> copy(new uint8_t[n]);
+        kernels::interleave_rows(w->type, w->data, w->row_bytes, w->rows, w->cols, copy.get());
+        file_->release_pages(w->data, n);
+        w->data = copy.get();
+        w->interleaved = true;
+        repacked_.push_back(std::move(copy));
+        done += n;
+        if (opts.progress && !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),
+                                            opts.progress_user_data))
+            throw Error("model loading cancelled");
+    }
 }
 
 std::string Model::description() const {

@@ -42,6 +42,10 @@ struct ModelLoadOptions {
     // Called with progress in [0, 1] during loading; return false to cancel.
     bool (*progress)(float progress, void *user_data) = nullptr;
     void *progress_user_data = nullptr;
+    // Keep matrices of types with an interleaved layout (kernels/interleave.h) in that layout: a copy
+    // made once at load, the file's pages of those tensors released. The environment variable
+    // LCTX_REPACK=0 turns it off (to compare, or to keep every weight in the shared mapping).
+    bool repack = true;
 };
 
 class Model {
@@ -63,12 +67,15 @@ public:
 private:
     Model() = default;
     void bind_weights();
+    // Moves eligible matrices into interleaved copies; progress goes from `p0` to 1.
+    void repack_weights(const ModelLoadOptions &opts, float p0);
 
     std::string path_;
     std::unique_ptr<gguf::File> file_;
     HParams hparams_;
     std::unique_ptr<Vocab> vocab_;
     ModelWeights weights_;
+    std::vector<std::unique_ptr<uint8_t[]>> repacked_;  // the interleaved copies the views point into
     uint64_t size_bytes_ = 0;
     uint64_t n_params_ = 0;
 };

@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 
 #include "gguf/gguf.h"
+#include "kernels/interleave.h"
 #include "model/model.h"
 #include "vocab/vocab.h"
 
@@ -55,20 +57,41 @@ TEST(ModelLoad, StoriesHyperParameters) {
 }
 
 TEST(ModelLoad, WeightsStayInTheMappedFile) {
-    // Every matrix is a view into the mapped GGUF bytes in its stored type: no f32 copy.
-    for (const char *type : {"Q4_0", "Q6_K", "F16"}) {
-        auto m = Model::load(std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-" + type + ".gguf");
-        const uint8_t *lo = m->file().bytes();
-        const uint8_t *hi = lo + m->file().size();
-        auto inside = [&](const kernels::WeightView &w) {
-            return w.data >= lo && w.data + w.rows * w.row_bytes <= hi;
+    // With repacking off, every matrix is a view into the mapped GGUF bytes in its stored type: no copy.
+    // With it on (the default), only matrices of types with an interleaved layout are copied, and each of
+    // their rows reads back as the file's bytes.
+    for (const char *type : {"Q4_0", "Q8_0", "Q6_K", "F16"}) {
+        SCOPED_TRACE(type);
+        const std::string path = std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-" + type + ".gguf";
+        ModelLoadOptions plain_opts;
+        plain_opts.repack = false;
+        auto plain = Model::load(path, plain_opts);
+        auto m = Model::load(path);
+        auto inside = [&](const Model &model, const kernels::WeightView &w) {
+            const uint8_t *b = model.file().bytes(), *e = b + model.file().size();
+            return w.data >= b && w.data + w.rows * w.row_bytes <= e;
         };
-        EXPECT_TRUE(inside(m->weights().token_embd));
-        EXPECT_TRUE(inside(m->weights().output));
-        for (const LayerWeights &l : m->weights().layers) {
-            for (const kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
-                EXPECT_TRUE(inside(*w));
-                EXPECT_STREQ(type_name(w->type), type_name(m->weights().layers[0].wq.type));
+        EXPECT_TRUE(inside(*m, m->weights().token_embd));
+        EXPECT_FALSE(m->weights().token_embd.interleaved);
+        const bool packs = std::string(type) == "Q4_0" || std::string(type) == "Q8_0";
+        for (size_t il = 0; il < m->weights().layers.size(); ++il) {
+            const LayerWeights &l = m->weights().layers[il];
+            const LayerWeights &pl = plain->weights().layers[il];
+            const kernels::WeightView *ws[] = {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down};
+            const kernels::WeightView *ps[] = {&pl.wq, &pl.wk, &pl.wv, &pl.wo, &pl.ffn_gate, &pl.ffn_up, &pl.ffn_down};
+            for (size_t i = 0; i < 7; ++i) {
+                const kernels::WeightView &w = *ws[i], &p = *ps[i];
+                EXPECT_TRUE(inside(*plain, p));
+                EXPECT_FALSE(p.interleaved);
+                EXPECT_STREQ(type_name(w.type), type_name(m->weights().layers[0].wq.type));
+                EXPECT_EQ(w.interleaved, packs && w.rows % 8 == 0);
+                EXPECT_EQ(inside(*m, w), !w.interleaved);
+                if (!w.interleaved) continue;
+                std::vector<uint8_t> row(w.row_bytes);
+                for (int64_t r = 0; r < w.rows; ++r) {
+                    kernels::deinterleave_row(w.type, w.data, w.row_bytes, r, w.cols, row.data());
+                    ASSERT_EQ(std::memcmp(row.data(), p.data + r * p.row_bytes, w.row_bytes), 0) << "row " << r;
+                }
             }
         }
     }
