@@ -125,6 +125,161 @@ inline void q8_0_block_sums8(const uint8_t *act, size_t lda, int64_t nc, int64_t
     }
 }
 
+// 8 x Q4_K rows x C activations. Per sub-block j: int16 sums of the nibble products (16 products of at most
+// 15 x 127 per lane), widened by vpmaddwd with the rows' scales (each row's scale in both int16 lanes of its
+// 32-bit lane); the mins meet the activation's sub-block sums, passed in bs4[(c * nb + b) * 4 + jp] as the
+// int16 pair (sum of sub-block 2 jp, sum of 2 jp + 1).
+template <int C>
+void tile_q4_Kx8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *bs4, float *y,
+                 int64_t ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    // byte r of a broadcast 8-byte group -> both int16 lanes of 32-bit lane r (zero-extended)
+    const __m256i pair = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4, -1, 5,
+                                          -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+    __m256 acc[C];
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    const auto *xb = reinterpret_cast<const block_q4_Kx8 *>(w);
+    for (int64_t b = 0; b < nb; ++b) {
+        const block_q4_Kx8 &x = xb[b];
+        __m256i isum[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            const char *next = reinterpret_cast<const char *>(&x.qs[j][0][0]) + 2 * sizeof x;
+            _mm_prefetch(next, _MM_HINT_T0);
+            _mm_prefetch(next + 64, _MM_HINT_T0);
+            int64_t scj;
+            std::memcpy(&scj, x.scales[j], 8);
+            const __m256i sc = _mm256_shuffle_epi8(_mm256_set1_epi64x(scj), pair);
+            __m256i s16[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
+            LCTX_UNROLL
+            for (int g = 0; g < 4; ++g) {
+                const __m256i v = loadu256(x.qs[j][g]);
+                const __m256i lo = _mm256_and_si256(v, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int8_t *aq = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 8 * g;
+                    s16[c] = _mm256_add_epi16(s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
+                                                                       _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                }
+            }
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(s16[c], sc));
+        }
+        __m256i msum[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) msum[c] = _mm256_setzero_si256();
+        LCTX_UNROLL
+        for (int jp = 0; jp < 4; ++jp) {
+            const __m256i m16 = _mm256_cvtepu8_epi16(loadu128(x.mins[jp]));
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c)
+                msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(m16, _mm256_set1_epi32(bs4[(c * nb + b) * 4 + jp])));
+        }
+        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
+        const __m256 m8 = _mm256_cvtph_ps(loadu128(x.dmin));
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            const __m256 dy = _mm256_set1_ps(reinterpret_cast<const block_q8_K *>(a + c * lda)[b].d);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d8, dy), acc[c]);
+            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[c]), _mm256_mul_ps(m8, dy), acc[c]);
+        }
+    }
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
+}
+
+// The int16 pairs of Q8_K sub-block sums that tile_q4_Kx8 takes, for nc activation rows.
+inline void q8_K_subblock_pairs(const uint8_t *act, size_t lda, int64_t nc, int64_t nb, int32_t *out) {
+    for (int64_t c = 0; c < nc; ++c) {
+        const auto *a = reinterpret_cast<const block_q8_K *>(act + c * lda);
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int jp = 0; jp < 4; ++jp) {
+                const int16_t *s = a[b].bsums + 4 * jp;
+                const auto lo = static_cast<uint16_t>(s[0] + s[1]), hi = static_cast<uint16_t>(s[2] + s[3]);
+                out[(c * nb + b) * 4 + jp] = static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+            }
+        }
+    }
+}
+
+// 8 x Q6_K rows x C activations: codes 0..63 (low nibble | top bits << 4), value d * sc_k * (code - 32). Two
+// vpmaddubsw (2 x 2 x 63 x 127 per int16 lane) before each widening by the group's scale; the -32 meets the
+// activation's 16-element sums once per block.
+template <int C>
+void tile_q6_Kx8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
+                 int64_t ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[C];
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    const auto *xb = reinterpret_cast<const block_q6_Kx8 *>(w);
+    for (int64_t b = 0; b < nb; ++b) {
+        const block_q6_Kx8 &x = xb[b];
+        __m256i isum[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            const char *next = reinterpret_cast<const char *>(&x.ql[j][0][0]) + 2 * sizeof x;
+            _mm_prefetch(next, _MM_HINT_T0);
+            _mm_prefetch(next + 64, _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(&x.qh[j][0][0]) + 2 * sizeof x, _MM_HINT_T0);
+            LCTX_UNROLL
+            for (int h = 0; h < 2; ++h) {
+                const __m256i qh = loadu256(x.qh[j][h]);
+                const __m256i v0 = loadu256(x.ql[j][2 * h]), v1 = loadu256(x.ql[j][2 * h + 1]);
+                const __m256i lo0 = _mm256_or_si256(_mm256_and_si256(v0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+                const __m256i hi0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4),
+                                                    _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+                const __m256i lo1 = _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(qh, m30));
+                const __m256i hi1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
+                                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+                const __m128i s16 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * j + h])));
+                const __m256i sc = _mm256_set_m128i(_mm_unpackhi_epi16(s16, s16), _mm_unpacklo_epi16(s16, s16));
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int8_t *aq = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 16 * h;
+                    const __m256i t0 =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(lo0, bcast_u32(aq)), _mm256_maddubs_epi16(hi0, bcast_u32(aq + 4)));
+                    const __m256i t1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, bcast_u32(aq + 8)),
+                                                        _mm256_maddubs_epi16(hi1, bcast_u32(aq + 12)));
+                    isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(t0, sc), _mm256_madd_epi16(t1, sc)));
+                }
+            }
+        }
+        __m256i osum[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) osum[c] = _mm256_setzero_si256();
+        LCTX_UNROLL
+        for (int kp = 0; kp < 8; ++kp) {
+            const __m128i e = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * kp]));
+            const __m128i o = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * kp + 1]));
+            const __m256i p16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(e, o));
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const int16_t *bs = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].bsums + 2 * kp;
+                int32_t pr;
+                std::memcpy(&pr, bs, 4);
+                osum[c] = _mm256_add_epi32(osum[c], _mm256_madd_epi16(p16, _mm256_set1_epi32(pr)));
+            }
+        }
+        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            const __m256i s = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(osum[c], 5));
+            const __m256 dy = _mm256_set1_ps(reinterpret_cast<const block_q8_K *>(a + c * lda)[b].d);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d8, dy), acc[c]);
+        }
+    }
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
+}
+
 using TileX8Fn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *, float *, int64_t);
 constexpr int kTileX8C = 4;
 
@@ -140,6 +295,20 @@ struct Q4_0x8Tile {
     }
 };
 template <int C>
+struct Q4_Kx8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
+                    int64_t ldy) {
+        tile_q4_Kx8<C>(nb, w, a, lda, s, y, ldy);
+    }
+};
+template <int C>
+struct Q6_Kx8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
+                    int64_t ldy) {
+        tile_q6_Kx8<C>(nb, w, a, lda, s, y, ldy);
+    }
+};
+template <int C>
 struct Q8_0x8Tile {
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
                     int64_t ldy) {
@@ -147,24 +316,34 @@ struct Q8_0x8Tile {
     }
 };
 
-// Groups of 8 rows x up to 4 activations; the activations of a call (at most one token chunk) stay in L2
-// while each group's blocks are reused from L1.
-template <template <int> class Tile, bool kNeedSums>
+enum class ActSums { None, Q8_0Blocks, Q8_KPairs };
+
+// Groups of 8 rows x up to kMaxC activations; the activations of a call (at most one token chunk) stay in
+// L2 while each group's blocks are reused from L1.
+template <template <int> class Tile, ActSums kSums, int kBlock, int kMaxC>
 void gemm_x8_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
                    float *y, int64_t ldy) {
-    const int64_t nb = n / 32;
+    static_assert(kMaxC >= 1 && kMaxC <= kTileX8C);
+    const int64_t nb = n / kBlock;
     const auto *wb = static_cast<const uint8_t *>(w);
     const auto *ab = static_cast<const uint8_t *>(act);
     thread_local std::vector<int32_t> sums;
-    if constexpr (kNeedSums) {
-        sums.resize(static_cast<size_t>(nc * nb));
+    int64_t per_act = 0;
+    if constexpr (kSums == ActSums::Q8_0Blocks) {
+        per_act = nb;
+        sums.resize(static_cast<size_t>(nc * per_act));
         q8_0_block_sums8(ab, lda, nc, nb, sums.data());
+    } else if constexpr (kSums == ActSums::Q8_KPairs) {
+        per_act = nb * 4;
+        sums.resize(static_cast<size_t>(nc * per_act));
+        q8_K_subblock_pairs(ab, lda, nc, nb, sums.data());
     }
     for (int64_t r0 = 0; r0 < nr; r0 += 8) {
-        for (int64_t c0 = 0; c0 < nc; c0 += kTileX8C) {
-            const int cc = static_cast<int>(nc - c0 < kTileX8C ? nc - c0 : kTileX8C);
+        for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
+            const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
             X8Table<Tile>::fn[cc - 1](nb, wb + r0 * ldw, ab + c0 * lda, lda,
-                                      kNeedSums ? sums.data() + c0 * nb : nullptr, y + c0 * ldy + r0, ldy);
+                                      kSums != ActSums::None ? sums.data() + c0 * per_act : nullptr,
+                                      y + c0 * ldy + r0, ldy);
         }
     }
 }
@@ -172,9 +351,13 @@ void gemm_x8_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void 
 inline GemmFn shared_gemm_x8(GgmlType t) {
     switch (t) {
         case GgmlType::Q4_0:
-            return &gemm_x8_tiled<Q4_0x8Tile, true>;
+            return &gemm_x8_tiled<Q4_0x8Tile, ActSums::Q8_0Blocks, 32, 4>;
         case GgmlType::Q8_0:
-            return &gemm_x8_tiled<Q8_0x8Tile, false>;
+            return &gemm_x8_tiled<Q8_0x8Tile, ActSums::None, 32, 4>;
+        case GgmlType::Q4_K:
+            return &gemm_x8_tiled<Q4_Kx8Tile, ActSums::Q8_KPairs, 256, 3>;
+        case GgmlType::Q6_K:
+            return &gemm_x8_tiled<Q6_Kx8Tile, ActSums::None, 256, 3>;
         default:
             return nullptr;
     }

@@ -11,6 +11,13 @@
 //                        8 g + i of row r in its low nibble and element 8 g + 4 + i in its high nibble
 //                        (unsigned codes 0..15, value = d * (code - 8)).
 //   block_q8_0x8 (Q8_0): d[8]; qs[32 g + 4 r + i] (g < 8) = element 4 g + i of row r.
+//   block_q4_Kx8 (Q4_K): d[8], dmin[8]; the 6-bit scales and mins decoded to bytes, scales[j][r] and
+//                        mins[j / 2][r][j % 2] for sub-block j < 8; qs[j][g][4 r + i] as Q4_0's for the 32
+//                        elements of sub-block j. 1184 bytes for 8 rows instead of 1152 (+2.8%).
+//   block_q6_Kx8 (Q6_K): d[8]; scales[k][r] of the 16-element groups k < 16; ql[j][g][4 r + i] the low 4 bits
+//                        as Q4_0's codes; qh[j][h][4 r + i] the top 2 bits of the same elements of steps
+//                        g = 2h (bits 0-1 low nibble's element, 2-3 high nibble's) and g = 2h + 1 (bits 4-7).
+//                        Same size as the plain rows.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -34,18 +41,41 @@ struct block_q8_0x8 {
 };
 static_assert(sizeof(block_q8_0x8) == 8 * sizeof(block_q8_0));
 
-// True when a [rows, cols] matrix of type t can be kept interleaved (a type with an x8 layout and whole
-// groups of 8 rows). The interleaved matrix has the same byte size and row_bytes as the plain one.
+struct block_q4_Kx8 {
+    fp16_t d[8];
+    fp16_t dmin[8];
+    uint8_t scales[8][8];
+    uint8_t mins[4][8][2];
+    uint8_t qs[8][4][32];
+};
+static_assert(sizeof(block_q4_Kx8) == 1184);
+
+struct block_q6_Kx8 {
+    fp16_t d[8];
+    int8_t scales[16][8];
+    uint8_t ql[8][4][32];
+    uint8_t qh[8][2][32];
+};
+static_assert(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K));
+
+// True when a [rows, cols] matrix of type t can be kept interleaved (a type with an x8 layout, whole groups
+// of 8 rows, whole blocks).
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols);
 
-// Interleaves rows [0, rows) (rows % 8 == 0) of a plain matrix (rows row_bytes apart) into dst.
-void interleave_rows(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t rows, int64_t cols, uint8_t *dst);
+// Bytes per row of an interleaved matrix (a group of 8 rows is 8 times this): the plain row size, except for
+// Q4_K (decoded scales).
+size_t interleaved_row_bytes(GgmlType t, int64_t cols);
 
-// Writes row `row` of an interleaved matrix back in the plain GGUF block layout (row_bytes bytes).
+// Interleaves rows [0, rows) (rows % 8 == 0) of a plain matrix (rows src_row_bytes apart) into dst
+// (interleaved_row_bytes(t, cols) * rows bytes).
+void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols, uint8_t *dst);
+
+// Writes row `row` of an interleaved matrix (row_bytes = interleaved_row_bytes) back in the plain GGUF block
+// layout (row_size(t, cols) bytes).
 void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols, uint8_t *dst);
 
 // The scalar gemm over interleaved weights: the same contract as GemmFn (dot.h) with w at the start of a
-// group, n_rows a multiple of 8 and w_stride the plain row_bytes (a group is 8 * w_stride bytes).
+// group, n_rows a multiple of 8 and w_stride the interleaved row bytes (a group is 8 * w_stride bytes).
 void gemm_x8_ref(GgmlType t, int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
                  size_t act_stride, int64_t n_act, float *y, int64_t ldy);
 

@@ -146,13 +146,16 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
         if (kernels::can_interleave(w->type, w->rows, w->cols)) total += w->row_bytes * w->rows;
     for (kernels::WeightView *w : todo) {
         if (!kernels::can_interleave(w->type, w->rows, w->cols)) continue;
-        const size_t n = w->row_bytes * static_cast<size_t>(w->rows);
-        std::unique_ptr<uint8_t[]> copy(new uint8_t[n]);
+        const size_t plain = w->row_bytes * static_cast<size_t>(w->rows);
+        const size_t row_bytes = kernels::interleaved_row_bytes(w->type, w->cols);
+        std::unique_ptr<uint8_t[]> copy(new uint8_t[row_bytes * static_cast<size_t>(w->rows)]);
         kernels::interleave_rows(w->type, w->data, w->row_bytes, w->rows, w->cols, copy.get());
-        file_->release_pages(w->data, n);
+        file_->release_pages(w->data, plain);
         w->data = copy.get();
+        w->row_bytes = row_bytes;
         w->interleaved = true;
         repacked_.push_back(std::move(copy));
+        const size_t n = plain;
         done += n;
         if (opts.progress && !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),
                                             opts.progress_user_data))

@@ -23,7 +23,8 @@ namespace {
 struct Mat {
     GgmlType type;
     int64_t rows, cols;
-    size_t row_bytes;
+    size_t row_bytes;         // plain
+    size_t packed_row_bytes;  // interleaved_row_bytes
     std::vector<uint8_t> plain, packed;
 };
 
@@ -31,30 +32,32 @@ Mat make_mat(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> mag(-1.0f, 1.0f);
-    Mat m{t, rows, cols, row_size(t, cols), {}, {}};
+    Mat m{t, rows, cols, row_size(t, cols), interleaved_row_bytes(t, cols), {}, {}};
     m.plain.resize(m.row_bytes * rows);
     std::vector<float> row(cols);
     for (int64_t r = 0; r < rows; ++r) {
         const float s = std::pow(10.0f, mag(rng));
         for (float &v : row) v = normal(rng) * s;
-        // Some blocks at the extremes: codes 0 and 15 (Q4_0) / -128..127 (Q8_0) must survive the layout.
+        // Outliers push other elements to the extreme codes, which must survive the layout.
         if (r % 3 == 0) row[0] = 50.0f * s;
+        if (r % 5 == 1) row[cols - 1] = -60.0f * s;
         quantize_row(t, row.data(), m.plain.data() + r * m.row_bytes, cols);
     }
-    m.packed.resize(m.plain.size());
+    m.packed.resize(m.packed_row_bytes * rows);
     interleave_rows(t, m.plain.data(), m.row_bytes, rows, cols, m.packed.data());
     return m;
 }
 
-std::vector<uint8_t> make_act(int64_t n_act, int64_t cols, uint32_t seed, size_t *act_row) {
+std::vector<uint8_t> make_act(GgmlType t, int64_t n_act, int64_t cols, uint32_t seed, size_t *act_row) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    *act_row = row_size(GgmlType::Q8_0, cols);
+    const GgmlType at = type_traits(t).vec_dot_type;
+    *act_row = row_size(at, cols);
     std::vector<uint8_t> act(*act_row * n_act);
     std::vector<float> x(cols);
     for (int64_t c = 0; c < n_act; ++c) {
         for (float &v : x) v = normal(rng);
-        quantize_row(GgmlType::Q8_0, x.data(), act.data() + c * *act_row, cols);
+        quantize_row(at, x.data(), act.data() + c * *act_row, cols);
     }
     return act;
 }
@@ -63,13 +66,24 @@ double bound(int64_t cols, double abs_sum) {
     return (8.0 * (cols / 32) + 20) * 0x1p-24 * abs_sum;
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+
+// Columns: a few blocks, odd block counts, and a real model width.
+std::vector<int64_t> cols_for(GgmlType t) {
+    const int64_t bs = type_traits(t).block_size;
+    return {bs, 3 * bs, bs == 32 ? 2048 : 2304};
+}
 
 TEST(Interleave, Eligibility) {
     EXPECT_TRUE(can_interleave(GgmlType::Q4_0, 8, 32));
     EXPECT_TRUE(can_interleave(GgmlType::Q8_0, 2048, 5632));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 12, 64));  // not whole groups of 8 rows
-    EXPECT_FALSE(can_interleave(GgmlType::Q4_K, 8, 256));  // no interleaved layout
+    EXPECT_TRUE(can_interleave(GgmlType::Q4_K, 8, 256));
+    EXPECT_FALSE(can_interleave(GgmlType::Q4_K, 8, 288));  // not whole super-blocks
+    EXPECT_FALSE(can_interleave(GgmlType::Q5_K, 8, 256));  // no interleaved layout
+    EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_0, 64), row_size(GgmlType::Q4_0, 64));
+    EXPECT_EQ(interleaved_row_bytes(GgmlType::Q6_K, 512), row_size(GgmlType::Q6_K, 512));
+    EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_K, 512), 2 * sizeof(block_q4_Kx8) / 8);
     EXPECT_FALSE(can_interleave(GgmlType::F16, 8, 64));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 0, 32));
     std::vector<uint8_t> buf(row_size(GgmlType::Q4_0, 64) * 12);
@@ -79,11 +93,11 @@ TEST(Interleave, Eligibility) {
 
 TEST(Interleave, RoundTripsEveryRow) {
     for (GgmlType t : kTypes) {
-        const Mat m = make_mat(t, 24, 96, 3);
+        const Mat m = make_mat(t, 24, 3 * type_traits(t).block_size, 3);
         EXPECT_NE(m.plain, m.packed);
         std::vector<uint8_t> row(m.row_bytes);
         for (int64_t r = 0; r < m.rows; ++r) {
-            deinterleave_row(t, m.packed.data(), m.row_bytes, r, m.cols, row.data());
+            deinterleave_row(t, m.packed.data(), m.packed_row_bytes, r, m.cols, row.data());
             ASSERT_EQ(0, std::memcmp(row.data(), m.plain.data() + r * m.row_bytes, m.row_bytes))
                 << type_name(t) << " row " << r;
         }
@@ -97,16 +111,16 @@ TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
     const TypeKernels &k = type_kernels(t, isa);
     ASSERT_NE(k.gemm_x8, nullptr);
     uint32_t seed = 11;
-    for (int64_t cols : {32, 96, 2048}) {
+    for (int64_t cols : cols_for(t)) {
         for (int64_t rows : {8, 16, 40}) {
             for (int64_t n_act : {1, 2, 3, 4, 5, 7, 9}) {
                 SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " acts " + std::to_string(n_act));
                 const Mat m = make_mat(t, rows, cols, seed++);
                 size_t act_row = 0;
-                const std::vector<uint8_t> act = make_act(n_act, cols, seed++, &act_row);
+                const std::vector<uint8_t> act = make_act(t, n_act, cols, seed++, &act_row);
                 const int64_t ldy = rows + 3;
                 std::vector<float> y(n_act * ldy, -7.0f);
-                k.gemm_x8(cols, m.packed.data(), m.row_bytes, rows, act.data(), act_row, n_act, y.data(), ldy);
+                k.gemm_x8(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act, y.data(), ldy);
                 for (int64_t c = 0; c < n_act; ++c) {
                     for (int64_t r = 0; r < ldy; ++r) {
                         const float got = y[c * ldy + r];
@@ -120,7 +134,8 @@ TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
                         // The same output alone (one group, one activation) has the same bits.
                         const int64_t g0 = r / 8 * 8;
                         float one[8];
-                        k.gemm_x8(cols, m.packed.data() + g0 * m.row_bytes, m.row_bytes, 8, act.data() + c * act_row,
+                        k.gemm_x8(cols, m.packed.data() + g0 * m.packed_row_bytes, m.packed_row_bytes, 8,
+                                  act.data() + c * act_row,
                                   act_row, 1, one, 8);
                         ASSERT_EQ(got, one[r - g0]) << "act " << c << " row " << r;
                     }
@@ -144,18 +159,19 @@ TEST(Interleave, MatmulOverInterleavedView) {
     ThreadPool pool(2);
     MatmulScratch scratch;
     for (GgmlType t : kTypes) {
-        const int64_t rows = 136, cols = 256;
+        const int64_t rows = 136, cols = 512;
         const Mat m = make_mat(t, rows, cols, 77);
-        WeightView w{t, m.packed.data(), rows, cols, m.row_bytes, true};
+        WeightView w{t, m.packed.data(), rows, cols, m.packed_row_bytes, true};
         for (int64_t n_tok : {1, 5, 70}) {
             std::mt19937 rng(5);
             std::normal_distribution<float> normal(0.0f, 1.0f);
             std::vector<float> x(n_tok * cols), y(n_tok * rows);
             for (float &v : x) v = normal(rng);
             matmul(w, x.data(), cols, n_tok, y.data(), rows, pool, scratch);
-            std::vector<uint8_t> a(row_size(GgmlType::Q8_0, cols));
+            const GgmlType at = type_traits(t).vec_dot_type;
+            std::vector<uint8_t> a(row_size(at, cols));
             for (int64_t i = 0; i < n_tok; ++i) {
-                quantize_row(GgmlType::Q8_0, x.data() + i * cols, a.data(), cols);
+                quantize_row(at, x.data() + i * cols, a.data(), cols);
                 for (int64_t r = 0; r < rows; ++r) {
                     const test::TermSum e = test::exact_dot(t, cols, m.plain.data() + r * m.row_bytes, a.data());
                     ASSERT_LE(std::fabs(y[i * rows + r] - e.sum), bound(cols, e.abs))
