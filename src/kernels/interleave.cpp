@@ -1,7 +1,10 @@
 #include "kernels/interleave.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "util/error.h"
@@ -12,17 +15,10 @@ namespace {
 
 // ---- element codes of the plain GGUF blocks ----
 
-uint8_t q4_0_code(const block_q4_0 &b, int e) {
-    return e < 16 ? (b.qs[e] & 0x0f) : (b.qs[e - 16] >> 4);
-}
 void set_q4_0_code(block_q4_0 &b, int e, uint8_t v) {
     b.qs[e % 16] |= static_cast<uint8_t>(v << (e < 16 ? 0 : 4));
 }
 // Q4_K: 32-byte chunk k holds sub-block 2k in its low nibbles and 2k + 1 in its high nibbles.
-uint8_t q4_K_code(const block_q4_K &b, int e) {
-    const uint8_t byte = b.qs[32 * (e / 64) + e % 32];
-    return (e / 32) % 2 ? byte >> 4 : byte & 0x0f;
-}
 void set_q4_K_code(block_q4_K &b, int e, uint8_t v) {
     b.qs[32 * (e / 64) + e % 32] |= static_cast<uint8_t>(v << ((e / 32) % 2 ? 4 : 0));
 }
@@ -44,13 +40,6 @@ void q4_K_pack_scales(const uint8_t *sc, const uint8_t *mn, uint8_t *s) {
 }
 // Q6_K: in each half of 128, ql[l] holds elements l (low nibble) and l + 64 (high), ql[l + 32] elements
 // l + 32 and l + 96; qh[l] holds the top 2 bits of l, l + 32, l + 64, l + 96 at bits 0, 2, 4, 6.
-uint8_t q6_K_code(const block_q6_K &b, int e) {
-    const int half = e / 128, l = e % 128;
-    const uint8_t ql = b.ql[64 * half + l % 64];
-    const uint8_t lo = l < 64 ? (ql & 0x0f) : (ql >> 4);
-    const uint8_t hi = (b.qh[32 * half + l % 32] >> (2 * (l / 32))) & 3;
-    return static_cast<uint8_t>(lo | (hi << 4));
-}
 void set_q6_K_code(block_q6_K &b, int e, uint8_t v) {
     const int half = e / 128, l = e % 128;
     b.ql[64 * half + l % 64] |= static_cast<uint8_t>((v & 0x0f) << (l < 64 ? 0 : 4));
@@ -91,61 +80,104 @@ T load_block(const uint8_t *p, int64_t i) {
     return b;
 }
 
-// Interleaves block b of the 8 plain rows (rows8[r]) into out.
-void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *out) {
+// The codes of one plain block (32 or 256 elements) in element order: Q4_0 / Q4_K 0..15, Q6_K 0..63.
+void decode_codes(GgmlType t, const uint8_t *blk, uint8_t *c) {
     switch (t) {
         case GgmlType::Q4_0: {
-            block_q4_0x8 x{};
-            for (int r = 0; r < 8; ++r) {
-                const auto p = load_block<block_q4_0>(rows8[r], b);
-                x.d[r] = p.d;
-                for (int e = 0; e < 32; ++e)
-                    x.qs[nib_byte(r, e)] |= static_cast<uint8_t>(q4_0_code(p, e) << nib_shift(e));
+            const uint8_t *qs = blk + offsetof(block_q4_0, qs);
+            for (int l = 0; l < 16; ++l) {
+                c[l] = qs[l] & 0x0f;
+                c[l + 16] = qs[l] >> 4;
             }
-            std::memcpy(out, &x, sizeof x);
-            return;
-        }
-        case GgmlType::Q8_0: {
-            block_q8_0x8 x{};
-            for (int r = 0; r < 8; ++r) {
-                const auto p = load_block<block_q8_0>(rows8[r], b);
-                x.d[r] = p.d;
-                for (int e = 0; e < 32; ++e) x.qs[32 * (e / 4) + 4 * r + e % 4] = p.qs[e];
-            }
-            std::memcpy(out, &x, sizeof x);
             return;
         }
         case GgmlType::Q4_K: {
-            block_q4_Kx8 x{};
-            for (int r = 0; r < 8; ++r) {
-                const auto p = load_block<block_q4_K>(rows8[r], b);
-                x.d[r] = p.d;
-                x.dmin[r] = p.dmin;
-                for (int j = 0; j < 8; ++j) {
-                    q4_K_scale_min(p.scales, j, &x.scales[j][r], &x.mins[j / 2][r][j % 2]);
-                    for (int e = 0; e < 32; ++e)
-                        (&x.qs[j][0][0])[nib_byte(r, e)] |=
-                            static_cast<uint8_t>(q4_K_code(p, 32 * j + e) << nib_shift(e));
+            const uint8_t *qs = blk + offsetof(block_q4_K, qs);
+            for (int k = 0; k < 4; ++k)
+                for (int l = 0; l < 32; ++l) {
+                    c[64 * k + l] = qs[32 * k + l] & 0x0f;
+                    c[64 * k + 32 + l] = qs[32 * k + l] >> 4;
                 }
-            }
-            std::memcpy(out, &x, sizeof x);
             return;
         }
         case GgmlType::Q6_K: {
-            block_q6_Kx8 x{};
+            const uint8_t *ql = blk + offsetof(block_q6_K, ql), *qh = blk + offsetof(block_q6_K, qh);
+            for (int half = 0; half < 2; ++half, ql += 64, qh += 32, c += 128)
+                for (int l = 0; l < 32; ++l) {
+                    c[l] = static_cast<uint8_t>((ql[l] & 0x0f) | ((qh[l] & 3) << 4));
+                    c[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
+                    c[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                    c[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+                }
+            return;
+        }
+        default: return;
+    }
+}
+
+// The low nibbles of 32 codes (one sub-block) of row r into a [g][4 r + i] run of 128 bytes.
+void put_nibbles(const uint8_t *c, int r, uint8_t *run) {
+    for (int g = 0; g < 4; ++g)
+        for (int i = 0; i < 4; ++i)
+            run[32 * g + 4 * r + i] =
+                static_cast<uint8_t>((c[8 * g + i] & 0x0f) | ((c[8 * g + 4 + i] & 0x0f) << 4));
+}
+
+// Interleaves block b of the 8 plain rows (rows8[r]) into out (every byte written).
+void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *out) {
+    const size_t bs = type_traits(t).type_size;
+    uint8_t c[256];
+    switch (t) {
+        case GgmlType::Q4_0: {
+            auto *x = reinterpret_cast<block_q4_0x8 *>(out);
             for (int r = 0; r < 8; ++r) {
-                const auto p = load_block<block_q6_K>(rows8[r], b);
-                x.d[r] = p.d;
-                for (int k = 0; k < 16; ++k) x.scales[k][r] = p.scales[k];
+                const uint8_t *p = rows8[r] + b * bs;
+                std::memcpy(&x->d[r], p + offsetof(block_q4_0, d), sizeof(fp16_t));
+                decode_codes(t, p, c);
+                put_nibbles(c, r, x->qs);
+            }
+            return;
+        }
+        case GgmlType::Q8_0: {
+            auto *x = reinterpret_cast<block_q8_0x8 *>(out);
+            for (int r = 0; r < 8; ++r) {
+                const uint8_t *p = rows8[r] + b * bs;
+                std::memcpy(&x->d[r], p + offsetof(block_q8_0, d), sizeof(fp16_t));
+                for (int g = 0; g < 8; ++g) std::memcpy(&x->qs[32 * g + 4 * r], p + offsetof(block_q8_0, qs) + 4 * g, 4);
+            }
+            return;
+        }
+        case GgmlType::Q4_K: {
+            auto *x = reinterpret_cast<block_q4_Kx8 *>(out);
+            for (int r = 0; r < 8; ++r) {
+                const uint8_t *p = rows8[r] + b * bs;
+                std::memcpy(&x->d[r], p + offsetof(block_q4_K, d), sizeof(fp16_t));
+                std::memcpy(&x->dmin[r], p + offsetof(block_q4_K, dmin), sizeof(fp16_t));
+                for (int j = 0; j < 8; ++j)
+                    q4_K_scale_min(p + offsetof(block_q4_K, scales), j, &x->scales[j][r], &x->mins[j / 2][r][j % 2]);
+                decode_codes(t, p, c);
+                for (int j = 0; j < 8; ++j) put_nibbles(c + 32 * j, r, &x->qs[j][0][0]);
+            }
+            return;
+        }
+        case GgmlType::Q6_K: {
+            auto *x = reinterpret_cast<block_q6_Kx8 *>(out);
+            for (int r = 0; r < 8; ++r) {
+                const uint8_t *p = rows8[r] + b * bs;
+                std::memcpy(&x->d[r], p + offsetof(block_q6_K, d), sizeof(fp16_t));
+                for (int k = 0; k < 16; ++k) x->scales[k][r] = static_cast<int8_t>(p[offsetof(block_q6_K, scales) + k]);
+                decode_codes(t, p, c);
                 for (int j = 0; j < 8; ++j) {
-                    for (int e = 0; e < 32; ++e) {
-                        const uint8_t v = q6_K_code(p, 32 * j + e);
-                        (&x.ql[j][0][0])[nib_byte(r, e)] |= static_cast<uint8_t>((v & 0x0f) << nib_shift(e));
-                        (&x.qh[j][0][0])[q6_qh_byte(r, e)] |= static_cast<uint8_t>((v >> 4) << q6_qh_shift(e));
-                    }
+                    const uint8_t *cj = c + 32 * j;
+                    put_nibbles(cj, r, &x->ql[j][0][0]);
+                    for (int h = 0; h < 2; ++h)
+                        for (int i = 0; i < 4; ++i) {
+                            const uint8_t *e = cj + 16 * h + i;  // steps g = 2h (e[0], e[4]) and 2h + 1 (e[8], e[12])
+                            x->qh[j][h][4 * r + i] = static_cast<uint8_t>((e[0] >> 4) | ((e[4] >> 4) << 2) |
+                                                                          ((e[8] >> 4) << 4) | ((e[12] >> 4) << 6));
+                        }
                 }
             }
-            std::memcpy(out, &x, sizeof x);
             return;
         }
         default: throw Error(std::string("no interleaved layout for ") + type_name(t));
@@ -225,12 +257,23 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
     const int64_t nb = cols / type_traits(t).block_size;
     const size_t xb = x8_block_bytes(t);
     const size_t group_bytes = interleaved_row_bytes(t, cols) * kInterleaveRows;
-    for (int64_t g0 = 0; g0 < rows; g0 += kInterleaveRows) {
-        const uint8_t *rows8[8];
-        for (int r = 0; r < 8; ++r) rows8[r] = src + (g0 + r) * src_row_bytes;
-        uint8_t *out = dst + (g0 / kInterleaveRows) * group_bytes;
-        for (int64_t b = 0; b < nb; ++b) pack_block(t, rows8, b, out + b * xb);
-    }
+    auto pack_groups = [&](int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q) {
+            const uint8_t *rows8[8];
+            for (int r = 0; r < 8; ++r) rows8[r] = src + (q * kInterleaveRows + r) * src_row_bytes;
+            uint8_t *out = dst + q * group_bytes;
+            for (int64_t b = 0; b < nb; ++b) pack_block(t, rows8, b, out + b * xb);
+        }
+    };
+    // Loading is otherwise a page-fault-bound copy: use the machine's cores for big matrices.
+    const int64_t n_groups = rows / kInterleaveRows;
+    const int64_t n_threads = std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1,
+                                                  std::max<int64_t>(1, n_groups * static_cast<int64_t>(group_bytes) >> 20));
+    std::vector<std::thread> helpers;
+    for (int64_t i = 1; i < n_threads; ++i)
+        helpers.emplace_back(pack_groups, n_groups * i / n_threads, n_groups * (i + 1) / n_threads);
+    pack_groups(0, n_groups / n_threads);
+    for (std::thread &th : helpers) th.join();
 }
 
 void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols, uint8_t *dst) {
