@@ -3,11 +3,13 @@
 //                                          (512 rows): compute speed in multiply-adds per second
 //   DotLoop/<type>/<rows>/<cols>/<tokens>  the same outputs by one vec_dot per output (the old path)
 //   Matmul/<type>/<rows>/<cols>/<tokens>/<threads>  kernels::matmul with its pool (big weights: memory)
+//   MatmulTiny/<type>/...  the same for the K types on shapes of a Q4_K_M model: 512 tokens, 1 token
 // Built by CMake as build/bin/matmul_bench when Google Benchmark is installed.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/dot.h"
@@ -41,7 +43,8 @@ Data make(GgmlType t, int64_t rows, int64_t cols, int64_t tokens) {
     d.x.resize(tokens * cols);
     for (float &v : d.x) v = normal(rng);
     d.act.resize(d.act_row * tokens);
-    for (int64_t i = 0; i < tokens; ++i) k.quantize_act(d.x.data() + i * cols, d.act.data() + i * d.act_row, cols);
+    for (int64_t i = 0; i < tokens; ++i)
+        k.quantize_act(d.x.data() + i * cols, d.act.data() + i * d.act_row, cols);
     d.y.resize(rows * tokens);
     return d;
 }
@@ -54,13 +57,15 @@ void BM_Gemm(benchmark::State &st, GgmlType t, bool by_dot) {
         if (by_dot) {
             for (int64_t c = 0; c < tokens; ++c)
                 for (int64_t r = 0; r < rows; ++r)
-                    d.y[c * rows + r] = k.vec_dot(cols, d.w.data() + r * d.row_bytes, d.act.data() + c * d.act_row);
+                    d.y[c * rows + r] =
+                        k.vec_dot(cols, d.w.data() + r * d.row_bytes, d.act.data() + c * d.act_row);
         } else {
             k.gemm(cols, d.w.data(), d.row_bytes, rows, d.act.data(), d.act_row, tokens, d.y.data(), rows);
         }
         benchmark::DoNotOptimize(d.y.data());
     }
-    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens), benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens),
+                                              benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Matmul(benchmark::State &st, GgmlType t) {
@@ -73,12 +78,15 @@ void BM_Matmul(benchmark::State &st, GgmlType t) {
         matmul(w, d.x.data(), cols, tokens, d.y.data(), rows, pool, scratch);
         benchmark::DoNotOptimize(d.y.data());
     }
-    st.counters["weight B/s"] = benchmark::Counter(static_cast<double>(d.w.size()), benchmark::Counter::kIsIterationInvariantRate);
-    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens), benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["weight B/s"] =
+        benchmark::Counter(static_cast<double>(d.w.size()), benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens),
+                                              benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_all() {
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
+    for (GgmlType t :
+         {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
         const std::string n = lctx::type_name(t);
         for (bool by_dot : {false, true}) {
             benchmark::RegisterBenchmark((std::string(by_dot ? "DotLoop/" : "Gemm/") + n).c_str(),
@@ -93,6 +101,17 @@ void register_all() {
             ->Args({5632, 2048, 1, 2})
             ->Args({2048, 2048, 128, 1})
             ->Args({2048, 2048, 128, 2})
+            ->UseRealTime();
+    }
+    // Prompt processing and generation of a TinyLlama-shaped Q4_K_M model (Q4_K + Q6_K, some Q5_K):
+    // attention (2048 x 2048) and feed-forward (5632 x 2048) weights, 512 tokens and 1 token.
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K}) {
+        benchmark::RegisterBenchmark((std::string("MatmulTiny/") + lctx::type_name(t)).c_str(),
+                                     [t](benchmark::State &st) { BM_Matmul(st, t); })
+            ->Args({2048, 2048, 512, 1})
+            ->Args({5632, 2048, 512, 1})
+            ->Args({2048, 2048, 1, 1})
+            ->Args({5632, 2048, 1, 1})
             ->UseRealTime();
     }
 }

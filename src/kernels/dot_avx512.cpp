@@ -297,19 +297,10 @@ QuantizeActFn quantize_act_avx512(GgmlType act_type) {
 GemmFn gemm_x8_avx512(GgmlType weight_type) {
     return shared_gemm_x8(weight_type);
 }
-// The 256-bit tiles (int8 dots in vpdpbusd here) where the shared set has them; elsewhere one 512-bit
-// vec_dot per output.
+// The 256-bit tiles of the shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across
+// activations, which a 512-bit dot per output cannot.
 GemmFn gemm_avx512(GgmlType weight_type) {
-    switch (weight_type) {
-        case GgmlType::Q4_K:
-            return &gemm_by_dot<&vec_dot_q45_K_512<false>>;
-        case GgmlType::Q5_K:
-            return &gemm_by_dot<&vec_dot_q45_K_512<true>>;
-        case GgmlType::Q6_K:
-            return &gemm_by_dot<&vec_dot_q6_K_512>;
-        default:
-            return shared_gemm(weight_type);
-    }
+    return shared_gemm(weight_type);
 }
 #else
 VecDotFn vec_dot_avx512(GgmlType) {

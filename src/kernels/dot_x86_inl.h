@@ -885,6 +885,12 @@ void gemm_by_dot(int64_t n, const void *w, size_t ldw, int64_t nr, const void *a
     }
 }
 
+}  // namespace
+}  // namespace lctx::kernels
+#include "kernels/gemm_kquants_x86_inl.h"  // K-type tiles (needs the helpers above)
+namespace lctx::kernels {
+namespace {
+
 inline GemmFn shared_gemm(GgmlType t) {
     switch (t) {
         case GgmlType::F32:
@@ -906,17 +912,17 @@ inline GemmFn shared_gemm(GgmlType t) {
         case GgmlType::Q5_1:
             return &gemm_by_dot<&vec_dot_q5_1>;
         case GgmlType::Q2_K:
-            return &gemm_by_dot<&vec_dot_q2_K>;
+            return &gemm_kq<KqQ2>;
         case GgmlType::Q3_K:
-            return &gemm_by_dot<&vec_dot_q3_K>;
+            return &gemm_kq<KqQ3>;
         case GgmlType::Q4_K:
-            return &gemm_by_dot<&vec_dot_q45_K<false>>;
+            return &gemm_kq<KqQ45<false>>;
         case GgmlType::Q5_K:
-            return &gemm_by_dot<&vec_dot_q45_K<true>>;
+            return &gemm_kq<KqQ45<true>>;
         case GgmlType::Q6_K:
-            return &gemm_by_dot<&vec_dot_q6_K>;
+            return &gemm_kq<KqQ6>;
         case GgmlType::IQ4_XS:
-            return &gemm_by_dot<&vec_dot_iq4_xs>;
+            return &gemm_kq<KqIQ4XS>;
         default:
             return nullptr;
     }

@@ -1,0 +1,206 @@
+// The gemm kernels of the K super-block types at every ISA level this CPU runs, called directly on odd
+// shapes (1..13 weight rows x 1..7 activation rows, strided, several super-blocks):
+// * every output is within the float rounding bound of the exact block formula, and close to the same
+//   ISA's vec_dot (both within that bound);
+// * every output is bit-identical to the same (row, activation) computed alone in a 1 x 1 call, whatever
+//   the tile shape and position (GemmFn's promise: matmul results do not depend on batch size or thread
+//   split);
+// * nothing outside the n_rows x n_act outputs is written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dot_test_util.h"
+#include "kernels/dot.h"
+#include "tensor/block_layouts.h"
+#include "tensor/fp16.h"
+#include "tensor/types.h"
+
+namespace lctx::kernels {
+namespace {
+
+constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K,
+                                GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS};
+
+constexpr int64_t kMaxRows = 13, kMaxAct = 7;
+constexpr float kSentinel = -12345.0f;
+
+// Byte offsets of a block's half scales: d, and dmin (or -1).
+void scale_offsets(GgmlType t, ptrdiff_t *d, ptrdiff_t *m) {
+    *m = -1;
+    switch (t) {
+        case GgmlType::Q2_K:
+            *d = offsetof(block_q2_K, d), *m = offsetof(block_q2_K, dmin);
+            break;
+        case GgmlType::Q3_K:
+            *d = offsetof(block_q3_K, d);
+            break;
+        case GgmlType::Q4_K:
+            *d = offsetof(block_q4_K, d), *m = offsetof(block_q4_K, dmin);
+            break;
+        case GgmlType::Q5_K:
+            *d = offsetof(block_q5_K, d), *m = offsetof(block_q5_K, dmin);
+            break;
+        case GgmlType::Q6_K:
+            *d = offsetof(block_q6_K, d);
+            break;
+        default:  // IQ4_XS
+            *d = offsetof(block_iq4_xs, d);
+            break;
+    }
+}
+
+// kMaxRows weight rows `w_stride` bytes apart and kMaxAct Q8_K activation rows `a_stride` bytes apart; the
+// gaps hold garbage that must not be read into a result.
+struct Problem {
+    GgmlType type;
+    int64_t cols;
+    size_t w_stride, a_stride;
+    std::vector<uint8_t> w, act;
+    const uint8_t *wrow(int64_t r) const { return w.data() + r * w_stride; }
+    const uint8_t *arow(int64_t c) const { return act.data() + c * a_stride; }
+};
+
+// Odd rows: quantized from floats (valid, typical blocks); even rows: random bytes with random half scales
+// over 2^-12..2 (every quant and sub-scale value, e.g. Q6_K's -128 scale). Activation rows quantized by the
+// reference quantizer from floats whose magnitude changes every 16 elements.
+Problem make_problem(GgmlType t, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> expo(-12.0f, 1.0f), mant(1.0f, 2.0f), spread(-3.0f, 3.0f);
+    Problem p{t, cols, row_size(t, cols) + 6, row_size(GgmlType::Q8_K, cols) + 8, {}, {}};
+    p.w.resize(p.w_stride * kMaxRows);
+    p.act.resize(p.a_stride * kMaxAct);
+    for (uint8_t &b : p.w) b = static_cast<uint8_t>(rng());
+    for (uint8_t &b : p.act) b = static_cast<uint8_t>(rng());
+    std::vector<float> f(static_cast<size_t>(cols));
+    ptrdiff_t od, om;
+    scale_offsets(t, &od, &om);
+    const size_t bsz = type_traits(t).type_size;
+    for (int64_t r = 0; r < kMaxRows; ++r) {
+        uint8_t *row = p.w.data() + r * p.w_stride;
+        if (r % 2) {
+            const float s = std::pow(10.0f, spread(rng));
+            for (float &v : f) v = normal(rng) * s;
+            quantize_row(t, f.data(), row, cols);
+            continue;
+        }
+        for (size_t off = 0; off < row_size(t, cols); off += bsz) {
+            for (ptrdiff_t o : {od, om}) {
+                if (o < 0) continue;
+                const float v = ((rng() & 1) ? -1.0f : 1.0f) * mant(rng) * std::exp2(expo(rng));
+                const fp16_t h = fp32_to_fp16(v);
+                std::memcpy(row + off + o, &h, 2);
+            }
+        }
+    }
+    for (int64_t c = 0; c < kMaxAct; ++c) {
+        float s = 1.0f;
+        for (int64_t i = 0; i < cols; ++i) {
+            if (i % 16 == 0) s = std::pow(10.0f, spread(rng));
+            f[static_cast<size_t>(i)] = normal(rng) * s;
+        }
+        quantize_row(GgmlType::Q8_K, f.data(), p.act.data() + c * p.a_stride, cols);
+    }
+    return p;
+}
+
+// The matmul test's bound: the float error of any summation order of the block terms.
+double rounding_bound(int64_t cols, double abs_sum) {
+    const double k = 8.0 * static_cast<double>(cols / kQK_K) + 16;
+    return (k + 4) * 0x1p-24 * abs_sum;
+}
+
+class GemmIsaTest : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {
+  protected:
+    GgmlType type() const { return std::get<0>(GetParam()); }
+    Isa isa() const { return std::get<1>(GetParam()); }
+};
+
+TEST_P(GemmIsaTest, OddShapesMatchVecDotAndOneByOne) {
+    const TypeKernels &k = type_kernels(type(), isa());
+    ASSERT_NE(k.gemm, nullptr);
+    ASSERT_EQ(k.act_type, GgmlType::Q8_K);
+    for (int64_t nsb : {1, 3, 5}) {
+        const int64_t cols = nsb * kQK_K;
+        SCOPED_TRACE("cols " + std::to_string(cols));
+        const Problem p =
+            make_problem(type(), cols, 1000u * static_cast<uint32_t>(type()) + static_cast<uint32_t>(nsb));
+
+        // Every (row, activation) alone: the reference values for bit-identity, checked against the
+        // exact formula and vec_dot.
+        std::vector<float> one(kMaxRows * kMaxAct);  // [act][row]
+        for (int64_t c = 0; c < kMaxAct; ++c) {
+            for (int64_t r = 0; r < kMaxRows; ++r) {
+                float out[2] = {kSentinel, kSentinel};
+                k.gemm(cols, p.wrow(r), p.w_stride, 1, p.arow(c), p.a_stride, 1, out, 1);
+                ASSERT_EQ(out[1], kSentinel) << "1 x 1 call wrote past its output";
+                one[c * kMaxRows + r] = out[0];
+                const test::TermSum e = test::exact_dot(type(), cols, p.wrow(r), p.arow(c));
+                const double bound = rounding_bound(cols, e.abs);
+                ASSERT_GT(e.abs, 0.0);
+                EXPECT_LE(std::fabs(out[0] - e.sum), bound)
+                    << "row " << r << " act " << c << ": exact " << e.sum;
+                const float dot = k.vec_dot(cols, p.wrow(r), p.arow(c));
+                EXPECT_LE(std::fabs(static_cast<double>(out[0]) - dot), 2 * bound)
+                    << "row " << r << " act " << c << ": vec_dot " << dot;
+            }
+        }
+        if (HasFailure()) return;
+
+        // Every block shape, at every offset where it fits in steps of 1 row / 2 activations.
+        for (int64_t nr = 1; nr <= kMaxRows; ++nr) {
+            for (int64_t nc = 1; nc <= kMaxAct; ++nc) {
+                for (int64_t r0 = 0; r0 + nr <= kMaxRows; r0 += (nr > 6 ? 1 : 5)) {
+                    for (int64_t c0 = 0; c0 + nc <= kMaxAct; c0 += 2) {
+                        const int64_t ldy = nr + 3;
+                        std::vector<float> y(static_cast<size_t>(ldy * (nc + 1)), kSentinel);
+                        k.gemm(cols, p.wrow(r0), p.w_stride, nr, p.arow(c0), p.a_stride, nc, y.data(), ldy);
+                        int bad = 0;
+                        for (int64_t c = 0; c <= nc; ++c) {
+                            for (int64_t r = 0; r < ldy; ++r) {
+                                const float got = y[c * ldy + r];
+                                if (c == nc || r >= nr) {
+                                    if (got != kSentinel && ++bad <= 3)
+                                        ADD_FAILURE()
+                                            << nr << " x " << nc << " at (" << r0 << ", " << c0
+                                            << ") wrote outside its block at (" << r << ", " << c << ")";
+                                    continue;
+                                }
+                                const float want = one[(c0 + c) * kMaxRows + r0 + r];
+                                // Bit identity (a NaN would fail too, as it should).
+                                if (std::memcmp(&got, &want, sizeof got) != 0 && ++bad <= 3)
+                                    ADD_FAILURE()
+                                        << nr << " x " << nc << " at (" << r0 << ", " << c0 << "): output ("
+                                        << r << ", " << c << ") = " << got << ", alone " << want;
+                            }
+                        }
+                        if (bad) return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+std::vector<std::tuple<GgmlType, Isa>> params() {
+    std::vector<std::tuple<GgmlType, Isa>> v;
+    for (GgmlType t : kKTypes)
+        for (Isa isa : test::available_isas()) v.emplace_back(t, isa);
+    return v;
+}
+
+std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>> &info) {
+    return std::string(type_name(std::get<0>(info.param))) + "_" + isa_name(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(KTypes, GemmIsaTest, ::testing::ValuesIn(params()), param_name);
+
+}  // namespace
+}  // namespace lctx::kernels
