@@ -241,7 +241,7 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
 }  // namespace
 
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols) {
-    if (x8_block_bytes(t) == 0 || rows <= 0 || rows % kInterleaveRows != 0 || cols <= 0) return false;
+    if (x8_block_bytes(t) == 0 || rows <= 0 || cols <= 0) return false;
     return cols % type_traits(t).block_size == 0;
 }
 
@@ -257,16 +257,20 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
     const int64_t nb = cols / type_traits(t).block_size;
     const size_t xb = x8_block_bytes(t);
     const size_t group_bytes = interleaved_row_bytes(t, cols) * kInterleaveRows;
+    const std::vector<uint8_t> zero_row(src_row_bytes, 0);  // the padding rows of a last partial group
     auto pack_groups = [&](int64_t q0, int64_t q1) {
         for (int64_t q = q0; q < q1; ++q) {
             const uint8_t *rows8[8];
-            for (int r = 0; r < 8; ++r) rows8[r] = src + (q * kInterleaveRows + r) * src_row_bytes;
+            for (int r = 0; r < 8; ++r) {
+                const int64_t row = q * kInterleaveRows + r;
+                rows8[r] = row < rows ? src + row * src_row_bytes : zero_row.data();
+            }
             uint8_t *out = dst + q * group_bytes;
             for (int64_t b = 0; b < nb; ++b) pack_block(t, rows8, b, out + b * xb);
         }
     };
     // Loading is otherwise a page-fault-bound copy: use the machine's cores for big matrices.
-    const int64_t n_groups = rows / kInterleaveRows;
+    const int64_t n_groups = interleaved_rows(rows) / kInterleaveRows;
     const int64_t n_threads = std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1,
                                                   std::max<int64_t>(1, n_groups * static_cast<int64_t>(group_bytes) >> 20));
     std::vector<std::thread> helpers;

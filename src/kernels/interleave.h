@@ -58,16 +58,21 @@ struct block_q6_Kx8 {
 };
 static_assert(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K));
 
-// True when a [rows, cols] matrix of type t can be kept interleaved (a type with an x8 layout, whole groups
-// of 8 rows, whole blocks).
+// True when a [rows, cols] matrix of type t can be kept interleaved (a type with an x8 layout, whole blocks).
+// A row count that is not a multiple of 8 gets a last group padded with zero rows.
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols);
+
+// Rows an interleaved matrix stores: rows rounded up to a whole group.
+inline int64_t interleaved_rows(int64_t rows) {
+    return (rows + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
+}
 
 // Bytes per row of an interleaved matrix (a group of 8 rows is 8 times this): the plain row size, except for
 // Q4_K (decoded scales).
 size_t interleaved_row_bytes(GgmlType t, int64_t cols);
 
-// Interleaves rows [0, rows) (rows % 8 == 0) of a plain matrix (rows src_row_bytes apart) into dst
-// (interleaved_row_bytes(t, cols) * rows bytes).
+// Interleaves rows [0, rows) of a plain matrix (rows src_row_bytes apart) into dst
+// (interleaved_row_bytes(t, cols) * interleaved_rows(rows) bytes).
 void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols, uint8_t *dst);
 
 // Writes row `row` of an interleaved matrix (row_bytes = interleaved_row_bytes) back in the plain GGUF block

@@ -20,54 +20,114 @@ constexpr int64_t kTokenChunk = 64;
 
 }  // namespace
 
+namespace {
+
+// One weight of a call with its output and precomputed kernel.
+struct Target {
+    const WeightView *w;
+    float *y;
+    int64_t ldy;
+    GemmFn gemm;
+    int64_t full_rows;  // rows the kernel computes in place (interleaved: whole groups of 8)
+};
+
+// Rows [r0, r0 + nr) of one target for tokens [t0, t0 + nt). An interleaved matrix whose row count is not a
+// multiple of 8 keeps a zero-padded last group: its rows are computed into a buffer and the real ones copied.
+void run_item(const Target &t, const uint8_t *act, size_t act_row, int64_t t0, int64_t nt, int64_t r0, int64_t nr) {
+    const WeightView &w = *t.w;
+    const int64_t in_place = std::min(nr, std::max<int64_t>(0, t.full_rows - r0));
+    if (in_place > 0)
+        t.gemm(w.cols, w.data + r0 * w.row_bytes, w.row_bytes, in_place, act + t0 * act_row, act_row, nt,
+               t.y + t0 * t.ldy + r0, t.ldy);
+    if (in_place == nr) return;
+    const int64_t g0 = t.full_rows;  // the padded group
+    float tail[kTokenChunk * kInterleaveRows];
+    t.gemm(w.cols, w.data + g0 * w.row_bytes, w.row_bytes, kInterleaveRows, act + t0 * act_row, act_row, nt, tail,
+           kInterleaveRows);
+    for (int64_t i = 0; i < nt; ++i)
+        for (int64_t r = g0; r < w.rows; ++r) t.y[(t0 + i) * t.ldy + r] = tail[i * kInterleaveRows + (r - g0)];
+}
+
+}  // namespace
+
 void matmul(const WeightView &w, const float *x, int64_t ldx, int64_t n_tokens, float *y, int64_t ldy,
             ThreadPool &pool, MatmulScratch &scratch) {
-    if (n_tokens <= 0 || w.rows <= 0) return;
-    const TypeKernels &k = type_kernels(w.type);
-    const GemmFn gemm = w.interleaved ? k.gemm_x8 : k.gemm;
-    if (!gemm) throw Error(std::string("no interleaved kernel for ") + type_name(w.type));
-    const size_t act_row = row_size(k.act_type, w.cols);
+    const MatmulOutput out{&w, y, ldy};
+    matmul_shared_input(&out, 1, x, ldx, n_tokens, pool, scratch);
+}
+
+void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, int64_t ldx, int64_t n_tokens,
+                         ThreadPool &pool, MatmulScratch &scratch) {
+    if (n_tokens <= 0 || n_outs <= 0) return;
+    const TypeKernels &k0 = type_kernels(outs[0].w->type);
+    const int64_t cols = outs[0].w->cols;
+    // Weights whose activations convert differently go one call each.
+    for (int i = 1; i < n_outs; ++i) {
+        if (outs[i].w->cols != cols || type_kernels(outs[i].w->type).act_type != k0.act_type) {
+            for (int j = 0; j < n_outs; ++j) matmul_shared_input(outs + j, 1, x, ldx, n_tokens, pool, scratch);
+            return;
+        }
+    }
+    Target targets[kMaxSharedOutputs];
+    if (n_outs > kMaxSharedOutputs) throw Error("matmul_shared_input: too many outputs");
+    int64_t work = 0;
+    for (int i = 0; i < n_outs; ++i) {
+        const WeightView &w = *outs[i].w;
+        const TypeKernels &k = type_kernels(w.type);
+        const GemmFn gemm = w.interleaved ? k.gemm_x8 : k.gemm;
+        if (!gemm) throw Error(std::string("no interleaved kernel for ") + type_name(w.type));
+        targets[i] = {&w, outs[i].y, outs[i].ldy, gemm, w.interleaved ? w.rows / kInterleaveRows * kInterleaveRows : w.rows};
+        work += w.rows * w.cols * n_tokens;
+    }
+
+    const size_t act_row = row_size(k0.act_type, cols);
     const size_t need = act_row * static_cast<size_t>(n_tokens);
     if (scratch.act.size() < need) scratch.act.resize(need);
     uint8_t *act = scratch.act.data();  // [n_tokens][act_row bytes]
 
-    const int64_t work = w.rows * w.cols * n_tokens;
     const int nth = work < kMinParallelWork ? 1 : pool.n_active();
-
     if (nth > 1 && n_tokens >= 4) {
         pool.parallel_for(n_tokens, 1, [&](int64_t t0, int64_t t1) {
-            for (int64_t t = t0; t < t1; ++t) k.quantize_act(x + t * ldx, act + t * act_row, w.cols);
+            for (int64_t t = t0; t < t1; ++t) k0.quantize_act(x + t * ldx, act + t * act_row, cols);
         }, nth);
     } else {
-        for (int64_t t = 0; t < n_tokens; ++t) k.quantize_act(x + t * ldx, act + t * act_row, w.cols);
+        for (int64_t t = 0; t < n_tokens; ++t) k0.quantize_act(x + t * ldx, act + t * act_row, cols);
     }
 
     if (nth == 1) {
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
-            const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
-            gemm(w.cols, w.data, w.row_bytes, w.rows, act + t0 * act_row, act_row, nt, y + t0 * ldy, ldy);
-        }
+        for (int i = 0; i < n_outs; ++i)
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk)
+                run_item(targets[i], act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), 0, targets[i].w->rows);
         return;
     }
 
-    // Work items: (token chunk, row chunk), handed out dynamically so that a thread the OS delays does
-    // not hold the others up. Row chunks are multiples of the 4-row tile, about 8 per thread and token
-    // chunk, at least 16 rows.
+    // Work items: (target, token chunk, row chunk), handed out dynamically so that a thread the OS delays
+    // does not hold the others up. Row chunks are whole 8-row groups (and 4-row tiles), about 8 per thread
+    // and token chunk of the largest target, at least 16 rows.
     const int64_t n_tc = (n_tokens + kTokenChunk - 1) / kTokenChunk;
-    int64_t row_chunk = (w.rows + 8 * nth - 1) / (8 * nth);
-    row_chunk = std::max<int64_t>(16, (row_chunk + 7) / 8 * 8);  // whole 4-row tiles and 8-row groups
+    int64_t max_rows = 0;
+    for (int i = 0; i < n_outs; ++i) max_rows = std::max(max_rows, targets[i].w->rows);
+    int64_t row_chunk = (max_rows + 8 * nth - 1) / (8 * nth);
+    row_chunk = std::max<int64_t>(16, (row_chunk + 7) / 8 * 8);
     if (n_tokens > 4) row_chunk = std::min<int64_t>(row_chunk, 64);
-    const int64_t n_rc = (w.rows + row_chunk - 1) / row_chunk;
-    const int64_t n_items = n_tc * n_rc;
+    int64_t first_item[kMaxSharedOutputs + 1];
+    first_item[0] = 0;
+    for (int i = 0; i < n_outs; ++i)
+        first_item[i + 1] = first_item[i] + n_tc * ((targets[i].w->rows + row_chunk - 1) / row_chunk);
+    const int64_t n_items = first_item[n_outs];
     std::atomic<int64_t> next{0};
     pool.run(
         [&](int, int) {
+            int ti = 0;
             for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
                  i = next.fetch_add(1, std::memory_order_relaxed)) {
-                const int64_t t0 = (i / n_rc) * kTokenChunk, r0 = (i % n_rc) * row_chunk;
-                const int64_t nt = std::min(kTokenChunk, n_tokens - t0), nr = std::min(row_chunk, w.rows - r0);
-                gemm(w.cols, w.data + r0 * w.row_bytes, w.row_bytes, nr, act + t0 * act_row, act_row, nt,
-                       y + t0 * ldy + r0, ldy);
+                while (i >= first_item[ti + 1]) ++ti;
+                const Target &t = targets[ti];
+                const int64_t n_rc = (t.w->rows + row_chunk - 1) / row_chunk;
+                const int64_t local = i - first_item[ti];
+                const int64_t t0 = (local / n_rc) * kTokenChunk, r0 = (local % n_rc) * row_chunk;
+                run_item(t, act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), r0,
+                         std::min(row_chunk, t.w->rows - r0));
             }
         },
         nth);
@@ -76,7 +136,7 @@ void matmul(const WeightView &w, const float *x, int64_t ldx, int64_t n_tokens, 
 void weight_row_to_f32(const WeightView &w, int64_t row, float *dst) {
     if (row < 0 || row >= w.rows) throw Error("weight row " + std::to_string(row) + " out of range");
     if (w.interleaved) {
-        std::vector<uint8_t> plain(w.row_bytes);
+        std::vector<uint8_t> plain(row_size(w.type, w.cols));
         deinterleave_row(w.type, w.data, w.row_bytes, row, w.cols, plain.data());
         dequantize_row(w.type, plain.data(), dst, w.cols);
         return;

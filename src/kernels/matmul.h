@@ -20,8 +20,9 @@ struct WeightView {
     int64_t rows = 0;
     int64_t cols = 0;
     size_t row_bytes = 0;
-    // Rows kept in groups of 8 interleaved rows (kernels/interleave.h; same size and row_bytes). A view of
-    // a row range of such a matrix must start at a multiple of 8.
+    // Rows kept in groups of 8 interleaved rows (kernels/interleave.h; row_bytes = interleaved_row_bytes,
+    // a group is 8 * row_bytes, the last group zero-padded when rows % 8 != 0). A view of a row range of
+    // such a matrix must start at a multiple of 8.
     bool interleaved = false;
 };
 
@@ -34,6 +35,17 @@ struct MatmulScratch {
 // x: [n_tokens][ldx] (cols used), y: [n_tokens][ldy] (rows written).
 void matmul(const WeightView &w, const float *x, int64_t ldx, int64_t n_tokens, float *y, int64_t ldy,
             ThreadPool &pool, MatmulScratch &scratch);
+
+// Several weights applied to the same input (q/k/v, gate/up): the activations are converted once and all
+// outputs share one parallel section. Weights whose columns or activation type differ are run one by one.
+struct MatmulOutput {
+    const WeightView *w;
+    float *y;      // [n_tokens][ldy]
+    int64_t ldy;
+};
+constexpr int kMaxSharedOutputs = 4;
+void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, int64_t ldx, int64_t n_tokens,
+                         ThreadPool &pool, MatmulScratch &scratch);
 
 // Copies row `row` of w into dst as f32 (embedding lookup of a quantized table).
 void weight_row_to_f32(const WeightView &w, int64_t row, float *dst);

@@ -2,7 +2,7 @@
 //   x = embed(tokens)
 //   for each layer:
 //     h = rmsnorm(x) * attn_norm
-//     q, k, v = h Wq, h Wk, h Wv;  rope(q), rope(k);  store k, v in the KV cells of the tokens
+//     q, k, v = h Wq, h Wk, h Wv   (one pass: h converted once);  rope(q), rope(k);  store k, v in the cells
 //     x += attention(q, cached K, cached V, mask) Wo
 //     h = rmsnorm(x) * ffn_norm
 //     x += (silu(h Wgate) * (h Wup)) Wdown
@@ -100,9 +100,9 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
         // ---- attention block ----
         for (int64_t t = 0; t < n_tokens; ++t)
             kernels::rms_norm(x + t * n_embd, l.attn_norm.data(), s.cur.data() + t * n_embd, n_embd, hp.norm_rms_eps);
-        kernels::matmul(l.wq, s.cur.data(), n_embd, n_tokens, s.q.data(), q_dim, pool, s.mm);
-        kernels::matmul(l.wk, s.cur.data(), n_embd, n_tokens, s.k.data(), k_dim, pool, s.mm);
-        kernels::matmul(l.wv, s.cur.data(), n_embd, n_tokens, s.v.data(), v_dim, pool, s.mm);
+        const kernels::MatmulOutput qkv[] = {{&l.wq, s.q.data(), q_dim}, {&l.wk, s.k.data(), k_dim},
+                                             {&l.wv, s.v.data(), v_dim}};
+        kernels::matmul_shared_input(qkv, 3, s.cur.data(), n_embd, n_tokens, pool, s.mm);
         for (int64_t t = 0; t < n_tokens; ++t) {
             const float pos = static_cast<float>(b.pos[t]);
             kernels::rope(s.q.data() + t * q_dim, hp.n_head, hp.n_embd_head_k, pos, rope);
@@ -146,8 +146,8 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
         // ---- feed-forward block (SwiGLU) ----
         for (int64_t t = 0; t < n_rows; ++t)
             kernels::rms_norm(x + t * n_embd, l.ffn_norm.data(), s.cur.data() + t * n_embd, n_embd, hp.norm_rms_eps);
-        kernels::matmul(l.ffn_gate, s.cur.data(), n_embd, n_rows, s.ffn_a.data(), n_ff, pool, s.mm);
-        kernels::matmul(l.ffn_up, s.cur.data(), n_embd, n_rows, s.ffn_b.data(), n_ff, pool, s.mm);
+        const kernels::MatmulOutput gate_up[] = {{&l.ffn_gate, s.ffn_a.data(), n_ff}, {&l.ffn_up, s.ffn_b.data(), n_ff}};
+        kernels::matmul_shared_input(gate_up, 2, s.cur.data(), n_embd, n_rows, pool, s.mm);
         kernels::swiglu(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows * n_ff);
         kernels::matmul(l.ffn_down, s.ffn_a.data(), n_ff, n_rows, s.out.data(), n_embd, pool, s.mm);
         kernels::add_inplace(x, s.out.data(), n_rows * n_embd);

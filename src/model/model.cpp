@@ -139,8 +139,10 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     std::vector<kernels::WeightView *> todo;
     for (LayerWeights &l : weights_.layers)
         for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) todo.push_back(w);
-    // A tied output matrix is the embedding table, whose rows are looked up in the plain layout.
-    if (weights_.output.data != weights_.token_embd.data) todo.push_back(&weights_.output);
+    // A tied output matrix is the embedding table: one interleaved copy serves both (a lookup de-interleaves
+    // its row). An untied table is only looked up and stays in the mapping.
+    const bool tied = weights_.output.data == weights_.token_embd.data;
+    todo.push_back(tied ? &weights_.token_embd : &weights_.output);
     uint64_t total = 0, done = 0;
     for (const kernels::WeightView *w : todo)
         if (kernels::can_interleave(w->type, w->rows, w->cols)) total += w->row_bytes * w->rows;
@@ -148,7 +150,7 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
         if (!kernels::can_interleave(w->type, w->rows, w->cols)) continue;
         const size_t plain = w->row_bytes * static_cast<size_t>(w->rows);
         const size_t row_bytes = kernels::interleaved_row_bytes(w->type, w->cols);
-        std::unique_ptr<uint8_t[]> copy(new uint8_t[row_bytes * static_cast<size_t>(w->rows)]);
+        std::unique_ptr<uint8_t[]> copy(new uint8_t[row_bytes * static_cast<size_t>(kernels::interleaved_rows(w->rows))]);
         kernels::interleave_rows(w->type, w->data, w->row_bytes, w->rows, w->cols, copy.get());
         file_->release_pages(w->data, plain);
         w->data = copy.get();
@@ -161,6 +163,7 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
                                             opts.progress_user_data))
             throw Error("model loading cancelled");
     }
+    if (tied) weights_.output = weights_.token_embd;
 }
 
 std::string Model::description() const {

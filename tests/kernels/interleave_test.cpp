@@ -43,7 +43,7 @@ Mat make_mat(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
         if (r % 5 == 1) row[cols - 1] = -60.0f * s;
         quantize_row(t, row.data(), m.plain.data() + r * m.row_bytes, cols);
     }
-    m.packed.resize(m.packed_row_bytes * rows);
+    m.packed.resize(m.packed_row_bytes * interleaved_rows(rows));
     interleave_rows(t, m.plain.data(), m.row_bytes, rows, cols, m.packed.data());
     return m;
 }
@@ -77,7 +77,9 @@ std::vector<int64_t> cols_for(GgmlType t) {
 TEST(Interleave, Eligibility) {
     EXPECT_TRUE(can_interleave(GgmlType::Q4_0, 8, 32));
     EXPECT_TRUE(can_interleave(GgmlType::Q8_0, 2048, 5632));
-    EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 12, 64));  // not whole groups of 8 rows
+    EXPECT_TRUE(can_interleave(GgmlType::Q4_0, 12, 64));  // a padded last group
+    EXPECT_EQ(interleaved_rows(12), 16);
+    EXPECT_EQ(interleaved_rows(16), 16);
     EXPECT_TRUE(can_interleave(GgmlType::Q4_K, 8, 256));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_K, 8, 288));  // not whole super-blocks
     EXPECT_FALSE(can_interleave(GgmlType::Q5_K, 8, 256));  // no interleaved layout
@@ -86,8 +88,8 @@ TEST(Interleave, Eligibility) {
     EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_K, 512), 2 * sizeof(block_q4_Kx8) / 8);
     EXPECT_FALSE(can_interleave(GgmlType::F16, 8, 64));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 0, 32));
-    std::vector<uint8_t> buf(row_size(GgmlType::Q4_0, 64) * 12);
-    EXPECT_THROW(interleave_rows(GgmlType::Q4_0, buf.data(), row_size(GgmlType::Q4_0, 64), 12, 64, buf.data()),
+    std::vector<uint8_t> buf(row_size(GgmlType::Q4_K, 256) * 8);
+    EXPECT_THROW(interleave_rows(GgmlType::Q5_K, buf.data(), row_size(GgmlType::Q5_K, 256), 8, 256, buf.data()),
                  Error);
 }
 
@@ -185,6 +187,59 @@ TEST(Interleave, MatmulOverInterleavedView) {
             dequantize_row(t, m.plain.data() + r * m.row_bytes, want.data(), cols);
             EXPECT_EQ(got, want) << "row " << r;
         }
+    }
+}
+
+
+// A row count that is not a multiple of 8 (a vocabulary): the last group is zero-padded, matmul writes only the
+// real rows, and q/k/v-style calls sharing one input give the values of separate calls.
+TEST(Interleave, PaddedLastGroupAndSharedInput) {
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    for (GgmlType t : kTypes) {
+        SCOPED_TRACE(type_name(t));
+        const int64_t cols = 2 * type_traits(t).block_size;
+        const int64_t rows_a = 77, rows_b = 24, rows_c = 5;
+        const Mat a = make_mat(t, rows_a, cols, 1), b = make_mat(t, rows_b, cols, 2), c = make_mat(t, rows_c, cols, 3);
+        EXPECT_EQ(a.packed.size(), a.packed_row_bytes * 80);
+        const WeightView wa{t, a.packed.data(), rows_a, cols, a.packed_row_bytes, true};
+        const WeightView wb{t, b.packed.data(), rows_b, cols, b.packed_row_bytes, true};
+        const WeightView wc{t, c.plain.data(), rows_c, cols, c.row_bytes, false};  // a plain one in the same call
+        for (int64_t n_tok : {1, 3, 67}) {
+            std::mt19937 rng(9);
+            std::normal_distribution<float> normal(0.0f, 1.0f);
+            std::vector<float> x(n_tok * cols);
+            for (float &v : x) v = normal(rng);
+            const int64_t lda = rows_a + 2, ldb = rows_b, ldc = rows_c + 1;
+            std::vector<float> ya(n_tok * lda, -3.0f), yb(n_tok * ldb), yc(n_tok * ldc, -3.0f);
+            const MatmulOutput outs[] = {{&wa, ya.data(), lda}, {&wb, yb.data(), ldb}, {&wc, yc.data(), ldc}};
+            matmul_shared_input(outs, 3, x.data(), cols, n_tok, pool, scratch);
+            std::vector<float> sa(n_tok * lda, -3.0f), sb(n_tok * ldb), sc(n_tok * ldc, -3.0f);
+            matmul(wa, x.data(), cols, n_tok, sa.data(), lda, pool, scratch);
+            matmul(wb, x.data(), cols, n_tok, sb.data(), ldb, pool, scratch);
+            matmul(wc, x.data(), cols, n_tok, sc.data(), ldc, pool, scratch);
+            EXPECT_EQ(ya, sa);
+            EXPECT_EQ(yb, sb);
+            EXPECT_EQ(yc, sc);
+            const GgmlType at = type_traits(t).vec_dot_type;
+            std::vector<uint8_t> q(row_size(at, cols));
+            for (int64_t i = 0; i < n_tok; ++i) {
+                quantize_row(at, x.data() + i * cols, q.data(), cols);
+                for (int64_t r = 0; r < lda; ++r) {
+                    const float got = ya[i * lda + r];
+                    if (r >= rows_a) {
+                        ASSERT_EQ(got, -3.0f) << "wrote past the rows";
+                        continue;
+                    }
+                    const test::TermSum e = test::exact_dot(t, cols, a.plain.data() + r * a.row_bytes, q.data());
+                    ASSERT_LE(std::fabs(got - e.sum), bound(cols, e.abs)) << "token " << i << " row " << r;
+                }
+            }
+        }
+        std::vector<float> got(cols), want(cols);
+        weight_row_to_f32(wa, rows_a - 1, got.data());
+        dequantize_row(t, a.plain.data() + (rows_a - 1) * a.row_bytes, want.data(), cols);
+        EXPECT_EQ(got, want);
     }
 }
 
