@@ -75,6 +75,7 @@ Table build_scalar() {
     }
     t[static_cast<int32_t>(GgmlType::Q4_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q4_0>;
     t[static_cast<int32_t>(GgmlType::Q8_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q8_0>;
+    t[static_cast<int32_t>(GgmlType::Q5_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q5_0>;
     t[static_cast<int32_t>(GgmlType::Q4_K)].gemm_x8 = &ref_gemm_x8<GgmlType::Q4_K>;
     t[static_cast<int32_t>(GgmlType::Q6_K)].gemm_x8 = &ref_gemm_x8<GgmlType::Q6_K>;
     return t;

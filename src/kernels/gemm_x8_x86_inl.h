@@ -73,6 +73,66 @@ void tile_q4_0x8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, con
     for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
 }
 
+// 8 x Q5_0 rows x C activations: codes 0..31 = nibble | fifth bit << 4; asum16[c * nb + b] = 16 * (sum of
+// activation c's codes in block b). int16 lanes are widened every 2 steps (8 products of at most 31 x 127).
+template <int C>
+void tile_q5_0x8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum16, float *y,
+                 int64_t ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i m10 = _mm256_set1_epi8(0x10);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[C];
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    const auto *xb = reinterpret_cast<const block_q5_0x8 *>(w);
+    for (int64_t b = 0; b < nb; ++b) {
+        const block_q5_0x8 &x = xb[b];
+        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 64, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 128, _MM_HINT_T0);
+        const __m256i qh = loadu256(x.qh);
+        // fifth bits of step g: bit 2g (low nibble's element) and 2g + 1, moved to bit 4
+        const __m256i h[8] = {
+            _mm256_and_si256(_mm256_slli_epi16(qh, 4), m10), _mm256_and_si256(_mm256_slli_epi16(qh, 3), m10),
+            _mm256_and_si256(_mm256_slli_epi16(qh, 2), m10), _mm256_and_si256(_mm256_slli_epi16(qh, 1), m10),
+            _mm256_and_si256(qh, m10),                       _mm256_and_si256(_mm256_srli_epi16(qh, 1), m10),
+            _mm256_and_si256(_mm256_srli_epi16(qh, 2), m10), _mm256_and_si256(_mm256_srli_epi16(qh, 3), m10)};
+        __m256i s32[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) s32[c] = _mm256_setzero_si256();
+        LCTX_UNROLL
+        for (int half = 0; half < 2; ++half) {
+            __m256i s16[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
+            LCTX_UNROLL
+            for (int gg = 0; gg < 2; ++gg) {
+                const int g = 2 * half + gg;
+                const __m256i v = loadu256(x.qs + 32 * g);
+                const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h[2 * g]);
+                const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h[2 * g + 1]);
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 8 * g;
+                    s16[c] = _mm256_add_epi16(s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
+                                                                       _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                }
+            }
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s32[c] = _mm256_add_epi32(s32[c], _mm256_madd_epi16(s16[c], ones));
+        }
+        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            const __m256i s = _mm256_sub_epi32(s32[c], _mm256_set1_epi32(asum16[c * nb + b]));
+            const float dy = h2f(reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].d);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d8, _mm256_set1_ps(dy)), acc[c]);
+        }
+    }
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
+}
+
 // 8 x Q8_0 rows x C activations: signed x signed through |w| and the activation with w's sign.
 template <int C>
 void tile_q8_0x8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
@@ -114,12 +174,13 @@ void tile_q8_0x8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, con
     for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
 }
 
-// 8 * sum of the codes of each Q8_0 block of nc activation rows -> out[c * nb + b].
-inline void q8_0_block_sums8(const uint8_t *act, size_t lda, int64_t nc, int64_t nb, int32_t *out) {
+// kOffset * sum of the codes of each Q8_0 block of nc activation rows -> out[c * nb + b].
+template <int kOffset>
+void q8_0_block_sums(const uint8_t *act, size_t lda, int64_t nc, int64_t nb, int32_t *out) {
     for (int64_t c = 0; c < nc; ++c) {
         const auto *a = reinterpret_cast<const block_q8_0 *>(act + c * lda);
         for (int64_t b = 0; b < nb; ++b) {
-            const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(8), loadu256(a[b].qs));
+            const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(kOffset), loadu256(a[b].qs));
             out[c * nb + b] = hsum_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
         }
     }
@@ -295,6 +356,13 @@ struct Q4_0x8Tile {
     }
 };
 template <int C>
+struct Q5_0x8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
+                    int64_t ldy) {
+        tile_q5_0x8<C>(nb, w, a, lda, s, y, ldy);
+    }
+};
+template <int C>
 struct Q4_Kx8Tile {
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
                     int64_t ldy) {
@@ -316,7 +384,7 @@ struct Q8_0x8Tile {
     }
 };
 
-enum class ActSums { None, Q8_0Blocks, Q8_KPairs };
+enum class ActSums { None, Q8_0Blocks, Q8_0Blocks16, Q8_KPairs };
 
 // Groups of 8 rows x up to kMaxC activations; the activations of a call (at most one token chunk) stay in
 // L2 while each group's blocks are reused from L1.
@@ -332,7 +400,11 @@ void gemm_x8_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void 
     if constexpr (kSums == ActSums::Q8_0Blocks) {
         per_act = nb;
         sums.resize(static_cast<size_t>(nc * per_act));
-        q8_0_block_sums8(ab, lda, nc, nb, sums.data());
+        q8_0_block_sums<8>(ab, lda, nc, nb, sums.data());
+    } else if constexpr (kSums == ActSums::Q8_0Blocks16) {
+        per_act = nb;
+        sums.resize(static_cast<size_t>(nc * per_act));
+        q8_0_block_sums<16>(ab, lda, nc, nb, sums.data());
     } else if constexpr (kSums == ActSums::Q8_KPairs) {
         per_act = nb * 4;
         sums.resize(static_cast<size_t>(nc * per_act));
@@ -354,6 +426,8 @@ inline GemmFn shared_gemm_x8(GgmlType t) {
             return &gemm_x8_tiled<Q4_0x8Tile, ActSums::Q8_0Blocks, 32, 4>;
         case GgmlType::Q8_0:
             return &gemm_x8_tiled<Q8_0x8Tile, ActSums::None, 32, 4>;
+        case GgmlType::Q5_0:
+            return &gemm_x8_tiled<Q5_0x8Tile, ActSums::Q8_0Blocks16, 32, 4>;
         case GgmlType::Q4_K:
             return &gemm_x8_tiled<Q4_Kx8Tile, ActSums::Q8_KPairs, 256, 3>;
         case GgmlType::Q6_K:

@@ -67,6 +67,7 @@ size_t x8_block_bytes(GgmlType t) {
     switch (t) {
         case GgmlType::Q4_0: return sizeof(block_q4_0x8);
         case GgmlType::Q8_0: return sizeof(block_q8_0x8);
+        case GgmlType::Q5_0: return sizeof(block_q5_0x8);
         case GgmlType::Q4_K: return sizeof(block_q4_Kx8);
         case GgmlType::Q6_K: return sizeof(block_q6_Kx8);
         default: return 0;
@@ -88,6 +89,14 @@ void decode_codes(GgmlType t, const uint8_t *blk, uint8_t *c) {
             for (int l = 0; l < 16; ++l) {
                 c[l] = qs[l] & 0x0f;
                 c[l + 16] = qs[l] >> 4;
+            }
+            return;
+        }
+        case GgmlType::Q5_0: {
+            const uint8_t *qs = blk + offsetof(block_q5_0, qs), *qh = blk + offsetof(block_q5_0, qh);
+            for (int l = 0; l < 16; ++l) {
+                c[l] = static_cast<uint8_t>((qs[l] & 0x0f) | (((qh[l / 8] >> (l % 8)) & 1) << 4));
+                c[l + 16] = static_cast<uint8_t>((qs[l] >> 4) | (((qh[2 + l / 8] >> (l % 8)) & 1) << 4));
             }
             return;
         }
@@ -135,6 +144,22 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
                 std::memcpy(&x->d[r], p + offsetof(block_q4_0, d), sizeof(fp16_t));
                 decode_codes(t, p, c);
                 put_nibbles(c, r, x->qs);
+            }
+            return;
+        }
+        case GgmlType::Q5_0: {
+            auto *x = reinterpret_cast<block_q5_0x8 *>(out);
+            for (int r = 0; r < 8; ++r) {
+                const uint8_t *p = rows8[r] + b * bs;
+                std::memcpy(&x->d[r], p + offsetof(block_q5_0, d), sizeof(fp16_t));
+                decode_codes(t, p, c);
+                put_nibbles(c, r, x->qs);
+                for (int i = 0; i < 4; ++i) {
+                    uint8_t h = 0;
+                    for (int g = 0; g < 4; ++g)
+                        h |= static_cast<uint8_t>(((c[8 * g + i] >> 4) << (2 * g)) | ((c[8 * g + 4 + i] >> 4) << (2 * g + 1)));
+                    x->qh[4 * r + i] = h;
+                }
             }
             return;
         }
@@ -192,6 +217,20 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
             block_q4_0 p{};
             p.d = x.d[r];
             for (int e = 0; e < 32; ++e) set_q4_0_code(p, e, (x.qs[nib_byte(r, e)] >> nib_shift(e)) & 0x0f);
+            std::memcpy(out, &p, sizeof p);
+            return;
+        }
+        case GgmlType::Q5_0: {
+            const auto x = load_block<block_q5_0x8>(group, b);
+            block_q5_0 p{};
+            p.d = x.d[r];
+            for (int e = 0; e < 32; ++e) {
+                const int lo = (x.qs[nib_byte(r, e)] >> nib_shift(e)) & 0x0f;
+                const int g = e / 8, second = (e % 8) >= 4;
+                const int hi = (x.qh[4 * r + e % 4] >> (2 * g + second)) & 1;
+                p.qs[e % 16] |= static_cast<uint8_t>(lo << (e < 16 ? 0 : 4));
+                p.qh[e / 8] |= static_cast<uint8_t>(hi << (e % 8));
+            }
             std::memcpy(out, &p, sizeof p);
             return;
         }

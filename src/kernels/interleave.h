@@ -11,6 +11,8 @@
 //                        8 g + i of row r in its low nibble and element 8 g + 4 + i in its high nibble
 //                        (unsigned codes 0..15, value = d * (code - 8)).
 //   block_q8_0x8 (Q8_0): d[8]; qs[32 g + 4 r + i] (g < 8) = element 4 g + i of row r.
+//   block_q5_0x8 (Q5_0): d[8]; qs as Q4_0's (low 4 bits of the codes 0..31); qh[4 r + i] holds the fifth bits
+//                        of step g at bit 2 g (low nibble's element) and 2 g + 1 (high nibble's). Same size.
 //   block_q4_Kx8 (Q4_K): d[8], dmin[8]; the 6-bit scales and mins decoded to bytes, scales[j][r] and
 //                        mins[j / 2][r][j % 2] for sub-block j < 8; qs[j][g][4 r + i] as Q4_0's for the 32
 //                        elements of sub-block j. 1184 bytes for 8 rows instead of 1152 (+2.8%).
@@ -34,6 +36,13 @@ struct block_q4_0x8 {
     uint8_t qs[128];
 };
 static_assert(sizeof(block_q4_0x8) == 8 * sizeof(block_q4_0));
+
+struct block_q5_0x8 {
+    fp16_t d[8];
+    uint8_t qh[32];
+    uint8_t qs[128];
+};
+static_assert(sizeof(block_q5_0x8) == 8 * sizeof(block_q5_0));
 
 struct block_q8_0x8 {
     fp16_t d[8];

@@ -66,7 +66,7 @@ double bound(int64_t cols, double abs_sum) {
     return (8.0 * (cols / 32) + 20) * 0x1p-24 * abs_sum;
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
 
 // Columns: a few blocks, odd block counts, and a real model width.
 std::vector<int64_t> cols_for(GgmlType t) {
