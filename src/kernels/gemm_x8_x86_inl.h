@@ -269,8 +269,9 @@ inline void q8_K_subblock_pairs(const uint8_t *act, size_t lda, int64_t nc, int6
 }
 
 // 8 x Q6_K rows x C activations: codes 0..63 (low nibble | top bits << 4), value d * sc_k * (code - 32). Two
-// vpmaddubsw (2 x 2 x 63 x 127 per int16 lane) before each widening by the group's scale; the -32 meets the
-// activation's 16-element sums once per block.
+// vpmaddubsw (2 x 2 x 63 x 127 per int16 lane) per widening; a group's 16-element sum is multiplied by its
+// scale in int32 (one sign extension of the 8 rows' scales instead of pairing them per int16 lane); the -32
+// meets the activation's 16-element sums once per block.
 template <int C>
 void tile_q6_Kx8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
                  int64_t ldy) {
@@ -300,8 +301,8 @@ void tile_q6_Kx8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, con
                 const __m256i lo1 = _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(qh, m30));
                 const __m256i hi1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
                                                     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-                const __m128i s16 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * j + h])));
-                const __m256i sc = _mm256_set_m128i(_mm_unpackhi_epi16(s16, s16), _mm_unpacklo_epi16(s16, s16));
+                // the 8 rows' scales of group 2j + h as int32 lanes
+                const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * j + h])));
                 LCTX_UNROLL
                 for (int c = 0; c < C; ++c) {
                     const int8_t *aq = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 16 * h;
@@ -309,7 +310,9 @@ void tile_q6_Kx8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, con
                         _mm256_add_epi16(_mm256_maddubs_epi16(lo0, bcast_u32(aq)), _mm256_maddubs_epi16(hi0, bcast_u32(aq + 4)));
                     const __m256i t1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, bcast_u32(aq + 8)),
                                                         _mm256_maddubs_epi16(hi1, bcast_u32(aq + 12)));
-                    isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(t0, sc), _mm256_madd_epi16(t1, sc)));
+                    const __m256i ones = _mm256_set1_epi16(1);
+                    const __m256i d16 = _mm256_add_epi32(_mm256_madd_epi16(t0, ones), _mm256_madd_epi16(t1, ones));
+                    isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(d16, sc));
                 }
             }
         }

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "kernels/interleave.h"
 #include "util/error.h"
@@ -166,11 +167,51 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     if (tied) weights_.output = weights_.token_embd;
 }
 
+namespace {
+
+// llama.cpp's names of the llama_ftype values a file declares in general.file_type (a mixture names its
+// main type and size, e.g. "Q4_K - Medium"); nullptr for a value without one.
+const char *file_type_name(int64_t ftype) {
+    switch (ftype) {
+        case 0: return "all F32";
+        case 1: return "F16";
+        case 2: return "Q4_0";
+        case 3: return "Q4_1";
+        case 7: return "Q8_0";
+        case 8: return "Q5_0";
+        case 9: return "Q5_1";
+        case 10: return "Q2_K - Medium";
+        case 11: return "Q3_K - Small";
+        case 12: return "Q3_K - Medium";
+        case 13: return "Q3_K - Large";
+        case 14: return "Q4_K - Small";
+        case 15: return "Q4_K - Medium";
+        case 16: return "Q5_K - Small";
+        case 17: return "Q5_K - Medium";
+        case 18: return "Q6_K";
+        case 21: return "Q2_K - Small";
+        case 25: return "IQ4_NL - 4.5 bpw";
+        case 30: return "IQ4_XS - 4.25 bpw";
+        case 32: return "BF16";
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
 std::string Model::description() const {
-    // "<arch> <params> <type of the first attention weight>" like llama.cpp's model desc
+    // "<arch> <params> <type>" like llama.cpp's model desc: the file's declared type, else the type of the
+    // first attention weight
     char buf[128];
     const double p = static_cast<double>(n_params_);
     const char *type = weights_.layers.empty() ? "?" : type_name(weights_.layers[0].wq.type);
+    std::optional<int64_t> ftype;
+    try {
+        ftype = file_->get_int("general.file_type");
+    } catch (const std::exception &) {  // present with a non-integer type: ignore it here
+    }
+    if (ftype)
+        if (const char *name = file_type_name(*ftype)) type = name;
     if (p >= 1e9)
         std::snprintf(buf, sizeof buf, "%s %.1fB %s", hparams_.arch_name.c_str(), p / 1e9, type);
     else if (p >= 1e6)
