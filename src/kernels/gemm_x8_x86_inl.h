@@ -7,8 +7,6 @@
 // activation's scale. Each output lane adds its blocks in order, whatever the tile width, so the value does
 // not depend on the batch size or the thread split.
 #pragma once
-#include <vector>
-
 #include "kernels/interleave.h"
 
 namespace lctx::kernels {
@@ -398,26 +396,18 @@ void gemm_x8_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void 
     const int64_t nb = n / kBlock;
     const auto *wb = static_cast<const uint8_t *>(w);
     const auto *ab = static_cast<const uint8_t *>(act);
-    thread_local std::vector<int32_t> sums;
-    int64_t per_act = 0;
-    if constexpr (kSums == ActSums::Q8_0Blocks) {
-        per_act = nb;
-        sums.resize(static_cast<size_t>(nc * per_act));
-        q8_0_block_sums<8>(ab, lda, nc, nb, sums.data());
-    } else if constexpr (kSums == ActSums::Q8_0Blocks16) {
-        per_act = nb;
-        sums.resize(static_cast<size_t>(nc * per_act));
-        q8_0_block_sums<16>(ab, lda, nc, nb, sums.data());
-    } else if constexpr (kSums == ActSums::Q8_KPairs) {
-        per_act = nb * 4;
-        sums.resize(static_cast<size_t>(nc * per_act));
-        q8_K_subblock_pairs(ab, lda, nc, nb, sums.data());
-    }
+    // The buffer comes from a baseline translation unit: no std::vector code may be instantiated here (an
+    // inline library function compiled with this file's ISA flags could be the copy the linker keeps).
+    const int64_t per_act = kSums == ActSums::None ? 0 : kSums == ActSums::Q8_KPairs ? nb * 4 : nb;
+    int32_t *sums = per_act ? x8_sums_scratch(static_cast<size_t>(nc * per_act)) : nullptr;
+    if constexpr (kSums == ActSums::Q8_0Blocks) q8_0_block_sums<8>(ab, lda, nc, nb, sums);
+    if constexpr (kSums == ActSums::Q8_0Blocks16) q8_0_block_sums<16>(ab, lda, nc, nb, sums);
+    if constexpr (kSums == ActSums::Q8_KPairs) q8_K_subblock_pairs(ab, lda, nc, nb, sums);
     for (int64_t r0 = 0; r0 < nr; r0 += 8) {
         for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
             const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
             X8Table<Tile>::fn[cc - 1](nb, wb + r0 * ldw, ab + c0 * lda, lda,
-                                      kSums != ActSums::None ? sums.data() + c0 * per_act : nullptr,
+                                      sums ? sums + c0 * per_act : nullptr,
                                       y + c0 * ldy + r0, ldy);
         }
     }

@@ -279,6 +279,12 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
 
 }  // namespace
 
+int32_t *x8_sums_scratch(size_t n) {
+    thread_local std::vector<int32_t> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols) {
     if (x8_block_bytes(t) == 0 || rows <= 0 || cols <= 0) return false;
     return cols % type_traits(t).block_size == 0;

@@ -88,6 +88,10 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
 // layout (row_size(t, cols) bytes).
 void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols, uint8_t *dst);
 
+// A per-thread buffer of at least n int32 for the activation sums of the x8 kernels (defined in a baseline
+// translation unit, so that the ISA files instantiate no library code).
+int32_t *x8_sums_scratch(size_t n);
+
 // The scalar gemm over interleaved weights: the same contract as GemmFn (dot.h) with w at the start of a
 // group, n_rows a multiple of 8 and w_stride the interleaved row bytes (a group is 8 * w_stride bytes).
 void gemm_x8_ref(GgmlType t, int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
