@@ -21,156 +21,173 @@ inline __m256i bcast_u32(const int8_t *p) {
 // 8 x Q4_0 rows x C activations. asum8[c * nb + b] = 8 * (sum of activation c's codes in block b): the
 // codes are unsigned (q + 8), so sum (q + 8) a - 8 sum a = sum q a.
 template <int C>
-void tile_q4_0x8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum8, float *y,
-                 int64_t ldy) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[C];
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-    const auto *xb = reinterpret_cast<const block_q4_0x8 *>(w);
-    for (int64_t b = 0; b < nb; ++b) {
-        const block_q4_0x8 &x = xb[b];
-        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 64, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 128, _MM_HINT_T0);
-        __m256i s[C];
+struct Q4_0x8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum8,
+                    float *y, int64_t ldy) {
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        __m256 acc[C];
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) s[c] = _mm256_setzero_si256();
-        LCTX_UNROLL
-        for (int g = 0; g < 4; ++g) {
-            const __m256i v = loadu256(x.qs + 32 * g);
-            const __m256i lo = _mm256_and_si256(v, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+        const auto *xb = reinterpret_cast<const block_q4_0x8 *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_q4_0x8 &x = xb[b];
+            _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x, _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 64, _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 128, _MM_HINT_T0);
+            __m256i s[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s[c] = _mm256_setzero_si256();
+            LCTX_UNROLL
+            for (int g = 0; g < 4; ++g) {
+                const __m256i v = loadu256(x.qs + 32 * g);
+                const __m256i lo = _mm256_and_si256(v, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 8 * g;
+#if LCTX_X86_VNNI
+                    s[c] = _mm256_dpbusd_epi32(s[c], lo, bcast_u32(aq));
+                    s[c] = _mm256_dpbusd_epi32(s[c], hi, bcast_u32(aq + 4));
+#else
+                    // int16 lanes: 8 loads x 2 products x 15 x 127 = 30480 at most, no overflow.
+                    s[c] =
+                        _mm256_add_epi16(s[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
+                                                                _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+#endif
+                }
+            }
+            const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
             LCTX_UNROLL
             for (int c = 0; c < C; ++c) {
-                const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 8 * g;
 #if LCTX_X86_VNNI
-                s[c] = _mm256_dpbusd_epi32(s[c], lo, bcast_u32(aq));
-                s[c] = _mm256_dpbusd_epi32(s[c], hi, bcast_u32(aq + 4));
+                __m256i s32 = s[c];
 #else
-                // int16 lanes: 8 loads x 2 products x 15 x 127 = 30480 at most, no overflow.
-                s[c] = _mm256_add_epi16(s[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
-                                                               _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                __m256i s32 = _mm256_madd_epi16(s[c], _mm256_set1_epi16(1));
 #endif
+                s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(asum8[c * nb + b]));
+                const float dy = h2f(reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].d);
+                acc[c] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(d8, _mm256_set1_ps(dy)), acc[c]);
             }
         }
-        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) {
-#if LCTX_X86_VNNI
-            __m256i s32 = s[c];
-#else
-            __m256i s32 = _mm256_madd_epi16(s[c], _mm256_set1_epi16(1));
-#endif
-            s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(asum8[c * nb + b]));
-            const float dy = h2f(reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(d8, _mm256_set1_ps(dy)), acc[c]);
-        }
+        for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
     }
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
-}
+};
 
 // 8 x Q5_0 rows x C activations: codes 0..31 = nibble | fifth bit << 4; asum16[c * nb + b] = 16 * (sum of
 // activation c's codes in block b). int16 lanes are widened every 2 steps (8 products of at most 31 x 127).
 template <int C>
-void tile_q5_0x8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum16, float *y,
-                 int64_t ldy) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const __m256i m10 = _mm256_set1_epi8(0x10);
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[C];
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-    const auto *xb = reinterpret_cast<const block_q5_0x8 *>(w);
-    for (int64_t b = 0; b < nb; ++b) {
-        const block_q5_0x8 &x = xb[b];
-        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 64, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 128, _MM_HINT_T0);
-        const __m256i qh = loadu256(x.qh);
-        // fifth bits of step g: bit 2g (low nibble's element) and 2g + 1, moved to bit 4
-        const __m256i h[8] = {
-            _mm256_and_si256(_mm256_slli_epi16(qh, 4), m10), _mm256_and_si256(_mm256_slli_epi16(qh, 3), m10),
-            _mm256_and_si256(_mm256_slli_epi16(qh, 2), m10), _mm256_and_si256(_mm256_slli_epi16(qh, 1), m10),
-            _mm256_and_si256(qh, m10),                       _mm256_and_si256(_mm256_srli_epi16(qh, 1), m10),
-            _mm256_and_si256(_mm256_srli_epi16(qh, 2), m10), _mm256_and_si256(_mm256_srli_epi16(qh, 3), m10)};
-        __m256i s32[C];
+struct Q5_0x8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum16,
+                    float *y, int64_t ldy) {
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        const __m256i m10 = _mm256_set1_epi8(0x10);
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256 acc[C];
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) s32[c] = _mm256_setzero_si256();
-        LCTX_UNROLL
-        for (int half = 0; half < 2; ++half) {
-            __m256i s16[C];
+        for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+        const auto *xb = reinterpret_cast<const block_q5_0x8 *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_q5_0x8 &x = xb[b];
+            _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x, _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 64, _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(&x) + 4 * sizeof x + 128, _MM_HINT_T0);
+            const __m256i qh = loadu256(x.qh);
+            // fifth bits of step g: bit 2g (low nibble's element) and 2g + 1, moved to bit 4
+            const __m256i h[8] = {_mm256_and_si256(_mm256_slli_epi16(qh, 4), m10),
+                                  _mm256_and_si256(_mm256_slli_epi16(qh, 3), m10),
+                                  _mm256_and_si256(_mm256_slli_epi16(qh, 2), m10),
+                                  _mm256_and_si256(_mm256_slli_epi16(qh, 1), m10),
+                                  _mm256_and_si256(qh, m10),
+                                  _mm256_and_si256(_mm256_srli_epi16(qh, 1), m10),
+                                  _mm256_and_si256(_mm256_srli_epi16(qh, 2), m10),
+                                  _mm256_and_si256(_mm256_srli_epi16(qh, 3), m10)};
+            __m256i s32[C];
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
+            for (int c = 0; c < C; ++c) s32[c] = _mm256_setzero_si256();
             LCTX_UNROLL
-            for (int gg = 0; gg < 2; ++gg) {
-                const int g = 2 * half + gg;
-                const __m256i v = loadu256(x.qs + 32 * g);
-                const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h[2 * g]);
-                const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h[2 * g + 1]);
+            for (int half = 0; half < 2; ++half) {
+                __m256i s16[C];
                 LCTX_UNROLL
-                for (int c = 0; c < C; ++c) {
-                    const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 8 * g;
-                    s16[c] = _mm256_add_epi16(s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
-                                                                       _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
+                LCTX_UNROLL
+                for (int gg = 0; gg < 2; ++gg) {
+                    const int g = 2 * half + gg;
+                    const __m256i v = loadu256(x.qs + 32 * g);
+                    const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h[2 * g]);
+                    const __m256i hi =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h[2 * g + 1]);
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) {
+                        const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 8 * g;
+                        s16[c] = _mm256_add_epi16(
+                            s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
+                                                     _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                    }
                 }
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c)
+                    s32[c] = _mm256_add_epi32(s32[c], _mm256_madd_epi16(s16[c], ones));
             }
+            const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) s32[c] = _mm256_add_epi32(s32[c], _mm256_madd_epi16(s16[c], ones));
+            for (int c = 0; c < C; ++c) {
+                const __m256i s = _mm256_sub_epi32(s32[c], _mm256_set1_epi32(asum16[c * nb + b]));
+                const float dy = h2f(reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].d);
+                acc[c] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d8, _mm256_set1_ps(dy)), acc[c]);
+            }
         }
-        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) {
-            const __m256i s = _mm256_sub_epi32(s32[c], _mm256_set1_epi32(asum16[c * nb + b]));
-            const float dy = h2f(reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d8, _mm256_set1_ps(dy)), acc[c]);
-        }
+        for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
     }
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
-}
+};
 
 // 8 x Q8_0 rows x C activations: signed x signed through |w| and the activation with w's sign.
 template <int C>
-void tile_q8_0x8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
-                 int64_t ldy) {
-    __m256 acc[C];
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-    const auto *xb = reinterpret_cast<const block_q8_0x8 *>(w);
-    for (int64_t b = 0; b < nb; ++b) {
-        const block_q8_0x8 &x = xb[b];
-        for (int p = 0; p < 5; ++p)
-            _mm_prefetch(reinterpret_cast<const char *>(&x) + 3 * sizeof x + 64 * p, _MM_HINT_T0);
-        __m256i s[C];
+struct Q8_0x8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
+                    int64_t ldy) {
+        __m256 acc[C];
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) s[c] = _mm256_setzero_si256();
-        LCTX_UNROLL
-        for (int g = 0; g < 8; ++g) {
-            const __m256i v = loadu256(x.qs + 32 * g);
-            const __m256i av = _mm256_sign_epi8(v, v);
+        for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+        const auto *xb = reinterpret_cast<const block_q8_0x8 *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_q8_0x8 &x = xb[b];
+            for (int p = 0; p < 5; ++p)
+                _mm_prefetch(reinterpret_cast<const char *>(&x) + 3 * sizeof x + 64 * p, _MM_HINT_T0);
+            __m256i s[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s[c] = _mm256_setzero_si256();
+            LCTX_UNROLL
+            for (int g = 0; g < 8; ++g) {
+                const __m256i v = loadu256(x.qs + 32 * g);
+                const __m256i av = _mm256_sign_epi8(v, v);
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 4 * g;
+                    const __m256i ys = _mm256_sign_epi8(bcast_u32(aq), v);
+#if LCTX_X86_VNNI
+                    s[c] = _mm256_dpbusd_epi32(s[c], av, ys);
+#else
+                    s[c] = _mm256_add_epi32(
+                        s[c], _mm256_madd_epi16(_mm256_maddubs_epi16(av, ys), _mm256_set1_epi16(1)));
+#endif
+                }
+            }
+            const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
             LCTX_UNROLL
             for (int c = 0; c < C; ++c) {
-                const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 4 * g;
-                const __m256i ys = _mm256_sign_epi8(bcast_u32(aq), v);
-#if LCTX_X86_VNNI
-                s[c] = _mm256_dpbusd_epi32(s[c], av, ys);
-#else
-                s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(_mm256_maddubs_epi16(av, ys), _mm256_set1_epi16(1)));
-#endif
+                const float dy = h2f(reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].d);
+                acc[c] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[c]), _mm256_mul_ps(d8, _mm256_set1_ps(dy)), acc[c]);
             }
         }
-        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) {
-            const float dy = h2f(reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[c]), _mm256_mul_ps(d8, _mm256_set1_ps(dy)), acc[c]);
-        }
+        for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
     }
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
-}
+};
 
 // kOffset * sum of the codes of each Q8_0 block of nc activation rows -> out[c * nb + b].
 template <int kOffset>
@@ -189,68 +206,74 @@ void q8_0_block_sums(const uint8_t *act, size_t lda, int64_t nc, int64_t nb, int
 // 32-bit lane); the mins meet the activation's sub-block sums, passed in bs4[(c * nb + b) * 4 + jp] as the
 // int16 pair (sum of sub-block 2 jp, sum of 2 jp + 1).
 template <int C>
-void tile_q4_Kx8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *bs4, float *y,
-                 int64_t ldy) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    // byte r of a broadcast 8-byte group -> both int16 lanes of 32-bit lane r (zero-extended)
-    const __m256i pair = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4, -1, 5,
-                                          -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
-    __m256 acc[C];
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-    const auto *xb = reinterpret_cast<const block_q4_Kx8 *>(w);
-    for (int64_t b = 0; b < nb; ++b) {
-        const block_q4_Kx8 &x = xb[b];
-        __m256i isum[C];
+struct Q4_Kx8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *bs4, float *y,
+                    int64_t ldy) {
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        // byte r of a broadcast 8-byte group -> both int16 lanes of 32-bit lane r (zero-extended)
+        const __m256i pair = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1,
+                                              4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+        __m256 acc[C];
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
-        for (int j = 0; j < 8; ++j) {
-            const char *next = reinterpret_cast<const char *>(&x.qs[j][0][0]) + 2 * sizeof x;
-            _mm_prefetch(next, _MM_HINT_T0);
-            _mm_prefetch(next + 64, _MM_HINT_T0);
-            int64_t scj;
-            std::memcpy(&scj, x.scales[j], 8);
-            const __m256i sc = _mm256_shuffle_epi8(_mm256_set1_epi64x(scj), pair);
-            __m256i s16[C];
+        for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+        const auto *xb = reinterpret_cast<const block_q4_Kx8 *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_q4_Kx8 &x = xb[b];
+            __m256i isum[C];
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
-            LCTX_UNROLL
-            for (int g = 0; g < 4; ++g) {
-                const __m256i v = loadu256(x.qs[j][g]);
-                const __m256i lo = _mm256_and_si256(v, m4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+            for (int j = 0; j < 8; ++j) {
+                const char *next = reinterpret_cast<const char *>(&x.qs[j][0][0]) + 2 * sizeof x;
+                _mm_prefetch(next, _MM_HINT_T0);
+                _mm_prefetch(next + 64, _MM_HINT_T0);
+                int64_t scj;
+                std::memcpy(&scj, x.scales[j], 8);
+                const __m256i sc = _mm256_shuffle_epi8(_mm256_set1_epi64x(scj), pair);
+                __m256i s16[C];
                 LCTX_UNROLL
-                for (int c = 0; c < C; ++c) {
-                    const int8_t *aq = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 8 * g;
-                    s16[c] = _mm256_add_epi16(s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
-                                                                       _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
+                LCTX_UNROLL
+                for (int g = 0; g < 4; ++g) {
+                    const __m256i v = loadu256(x.qs[j][g]);
+                    const __m256i lo = _mm256_and_si256(v, m4);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) {
+                        const int8_t *aq =
+                            reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 8 * g;
+                        s16[c] = _mm256_add_epi16(
+                            s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
+                                                     _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                    }
                 }
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c)
+                    isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(s16[c], sc));
             }
+            __m256i msum[C];
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(s16[c], sc));
-        }
-        __m256i msum[C];
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) msum[c] = _mm256_setzero_si256();
-        LCTX_UNROLL
-        for (int jp = 0; jp < 4; ++jp) {
-            const __m256i m16 = _mm256_cvtepu8_epi16(loadu128(x.mins[jp]));
+            for (int c = 0; c < C; ++c) msum[c] = _mm256_setzero_si256();
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c)
-                msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(m16, _mm256_set1_epi32(bs4[(c * nb + b) * 4 + jp])));
+            for (int jp = 0; jp < 4; ++jp) {
+                const __m256i m16 = _mm256_cvtepu8_epi16(loadu128(x.mins[jp]));
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c)
+                    msum[c] = _mm256_add_epi32(
+                        msum[c], _mm256_madd_epi16(m16, _mm256_set1_epi32(bs4[(c * nb + b) * 4 + jp])));
+            }
+            const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
+            const __m256 m8 = _mm256_cvtph_ps(loadu128(x.dmin));
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const __m256 dy = _mm256_set1_ps(reinterpret_cast<const block_q8_K *>(a + c * lda)[b].d);
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d8, dy), acc[c]);
+                acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[c]), _mm256_mul_ps(m8, dy), acc[c]);
+            }
         }
-        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
-        const __m256 m8 = _mm256_cvtph_ps(loadu128(x.dmin));
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) {
-            const __m256 dy = _mm256_set1_ps(reinterpret_cast<const block_q8_K *>(a + c * lda)[b].d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d8, dy), acc[c]);
-            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[c]), _mm256_mul_ps(m8, dy), acc[c]);
-        }
+        for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
     }
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
-}
+};
 
 // The int16 pairs of Q8_K sub-block sums that tile_q4_Kx8 takes, for nc activation rows.
 inline void q8_K_subblock_pairs(const uint8_t *act, size_t lda, int64_t nc, int64_t nb, int32_t *out) {
@@ -260,7 +283,8 @@ inline void q8_K_subblock_pairs(const uint8_t *act, size_t lda, int64_t nc, int6
             for (int jp = 0; jp < 4; ++jp) {
                 const int16_t *s = a[b].bsums + 4 * jp;
                 const auto lo = static_cast<uint16_t>(s[0] + s[1]), hi = static_cast<uint16_t>(s[2] + s[3]);
-                out[(c * nb + b) * 4 + jp] = static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+                out[(c * nb + b) * 4 + jp] =
+                    static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
             }
         }
     }
@@ -271,118 +295,90 @@ inline void q8_K_subblock_pairs(const uint8_t *act, size_t lda, int64_t nc, int6
 // scale in int32 (one sign extension of the 8 rows' scales instead of pairing them per int16 lane); the -32
 // meets the activation's 16-element sums once per block.
 template <int C>
-void tile_q6_Kx8(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
-                 int64_t ldy) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const __m256i m30 = _mm256_set1_epi8(0x30);
-    __m256 acc[C];
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-    const auto *xb = reinterpret_cast<const block_q6_Kx8 *>(w);
-    for (int64_t b = 0; b < nb; ++b) {
-        const block_q6_Kx8 &x = xb[b];
-        __m256i isum[C];
+struct Q6_Kx8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
+                    int64_t ldy) {
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        const __m256i m30 = _mm256_set1_epi8(0x30);
+        __m256 acc[C];
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
-        for (int j = 0; j < 8; ++j) {
-            const char *next = reinterpret_cast<const char *>(&x.ql[j][0][0]) + 2 * sizeof x;
-            _mm_prefetch(next, _MM_HINT_T0);
-            _mm_prefetch(next + 64, _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char *>(&x.qh[j][0][0]) + 2 * sizeof x, _MM_HINT_T0);
+        for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+        const auto *xb = reinterpret_cast<const block_q6_Kx8 *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_q6_Kx8 &x = xb[b];
+            __m256i isum[C];
             LCTX_UNROLL
-            for (int h = 0; h < 2; ++h) {
-                const __m256i qh = loadu256(x.qh[j][h]);
-                const __m256i v0 = loadu256(x.ql[j][2 * h]), v1 = loadu256(x.ql[j][2 * h + 1]);
-                const __m256i lo0 = _mm256_or_si256(_mm256_and_si256(v0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-                const __m256i hi0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4),
-                                                    _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-                const __m256i lo1 = _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(qh, m30));
-                const __m256i hi1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
-                                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-                // the 8 rows' scales of group 2j + h as int32 lanes
-                const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * j + h])));
+            for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+            for (int j = 0; j < 8; ++j) {
+                const char *next = reinterpret_cast<const char *>(&x.ql[j][0][0]) + 2 * sizeof x;
+                _mm_prefetch(next, _MM_HINT_T0);
+                _mm_prefetch(next + 64, _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char *>(&x.qh[j][0][0]) + 2 * sizeof x, _MM_HINT_T0);
                 LCTX_UNROLL
-                for (int c = 0; c < C; ++c) {
-                    const int8_t *aq = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 16 * h;
-                    const __m256i t0 =
-                        _mm256_add_epi16(_mm256_maddubs_epi16(lo0, bcast_u32(aq)), _mm256_maddubs_epi16(hi0, bcast_u32(aq + 4)));
-                    const __m256i t1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, bcast_u32(aq + 8)),
-                                                        _mm256_maddubs_epi16(hi1, bcast_u32(aq + 12)));
-                    const __m256i ones = _mm256_set1_epi16(1);
-                    const __m256i d16 = _mm256_add_epi32(_mm256_madd_epi16(t0, ones), _mm256_madd_epi16(t1, ones));
-                    isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(d16, sc));
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i qh = loadu256(x.qh[j][h]);
+                    const __m256i v0 = loadu256(x.ql[j][2 * h]), v1 = loadu256(x.ql[j][2 * h + 1]);
+                    const __m256i lo0 = _mm256_or_si256(_mm256_and_si256(v0, m4),
+                                                        _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+                    const __m256i hi0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4),
+                                                        _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+                    const __m256i lo1 = _mm256_or_si256(_mm256_and_si256(v1, m4), _mm256_and_si256(qh, m30));
+                    const __m256i hi1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
+                                                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+                    // the 8 rows' scales of group 2j + h as int32 lanes
+                    const __m256i sc = _mm256_cvtepi8_epi32(
+                        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * j + h])));
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) {
+                        const int8_t *aq =
+                            reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 16 * h;
+                        const __m256i t0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo0, bcast_u32(aq)),
+                                                            _mm256_maddubs_epi16(hi0, bcast_u32(aq + 4)));
+                        const __m256i t1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, bcast_u32(aq + 8)),
+                                                            _mm256_maddubs_epi16(hi1, bcast_u32(aq + 12)));
+                        const __m256i ones = _mm256_set1_epi16(1);
+                        const __m256i d16 =
+                            _mm256_add_epi32(_mm256_madd_epi16(t0, ones), _mm256_madd_epi16(t1, ones));
+                        isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(d16, sc));
+                    }
                 }
             }
-        }
-        __m256i osum[C];
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) osum[c] = _mm256_setzero_si256();
-        LCTX_UNROLL
-        for (int kp = 0; kp < 8; ++kp) {
-            const __m128i e = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * kp]));
-            const __m128i o = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * kp + 1]));
-            const __m256i p16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(e, o));
+            __m256i osum[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) osum[c] = _mm256_setzero_si256();
+            LCTX_UNROLL
+            for (int kp = 0; kp < 8; ++kp) {
+                const __m128i e = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * kp]));
+                const __m128i o = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(x.scales[2 * kp + 1]));
+                const __m256i p16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(e, o));
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int16_t *bs = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].bsums + 2 * kp;
+                    int32_t pr;
+                    std::memcpy(&pr, bs, 4);
+                    osum[c] = _mm256_add_epi32(osum[c], _mm256_madd_epi16(p16, _mm256_set1_epi32(pr)));
+                }
+            }
+            const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
             LCTX_UNROLL
             for (int c = 0; c < C; ++c) {
-                const int16_t *bs = reinterpret_cast<const block_q8_K *>(a + c * lda)[b].bsums + 2 * kp;
-                int32_t pr;
-                std::memcpy(&pr, bs, 4);
-                osum[c] = _mm256_add_epi32(osum[c], _mm256_madd_epi16(p16, _mm256_set1_epi32(pr)));
+                const __m256i s = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(osum[c], 5));
+                const __m256 dy = _mm256_set1_ps(reinterpret_cast<const block_q8_K *>(a + c * lda)[b].d);
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d8, dy), acc[c]);
             }
         }
-        const __m256 d8 = _mm256_cvtph_ps(loadu128(x.d));
         LCTX_UNROLL
-        for (int c = 0; c < C; ++c) {
-            const __m256i s = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(osum[c], 5));
-            const __m256 dy = _mm256_set1_ps(reinterpret_cast<const block_q8_K *>(a + c * lda)[b].d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d8, dy), acc[c]);
-        }
+        for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
     }
-    LCTX_UNROLL
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * ldy, acc[c]);
-}
+};
 
-using TileX8Fn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *, float *, int64_t);
+using TileX8Fn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *, float *,
+                          int64_t);
 constexpr int kTileX8C = 4;
 
 template <template <int> class Tile>
 struct X8Table {
     static constexpr TileX8Fn fn[kTileX8C] = {&Tile<1>::run, &Tile<2>::run, &Tile<3>::run, &Tile<4>::run};
-};
-template <int C>
-struct Q4_0x8Tile {
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
-                    int64_t ldy) {
-        tile_q4_0x8<C>(nb, w, a, lda, s, y, ldy);
-    }
-};
-template <int C>
-struct Q5_0x8Tile {
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
-                    int64_t ldy) {
-        tile_q5_0x8<C>(nb, w, a, lda, s, y, ldy);
-    }
-};
-template <int C>
-struct Q4_Kx8Tile {
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
-                    int64_t ldy) {
-        tile_q4_Kx8<C>(nb, w, a, lda, s, y, ldy);
-    }
-};
-template <int C>
-struct Q6_Kx8Tile {
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
-                    int64_t ldy) {
-        tile_q6_Kx8<C>(nb, w, a, lda, s, y, ldy);
-    }
-};
-template <int C>
-struct Q8_0x8Tile {
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *s, float *y,
-                    int64_t ldy) {
-        tile_q8_0x8<C>(nb, w, a, lda, s, y, ldy);
-    }
 };
 
 enum class ActSums { None, Q8_0Blocks, Q8_0Blocks16, Q8_KPairs };
@@ -407,8 +403,7 @@ void gemm_x8_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void 
         for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
             const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
             X8Table<Tile>::fn[cc - 1](nb, wb + r0 * ldw, ab + c0 * lda, lda,
-                                      sums ? sums + c0 * per_act : nullptr,
-                                      y + c0 * ldy + r0, ldy);
+                                      sums ? sums + c0 * per_act : nullptr, y + c0 * ldy + r0, ldy);
         }
     }
 }

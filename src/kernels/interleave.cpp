@@ -65,12 +65,18 @@ int q6_qh_shift(int e) {
 
 size_t x8_block_bytes(GgmlType t) {
     switch (t) {
-        case GgmlType::Q4_0: return sizeof(block_q4_0x8);
-        case GgmlType::Q8_0: return sizeof(block_q8_0x8);
-        case GgmlType::Q5_0: return sizeof(block_q5_0x8);
-        case GgmlType::Q4_K: return sizeof(block_q4_Kx8);
-        case GgmlType::Q6_K: return sizeof(block_q6_Kx8);
-        default: return 0;
+        case GgmlType::Q4_0:
+            return sizeof(block_q4_0x8);
+        case GgmlType::Q8_0:
+            return sizeof(block_q8_0x8);
+        case GgmlType::Q5_0:
+            return sizeof(block_q5_0x8);
+        case GgmlType::Q4_K:
+            return sizeof(block_q4_Kx8);
+        case GgmlType::Q6_K:
+            return sizeof(block_q6_Kx8);
+        default:
+            return 0;
     }
 }
 
@@ -120,7 +126,8 @@ void decode_codes(GgmlType t, const uint8_t *blk, uint8_t *c) {
                 }
             return;
         }
-        default: return;
+        default:
+            return;
     }
 }
 
@@ -157,7 +164,8 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
                 for (int i = 0; i < 4; ++i) {
                     uint8_t h = 0;
                     for (int g = 0; g < 4; ++g)
-                        h |= static_cast<uint8_t>(((c[8 * g + i] >> 4) << (2 * g)) | ((c[8 * g + 4 + i] >> 4) << (2 * g + 1)));
+                        h |= static_cast<uint8_t>(((c[8 * g + i] >> 4) << (2 * g)) |
+                                                  ((c[8 * g + 4 + i] >> 4) << (2 * g + 1)));
                     x->qh[4 * r + i] = h;
                 }
             }
@@ -168,7 +176,8 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
             for (int r = 0; r < 8; ++r) {
                 const uint8_t *p = rows8[r] + b * bs;
                 std::memcpy(&x->d[r], p + offsetof(block_q8_0, d), sizeof(fp16_t));
-                for (int g = 0; g < 8; ++g) std::memcpy(&x->qs[32 * g + 4 * r], p + offsetof(block_q8_0, qs) + 4 * g, 4);
+                for (int g = 0; g < 8; ++g)
+                    std::memcpy(&x->qs[32 * g + 4 * r], p + offsetof(block_q8_0, qs) + 4 * g, 4);
             }
             return;
         }
@@ -179,7 +188,8 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
                 std::memcpy(&x->d[r], p + offsetof(block_q4_K, d), sizeof(fp16_t));
                 std::memcpy(&x->dmin[r], p + offsetof(block_q4_K, dmin), sizeof(fp16_t));
                 for (int j = 0; j < 8; ++j)
-                    q4_K_scale_min(p + offsetof(block_q4_K, scales), j, &x->scales[j][r], &x->mins[j / 2][r][j % 2]);
+                    q4_K_scale_min(p + offsetof(block_q4_K, scales), j, &x->scales[j][r],
+                                   &x->mins[j / 2][r][j % 2]);
                 decode_codes(t, p, c);
                 for (int j = 0; j < 8; ++j) put_nibbles(c + 32 * j, r, &x->qs[j][0][0]);
             }
@@ -190,22 +200,25 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
             for (int r = 0; r < 8; ++r) {
                 const uint8_t *p = rows8[r] + b * bs;
                 std::memcpy(&x->d[r], p + offsetof(block_q6_K, d), sizeof(fp16_t));
-                for (int k = 0; k < 16; ++k) x->scales[k][r] = static_cast<int8_t>(p[offsetof(block_q6_K, scales) + k]);
+                for (int k = 0; k < 16; ++k)
+                    x->scales[k][r] = static_cast<int8_t>(p[offsetof(block_q6_K, scales) + k]);
                 decode_codes(t, p, c);
                 for (int j = 0; j < 8; ++j) {
                     const uint8_t *cj = c + 32 * j;
                     put_nibbles(cj, r, &x->ql[j][0][0]);
                     for (int h = 0; h < 2; ++h)
                         for (int i = 0; i < 4; ++i) {
-                            const uint8_t *e = cj + 16 * h + i;  // steps g = 2h (e[0], e[4]) and 2h + 1 (e[8], e[12])
-                            x->qh[j][h][4 * r + i] = static_cast<uint8_t>((e[0] >> 4) | ((e[4] >> 4) << 2) |
-                                                                          ((e[8] >> 4) << 4) | ((e[12] >> 4) << 6));
+                            const uint8_t *e =
+                                cj + 16 * h + i;  // steps g = 2h (e[0], e[4]) and 2h + 1 (e[8], e[12])
+                            x->qh[j][h][4 * r + i] = static_cast<uint8_t>(
+                                (e[0] >> 4) | ((e[4] >> 4) << 2) | ((e[8] >> 4) << 4) | ((e[12] >> 4) << 6));
                         }
                 }
             }
             return;
         }
-        default: throw Error(std::string("no interleaved layout for ") + type_name(t));
+        default:
+            throw Error(std::string("no interleaved layout for ") + type_name(t));
     }
 }
 
@@ -273,7 +286,8 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
             std::memcpy(out, &p, sizeof p);
             return;
         }
-        default: throw Error(std::string("no interleaved layout for ") + type_name(t));
+        default:
+            throw Error(std::string("no interleaved layout for ") + type_name(t));
     }
 }
 
@@ -297,8 +311,8 @@ size_t interleaved_row_bytes(GgmlType t, int64_t cols) {
 void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols,
                      uint8_t *dst) {
     if (!can_interleave(t, rows, cols))
-        throw Error(std::string("cannot interleave a ") + type_name(t) + " matrix of " + std::to_string(rows) +
-                    " x " + std::to_string(cols));
+        throw Error(std::string("cannot interleave a ") + type_name(t) + " matrix of " +
+                    std::to_string(rows) + " x " + std::to_string(cols));
     const int64_t nb = cols / type_traits(t).block_size;
     const size_t xb = x8_block_bytes(t);
     const size_t group_bytes = interleaved_row_bytes(t, cols) * kInterleaveRows;
@@ -316,8 +330,9 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
     };
     // Loading is otherwise a page-fault-bound copy: use the machine's cores for big matrices.
     const int64_t n_groups = interleaved_rows(rows) / kInterleaveRows;
-    const int64_t n_threads = std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1,
-                                                  std::max<int64_t>(1, n_groups * static_cast<int64_t>(group_bytes) >> 20));
+    const int64_t n_threads =
+        std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1,
+                            std::max<int64_t>(1, n_groups * static_cast<int64_t>(group_bytes) >> 20));
     std::vector<std::thread> helpers;
     for (int64_t i = 1; i < n_threads; ++i)
         helpers.emplace_back(pack_groups, n_groups * i / n_threads, n_groups * (i + 1) / n_threads);
@@ -325,7 +340,8 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
     for (std::thread &th : helpers) th.join();
 }
 
-void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols, uint8_t *dst) {
+void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols,
+                      uint8_t *dst) {
     if (x8_block_bytes(t) == 0) throw Error(std::string("no interleaved layout for ") + type_name(t));
     const int64_t nb = cols / type_traits(t).block_size;
     const size_t plain_block = type_traits(t).type_size;

@@ -82,11 +82,13 @@ size_t interleaved_row_bytes(GgmlType t, int64_t cols);
 
 // Interleaves rows [0, rows) of a plain matrix (rows src_row_bytes apart) into dst
 // (interleaved_row_bytes(t, cols) * interleaved_rows(rows) bytes).
-void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols, uint8_t *dst);
+void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols,
+                     uint8_t *dst);
 
 // Writes row `row` of an interleaved matrix (row_bytes = interleaved_row_bytes) back in the plain GGUF block
 // layout (row_size(t, cols) bytes).
-void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols, uint8_t *dst);
+void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols,
+                      uint8_t *dst);
 
 // A per-thread buffer of at least n int32 for the activation sums of the x8 kernels (defined in a baseline
 // translation unit, so that the ISA files instantiate no library code).

@@ -33,7 +33,8 @@ struct Target {
 
 // Rows [r0, r0 + nr) of one target for tokens [t0, t0 + nt). An interleaved matrix whose row count is not a
 // multiple of 8 keeps a zero-padded last group: its rows are computed into a buffer and the real ones copied.
-void run_item(const Target &t, const uint8_t *act, size_t act_row, int64_t t0, int64_t nt, int64_t r0, int64_t nr) {
+void run_item(const Target &t, const uint8_t *act, size_t act_row, int64_t t0, int64_t nt, int64_t r0,
+              int64_t nr) {
     const WeightView &w = *t.w;
     const int64_t in_place = std::min(nr, std::max<int64_t>(0, t.full_rows - r0));
     if (in_place > 0)
@@ -42,10 +43,11 @@ void run_item(const Target &t, const uint8_t *act, size_t act_row, int64_t t0, i
     if (in_place == nr) return;
     const int64_t g0 = t.full_rows;  // the padded group
     float tail[kTokenChunk * kInterleaveRows];
-    t.gemm(w.cols, w.data + g0 * w.row_bytes, w.row_bytes, kInterleaveRows, act + t0 * act_row, act_row, nt, tail,
-           kInterleaveRows);
+    t.gemm(w.cols, w.data + g0 * w.row_bytes, w.row_bytes, kInterleaveRows, act + t0 * act_row, act_row, nt,
+           tail, kInterleaveRows);
     for (int64_t i = 0; i < nt; ++i)
-        for (int64_t r = g0; r < w.rows; ++r) t.y[(t0 + i) * t.ldy + r] = tail[i * kInterleaveRows + (r - g0)];
+        for (int64_t r = g0; r < w.rows; ++r)
+            t.y[(t0 + i) * t.ldy + r] = tail[i * kInterleaveRows + (r - g0)];
 }
 
 }  // namespace
@@ -64,7 +66,8 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     // Weights whose activations convert differently go one call each.
     for (int i = 1; i < n_outs; ++i) {
         if (outs[i].w->cols != cols || type_kernels(outs[i].w->type).act_type != k0.act_type) {
-            for (int j = 0; j < n_outs; ++j) matmul_shared_input(outs + j, 1, x, ldx, n_tokens, pool, scratch);
+            for (int j = 0; j < n_outs; ++j)
+                matmul_shared_input(outs + j, 1, x, ldx, n_tokens, pool, scratch);
             return;
         }
     }
@@ -76,7 +79,8 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
         const TypeKernels &k = type_kernels(w.type);
         const GemmFn gemm = w.interleaved ? k.gemm_x8 : k.gemm;
         if (!gemm) throw Error(std::string("no interleaved kernel for ") + type_name(w.type));
-        targets[i] = {&w, outs[i].y, outs[i].ldy, gemm, w.interleaved ? w.rows / kInterleaveRows * kInterleaveRows : w.rows};
+        targets[i] = {&w, outs[i].y, outs[i].ldy, gemm,
+                      w.interleaved ? w.rows / kInterleaveRows * kInterleaveRows : w.rows};
         work += w.rows * w.cols * n_tokens;
     }
 
@@ -87,9 +91,12 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
 
     const int nth = work < kMinParallelWork ? 1 : pool.n_active();
     if (nth > 1 && n_tokens >= 4) {
-        pool.parallel_for(n_tokens, 1, [&](int64_t t0, int64_t t1) {
-            for (int64_t t = t0; t < t1; ++t) k0.quantize_act(x + t * ldx, act + t * act_row, cols);
-        }, nth);
+        pool.parallel_for(
+            n_tokens, 1,
+            [&](int64_t t0, int64_t t1) {
+                for (int64_t t = t0; t < t1; ++t) k0.quantize_act(x + t * ldx, act + t * act_row, cols);
+            },
+            nth);
     } else {
         for (int64_t t = 0; t < n_tokens; ++t) k0.quantize_act(x + t * ldx, act + t * act_row, cols);
     }
@@ -97,7 +104,8 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     if (nth == 1) {
         for (int i = 0; i < n_outs; ++i)
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk)
-                run_item(targets[i], act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), 0, targets[i].w->rows);
+                run_item(targets[i], act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), 0,
+                         targets[i].w->rows);
         return;
     }
 

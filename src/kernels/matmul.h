@@ -40,7 +40,7 @@ void matmul(const WeightView &w, const float *x, int64_t ldx, int64_t n_tokens, 
 // outputs share one parallel section. Weights whose columns or activation type differ are run one by one.
 struct MatmulOutput {
     const WeightView *w;
-    float *y;      // [n_tokens][ldy]
+    float *y;  // [n_tokens][ldy]
     int64_t ldy;
 };
 constexpr int kMaxSharedOutputs = 4;

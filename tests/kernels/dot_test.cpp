@@ -52,51 +52,6 @@ std::vector<int64_t> row_lengths(GgmlType t) {
     return v;
 }
 
-// Byte offsets of the half-precision scale fields of a weight block: d, and m / dmin (or -1).
-void scale_offsets(GgmlType t, ptrdiff_t *d, ptrdiff_t *m) {
-    *m = -1;
-    switch (t) {
-        case GgmlType::Q4_0:
-            *d = offsetof(block_q4_0, d);
-            break;
-        case GgmlType::Q4_1:
-            *d = offsetof(block_q4_1, d), *m = offsetof(block_q4_1, m);
-            break;
-        case GgmlType::Q5_0:
-            *d = offsetof(block_q5_0, d);
-            break;
-        case GgmlType::Q5_1:
-            *d = offsetof(block_q5_1, d), *m = offsetof(block_q5_1, m);
-            break;
-        case GgmlType::Q8_0:
-            *d = offsetof(block_q8_0, d);
-            break;
-        case GgmlType::IQ4_NL:
-            *d = offsetof(block_iq4_nl, d);
-            break;
-        case GgmlType::Q2_K:
-            *d = offsetof(block_q2_K, d), *m = offsetof(block_q2_K, dmin);
-            break;
-        case GgmlType::Q3_K:
-            *d = offsetof(block_q3_K, d);
-            break;
-        case GgmlType::Q4_K:
-            *d = offsetof(block_q4_K, d), *m = offsetof(block_q4_K, dmin);
-            break;
-        case GgmlType::Q5_K:
-            *d = offsetof(block_q5_K, d), *m = offsetof(block_q5_K, dmin);
-            break;
-        case GgmlType::Q6_K:
-            *d = offsetof(block_q6_K, d);
-            break;
-        case GgmlType::IQ4_XS:
-            *d = offsetof(block_iq4_xs, d);
-            break;
-        default:
-            FAIL() << "no scale fields for " << type_name(t);
-    }
-}
-
 void put_f16(uint8_t *p, float v) {
     const fp16_t h = fp32_to_fp16(v);
     std::memcpy(p, &h, 2);
@@ -118,7 +73,7 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n, std::mt19937 &rng, Scal
     }
     for (uint8_t &b : x) b = static_cast<uint8_t>(rng());
     ptrdiff_t od, om;
-    scale_offsets(t, &od, &om);
+    test::scale_offsets(t, &od, &om);
     const size_t bsz = type_traits(t).type_size;
     for (size_t off = 0; off < x.size(); off += bsz) {
         put_f16(&x[off + od], scale());

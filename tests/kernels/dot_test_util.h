@@ -2,7 +2,10 @@
 // double-precision evaluation of each type's block-integer dot formula (decoded element by element
 // from the block layouts, not shared with the reference or the kernels).
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -21,6 +24,51 @@ inline std::vector<kernels::Isa> available_isas() {
         v.push_back(kernels::Isa::Avx2);
     if (kernels::isa_detected() == kernels::Isa::Avx512) v.push_back(kernels::Isa::Avx512);
     return v;
+}
+
+// Byte offsets of the half-precision scale fields of a weight block: d, and m / dmin (or -1).
+inline void scale_offsets(GgmlType t, ptrdiff_t *d, ptrdiff_t *m) {
+    *m = -1;
+    switch (t) {
+        case GgmlType::Q4_0:
+            *d = offsetof(block_q4_0, d);
+            break;
+        case GgmlType::Q4_1:
+            *d = offsetof(block_q4_1, d), *m = offsetof(block_q4_1, m);
+            break;
+        case GgmlType::Q5_0:
+            *d = offsetof(block_q5_0, d);
+            break;
+        case GgmlType::Q5_1:
+            *d = offsetof(block_q5_1, d), *m = offsetof(block_q5_1, m);
+            break;
+        case GgmlType::Q8_0:
+            *d = offsetof(block_q8_0, d);
+            break;
+        case GgmlType::IQ4_NL:
+            *d = offsetof(block_iq4_nl, d);
+            break;
+        case GgmlType::Q2_K:
+            *d = offsetof(block_q2_K, d), *m = offsetof(block_q2_K, dmin);
+            break;
+        case GgmlType::Q3_K:
+            *d = offsetof(block_q3_K, d);
+            break;
+        case GgmlType::Q4_K:
+            *d = offsetof(block_q4_K, d), *m = offsetof(block_q4_K, dmin);
+            break;
+        case GgmlType::Q5_K:
+            *d = offsetof(block_q5_K, d), *m = offsetof(block_q5_K, dmin);
+            break;
+        case GgmlType::Q6_K:
+            *d = offsetof(block_q6_K, d);
+            break;
+        case GgmlType::IQ4_XS:
+            *d = offsetof(block_iq4_xs, d);
+            break;
+        default:
+            FAIL() << "no scale fields for " << type_name(t);
+    }
 }
 
 // Sum of terms in double, with the sum of their magnitudes (for the rounding bound).

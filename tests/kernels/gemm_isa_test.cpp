@@ -31,31 +31,6 @@ constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K,
 constexpr int64_t kMaxRows = 13, kMaxAct = 7;
 constexpr float kSentinel = -12345.0f;
 
-// Byte offsets of a block's half scales: d, and dmin (or -1).
-void scale_offsets(GgmlType t, ptrdiff_t *d, ptrdiff_t *m) {
-    *m = -1;
-    switch (t) {
-        case GgmlType::Q2_K:
-            *d = offsetof(block_q2_K, d), *m = offsetof(block_q2_K, dmin);
-            break;
-        case GgmlType::Q3_K:
-            *d = offsetof(block_q3_K, d);
-            break;
-        case GgmlType::Q4_K:
-            *d = offsetof(block_q4_K, d), *m = offsetof(block_q4_K, dmin);
-            break;
-        case GgmlType::Q5_K:
-            *d = offsetof(block_q5_K, d), *m = offsetof(block_q5_K, dmin);
-            break;
-        case GgmlType::Q6_K:
-            *d = offsetof(block_q6_K, d);
-            break;
-        default:  // IQ4_XS
-            *d = offsetof(block_iq4_xs, d);
-            break;
-    }
-}
-
 // kMaxRows weight rows `w_stride` bytes apart and kMaxAct Q8_K activation rows `a_stride` bytes apart; the
 // gaps hold garbage that must not be read into a result.
 struct Problem {
@@ -81,7 +56,7 @@ Problem make_problem(GgmlType t, int64_t cols, uint32_t seed) {
     for (uint8_t &b : p.act) b = static_cast<uint8_t>(rng());
     std::vector<float> f(static_cast<size_t>(cols));
     ptrdiff_t od, om;
-    scale_offsets(t, &od, &om);
+    test::scale_offsets(t, &od, &om);
     const size_t bsz = type_traits(t).type_size;
     for (int64_t r = 0; r < kMaxRows; ++r) {
         uint8_t *row = p.w.data() + r * p.w_stride;

@@ -1,7 +1,8 @@
 // Interleaved weights (kernels/interleave.h): the layout round-trips every row byte for byte, and the
 // gemm_x8 kernel of every ISA this CPU runs matches an exact evaluation of the plain rows' block formula,
-// with a value that does not depend on the tile an output falls in. matmul over an interleaved view is checked
-// against the exact value too (its summation order differs from the plain kernels', so not bit for bit).
+// with a value that does not depend on the tile an output falls in. matmul over an interleaved view is
+// checked against the exact value too (its summation order differs from the plain kernels', so not bit for
+// bit).
 #include "kernels/interleave.h"
 
 #include <gtest/gtest.h>
@@ -66,7 +67,8 @@ double bound(int64_t cols, double abs_sum) {
     return (8.0 * (cols / 32) + 20) * 0x1p-24 * abs_sum;
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                               GgmlType::Q6_K};
 
 // Columns: a few blocks, odd block counts, and a real model width.
 std::vector<int64_t> cols_for(GgmlType t) {
@@ -89,8 +91,9 @@ TEST(Interleave, Eligibility) {
     EXPECT_FALSE(can_interleave(GgmlType::F16, 8, 64));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 0, 32));
     std::vector<uint8_t> buf(row_size(GgmlType::Q4_K, 256) * 8);
-    EXPECT_THROW(interleave_rows(GgmlType::Q5_K, buf.data(), row_size(GgmlType::Q5_K, 256), 8, 256, buf.data()),
-                 Error);
+    EXPECT_THROW(
+        interleave_rows(GgmlType::Q5_K, buf.data(), row_size(GgmlType::Q5_K, 256), 8, 256, buf.data()),
+        Error);
 }
 
 TEST(Interleave, RoundTripsEveryRow) {
@@ -116,13 +119,15 @@ TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
     for (int64_t cols : cols_for(t)) {
         for (int64_t rows : {8, 16, 40}) {
             for (int64_t n_act : {1, 2, 3, 4, 5, 7, 9}) {
-                SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " acts " + std::to_string(n_act));
+                SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " acts " +
+                             std::to_string(n_act));
                 const Mat m = make_mat(t, rows, cols, seed++);
                 size_t act_row = 0;
                 const std::vector<uint8_t> act = make_act(t, n_act, cols, seed++, &act_row);
                 const int64_t ldy = rows + 3;
                 std::vector<float> y(n_act * ldy, -7.0f);
-                k.gemm_x8(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act, y.data(), ldy);
+                k.gemm_x8(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act,
+                          y.data(), ldy);
                 for (int64_t c = 0; c < n_act; ++c) {
                     for (int64_t r = 0; r < ldy; ++r) {
                         const float got = y[c * ldy + r];
@@ -130,15 +135,14 @@ TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
                             ASSERT_EQ(got, -7.0f) << "wrote past the rows";
                             continue;
                         }
-                        const test::TermSum e =
-                            test::exact_dot(t, cols, m.plain.data() + r * m.row_bytes, act.data() + c * act_row);
+                        const test::TermSum e = test::exact_dot(t, cols, m.plain.data() + r * m.row_bytes,
+                                                                act.data() + c * act_row);
                         ASSERT_LE(std::fabs(got - e.sum), bound(cols, e.abs)) << "act " << c << " row " << r;
                         // The same output alone (one group, one activation) has the same bits.
                         const int64_t g0 = r / 8 * 8;
                         float one[8];
                         k.gemm_x8(cols, m.packed.data() + g0 * m.packed_row_bytes, m.packed_row_bytes, 8,
-                                  act.data() + c * act_row,
-                                  act_row, 1, one, 8);
+                                  act.data() + c * act_row, act_row, 1, one, 8);
                         ASSERT_EQ(got, one[r - g0]) << "act " << c << " row " << r;
                     }
                 }
@@ -152,7 +156,8 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>>
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GemmX8Test,
-                         ::testing::Combine(::testing::ValuesIn(kTypes), ::testing::ValuesIn(test::available_isas())),
+                         ::testing::Combine(::testing::ValuesIn(kTypes),
+                                            ::testing::ValuesIn(test::available_isas())),
                          param_name);
 
 // matmul over an interleaved view, threaded, with token counts across the chunk size, against the exact
@@ -175,7 +180,8 @@ TEST(Interleave, MatmulOverInterleavedView) {
             for (int64_t i = 0; i < n_tok; ++i) {
                 quantize_row(at, x.data() + i * cols, a.data(), cols);
                 for (int64_t r = 0; r < rows; ++r) {
-                    const test::TermSum e = test::exact_dot(t, cols, m.plain.data() + r * m.row_bytes, a.data());
+                    const test::TermSum e =
+                        test::exact_dot(t, cols, m.plain.data() + r * m.row_bytes, a.data());
                     ASSERT_LE(std::fabs(y[i * rows + r] - e.sum), bound(cols, e.abs))
                         << type_name(t) << " token " << i << " row " << r;
                 }
@@ -190,9 +196,8 @@ TEST(Interleave, MatmulOverInterleavedView) {
     }
 }
 
-
-// A row count that is not a multiple of 8 (a vocabulary): the last group is zero-padded, matmul writes only the
-// real rows, and q/k/v-style calls sharing one input give the values of separate calls.
+// A row count that is not a multiple of 8 (a vocabulary): the last group is zero-padded, matmul writes only
+// the real rows, and q/k/v-style calls sharing one input give the values of separate calls.
 TEST(Interleave, PaddedLastGroupAndSharedInput) {
     ThreadPool pool(2);
     MatmulScratch scratch;
@@ -200,11 +205,13 @@ TEST(Interleave, PaddedLastGroupAndSharedInput) {
         SCOPED_TRACE(type_name(t));
         const int64_t cols = 2 * type_traits(t).block_size;
         const int64_t rows_a = 77, rows_b = 24, rows_c = 5;
-        const Mat a = make_mat(t, rows_a, cols, 1), b = make_mat(t, rows_b, cols, 2), c = make_mat(t, rows_c, cols, 3);
+        const Mat a = make_mat(t, rows_a, cols, 1), b = make_mat(t, rows_b, cols, 2),
+                  c = make_mat(t, rows_c, cols, 3);
         EXPECT_EQ(a.packed.size(), a.packed_row_bytes * 80);
         const WeightView wa{t, a.packed.data(), rows_a, cols, a.packed_row_bytes, true};
         const WeightView wb{t, b.packed.data(), rows_b, cols, b.packed_row_bytes, true};
-        const WeightView wc{t, c.plain.data(), rows_c, cols, c.row_bytes, false};  // a plain one in the same call
+        const WeightView wc{t,    c.plain.data(), rows_c,
+                            cols, c.row_bytes,    false};  // a plain one in the same call
         for (int64_t n_tok : {1, 3, 67}) {
             std::mt19937 rng(9);
             std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -231,7 +238,8 @@ TEST(Interleave, PaddedLastGroupAndSharedInput) {
                         ASSERT_EQ(got, -3.0f) << "wrote past the rows";
                         continue;
                     }
-                    const test::TermSum e = test::exact_dot(t, cols, a.plain.data() + r * a.row_bytes, q.data());
+                    const test::TermSum e =
+                        test::exact_dot(t, cols, a.plain.data() + r * a.row_bytes, q.data());
                     ASSERT_LE(std::fabs(got - e.sum), bound(cols, e.abs)) << "token " << i << " row " << r;
                 }
             }
