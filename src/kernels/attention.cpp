@@ -16,19 +16,12 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-bool use_avx2() {
-#if defined(__x86_64__)
-    static const bool on = static_cast<int>(isa_active()) >= static_cast<int>(Isa::Avx2);
-    return on;
-#else
-    return false;
-#endif
-}
+using detail::use_avx2_row_ops;
 
 // y += a * x for one V row already in f32, or in f16 (converted on the fly).
 void axpy(float a, const float *x, float *y, int n) {
 #if defined(__x86_64__)
-    if (use_avx2()) return detail::axpy_f32_avx2(a, x, y, n);
+    if (use_avx2_row_ops()) return detail::axpy_f32_avx2(a, x, y, n);
 #endif
     for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
@@ -58,7 +51,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const size_t p_act_bytes = kv ? row_size(kv->act_type, a.n_kv) : 0;
     const int64_t n_items = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
 
-    // per-thread scratch: scores [gqa][n_kv] f32, q [gqa][q_act_bytes], p [gqa][p_act_bytes], V row [head_dim_v]
+    // per-thread scratch: scores [gqa][n_kv] f32, q [gqa][q_act_bytes], p [gqa][p_act_bytes], V row
+    // [head_dim_v]
     const size_t scores_bytes = sizeof(float) * gqa * static_cast<size_t>(a.n_kv);
     const size_t q_bytes = (q_act_bytes * gqa + 63) / 64 * 64;
     const size_t p_bytes = (p_act_bytes * gqa + 63) / 64 * 64;
@@ -67,89 +61,98 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
 
     const int64_t work = n_items * gqa * a.n_kv * (a.head_dim_k + a.head_dim_v);
     const int max_threads = work < (int64_t{1} << 16) ? 1 : pool.n_active();
-    pool.parallel_for(n_items, 1, [&](int64_t i0, int64_t i1) {
-        std::vector<uint8_t> &buf = thread_scratch();
-        if (buf.size() < scratch_bytes) buf.resize(scratch_bytes);
-        float *scores = reinterpret_cast<float *>(buf.data());  // [gqa][n_kv]
-        uint8_t *qbuf = buf.data() + (scores_bytes + 63) / 64 * 64;
-        uint8_t *pbuf = qbuf + q_bytes;
-        float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
+    pool.parallel_for(
+        n_items, 1,
+        [&](int64_t i0, int64_t i1) {
+            std::vector<uint8_t> &buf = thread_scratch();
+            if (buf.size() < scratch_bytes) buf.resize(scratch_bytes);
+            float *scores = reinterpret_cast<float *>(buf.data());  // [gqa][n_kv]
+            uint8_t *qbuf = buf.data() + (scores_bytes + 63) / 64 * 64;
+            uint8_t *pbuf = qbuf + q_bytes;
+            float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
 
-        for (int64_t it = i0; it < i1; ++it) {
-            const int64_t ri = it / a.n_head_kv;
-            const int r = a.rows[ri];
-            const int g = static_cast<int>(it % a.n_head_kv);
-            const int h0 = g * gqa;
-            const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
-            float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [gqa][head_dim_v]
+            for (int64_t it = i0; it < i1; ++it) {
+                const int64_t ri = it / a.n_head_kv;
+                const int r = a.rows[ri];
+                const int g = static_cast<int>(it % a.n_head_kv);
+                const int h0 = g * gqa;
+                const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
+                float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [gqa][head_dim_v]
 
-            // Visible span [j0, j1).
-            int j0 = 0, j1 = a.n_kv;
-            while (j0 < j1 && mask[j0] == kNegInf) ++j0;
-            while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
-            if (j0 == j1) {  // nothing visible: the softmax of nothing is all zeros
-                std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
-                continue;
-            }
-            if (p_block > 1) {
-                j0 = 0;
-                j1 = a.n_kv;
-            }
-            const int span = j1 - j0;
+                // Visible span [j0, j1).
+                int j0 = 0, j1 = a.n_kv;
+                while (j0 < j1 && mask[j0] == kNegInf) ++j0;
+                while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
+                if (j0 == j1) {  // nothing visible: the softmax of nothing is all zeros
+                    std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
+                    continue;
+                }
+                if (p_block > 1) {
+                    j0 = 0;
+                    j1 = a.n_kv;
+                }
+                const int span = j1 - j0;
 
-            for (int hh = 0; hh < gqa; ++hh)
-                kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h0 + hh) * a.head_dim_k,
-                                qbuf + hh * q_act_bytes, a.head_dim_k);
-            // scores[hh][j] = k_j . q_hh for j in the span
-            kk.gemm(a.head_dim_k, a.k + g * k_head_bytes + static_cast<size_t>(j0) * a.k_row_bytes, a.k_row_bytes,
-                    span, qbuf, q_act_bytes, gqa, scores + j0, a.n_kv);
-            for (int hh = 0; hh < gqa; ++hh) {
-                float *s = scores + static_cast<int64_t>(hh) * a.n_kv;
-                if (a.softcap > 0.0f)
-                    for (int j = j0; j < j1; ++j) s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
-                softmax(s + j0, mask + j0, span, a.scale);
-            }
-
-            if (a.v_trans) {
-                // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
-                const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
                 for (int hh = 0; hh < gqa; ++hh)
-                    kv->quantize_act(scores + static_cast<int64_t>(hh) * a.n_kv + j0, pbuf + hh * p_act_bytes, span);
-                const uint8_t *vbase = a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
-                kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, gqa, o, a.head_dim_v);
-            } else {
-                std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
-                for (int j = j0; j < j1; ++j) {
-                    const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
-                    bool any = false;
-                    for (int hh = 0; hh < gqa && !any; ++hh) any = scores[static_cast<int64_t>(hh) * a.n_kv + j] != 0.0f;
-                    if (!any) continue;
-                    const float *vf;
-                    if (a.type_v == GgmlType::F32) {
-                        vf = reinterpret_cast<const float *>(vj);
-                    } else {
+                    kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h0 + hh) * a.head_dim_k,
+                                    qbuf + hh * q_act_bytes, a.head_dim_k);
+                // scores[hh][j] = k_j . q_hh for j in the span
+                kk.gemm(a.head_dim_k, a.k + g * k_head_bytes + static_cast<size_t>(j0) * a.k_row_bytes,
+                        a.k_row_bytes, span, qbuf, q_act_bytes, gqa, scores + j0, a.n_kv);
+                for (int hh = 0; hh < gqa; ++hh) {
+                    float *s = scores + static_cast<int64_t>(hh) * a.n_kv;
+                    if (a.softcap > 0.0f)
+                        for (int j = j0; j < j1; ++j)
+                            s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
+                    softmax(s + j0, mask + j0, span, a.scale);
+                }
+
+                if (a.v_trans) {
+                    // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
+                    const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
+                    for (int hh = 0; hh < gqa; ++hh)
+                        kv->quantize_act(scores + static_cast<int64_t>(hh) * a.n_kv + j0,
+                                         pbuf + hh * p_act_bytes, span);
+                    const uint8_t *vbase =
+                        a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
+                    kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, gqa, o, a.head_dim_v);
+                } else {
+                    std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
+                    for (int j = j0; j < j1; ++j) {
+                        const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
+                        bool any = false;
+                        for (int hh = 0; hh < gqa && !any; ++hh)
+                            any = scores[static_cast<int64_t>(hh) * a.n_kv + j] != 0.0f;
+                        if (!any) continue;
+                        const float *vf;
+                        if (a.type_v == GgmlType::F32) {
+                            vf = reinterpret_cast<const float *>(vj);
+                        } else {
 #if defined(__x86_64__)
-                        if (a.type_v == GgmlType::F16 && use_avx2()) {
-                            for (int hh = 0; hh < gqa; ++hh) {
-                                const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
-                                if (p != 0.0f)
-                                    detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
-                                                          o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
+                            if (a.type_v == GgmlType::F16 && use_avx2_row_ops()) {
+                                for (int hh = 0; hh < gqa; ++hh) {
+                                    const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
+                                    if (p != 0.0f)
+                                        detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
+                                                              o + static_cast<int64_t>(hh) * a.head_dim_v,
+                                                              a.head_dim_v);
+                                }
+                                continue;
                             }
-                            continue;
-                        }
 #endif
-                        dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
-                        vf = vrow;
-                    }
-                    for (int hh = 0; hh < gqa; ++hh) {
-                        const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
-                        if (p != 0.0f) axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
+                            dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
+                            vf = vrow;
+                        }
+                        for (int hh = 0; hh < gqa; ++hh) {
+                            const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
+                            if (p != 0.0f)
+                                axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
+                        }
                     }
                 }
             }
-        }
-    }, max_threads);
+        },
+        max_threads);
 }
 
 }  // namespace lctx::kernels

@@ -1,6 +1,5 @@
 // Dispatch of the dot-product kernels, and the portable path (the scalar reference itself).
 #include "kernels/dot.h"
-#include "kernels/interleave.h"
 
 #include <array>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <utility>
 
 #include "kernels/cpu_features.h"
+#include "kernels/interleave.h"
 #include "util/error.h"
 
 namespace lctx::kernels {
@@ -22,8 +22,8 @@ float ref_vec_dot(int64_t n, const void *x, const void *y) {
 
 // One reference dot per output (the scalar level's gemm).
 template <int32_t kType>
-void ref_gemm(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
-              int64_t ldy) {
+void ref_gemm(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+              float *y, int64_t ldy) {
     const auto *wb = static_cast<const uint8_t *>(w);
     const auto *ab = static_cast<const uint8_t *>(act);
     for (int64_t c = 0; c < nc; ++c)
@@ -31,10 +31,10 @@ void ref_gemm(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
             y[c * ldy + r] = vec_dot_ref(static_cast<GgmlType>(kType), n, wb + r * ldw, ab + c * lda);
 }
 
-template <GgmlType kType>
-void ref_gemm_x8(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
-                 int64_t ldy) {
-    gemm_x8_ref(kType, n, w, ldw, nr, act, lda, nc, y, ldy);
+template <int32_t kType>
+void ref_gemm_x8(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                 float *y, int64_t ldy) {
+    gemm_x8_ref(static_cast<GgmlType>(kType), n, w, ldw, nr, act, lda, nc, y, ldy);
 }
 
 template <int32_t kType>
@@ -50,7 +50,9 @@ using Table = std::array<TypeKernels, kGgmlTypeCount>;
 
 template <int32_t... kIds>
 void fill_scalar(Table &t, std::integer_sequence<int32_t, kIds...>) {
-    ((t[kIds] = TypeKernels{GgmlType::F32, &ref_vec_dot<kIds>, &ref_quantize<kIds>, &ref_gemm<kIds>}), ...);
+    ((t[kIds] = TypeKernels{GgmlType::F32, &ref_vec_dot<kIds>, &ref_quantize<kIds>, &ref_gemm<kIds>,
+                            &ref_gemm_x8<kIds>}),
+     ...);
 }
 
 constexpr GgmlType kWeightTypes[] = {
@@ -71,13 +73,10 @@ Table build_scalar() {
         t[id].act_type = tr.vec_dot_type;
         t[id].vec_dot = ref[id].vec_dot;
         t[id].gemm = ref[id].gemm;
+        // Types with an interleaved layout (interleave.h says which) get the interleaved gemm too.
+        if (can_interleave(w, kInterleaveRows, tr.block_size)) t[id].gemm_x8 = ref[id].gemm_x8;
         t[id].quantize_act = act == static_cast<int32_t>(GgmlType::F32) ? &copy_f32 : ref[act].quantize_act;
     }
-    t[static_cast<int32_t>(GgmlType::Q4_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q4_0>;
-    t[static_cast<int32_t>(GgmlType::Q8_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q8_0>;
-    t[static_cast<int32_t>(GgmlType::Q5_0)].gemm_x8 = &ref_gemm_x8<GgmlType::Q5_0>;
-    t[static_cast<int32_t>(GgmlType::Q4_K)].gemm_x8 = &ref_gemm_x8<GgmlType::Q4_K>;
-    t[static_cast<int32_t>(GgmlType::Q6_K)].gemm_x8 = &ref_gemm_x8<GgmlType::Q6_K>;
     return t;
 }
 
@@ -108,8 +107,8 @@ const Tables &tables() {
         // with that ISA's flags) unless the CPU has the level.
         const int detected = static_cast<int>(isa_detected());
         r.avx2 = detected >= static_cast<int>(Isa::Avx2)
-                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2, &detail::gemm_avx2,
-                                   &detail::gemm_x8_avx2)
+                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2,
+                                   &detail::gemm_avx2, &detail::gemm_x8_avx2)
                      : r.scalar;
         r.avx512 = detected >= static_cast<int>(Isa::Avx512)
                        ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512,

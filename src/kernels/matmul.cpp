@@ -144,7 +144,8 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
 void weight_row_to_f32(const WeightView &w, int64_t row, float *dst) {
     if (row < 0 || row >= w.rows) throw Error("weight row " + std::to_string(row) + " out of range");
     if (w.interleaved) {
-        std::vector<uint8_t> plain(row_size(w.type, w.cols));
+        thread_local std::vector<uint8_t> plain;  // one row, reused by every lookup of this thread
+        plain.resize(row_size(w.type, w.cols));
         deinterleave_row(w.type, w.data, w.row_bytes, row, w.cols, plain.data());
         dequantize_row(w.type, plain.data(), dst, w.cols);
         return;

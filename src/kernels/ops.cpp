@@ -9,9 +9,7 @@
 
 namespace lctx::kernels {
 
-namespace {
-// The AVX2 row ops are entered only on CPUs that have them (and LCTX_ISA allows them).
-bool use_avx2() {
+bool detail::use_avx2_row_ops() {
 #if defined(__x86_64__)
     static const bool on = static_cast<int>(isa_active()) >= static_cast<int>(Isa::Avx2);
     return on;
@@ -19,6 +17,9 @@ bool use_avx2() {
     return false;
 #endif
 }
+
+namespace {
+using detail::use_avx2_row_ops;
 }  // namespace
 
 void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps) {
@@ -56,7 +57,8 @@ namespace {
 
 // YaRN ramp between the dimensions that keep their frequency and the ones that are interpolated.
 float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
-    return n_dims * std::log(n_ctx_orig / (n_rot * 2.0f * static_cast<float>(M_PI))) / (2.0f * std::log(base));
+    return n_dims * std::log(n_ctx_orig / (n_rot * 2.0f * static_cast<float>(M_PI))) /
+           (2.0f * std::log(base));
 }
 
 struct RopeCache {
@@ -128,7 +130,7 @@ void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const Ro
 
 void softmax(float *x, const float *mask, int64_t n, float scale) {
 #if defined(__x86_64__)
-    if (use_avx2()) {
+    if (use_avx2_row_ops()) {
         const float max = detail::scale_mask_max_avx2(x, mask, n, scale);
         if (max == -std::numeric_limits<float>::infinity()) {
             for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
@@ -162,7 +164,7 @@ void softmax(float *x, const float *mask, int64_t n, float scale) {
 
 void swiglu(const float *g, const float *u, float *y, int64_t n) {
 #if defined(__x86_64__)
-    if (use_avx2()) return detail::swiglu_avx2(g, u, y, n);
+    if (use_avx2_row_ops()) return detail::swiglu_avx2(g, u, y, n);
 #endif
     for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
@@ -183,13 +185,13 @@ void gelu_inplace(float *x, int64_t n) {
 }
 void silu_inplace(float *x, int64_t n) {
 #if defined(__x86_64__)
-    if (use_avx2()) return detail::silu_avx2(x, n);
+    if (use_avx2_row_ops()) return detail::silu_avx2(x, n);
 #endif
     for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 void add_inplace(float *y, const float *x, int64_t n) {
 #if defined(__x86_64__)
-    if (use_avx2()) return detail::add_avx2(y, x, n);
+    if (use_avx2_row_ops()) return detail::add_avx2(y, x, n);
 #endif
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

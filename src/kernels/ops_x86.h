@@ -4,6 +4,9 @@
 
 namespace lctx::kernels::detail {
 
+// True when the AVX2 row ops below may be entered (the CPU has AVX2 and LCTX_ISA allows it).
+bool use_avx2_row_ops();
+
 // max over x[0..n) of x * scale + mask (mask may be null); writes the masked, scaled values back.
 float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale);
 // x[i] = exp(x[i] - max) (0 for -inf), returns the sum in double.

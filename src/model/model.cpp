@@ -158,8 +158,7 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
         w->row_bytes = row_bytes;
         w->interleaved = true;
         repacked_.push_back(std::move(copy));
-        const size_t n = plain;
-        done += n;
+        done += plain;
         if (opts.progress && !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),
                                             opts.progress_user_data))
             throw Error("model loading cancelled");

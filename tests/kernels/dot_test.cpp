@@ -33,15 +33,8 @@ namespace {
 
 using test::TermSum;
 
-constexpr GgmlType kTypes[] = {
-    GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::F16,  GgmlType::BF16, GgmlType::F32,
-    GgmlType::Q4_K, GgmlType::Q6_K,   GgmlType::Q5_K, GgmlType::Q4_1, GgmlType::Q5_0,
-    GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
-};
-
-bool is_float_type(GgmlType t) {
-    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
-}
+using test::is_float_type;
+using test::kWeightTypes;
 
 // Element counts: 1, 2, 3, 7, 13 blocks, plus counts that reach the unrolled and tail paths.
 std::vector<int64_t> row_lengths(GgmlType t) {
@@ -248,7 +241,7 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>>
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DotTest,
-                         ::testing::Combine(::testing::ValuesIn(kTypes),
+                         ::testing::Combine(::testing::ValuesIn(kWeightTypes),
                                             ::testing::ValuesIn(test::available_isas())),
                          param_name);
 
@@ -281,7 +274,7 @@ TEST(DotDispatch, TypesWithoutKernelsThrow) {
         EXPECT_FALSE(has_kernels(t)) << type_name(t);
         EXPECT_THROW(type_kernels(t, Isa::Scalar), Error) << type_name(t);
     }
-    for (GgmlType t : kTypes) EXPECT_TRUE(has_kernels(t)) << type_name(t);
+    for (GgmlType t : kWeightTypes) EXPECT_TRUE(has_kernels(t)) << type_name(t);
 }
 
 TEST(DotDispatch, IsaAboveTheCpuThrows) {

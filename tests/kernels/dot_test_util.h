@@ -18,6 +18,17 @@
 
 namespace lctx::test {
 
+// Every weight type with kernels.
+constexpr GgmlType kWeightTypes[] = {
+    GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::F16,  GgmlType::BF16, GgmlType::F32,
+    GgmlType::Q4_K, GgmlType::Q6_K,   GgmlType::Q5_K, GgmlType::Q4_1, GgmlType::Q5_0,
+    GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
+};
+
+inline bool is_float_type(GgmlType t) {
+    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+}
+
 inline std::vector<kernels::Isa> available_isas() {
     std::vector<kernels::Isa> v = {kernels::Isa::Scalar};
     if (static_cast<int>(kernels::isa_detected()) >= static_cast<int>(kernels::Isa::Avx2))

@@ -17,20 +17,13 @@
 namespace lctx::kernels {
 namespace {
 
-constexpr GgmlType kTypes[] = {
-    GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::F16,  GgmlType::BF16, GgmlType::F32,
-    GgmlType::Q4_K, GgmlType::Q6_K,   GgmlType::Q5_K, GgmlType::Q4_1, GgmlType::Q5_0,
-    GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
-};
-
-bool is_float_type(GgmlType t) {
-    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
-}
+using test::is_float_type;
+using test::kWeightTypes;
 
 struct Problem {
     GgmlType type;
     int64_t rows, cols, n_tokens, ldx, ldy;
-    std::vector<uint8_t> w;    // [rows][row_bytes]
+    std::vector<uint8_t> w;  // [rows][row_bytes]
     size_t row_bytes = 0;
     std::vector<float> x;      // [n_tokens][ldx]
     std::vector<uint8_t> act;  // [n_tokens][act_row]: reference quantization of x
@@ -56,12 +49,14 @@ Problem make_problem(GgmlType t, int64_t rows, int64_t cols, int64_t n_tokens, u
     const GgmlType at = type_traits(t).vec_dot_type;
     p.act_row = row_size(at, cols);
     p.act.resize(p.act_row * n_tokens);
-    for (int64_t i = 0; i < n_tokens; ++i) quantize_row(at, p.x.data() + i * p.ldx, p.act.data() + i * p.act_row, cols);
+    for (int64_t i = 0; i < n_tokens; ++i)
+        quantize_row(at, p.x.data() + i * p.ldx, p.act.data() + i * p.act_row, cols);
     return p;
 }
 
 double rounding_bound(GgmlType t, int64_t n, double abs_sum) {
-    const double k = is_float_type(t) ? static_cast<double>(n) + 16 : 8.0 * (n / type_traits(t).block_size) + 16;
+    const double k =
+        is_float_type(t) ? static_cast<double>(n) + 16 : 8.0 * (n / type_traits(t).block_size) + 16;
     return (k + 4) * 0x1p-24 * abs_sum;
 }
 
@@ -79,12 +74,12 @@ std::vector<float> check(const Problem &p, ThreadPool &pool, MatmulScratch &scra
                 EXPECT_EQ(got, kSentinel) << "wrote past the rows: token " << t << " row " << r;
                 continue;
             }
-            const test::TermSum e = test::exact_dot(p.type, p.cols, p.w.data() + r * p.row_bytes,
-                                                    p.act.data() + t * p.act_row);
+            const test::TermSum e =
+                test::exact_dot(p.type, p.cols, p.w.data() + r * p.row_bytes, p.act.data() + t * p.act_row);
             const double bound = rounding_bound(p.type, p.cols, e.abs);
             if (!(std::fabs(got - e.sum) <= bound) && ++failures < 5)
-                ADD_FAILURE() << "token " << t << " row " << r << ": got " << got << " exact " << e.sum << " bound "
-                              << bound;
+                ADD_FAILURE() << "token " << t << " row " << r << ": got " << got << " exact " << e.sum
+                              << " bound " << bound;
         }
     }
     EXPECT_EQ(failures, 0);
@@ -99,8 +94,8 @@ TEST_P(MatmulTest, OddShapesAndTokenCounts) {
     ThreadPool pool1(1), pool2(2);
     MatmulScratch scratch;
     uint32_t seed = 17u * static_cast<uint32_t>(t);
-    const std::vector<int64_t> cols_list =
-        is_float_type(t) ? std::vector<int64_t>{1, 7, 32, 45, 64, 200} : std::vector<int64_t>{bs, 3 * bs, 5 * bs};
+    const std::vector<int64_t> cols_list = is_float_type(t) ? std::vector<int64_t>{1, 7, 32, 45, 64, 200}
+                                                            : std::vector<int64_t>{bs, 3 * bs, 5 * bs};
     for (int64_t cols : cols_list) {
         for (int64_t rows : {1, 2, 3, 5, 8, 13, 37}) {
             for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 16, 19}) {
@@ -126,7 +121,8 @@ TEST_P(MatmulTest, LargeShapesThreaded) {
     for (int64_t rows : {131, 250}) {
         for (int64_t n_tokens : {1, 2, 6, 33}) {
             SCOPED_TRACE("rows " + std::to_string(rows) + " tokens " + std::to_string(n_tokens));
-            const Problem p = make_problem(t, rows, cols, n_tokens, 5u + static_cast<uint32_t>(rows + n_tokens));
+            const Problem p =
+                make_problem(t, rows, cols, n_tokens, 5u + static_cast<uint32_t>(rows + n_tokens));
             check(p, pool, scratch);
             if (HasFailure()) return;
         }
@@ -151,7 +147,7 @@ std::string param_name(const ::testing::TestParamInfo<GgmlType> &info) {
     return type_name(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(kTypes), param_name);
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(kWeightTypes), param_name);
 
 TEST(MatmulMisc, ZeroTokensOrRowsWriteNothing) {
     ThreadPool pool(2);
