@@ -1,6 +1,7 @@
 // Micro-benchmarks of matmul (Google Benchmark), on shapes of TinyLlama-1.1B (n_embd 2048, n_ff 5632):
 //   Gemm/<type>/<rows>/<cols>/<tokens>     the gemm kernel alone, one thread, weights cache-resident
 //                                          (512 rows): compute speed in multiply-adds per second
+//   GemmX8/<type>/<rows>/<cols>/<tokens>   the same over the 8-row interleaved layout
 //   DotLoop/<type>/<rows>/<cols>/<tokens>  the same outputs by one vec_dot per output (the old path)
 //   Matmul/<type>/<rows>/<cols>/<tokens>/<threads>  kernels::matmul with its pool (big weights: memory)
 //   MatmulTiny/<type>/...  the same for the K types on shapes of a Q4_K_M model: 512 tokens, 1 token
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "kernels/dot.h"
+#include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "tensor/types.h"
 
@@ -68,6 +70,24 @@ void BM_Gemm(benchmark::State &st, GgmlType t, bool by_dot) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The same as Gemm over the 8-row interleaved layout the model repacks its weights into.
+void BM_GemmX8(benchmark::State &st, GgmlType t) {
+    const int64_t rows = st.range(0), cols = st.range(1), tokens = st.range(2);
+    Data d = make(t, rows, cols, tokens);
+    const TypeKernels &k = type_kernels(t);
+    const size_t ib = interleaved_row_bytes(t, cols);
+    std::vector<uint8_t> w8(ib * interleaved_rows(rows));
+    interleave_rows(t, d.w.data(), d.row_bytes, rows, cols, w8.data());
+    for (auto _ : st) {
+        k.gemm_x8(cols, w8.data(), ib, rows, d.act.data(), d.act_row, tokens, d.y.data(), rows);
+        benchmark::DoNotOptimize(d.y.data());
+    }
+    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["weight B/s"] =
+        benchmark::Counter(static_cast<double>(w8.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_Matmul(benchmark::State &st, GgmlType t) {
     const int64_t rows = st.range(0), cols = st.range(1), tokens = st.range(2);
     Data d = make(t, rows, cols, tokens);
@@ -86,7 +106,7 @@ void BM_Matmul(benchmark::State &st, GgmlType t) {
 
 void register_all() {
     for (GgmlType t :
-         {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
+         {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
         const std::string n = lctx::type_name(t);
         for (bool by_dot : {false, true}) {
             benchmark::RegisterBenchmark((std::string(by_dot ? "DotLoop/" : "Gemm/") + n).c_str(),
@@ -94,6 +114,13 @@ void register_all() {
                 ->Args({512, 2048, 1})
                 ->Args({512, 2048, 64});
         }
+        if (can_interleave(t, 512, 2048))
+            benchmark::RegisterBenchmark((std::string("GemmX8/") + n).c_str(),
+                                         [t](benchmark::State &st) { BM_GemmX8(st, t); })
+                ->Args({128, 2048, 1})
+                ->Args({512, 2048, 1})
+                ->Args({512, 2048, 4})
+                ->Args({32768, 2048, 1});  // weights beyond the L3: memory speed
         benchmark::RegisterBenchmark((std::string("Matmul/") + n).c_str(),
                                      [t](benchmark::State &st) { BM_Matmul(st, t); })
             ->Args({5632, 2048, 1, 1})
