@@ -74,7 +74,7 @@ Table build_scalar() {
         t[id].vec_dot = ref[id].vec_dot;
         t[id].gemm = ref[id].gemm;
         // Types with an interleaved layout (interleave.h says which) get the interleaved gemm too.
-        if (can_interleave(w, kInterleaveRows, tr.block_size)) t[id].gemm_x8 = ref[id].gemm_x8;
+        if (interleave_block_elems(w) > 0) t[id].gemm_x8 = ref[id].gemm_x8;
         t[id].quantize_act = act == static_cast<int32_t>(GgmlType::F32) ? &copy_f32 : ref[act].quantize_act;
     }
     return t;

@@ -373,6 +373,48 @@ struct Q6_Kx8Tile {
     }
 };
 
+// 8 rows of F16 / BF16 weights x C activations of the same type (block_f16x8: 8 elements of each row per
+// 128-byte block). Each (row, activation) keeps 8 f32 partial sums reduced once at the end, as the plain float
+// tile does, so the values are the plain kernel's. One activation: all 8 rows at once; more: 4 rows at a time
+// (4 x 3 accumulators fill the 16 registers), the second half of the group then read from L1.
+template <class L, int C>
+struct FloatX8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
+                    int64_t ldy) {
+        using T = typename L::T;
+        constexpr int R = C == 1 ? 8 : 4;
+        const auto *xb = reinterpret_cast<const block_f16x8 *>(w);
+        for (int h = 0; h < 8; h += R) {
+            __m256 acc[R][C];
+            LCTX_UNROLL
+            for (int r = 0; r < R; ++r)
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+            for (int64_t b = 0; b < nb; ++b) {
+                const block_f16x8 &x = xb[b];
+                if (h == 0) prefetch_ahead(x);
+                __m256 xv[R];
+                LCTX_UNROLL
+                for (int r = 0; r < R; ++r) xv[r] = L::v(reinterpret_cast<const T *>(x.v[h + r]));
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const __m256 yv = L::v(reinterpret_cast<const T *>(a + c * lda) + 8 * b);
+                    LCTX_UNROLL
+                    for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(xv[r], yv, acc[r][c]);
+                }
+            }
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c)
+                LCTX_UNROLL
+                for (int r = 0; r < R; ++r) y[c * ldy + h + r] = hsum_ps(acc[r][c]);
+        }
+    }
+};
+template <int C>
+using F16x8Tile = FloatX8Tile<LoadF16, C>;
+template <int C>
+using BF16x8Tile = FloatX8Tile<LoadBF16, C>;
+
 using TileX8Fn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *, float *,
                           int64_t);
 constexpr int kTileX8C = 4;
@@ -421,6 +463,10 @@ inline GemmFn shared_gemm_x8(GgmlType t) {
             return &gemm_x8_tiled<Q4_Kx8Tile, ActSums::Q8_KPairs, 256, 3>;
         case GgmlType::Q6_K:
             return &gemm_x8_tiled<Q6_Kx8Tile, ActSums::None, 256, 3>;
+        case GgmlType::F16:
+            return &gemm_x8_tiled<F16x8Tile, ActSums::None, 8, 3>;
+        case GgmlType::BF16:
+            return &gemm_x8_tiled<BF16x8Tile, ActSums::None, 8, 3>;
         default:
             return nullptr;
     }

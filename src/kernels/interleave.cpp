@@ -75,9 +75,18 @@ size_t x8_block_bytes(GgmlType t) {
             return sizeof(block_q4_Kx8);
         case GgmlType::Q6_K:
             return sizeof(block_q6_Kx8);
+        case GgmlType::F16:
+        case GgmlType::BF16:
+            return sizeof(block_f16x8);
         default:
             return 0;
     }
+}
+
+// Bytes of one row's part of an x8 block in the plain layout.
+size_t plain_x8_part_bytes(GgmlType t) {
+    const TypeTraits &tr = type_traits(t);
+    return tr.type_size * static_cast<size_t>(interleave_block_elems(t) / tr.block_size);
 }
 
 template <class T>
@@ -144,6 +153,10 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
     const size_t bs = type_traits(t).type_size;
     uint8_t c[256];
     switch (t) {
+        case GgmlType::F16:
+        case GgmlType::BF16:
+            for (int r = 0; r < 8; ++r) std::memcpy(out + 16 * r, rows8[r] + 16 * b, 16);
+            return;
         case GgmlType::Q4_0: {
             auto *x = reinterpret_cast<block_q4_0x8 *>(out);
             for (int r = 0; r < 8; ++r) {
@@ -225,6 +238,10 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
 // Writes block b of row r of an interleaved group back in the plain layout.
 void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *out) {
     switch (t) {
+        case GgmlType::F16:
+        case GgmlType::BF16:
+            std::memcpy(out, group + b * static_cast<int64_t>(sizeof(block_f16x8)) + 16 * r, 16);
+            return;
         case GgmlType::Q4_0: {
             const auto x = load_block<block_q4_0x8>(group, b);
             block_q4_0 p{};
@@ -299,13 +316,18 @@ int32_t *x8_sums_scratch(size_t n) {
     return buf.data();
 }
 
+int64_t interleave_block_elems(GgmlType t) {
+    if (x8_block_bytes(t) == 0) return 0;
+    return t == GgmlType::F16 || t == GgmlType::BF16 ? 8 : type_traits(t).block_size;
+}
+
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols) {
     if (x8_block_bytes(t) == 0 || rows <= 0 || cols <= 0) return false;
-    return cols % type_traits(t).block_size == 0;
+    return cols % interleave_block_elems(t) == 0;
 }
 
 size_t interleaved_row_bytes(GgmlType t, int64_t cols) {
-    return x8_block_bytes(t) / kInterleaveRows * static_cast<size_t>(cols / type_traits(t).block_size);
+    return x8_block_bytes(t) / kInterleaveRows * static_cast<size_t>(cols / interleave_block_elems(t));
 }
 
 void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols,
@@ -313,7 +335,7 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
     if (!can_interleave(t, rows, cols))
         throw Error(std::string("cannot interleave a ") + type_name(t) + " matrix of " +
                     std::to_string(rows) + " x " + std::to_string(cols));
-    const int64_t nb = cols / type_traits(t).block_size;
+    const int64_t nb = cols / interleave_block_elems(t);
     const size_t xb = x8_block_bytes(t);
     const size_t group_bytes = interleaved_row_bytes(t, cols) * kInterleaveRows;
     const std::vector<uint8_t> zero_row(src_row_bytes, 0);  // the padding rows of a last partial group
@@ -343,8 +365,8 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
 void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols,
                       uint8_t *dst) {
     if (x8_block_bytes(t) == 0) throw Error(std::string("no interleaved layout for ") + type_name(t));
-    const int64_t nb = cols / type_traits(t).block_size;
-    const size_t plain_block = type_traits(t).type_size;
+    const int64_t nb = cols / interleave_block_elems(t);
+    const size_t plain_block = plain_x8_part_bytes(t);
     const uint8_t *group = src + (row / kInterleaveRows) * kInterleaveRows * row_bytes;
     for (int64_t b = 0; b < nb; ++b)
         unpack_block(t, group, b, static_cast<int>(row % kInterleaveRows), dst + b * plain_block);

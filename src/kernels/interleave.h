@@ -20,6 +20,9 @@
 //                        as Q4_0's codes; qh[j][h][4 r + i] the top 2 bits of the same elements of steps
 //                        g = 2h (bits 0-1 low nibble's element, 2-3 high nibble's) and g = 2h + 1 (bits 4-7).
 //                        Same size as the plain rows.
+//   block_f16x8 (F16, BF16): v[r][i] = element 8 b + i of row r for the x8 block b (8 elements per row): the
+//                        8 rows of a tile read one contiguous 128-byte stream instead of 8 rows whose
+//                        power-of-two strides (4 KiB for 2048 columns) alias in the L1 cache. Same size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -66,8 +69,16 @@ struct block_q6_Kx8 {
     uint8_t qh[8][2][32];
 };
 static_assert(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K));
+struct block_f16x8 {
+    uint16_t v[8][8];
+};
+static_assert(sizeof(block_f16x8) == 8 * 8 * sizeof(uint16_t));
 
-// True when a [rows, cols] matrix of type t can be kept interleaved (a type with an x8 layout, whole blocks).
+// Elements of each row in one x8 block of type t: the block size, 8 for F16 / BF16; 0 without a layout.
+int64_t interleave_block_elems(GgmlType t);
+
+// True when a [rows, cols] matrix of type t can be kept interleaved (a type with an x8 layout, whole x8
+// blocks).
 // A row count that is not a multiple of 8 gets a last group padded with zero rows.
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols);
 

@@ -68,12 +68,12 @@ double bound(int64_t cols, double abs_sum) {
 }
 
 constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
-                               GgmlType::Q6_K};
+                               GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16};
 
 // Columns: a few blocks, odd block counts, and a real model width.
 std::vector<int64_t> cols_for(GgmlType t) {
-    const int64_t bs = type_traits(t).block_size;
-    return {bs, 3 * bs, bs == 32 ? 2048 : 2304};
+    const int64_t bs = interleave_block_elems(t);
+    return {bs, 3 * bs, bs == 256 ? 2304 : 2048};
 }
 
 TEST(Interleave, Eligibility) {
@@ -88,7 +88,11 @@ TEST(Interleave, Eligibility) {
     EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_0, 64), row_size(GgmlType::Q4_0, 64));
     EXPECT_EQ(interleaved_row_bytes(GgmlType::Q6_K, 512), row_size(GgmlType::Q6_K, 512));
     EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_K, 512), 2 * sizeof(block_q4_Kx8) / 8);
-    EXPECT_FALSE(can_interleave(GgmlType::F16, 8, 64));
+    EXPECT_TRUE(can_interleave(GgmlType::F16, 8, 64));
+    EXPECT_TRUE(can_interleave(GgmlType::BF16, 3, 2048));
+    EXPECT_FALSE(can_interleave(GgmlType::F16, 8, 60));  // not whole 8-element blocks
+    EXPECT_FALSE(can_interleave(GgmlType::F32, 8, 64));
+    EXPECT_EQ(interleaved_row_bytes(GgmlType::F16, 64), row_size(GgmlType::F16, 64));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 0, 32));
     std::vector<uint8_t> buf(row_size(GgmlType::Q4_K, 256) * 8);
     EXPECT_THROW(
@@ -98,7 +102,7 @@ TEST(Interleave, Eligibility) {
 
 TEST(Interleave, RoundTripsEveryRow) {
     for (GgmlType t : kTypes) {
-        const Mat m = make_mat(t, 24, 3 * type_traits(t).block_size, 3);
+        const Mat m = make_mat(t, 24, 3 * interleave_block_elems(t), 3);
         EXPECT_NE(m.plain, m.packed);
         std::vector<uint8_t> row(m.row_bytes);
         for (int64_t r = 0; r < m.rows; ++r) {
@@ -203,7 +207,7 @@ TEST(Interleave, PaddedLastGroupAndSharedInput) {
     MatmulScratch scratch;
     for (GgmlType t : kTypes) {
         SCOPED_TRACE(type_name(t));
-        const int64_t cols = 2 * type_traits(t).block_size;
+        const int64_t cols = 2 * interleave_block_elems(t);
         const int64_t rows_a = 77, rows_b = 24, rows_c = 5;
         const Mat a = make_mat(t, rows_a, cols, 1), b = make_mat(t, rows_b, cols, 2),
                   c = make_mat(t, rows_c, cols, 3);

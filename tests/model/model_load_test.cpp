@@ -60,7 +60,7 @@ TEST(ModelLoad, WeightsStayInTheMappedFile) {
     // With repacking off, every matrix is a view into the mapped GGUF bytes in its stored type: no copy.
     // With it on (the default), only matrices of types with an interleaved layout are copied, and each of
     // their rows reads back as the file's bytes.
-    for (const char *type : {"Q4_0", "Q5_0", "Q8_0", "Q4_K", "Q6_K", "Q5_K", "F16"}) {
+    for (const char *type : {"Q4_0", "Q5_0", "Q8_0", "Q4_K", "Q6_K", "Q5_K", "F16", "BF16"}) {
         SCOPED_TRACE(type);
         const std::string path = std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-" + type + ".gguf";
         ModelLoadOptions plain_opts;
@@ -78,7 +78,8 @@ TEST(ModelLoad, WeightsStayInTheMappedFile) {
         const kernels::WeightView &out = m->weights().output;
         EXPECT_EQ(out.interleaved, kernels::can_interleave(out.type, out.rows, out.cols)) << type_name(out.type);
         const std::string ts = type;
-        const bool has_layout = ts == "Q4_0" || ts == "Q5_0" || ts == "Q8_0" || ts == "Q4_K" || ts == "Q6_K";
+        const bool has_layout = ts == "Q4_0" || ts == "Q5_0" || ts == "Q8_0" || ts == "Q4_K" || ts == "Q6_K" ||
+                                ts == "F16" || ts == "BF16";  // not Q5_K
         int n_packed = 0;
         for (size_t il = 0; il < m->weights().layers.size(); ++il) {
             const LayerWeights &l = m->weights().layers[il];

@@ -77,7 +77,7 @@ struct Result {
     uint32_t n_batch = 0, n_ubatch = 0;
     std::string test_time;  // ISO 8601, UTC
     std::vector<uint64_t> samples_ns;
-    double mem_bw = 0;              // bytes/s measured for n_threads (0: not measured)
+    double mem_bw = 0;              // bytes/s for n_threads, the mean of one probe per repetition (0: none)
     std::string test_name() const;  // "pp512" / "tg128"
     int n_tokens() const { return n_prompt + n_gen; }
 };
