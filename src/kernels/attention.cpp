@@ -36,7 +36,10 @@ std::vector<uint8_t> &thread_scratch() {
 
 // Work items are (query row, KV head): the gqa query heads that share a KV head go together, so each
 // K row and V row is loaded once for all of them (the gemm kernels take the heads as activation rows).
-// Only the span of cells between the first and the last visible one is computed.
+// When that gives too few items to keep every thread busy (one decoded token of a model with 3 KV heads
+// on 2 threads: a 2:1 split), an item is one query head instead; the values are the same (every kernel
+// computes an output the same way whatever its tile). Only the span of cells between the first and the
+// last visible one is computed.
 void attention(const AttentionArgs &a, ThreadPool &pool) {
     const TypeKernels &kk = type_kernels(a.type_k);
     const TypeKernels *kv = a.v_trans ? &type_kernels(a.type_v) : nullptr;
@@ -49,42 +52,46 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     // has blocks; elementwise types can start anywhere.
     const int64_t p_block = kv ? type_traits(kv->act_type).block_size : 1;
     const size_t p_act_bytes = kv ? row_size(kv->act_type, a.n_kv) : 0;
-    const int64_t n_items = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
+    const int64_t work = static_cast<int64_t>(a.n_rows) * a.n_head * a.n_kv * (a.head_dim_k + a.head_dim_v);
+    const int max_threads = work < (int64_t{1} << 16) ? 1 : pool.n_active();
+    // Query heads per work item: a KV head's group, or one head when groups are too few to balance.
+    const int64_t n_groups = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
+    const int hpi = gqa > 1 && max_threads > 1 && n_groups < 4 * max_threads ? 1 : gqa;
+    const int items_per_row = a.n_head / hpi;
+    const int64_t n_items = static_cast<int64_t>(a.n_rows) * items_per_row;
 
-    // per-thread scratch: scores [gqa][n_kv] f32, q [gqa][q_act_bytes], p [gqa][p_act_bytes], V row
+    // per-thread scratch: scores [hpi][n_kv] f32, q [hpi][q_act_bytes], p [hpi][p_act_bytes], V row
     // [head_dim_v]
-    const size_t scores_bytes = sizeof(float) * gqa * static_cast<size_t>(a.n_kv);
-    const size_t q_bytes = (q_act_bytes * gqa + 63) / 64 * 64;
-    const size_t p_bytes = (p_act_bytes * gqa + 63) / 64 * 64;
+    const size_t scores_bytes = sizeof(float) * hpi * static_cast<size_t>(a.n_kv);
+    const size_t q_bytes = (q_act_bytes * hpi + 63) / 64 * 64;
+    const size_t p_bytes = (p_act_bytes * hpi + 63) / 64 * 64;
     const size_t vrow_bytes = a.v_trans ? 0 : sizeof(float) * a.head_dim_v;
     const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes + vrow_bytes + 64;
 
-    const int64_t work = n_items * gqa * a.n_kv * (a.head_dim_k + a.head_dim_v);
-    const int max_threads = work < (int64_t{1} << 16) ? 1 : pool.n_active();
     pool.parallel_for(
         n_items, 1,
         [&](int64_t i0, int64_t i1) {
             std::vector<uint8_t> &buf = thread_scratch();
             if (buf.size() < scratch_bytes) buf.resize(scratch_bytes);
-            float *scores = reinterpret_cast<float *>(buf.data());  // [gqa][n_kv]
+            float *scores = reinterpret_cast<float *>(buf.data());  // [hpi][n_kv]
             uint8_t *qbuf = buf.data() + (scores_bytes + 63) / 64 * 64;
             uint8_t *pbuf = qbuf + q_bytes;
             float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
 
             for (int64_t it = i0; it < i1; ++it) {
-                const int64_t ri = it / a.n_head_kv;
+                const int64_t ri = it / items_per_row;
                 const int r = a.rows[ri];
-                const int g = static_cast<int>(it % a.n_head_kv);
-                const int h0 = g * gqa;
+                const int h0 = static_cast<int>(it % items_per_row) * hpi;  // first query head
+                const int g = h0 / gqa;                                      // its KV head
                 const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
-                float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [gqa][head_dim_v]
+                float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [hpi][head_dim_v]
 
                 // Visible span [j0, j1).
                 int j0 = 0, j1 = a.n_kv;
                 while (j0 < j1 && mask[j0] == kNegInf) ++j0;
                 while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
                 if (j0 == j1) {  // nothing visible: the softmax of nothing is all zeros
-                    std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
+                    std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
                     continue;
                 }
                 if (p_block > 1) {
@@ -93,13 +100,13 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 }
                 const int span = j1 - j0;
 
-                for (int hh = 0; hh < gqa; ++hh)
+                for (int hh = 0; hh < hpi; ++hh)
                     kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h0 + hh) * a.head_dim_k,
                                     qbuf + hh * q_act_bytes, a.head_dim_k);
                 // scores[hh][j] = k_j . q_hh for j in the span
                 kk.gemm(a.head_dim_k, a.k + g * k_head_bytes + static_cast<size_t>(j0) * a.k_row_bytes,
-                        a.k_row_bytes, span, qbuf, q_act_bytes, gqa, scores + j0, a.n_kv);
-                for (int hh = 0; hh < gqa; ++hh) {
+                        a.k_row_bytes, span, qbuf, q_act_bytes, hpi, scores + j0, a.n_kv);
+                for (int hh = 0; hh < hpi; ++hh) {
                     float *s = scores + static_cast<int64_t>(hh) * a.n_kv;
                     if (a.softcap > 0.0f)
                         for (int j = j0; j < j1; ++j)
@@ -110,18 +117,18 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 if (a.v_trans) {
                     // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
                     const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
-                    for (int hh = 0; hh < gqa; ++hh)
+                    for (int hh = 0; hh < hpi; ++hh)
                         kv->quantize_act(scores + static_cast<int64_t>(hh) * a.n_kv + j0,
                                          pbuf + hh * p_act_bytes, span);
                     const uint8_t *vbase =
                         a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
-                    kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, gqa, o, a.head_dim_v);
+                    kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
                 } else {
-                    std::memset(o, 0, sizeof(float) * gqa * a.head_dim_v);
+                    std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
                     for (int j = j0; j < j1; ++j) {
                         const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
                         bool any = false;
-                        for (int hh = 0; hh < gqa && !any; ++hh)
+                        for (int hh = 0; hh < hpi && !any; ++hh)
                             any = scores[static_cast<int64_t>(hh) * a.n_kv + j] != 0.0f;
                         if (!any) continue;
                         const float *vf;
@@ -130,7 +137,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                         } else {
 #if defined(__x86_64__)
                             if (a.type_v == GgmlType::F16 && use_avx2_row_ops()) {
-                                for (int hh = 0; hh < gqa; ++hh) {
+                                for (int hh = 0; hh < hpi; ++hh) {
                                     const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
                                     if (p != 0.0f)
                                         detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
@@ -143,7 +150,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                             dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
                             vf = vrow;
                         }
-                        for (int hh = 0; hh < gqa; ++hh) {
+                        for (int hh = 0; hh < hpi; ++hh) {
                             const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
                             if (p != 0.0f)
                                 axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);

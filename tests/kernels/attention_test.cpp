@@ -44,7 +44,8 @@ std::vector<float> through(GgmlType type, const float *x, int64_t n) {
     return y;
 }
 
-void run_case(const Case &c, uint32_t seed, int n_threads) {
+// Runs one case against the double-precision reference and returns the output rows.
+std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     SCOPED_TRACE(case_name(c) + " threads " + std::to_string(n_threads));
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -195,6 +196,7 @@ void run_case(const Case &c, uint32_t seed, int n_threads) {
         EXPECT_EQ(out[i * ldo + q_dim], 777.0f) << "wrote past the heads";
     }
     EXPECT_EQ(bad, 0);
+    return out;
 }
 
 TEST(AttentionTest, CachesLayoutsAndGqa) {
@@ -219,6 +221,16 @@ TEST(AttentionTest, HeadDim128AndLongContext) {
     run_case(Case{4, 2, 128, 700, 3, GgmlType::F16, GgmlType::F16, true}, 91, 2);
     run_case(Case{4, 2, 128, 700, 3, GgmlType::F16, GgmlType::F16, false}, 92, 2);
     run_case(Case{2, 1, 32, 1500, 1, GgmlType::F16, GgmlType::F16, true}, 93, 1);
+}
+
+// One decoded token with few KV heads is split by query head across threads instead of by KV head group:
+// the outputs must keep the same bits as the grouped single-thread computation.
+TEST(AttentionTest, SplitByQueryHeadKeepsTheValues) {
+    for (bool v_trans : {true, false}) {
+        const Case c{9, 3, 64, 300, 1, GgmlType::F16, GgmlType::F16, v_trans};
+        const std::vector<float> one = run_case(c, 51, 1), two = run_case(c, 51, 2);
+        EXPECT_EQ(one, two) << "v_trans " << v_trans;
+    }
 }
 
 TEST(AttentionTest, Softcap) {
