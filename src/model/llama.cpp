@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/attention.h"
+#include "kernels/dot.h"
 #include "kernels/ops.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -30,23 +31,34 @@ std::vector<uint8_t> &v_row_scratch() {
     return row;
 }
 
+// f32 -> a cache type. A cache type that is also an activation type (F16, BF16, Q8_0, F32) uses the
+// kernels' vectorized converter, which gives the reference quantizer's bytes (tested per ISA).
+void to_cache_row(GgmlType t, const float *x, uint8_t *y, int64_t n) {
+    const kernels::TypeKernels &k = kernels::type_kernels(t);
+    if (k.act_type == t && k.quantize_act) {
+        k.quantize_act(x, y, n);
+    } else {
+        quantize_row(t, x, y, n);
+    }
+}
+
 // Writes token rows of k ([n_tokens][n_embd_k_gqa]) and v into their cells, converting to the
 // cache types.
 void store_kv(const KvView &kv, int il, const ForwardBatch &b, const float *k, const float *v, int64_t k_dim,
               int64_t v_dim) {
     for (int t = 0; t < b.n_tokens; ++t) {
         const uint32_t cell = b.cells[t];
-        quantize_row(kv.type_k, k + t * k_dim, kv.k[il] + cell * kv.k_row_bytes, k_dim);
+        to_cache_row(kv.type_k, k + t * k_dim, kv.k[il] + cell * kv.k_row_bytes, k_dim);
         if (kv.v_trans) {
             // Convert the row once, then scatter its elements down the channel rows.
             std::vector<uint8_t> &row = v_row_scratch();
             row.resize(kv.v_elem_bytes * v_dim);
-            quantize_row(kv.type_v, v + t * v_dim, row.data(), v_dim);
+            to_cache_row(kv.type_v, v + t * v_dim, row.data(), v_dim);
             for (int64_t c = 0; c < v_dim; ++c)
                 std::memcpy(kv.v[il] + (c * kv.size + cell) * kv.v_elem_bytes, row.data() + c * kv.v_elem_bytes,
                             kv.v_elem_bytes);
         } else {
-            quantize_row(kv.type_v, v + t * v_dim, kv.v[il] + cell * kv.v_row_bytes, v_dim);
+            to_cache_row(kv.type_v, v + t * v_dim, kv.v[il] + cell * kv.v_row_bytes, v_dim);
         }
     }
 }
