@@ -23,6 +23,13 @@ using detail::use_avx2_row_ops;
 }  // namespace
 
 void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps) {
+#if defined(__x86_64__)
+    if (use_avx2_row_ops()) {
+        const float mean = static_cast<float>(detail::sum_sq_avx2(x, n) / static_cast<double>(n));
+        detail::scale_mul_avx2(x, 1.0f / std::sqrt(mean + eps), w, y, n);
+        return;
+    }
+#endif
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
     const float mean = static_cast<float>(sum / static_cast<double>(n));
@@ -67,7 +74,7 @@ struct RopeCache {
     float sin_v[512];
 };
 
-void rope_angles(float pos, const RopeParams &p, RopeCache &c) {
+void compute_angles(float pos, const RopeParams &p, float *cos_v, float *sin_v) {
     const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
     float corr_lo = 0.0f, corr_hi = 0.0f;
     if (p.ext_factor != 0.0f) {
@@ -88,17 +95,21 @@ void rope_angles(float pos, const RopeParams &p, RopeCache &c) {
             theta_final = theta_final * (1 - ramp_mix) + theta_extrap * ramp_mix;
             mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
         }
-        c.cos_v[i0 / 2] = std::cos(theta_final) * mscale;
-        c.sin_v[i0 / 2] = std::sin(theta_final) * mscale;
+        cos_v[i0 / 2] = std::cos(theta_final) * mscale;
+        sin_v[i0 / 2] = std::sin(theta_final) * mscale;
         theta *= theta_scale;
     }
 }
 
 }  // namespace
 
-void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p) {
-    RopeCache c;
-    rope_angles(pos, p, c);
+void rope_angles(float pos, const RopeParams &p, float *cos_sin) {
+    compute_angles(pos, p, cos_sin, cos_sin + p.n_rot / 2);
+}
+
+namespace {
+
+void rotate(float *x, int n_head, int head_dim, const float *cos_v, const float *sin_v, const RopeParams &p) {
     const int half = p.n_rot / 2;
     for (int h = 0; h < n_head; ++h) {
         float *v = x + static_cast<int64_t>(h) * head_dim;
@@ -106,15 +117,27 @@ void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p) {
             const int a = p.mode == RopeMode::Normal ? 2 * i : i;
             const int b = p.mode == RopeMode::Normal ? 2 * i + 1 : i + half;
             const float x0 = v[a], x1 = v[b];
-            v[a] = x0 * c.cos_v[i] - x1 * c.sin_v[i];
-            v[b] = x0 * c.sin_v[i] + x1 * c.cos_v[i];
+            v[a] = x0 * cos_v[i] - x1 * sin_v[i];
+            v[b] = x0 * sin_v[i] + x1 * cos_v[i];
         }
     }
 }
 
+}  // namespace
+
+void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const RopeParams &p) {
+    rotate(x, n_head, head_dim, cos_sin, cos_sin + p.n_rot / 2, p);
+}
+
+void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p) {
+    RopeCache c;
+    compute_angles(pos, p, c.cos_v, c.sin_v);
+    rotate(x, n_head, head_dim, c.cos_v, c.sin_v, p);
+}
+
 void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p) {
     RopeCache c;
-    rope_angles(pos, p, c);
+    compute_angles(pos, p, c.cos_v, c.sin_v);
     const int half = p.n_rot / 2;
     for (int h = 0; h < n_head; ++h) {
         uint16_t *v = x + static_cast<int64_t>(h) * head_dim;

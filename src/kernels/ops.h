@@ -28,6 +28,11 @@ struct RopeParams {
 
 // Rotates n_head heads of head_dim values each, in place, for position pos.
 void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p);
+// The same in two steps, so that a forward pass computes each position's angles once for q, k and every
+// layer: rope_angles writes cos_sin[0, n_rot / 2) = the pairs' cosines, [n_rot / 2, n_rot) their sines
+// (the values rope uses); rope_apply rotates with them.
+void rope_angles(float pos, const RopeParams &p, float *cos_sin);
+void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const RopeParams &p);
 // The same rotation for a head stored with a row stride (used to re-rotate cached keys by a delta).
 void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p);
 

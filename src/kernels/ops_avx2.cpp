@@ -141,6 +141,36 @@ void add_avx2(float *y, const float *x, int64_t n) {
     for (; i < n; ++i) y[i] += x[i];
 }
 
+double sum_sq_avx2(const float *x, int64_t n) {
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        const __m256d hi = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+        a0 = _mm256_fmadd_pd(lo, lo, a0);
+        a1 = _mm256_fmadd_pd(hi, hi, a1);
+    }
+    alignas(32) double part[4];
+    _mm256_store_pd(part, _mm256_add_pd(a0, a1));
+    double sum = (part[0] + part[1]) + (part[2] + part[3]);
+    for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+    return sum;
+}
+
+void scale_mul_avx2(const float *x, float s, const float *w, float *y, int64_t n) {
+    const __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    if (w) {
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i,
+                             _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(w + i)));
+        for (; i < n; ++i) y[i] = x[i] * s * w[i];
+    } else {
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+        for (; i < n; ++i) y[i] = x[i] * s;
+    }
+}
+
 }  // namespace lctx::kernels::detail
 
 #endif

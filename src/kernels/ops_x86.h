@@ -19,5 +19,9 @@ void silu_avx2(float *x, int64_t n);
 void axpy_f32_avx2(float a, const float *x, float *y, int64_t n);
 void axpy_f16_avx2(float a, const uint16_t *x, float *y, int64_t n);
 void add_avx2(float *y, const float *x, int64_t n);
+// sum of x[i]^2 in double (the products of floats are exact in double; 8 partial sums)
+double sum_sq_avx2(const float *x, int64_t n);
+// y = x * s * w (w may be null: y = x * s)
+void scale_mul_avx2(const float *x, float s, const float *w, float *y, int64_t n);
 
 }  // namespace lctx::kernels::detail

@@ -48,6 +48,7 @@ struct ForwardBatch {
 // Scratch buffers of a forward pass, grown on demand and reused across micro-batches.
 struct ForwardScratch {
     std::vector<float> x, cur, q, k, v, attn, ffn_a, ffn_b, out;  // activations
+    std::vector<float> rope_cs;                                   // [n_tokens][n_rot] cos, sin
     std::vector<std::vector<float>> per_thread;                   // attention scores and conversions
     kernels::MatmulScratch mm;
 };

@@ -98,6 +98,11 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
             std::memcpy(x + t * n_embd, b.embd + t * n_embd, sizeof(float) * n_embd);
     }
 
+    // ---- rotation angles of each token's position, shared by q, k and every layer ----
+    grow(s.rope_cs, n_tokens * rope.n_rot);
+    for (int64_t t = 0; t < n_tokens; ++t)
+        kernels::rope_angles(static_cast<float>(b.pos[t]), rope, s.rope_cs.data() + t * rope.n_rot);
+
     // All rows go through every layer but the last, where only the output rows are needed after
     // attention (their K/V still come from all rows).
     std::vector<int32_t> all_rows(n_tokens);
@@ -116,9 +121,9 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
                                              {&l.wv, s.v.data(), v_dim}};
         kernels::matmul_shared_input(qkv, 3, s.cur.data(), n_embd, n_tokens, pool, s.mm);
         for (int64_t t = 0; t < n_tokens; ++t) {
-            const float pos = static_cast<float>(b.pos[t]);
-            kernels::rope(s.q.data() + t * q_dim, hp.n_head, hp.n_embd_head_k, pos, rope);
-            kernels::rope(s.k.data() + t * k_dim, hp.n_head_kv, hp.n_embd_head_k, pos, rope);
+            const float *cs = s.rope_cs.data() + t * rope.n_rot;
+            kernels::rope_apply(s.q.data() + t * q_dim, hp.n_head, hp.n_embd_head_k, cs, rope);
+            kernels::rope_apply(s.k.data() + t * k_dim, hp.n_head_kv, hp.n_embd_head_k, cs, rope);
         }
         store_kv(kv, il, b, s.k.data(), s.v.data(), k_dim, v_dim);
 

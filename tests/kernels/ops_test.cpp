@@ -154,6 +154,24 @@ TEST(OpsTest, RopeFreqScaleAndFactors) {
     expect_close(y, want, 0, 1e-5);
 }
 
+// The forward pass computes a position's angles once (rope_angles) and rotates q, k and every layer with
+// them (rope_apply): the same bits as rope, in both pair layouts, with a partial rotation.
+TEST(OpsTest, RopeAnglesOnceGivesRopesBits) {
+    for (RopeMode mode : {RopeMode::Normal, RopeMode::Neox}) {
+        RopeParams p;
+        p.n_rot = 24;  // of a head of 32
+        p.mode = mode;
+        p.freq_base = 10000.0f;
+        const std::vector<float> x = random_vec(3 * 32, 13);
+        std::vector<float> a = x, b = x, cs(p.n_rot);
+        rope(a.data(), 3, 32, 123.0f, p);
+        rope_angles(123.0f, p, cs.data());
+        rope_apply(b.data(), 3, 32, cs.data(), p);
+        EXPECT_EQ(a, b);
+        EXPECT_NE(a, x);
+    }
+}
+
 TEST(OpsTest, RopeF16InPlaceMatchesF32) {
     RopeParams p;
     p.n_rot = 32;
