@@ -105,8 +105,8 @@ void BM_Matmul(benchmark::State &st, GgmlType t) {
 }
 
 void register_all() {
-    for (GgmlType t :
-         {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
+                       GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
         const std::string n = lctx::type_name(t);
         for (bool by_dot : {false, true}) {
             benchmark::RegisterBenchmark((std::string(by_dot ? "DotLoop/" : "Gemm/") + n).c_str(),

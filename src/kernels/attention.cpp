@@ -82,7 +82,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 const int64_t ri = it / items_per_row;
                 const int r = a.rows[ri];
                 const int h0 = static_cast<int>(it % items_per_row) * hpi;  // first query head
-                const int g = h0 / gqa;                                      // its KV head
+                const int g = h0 / gqa;                                     // its KV head
                 const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
                 float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [hpi][head_dim_v]
 

@@ -374,9 +374,9 @@ struct Q6_Kx8Tile {
 };
 
 // 8 rows of F16 / BF16 weights x C activations of the same type (block_f16x8: 8 elements of each row per
-// 128-byte block). Each (row, activation) keeps 8 f32 partial sums reduced once at the end, as the plain float
-// tile does, so the values are the plain kernel's. One activation: all 8 rows at once; more: 4 rows at a time
-// (4 x 3 accumulators fill the 16 registers), the second half of the group then read from L1.
+// 128-byte block). Each (row, activation) keeps 8 f32 partial sums reduced once at the end, as the plain
+// float tile does, so the values are the plain kernel's. One activation: all 8 rows at once; more: 4 rows at
+// a time (4 x 3 accumulators fill the 16 registers), the second half of the group then read from L1.
 template <class L, int C>
 struct FloatX8Tile {
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
@@ -387,9 +387,8 @@ struct FloatX8Tile {
         for (int h = 0; h < 8; h += R) {
             __m256 acc[R][C];
             LCTX_UNROLL
-            for (int r = 0; r < R; ++r)
-                LCTX_UNROLL
-                for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+            for (int r = 0; r < R; ++r) LCTX_UNROLL
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
             for (int64_t b = 0; b < nb; ++b) {
                 const block_f16x8 &x = xb[b];
                 if (h == 0) prefetch_ahead(x);
@@ -404,9 +403,8 @@ struct FloatX8Tile {
                 }
             }
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c)
-                LCTX_UNROLL
-                for (int r = 0; r < R; ++r) y[c * ldy + h + r] = hsum_ps(acc[r][c]);
+            for (int c = 0; c < C; ++c) LCTX_UNROLL
+            for (int r = 0; r < R; ++r) y[c * ldy + h + r] = hsum_ps(acc[r][c]);
         }
     }
 };

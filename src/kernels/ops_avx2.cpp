@@ -31,7 +31,8 @@ inline __m256 exp256(__m256 x) {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nc), _mm256_set1_epi32(127)), 23);
     __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
     y = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ), y);
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_GT_OQ));
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()),
+                         _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_GT_OQ));
     return y;
 }
 
@@ -162,8 +163,8 @@ void scale_mul_avx2(const float *x, float s, const float *w, float *y, int64_t n
     int64_t i = 0;
     if (w) {
         for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(y + i,
-                             _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(w + i)));
+            _mm256_storeu_ps(
+                y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(w + i)));
         for (; i < n; ++i) y[i] = x[i] * s * w[i];
     } else {
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));

@@ -150,7 +150,9 @@ int cmd_bench(int argc, char **argv) {
                 std::vector<double> bw;
                 for (int rep = 1; rep <= s.reps; ++rep) {
                     if (!is_pp && bw_mib > 0) {
-                        if (tty) std::fprintf(stderr, "\r\033[Kbench: memory bandwidth t=%d, %d/%d", t, rep, s.reps);
+                        if (tty)
+                            std::fprintf(stderr, "\r\033[Kbench: memory bandwidth t=%d, %d/%d", t, rep,
+                                         s.reps);
                         bw.push_back(bench::read_bandwidth(t, static_cast<size_t>(bw_mib * 1048576.0), 2));
                     }
                     progress("lctx", test, t, rep);
