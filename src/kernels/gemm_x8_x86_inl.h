@@ -29,6 +29,13 @@ inline __m256i bcast_u32(const int8_t *p) {
     return _mm256_set1_epi32(v);
 }
 
+// s16 + (lo . aq[0..4)) + (hi . aq[4..8)) in int16 lanes: the unsigned codes of one step's two nibble halves
+// (4 elements of each row per 32-bit lane) against the matching activation bytes, broadcast to every lane.
+inline __m256i add_step_products(__m256i s16, __m256i lo, __m256i hi, const int8_t *aq) {
+    return _mm256_add_epi16(s16, _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
+                                                  _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+}
+
 // 8 x Q4_0 rows x C activations. asum8[c * nb + b] = 8 * (sum of activation c's codes in block b): the
 // codes are unsigned (q + 8), so sum (q + 8) a - 8 sum a = sum q a.
 template <int C>
@@ -59,9 +66,7 @@ struct Q4_0x8Tile {
                     s[c] = _mm256_dpbusd_epi32(s[c], hi, bcast_u32(aq + 4));
 #else
                     // int16 lanes: 8 loads x 2 products x 15 x 127 = 30480 at most, no overflow.
-                    s[c] =
-                        _mm256_add_epi16(s[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
-                                                                _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                    s[c] = add_step_products(s[c], lo, hi, aq);
 #endif
                 }
             }
@@ -128,9 +133,7 @@ struct Q5_0x8Tile {
                     LCTX_UNROLL
                     for (int c = 0; c < C; ++c) {
                         const int8_t *aq = reinterpret_cast<const block_q8_0 *>(a + c * lda)[b].qs + 8 * g;
-                        s16[c] = _mm256_add_epi16(
-                            s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
-                                                     _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                        s16[c] = add_step_products(s16[c], lo, hi, aq);
                     }
                 }
                 LCTX_UNROLL
@@ -245,9 +248,7 @@ struct Q4_Kx8Tile {
                     for (int c = 0; c < C; ++c) {
                         const int8_t *aq =
                             reinterpret_cast<const block_q8_K *>(a + c * lda)[b].qs + 32 * j + 8 * g;
-                        s16[c] = _mm256_add_epi16(
-                            s16[c], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_u32(aq)),
-                                                     _mm256_maddubs_epi16(hi, bcast_u32(aq + 4))));
+                        s16[c] = add_step_products(s16[c], lo, hi, aq);
                     }
                 }
                 LCTX_UNROLL
@@ -304,6 +305,7 @@ struct Q6_Kx8Tile {
                     int64_t ldy) {
         const __m256i m4 = _mm256_set1_epi8(0x0f);
         const __m256i m30 = _mm256_set1_epi8(0x30);
+        const __m256i ones = _mm256_set1_epi16(1);
         __m256 acc[C];
         LCTX_UNROLL
         for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
@@ -337,7 +339,6 @@ struct Q6_Kx8Tile {
                                                             _mm256_maddubs_epi16(hi0, bcast_u32(aq + 4)));
                         const __m256i t1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, bcast_u32(aq + 8)),
                                                             _mm256_maddubs_epi16(hi1, bcast_u32(aq + 12)));
-                        const __m256i ones = _mm256_set1_epi16(1);
                         const __m256i d16 =
                             _mm256_add_epi32(_mm256_madd_epi16(t0, ones), _mm256_madd_epi16(t1, ones));
                         isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(d16, sc));
@@ -387,8 +388,10 @@ struct FloatX8Tile {
         for (int h = 0; h < 8; h += R) {
             __m256 acc[R][C];
             LCTX_UNROLL
-            for (int r = 0; r < R; ++r) LCTX_UNROLL
-            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+            for (int r = 0; r < R; ++r) {
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+            }
             for (int64_t b = 0; b < nb; ++b) {
                 const block_f16x8 &x = xb[b];
                 if (h == 0) prefetch_ahead(x);
@@ -403,8 +406,10 @@ struct FloatX8Tile {
                 }
             }
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) LCTX_UNROLL
-            for (int r = 0; r < R; ++r) y[c * ldy + h + r] = hsum_ps(acc[r][c]);
+            for (int c = 0; c < C; ++c) {
+                LCTX_UNROLL
+                for (int r = 0; r < R; ++r) y[c * ldy + h + r] = hsum_ps(acc[r][c]);
+            }
         }
     }
 };

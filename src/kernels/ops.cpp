@@ -68,13 +68,15 @@ float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
            (2.0f * std::log(base));
 }
 
+// cos and sin of every rotated pair at one position (rope_angles' layout); n_rot is at most 1024.
 struct RopeCache {
-    // cos/sin per rotated pair for one position
-    float cos_v[512];
-    float sin_v[512];
+    float cos_sin[1024];
 };
 
-void compute_angles(float pos, const RopeParams &p, float *cos_v, float *sin_v) {
+}  // namespace
+
+void rope_angles(float pos, const RopeParams &p, float *cos_sin) {
+    float *cos_v = cos_sin, *sin_v = cos_sin + p.n_rot / 2;
     const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
     float corr_lo = 0.0f, corr_hi = 0.0f;
     if (p.ext_factor != 0.0f) {
@@ -101,16 +103,9 @@ void compute_angles(float pos, const RopeParams &p, float *cos_v, float *sin_v) 
     }
 }
 
-}  // namespace
-
-void rope_angles(float pos, const RopeParams &p, float *cos_sin) {
-    compute_angles(pos, p, cos_sin, cos_sin + p.n_rot / 2);
-}
-
-namespace {
-
-void rotate(float *x, int n_head, int head_dim, const float *cos_v, const float *sin_v, const RopeParams &p) {
+void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const RopeParams &p) {
     const int half = p.n_rot / 2;
+    const float *cos_v = cos_sin, *sin_v = cos_sin + half;
     for (int h = 0; h < n_head; ++h) {
         float *v = x + static_cast<int64_t>(h) * head_dim;
         for (int i = 0; i < half; ++i) {
@@ -123,30 +118,25 @@ void rotate(float *x, int n_head, int head_dim, const float *cos_v, const float 
     }
 }
 
-}  // namespace
-
-void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const RopeParams &p) {
-    rotate(x, n_head, head_dim, cos_sin, cos_sin + p.n_rot / 2, p);
-}
-
 void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p) {
     RopeCache c;
-    compute_angles(pos, p, c.cos_v, c.sin_v);
-    rotate(x, n_head, head_dim, c.cos_v, c.sin_v, p);
+    rope_angles(pos, p, c.cos_sin);
+    rope_apply(x, n_head, head_dim, c.cos_sin, p);
 }
 
 void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p) {
     RopeCache c;
-    compute_angles(pos, p, c.cos_v, c.sin_v);
+    rope_angles(pos, p, c.cos_sin);
     const int half = p.n_rot / 2;
+    const float *cos_v = c.cos_sin, *sin_v = c.cos_sin + half;
     for (int h = 0; h < n_head; ++h) {
         uint16_t *v = x + static_cast<int64_t>(h) * head_dim;
         for (int i = 0; i < half; ++i) {
             const int a = p.mode == RopeMode::Normal ? 2 * i : i;
             const int b = p.mode == RopeMode::Normal ? 2 * i + 1 : i + half;
             const float x0 = fp16_to_fp32(v[a]), x1 = fp16_to_fp32(v[b]);
-            v[a] = fp32_to_fp16(x0 * c.cos_v[i] - x1 * c.sin_v[i]);
-            v[b] = fp32_to_fp16(x0 * c.sin_v[i] + x1 * c.cos_v[i]);
+            v[a] = fp32_to_fp16(x0 * cos_v[i] - x1 * sin_v[i]);
+            v[b] = fp32_to_fp16(x0 * sin_v[i] + x1 * cos_v[i]);
         }
     }
 }
