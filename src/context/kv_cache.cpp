@@ -1,9 +1,9 @@
 #include "context/kv_cache.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <unistd.h>
 #include <limits>
 
 #include "kernels/ops.h"
@@ -12,11 +12,15 @@
 namespace lctx {
 
 KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max)
-    : size_(size), n_seq_max_(n_seq_max), n_layer_(hp.n_layer), n_embd_k_(hp.n_embd_k_gqa()),
+    : size_(size),
+      n_seq_max_(n_seq_max),
+      n_layer_(hp.n_layer),
+      n_embd_k_(hp.n_embd_k_gqa()),
       n_embd_v_(hp.n_embd_v_gqa()) {
     if (size == 0) throw Error("KV cache size (n_ctx) must be greater than 0");
     if (n_seq_max == 0 || n_seq_max > kMaxSeqs)
-        throw Error("n_seq_max must lie in [1, " + std::to_string(kMaxSeqs) + "], got " + std::to_string(n_seq_max));
+        throw Error("n_seq_max must lie in [1, " + std::to_string(kMaxSeqs) + "], got " +
+                    std::to_string(n_seq_max));
     for (GgmlType t : {type_k, type_v})
         if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::Q8_0)
             throw Error(std::string("KV cache type ") + type_name(t) + " is not supported (f32, f16, q8_0)");
@@ -41,25 +45,28 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
     const unsigned __int128 total128 = (k_layer128 + v_layer128) * n_layer_;
     const unsigned __int128 limit = static_cast<unsigned __int128>(SIZE_MAX) / 2;
     if (total128 > limit)
-        throw Error("cannot allocate the KV cache for " + std::to_string(size) + " cells: it would exceed the "
+        throw Error("cannot allocate the KV cache for " + std::to_string(size) +
+                    " cells: it would exceed the "
                     "address space; lower n_ctx");
     // Explicit resource limit: a cache larger than the machine's memory is refused before any attempt
     // to allocate it (an attempt could end in the OOM killer instead of an error).
     const unsigned __int128 cells128 = static_cast<unsigned __int128>(sizeof(KvCell)) * size;
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && page_size > 0 &&
-        total128 + cells128 > static_cast<unsigned __int128>(pages) * static_cast<unsigned __int128>(page_size))
+        total128 + cells128 >
+            static_cast<unsigned __int128>(pages) * static_cast<unsigned __int128>(page_size))
         throw Error("the KV cache for " + std::to_string(size) + " cells needs " +
-                    std::to_string(static_cast<uint64_t>((total128 + cells128) >> 20)) + " MiB, more than the " +
+                    std::to_string(static_cast<uint64_t>((total128 + cells128) >> 20)) +
+                    " MiB, more than the " +
                     std::to_string((static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)) >> 20) +
                     " MiB of memory of this machine; lower n_ctx");
     const size_t k_layer = static_cast<size_t>(k_layer128);
     const size_t v_layer = static_cast<size_t>(v_layer128);
     const size_t total = static_cast<size_t>(total128);
     try {
-        storage_.assign(total, 0);
+        storage_ = PageBuffer(total);  // zero-filled, committed as cells are written
         cells_.resize(size);
-    } catch (const std::bad_alloc &) {
+    } catch (const std::exception &) {
         throw Error("cannot allocate the KV cache: " + std::to_string(total >> 20) + " MiB for " +
                     std::to_string(size) + " cells; lower n_ctx");
     }
@@ -159,7 +166,9 @@ void normalize_range(int32_t &p0, int32_t &p1) {
     if (p0 < 0) p0 = 0;
     if (p1 < 0) p1 = kPosMax;
 }
-bool valid_seq(int32_t seq) { return seq >= 0 && seq < kMaxSeqs; }
+bool valid_seq(int32_t seq) {
+    return seq >= 0 && seq < kMaxSeqs;
+}
 }  // namespace
 
 bool KvCache::seq_rm(int32_t seq, int32_t p0, int32_t p1) {

@@ -9,6 +9,7 @@
 
 #include "model/forward.h"
 #include "model/hparams.h"
+#include "util/page_buffer.h"
 
 namespace lctx {
 
@@ -23,7 +24,7 @@ struct KvCell {
 };
 
 class KvCache {
-public:
+  public:
     KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max);
 
     uint32_t size() const { return size_; }
@@ -75,7 +76,7 @@ public:
     uint32_t n_embd_k() const { return n_embd_k_; }
     uint32_t n_embd_v() const { return n_embd_v_; }
 
-private:
+  private:
     void clear_cell(KvCell &c);
 
     uint32_t size_ = 0;
@@ -85,7 +86,7 @@ private:
     uint32_t used_ = 0;
     bool has_shift_ = false;
     std::vector<KvCell> cells_;
-    std::vector<uint8_t> storage_;  // all layers' K then V
+    PageBuffer storage_;  // all layers' K then V
     KvView view_;
 };
 

@@ -109,9 +109,10 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
         return;
     }
 
-    // Work items: (target, token chunk, row chunk), handed out dynamically so that a thread the OS delays
-    // does not hold the others up. Row chunks are whole 8-row groups (and 4-row tiles), about 8 per thread
-    // and token chunk of the largest target, at least 16 rows.
+    // Work items: (target, token chunk, row chunk) in the order the weights lie in memory; each thread
+    // streams its own contiguous share and then helps with the others' (ThreadPool::for_each_item). Row
+    // chunks are whole 8-row groups (and 4-row tiles), about 8 per thread and token chunk of the largest
+    // target, at least 16 rows.
     const int64_t n_tc = (n_tokens + kTokenChunk - 1) / kTokenChunk;
     int64_t max_rows = 0;
     for (int i = 0; i < n_outs; ++i) max_rows = std::max(max_rows, targets[i].w->rows);
@@ -123,20 +124,17 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     for (int i = 0; i < n_outs; ++i)
         first_item[i + 1] = first_item[i] + n_tc * ((targets[i].w->rows + row_chunk - 1) / row_chunk);
     const int64_t n_items = first_item[n_outs];
-    std::atomic<int64_t> next{0};
-    pool.run(
-        [&](int, int) {
+    pool.for_each_item(
+        n_items,
+        [&](int64_t i) {
             int ti = 0;
-            for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
-                 i = next.fetch_add(1, std::memory_order_relaxed)) {
-                while (i >= first_item[ti + 1]) ++ti;
-                const Target &t = targets[ti];
-                const int64_t n_rc = (t.w->rows + row_chunk - 1) / row_chunk;
-                const int64_t local = i - first_item[ti];
-                const int64_t t0 = (local / n_rc) * kTokenChunk, r0 = (local % n_rc) * row_chunk;
-                run_item(t, act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), r0,
-                         std::min(row_chunk, t.w->rows - r0));
-            }
+            while (i >= first_item[ti + 1]) ++ti;
+            const Target &t = targets[ti];
+            const int64_t n_rc = (t.w->rows + row_chunk - 1) / row_chunk;
+            const int64_t local = i - first_item[ti];
+            const int64_t t0 = (local / n_rc) * kTokenChunk, r0 = (local % n_rc) * row_chunk;
+            run_item(t, act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), r0,
+                     std::min(row_chunk, t.w->rows - r0));
         },
         nth);
 }

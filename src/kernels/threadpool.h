@@ -16,7 +16,7 @@
 namespace lctx::kernels {
 
 class ThreadPool {
-public:
+  public:
     explicit ThreadPool(int n_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool &) = delete;
@@ -61,7 +61,45 @@ public:
             nth);
     }
 
-private:
+    // Runs fn(i) for every item i in [0, n_items). Each thread owns a contiguous share of the items and
+    // takes them in order, so consecutive items (neighbouring weight rows) stream from one place per
+    // thread; a thread that finishes its share then takes the remaining items of the other shares, so
+    // one the OS delays does not hold the section up.
+    template <class F>
+    void for_each_item(int64_t n_items, F &&fn, int max_threads = 1 << 30) {
+        if (n_items <= 0) return;
+        int nth = max_threads < n_active_ ? max_threads : n_active_;
+        if (nth < 1) nth = 1;
+        if (n_items < nth) nth = static_cast<int>(n_items);
+        if (nth == 1) {
+            for (int64_t i = 0; i < n_items; ++i) fn(i);
+            return;
+        }
+        struct alignas(64) Cursor {
+            std::atomic<int64_t> next;
+            int64_t end;
+        };
+        Cursor cursors[kMaxThreads];
+        const int shares = nth < kMaxThreads ? nth : kMaxThreads;
+        for (int s = 0; s < shares; ++s) {
+            cursors[s].next.store(n_items * s / shares, std::memory_order_relaxed);
+            cursors[s].end = n_items * (s + 1) / shares;
+        }
+        run(
+            [&](int ith, int) {
+                for (int k = 0; k < shares; ++k) {
+                    Cursor &c = cursors[(ith + k) % shares];
+                    for (int64_t i = c.next.fetch_add(1, std::memory_order_relaxed); i < c.end;
+                         i = c.next.fetch_add(1, std::memory_order_relaxed))
+                        fn(i);
+                }
+            },
+            nth);
+    }
+
+    static constexpr int kMaxThreads = 64;  // shares of for_each_item (more threads share them)
+
+  private:
     using RawFn = void (*)(void *ctx, int ith, int nth);
     void run_raw(RawFn fn, void *ctx, int max_threads);
     void worker_loop(int ith);

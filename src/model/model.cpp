@@ -19,7 +19,7 @@ namespace {
 // Looks up a tensor and checks its shape (ne[0] = columns, ne[1] = rows) and that lctx can compute
 // with its type.
 class TensorBinder {
-public:
+  public:
     explicit TensorBinder(const gguf::File &f) : f_(f) {}
 
     const gguf::TensorInfo *find(const std::string &name) const { return f_.find_tensor(name); }
@@ -58,8 +58,8 @@ public:
             return {};
         }
         if (t->n_elements() != n)
-            throw Error("tensor '" + name + "' has " + std::to_string(t->n_elements()) + " elements, expected " +
-                        std::to_string(n));
+            throw Error("tensor '" + name + "' has " + std::to_string(t->n_elements()) +
+                        " elements, expected " + std::to_string(n));
         if (!type_traits(t->type).has_compute || n % type_traits(t->type).block_size != 0)
             throw Error("tensor '" + name + "' has unsupported type " + type_name(t->type));
         ParamVector v(static_cast<size_t>(n));
@@ -72,7 +72,7 @@ public:
     uint64_t bytes() const { return bytes_; }
     uint64_t params() const { return params_; }
 
-private:
+  private:
     const gguf::File &f_;
     uint64_t bytes_ = 0;
     uint64_t params_ = 0;
@@ -87,13 +87,15 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelLoadOptio
     m->hparams_ = HParams::load(*m->file_);
     m->vocab_ = Vocab::load(*m->file_);
     if (m->hparams_.n_vocab == 0) m->hparams_.n_vocab = static_cast<uint32_t>(m->vocab_->n_tokens());
-    if (opts.progress && !opts.progress(0.0f, opts.progress_user_data)) throw Error("model loading cancelled");
+    if (opts.progress && !opts.progress(0.0f, opts.progress_user_data))
+        throw Error("model loading cancelled");
     if (!opts.vocab_only) {
         m->bind_weights();
         const char *env = std::getenv("LCTX_REPACK");
         if (opts.repack && !(env && std::string(env) == "0")) m->repack_weights(opts, 0.5f);
     }
-    if (opts.progress && !opts.progress(1.0f, opts.progress_user_data)) throw Error("model loading cancelled");
+    if (opts.progress && !opts.progress(1.0f, opts.progress_user_data))
+        throw Error("model loading cancelled");
     return m;
 }
 
@@ -139,28 +141,43 @@ void Model::bind_weights() {
 void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     std::vector<kernels::WeightView *> todo;
     for (LayerWeights &l : weights_.layers)
-        for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) todo.push_back(w);
+        for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+            todo.push_back(w);
     // A tied output matrix is the embedding table: one interleaved copy serves both (a lookup de-interleaves
     // its row). An untied table is only looked up and stays in the mapping.
     const bool tied = weights_.output.data == weights_.token_embd.data;
     todo.push_back(tied ? &weights_.token_embd : &weights_.output);
+    // One buffer for all copies, laid out in the order a forward pass reads them (todo's order), each
+    // copy starting on a cache line.
+    auto copy_bytes = [](const kernels::WeightView &w) {
+        const size_t n = kernels::interleaved_row_bytes(w.type, w.cols) *
+                         static_cast<size_t>(kernels::interleaved_rows(w.rows));
+        return (n + 63) / 64 * 64;
+    };
     uint64_t total = 0, done = 0;
+    size_t arena = 0;
     for (const kernels::WeightView *w : todo)
-        if (kernels::can_interleave(w->type, w->rows, w->cols)) total += w->row_bytes * w->rows;
+        if (kernels::can_interleave(w->type, w->rows, w->cols)) {
+            total += w->row_bytes * w->rows;
+            arena += copy_bytes(*w);
+        }
+    if (arena == 0) return;
+    repacked_ = PageBuffer(arena);
+    uint8_t *dst = repacked_.data();
     for (kernels::WeightView *w : todo) {
         if (!kernels::can_interleave(w->type, w->rows, w->cols)) continue;
         const size_t plain = w->row_bytes * static_cast<size_t>(w->rows);
         const size_t row_bytes = kernels::interleaved_row_bytes(w->type, w->cols);
-        std::unique_ptr<uint8_t[]> copy(new uint8_t[row_bytes * static_cast<size_t>(kernels::interleaved_rows(w->rows))]);
-        kernels::interleave_rows(w->type, w->data, w->row_bytes, w->rows, w->cols, copy.get());
+        kernels::interleave_rows(w->type, w->data, w->row_bytes, w->rows, w->cols, dst);
         file_->release_pages(w->data, plain);
-        w->data = copy.get();
+        w->data = dst;
         w->row_bytes = row_bytes;
         w->interleaved = true;
-        repacked_.push_back(std::move(copy));
+        dst += copy_bytes(*w);
         done += plain;
-        if (opts.progress && !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),
-                                            opts.progress_user_data))
+        if (opts.progress &&
+            !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),
+                           opts.progress_user_data))
             throw Error("model loading cancelled");
     }
     if (tied) weights_.output = weights_.token_embd;
@@ -172,27 +189,48 @@ namespace {
 // main type and size, e.g. "Q4_K - Medium"); nullptr for a value without one.
 const char *file_type_name(int64_t ftype) {
     switch (ftype) {
-        case 0: return "all F32";
-        case 1: return "F16";
-        case 2: return "Q4_0";
-        case 3: return "Q4_1";
-        case 7: return "Q8_0";
-        case 8: return "Q5_0";
-        case 9: return "Q5_1";
-        case 10: return "Q2_K - Medium";
-        case 11: return "Q3_K - Small";
-        case 12: return "Q3_K - Medium";
-        case 13: return "Q3_K - Large";
-        case 14: return "Q4_K - Small";
-        case 15: return "Q4_K - Medium";
-        case 16: return "Q5_K - Small";
-        case 17: return "Q5_K - Medium";
-        case 18: return "Q6_K";
-        case 21: return "Q2_K - Small";
-        case 25: return "IQ4_NL - 4.5 bpw";
-        case 30: return "IQ4_XS - 4.25 bpw";
-        case 32: return "BF16";
-        default: return nullptr;
+        case 0:
+            return "all F32";
+        case 1:
+            return "F16";
+        case 2:
+            return "Q4_0";
+        case 3:
+            return "Q4_1";
+        case 7:
+            return "Q8_0";
+        case 8:
+            return "Q5_0";
+        case 9:
+            return "Q5_1";
+        case 10:
+            return "Q2_K - Medium";
+        case 11:
+            return "Q3_K - Small";
+        case 12:
+            return "Q3_K - Medium";
+        case 13:
+            return "Q3_K - Large";
+        case 14:
+            return "Q4_K - Small";
+        case 15:
+            return "Q4_K - Medium";
+        case 16:
+            return "Q5_K - Small";
+        case 17:
+            return "Q5_K - Medium";
+        case 18:
+            return "Q6_K";
+        case 21:
+            return "Q2_K - Small";
+        case 25:
+            return "IQ4_NL - 4.5 bpw";
+        case 30:
+            return "IQ4_XS - 4.25 bpw";
+        case 32:
+            return "BF16";
+        default:
+            return nullptr;
     }
 }
 

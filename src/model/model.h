@@ -9,6 +9,7 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "model/hparams.h"
+#include "util/page_buffer.h"
 
 namespace lctx {
 
@@ -18,15 +19,15 @@ class Vocab;
 using ParamVector = std::vector<float>;
 
 struct LayerWeights {
-    ParamVector attn_norm;          // [n_embd]
-    kernels::WeightView wq;         // [n_head * head_dim_k, n_embd]
-    kernels::WeightView wk;         // [n_head_kv * head_dim_k, n_embd]
-    kernels::WeightView wv;         // [n_head_kv * head_dim_v, n_embd]
-    kernels::WeightView wo;         // [n_embd, n_head * head_dim_v]
-    ParamVector ffn_norm;           // [n_embd]
-    kernels::WeightView ffn_gate;   // [n_ff, n_embd]
-    kernels::WeightView ffn_up;     // [n_ff, n_embd]
-    kernels::WeightView ffn_down;   // [n_embd, n_ff]
+    ParamVector attn_norm;         // [n_embd]
+    kernels::WeightView wq;        // [n_head * head_dim_k, n_embd]
+    kernels::WeightView wk;        // [n_head_kv * head_dim_k, n_embd]
+    kernels::WeightView wv;        // [n_head_kv * head_dim_v, n_embd]
+    kernels::WeightView wo;        // [n_embd, n_head * head_dim_v]
+    ParamVector ffn_norm;          // [n_embd]
+    kernels::WeightView ffn_gate;  // [n_ff, n_embd]
+    kernels::WeightView ffn_up;    // [n_ff, n_embd]
+    kernels::WeightView ffn_down;  // [n_embd, n_ff]
 };
 
 struct ModelWeights {
@@ -49,7 +50,7 @@ struct ModelLoadOptions {
 };
 
 class Model {
-public:
+  public:
     // Opens, validates and binds a GGUF model; throws lctx::Error naming what is wrong.
     static std::unique_ptr<Model> load(const std::string &path, const ModelLoadOptions &opts = {});
     ~Model();
@@ -64,7 +65,7 @@ public:
     std::string description() const;  // e.g. "llama 260K F32"
     const std::string &path() const { return path_; }
 
-private:
+  private:
     Model() = default;
     void bind_weights();
     // Moves eligible matrices into interleaved copies; progress goes from `p0` to 1.
@@ -75,7 +76,7 @@ private:
     HParams hparams_;
     std::unique_ptr<Vocab> vocab_;
     ModelWeights weights_;
-    std::vector<std::unique_ptr<uint8_t[]>> repacked_;  // the interleaved copies the views point into
+    PageBuffer repacked_;  // the interleaved copies the views point into, in the order they are read
     uint64_t size_bytes_ = 0;
     uint64_t n_params_ = 0;
 };

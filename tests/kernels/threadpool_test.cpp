@@ -60,7 +60,8 @@ TEST(ThreadPoolTest, ParallelForCoversRangeExactlyOnceInGrainMultiples) {
                 for (int64_t i = b; i < e; ++i) seen[i].fetch_add(1);
             });
             EXPECT_EQ(misaligned.load(), 0) << "n " << n << " grain " << grain;
-            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i].load(), 1) << "n " << n << " grain " << grain << " i " << i;
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_EQ(seen[i].load(), 1) << "n " << n << " grain " << grain << " i " << i;
         }
     }
 }
@@ -134,6 +135,51 @@ TEST(ThreadPoolTest, AlternatingThreadCountsKeepWorkersInStep) {
         pool.run([&](int ith, int nth) { sum.fetch_add(ith < nth ? 1 : 1000000); }, cap);
     }
     EXPECT_EQ(sum.load(), 5000 / 3 * 6 + (5000 % 3 >= 1 ? 1 : 0) + (5000 % 3 >= 2 ? 2 : 0));
+}
+
+TEST(ThreadPoolTest, ForEachItemRunsEveryItemOnce) {
+    for (int n : {1, 2, 3, 5}) {
+        ThreadPool pool(n);
+        for (int64_t items : {0, 1, 2, 3, 7, 100, 1001}) {
+            for (int cap : {1, 2, 1 << 30}) {
+                std::vector<std::atomic<int>> seen(static_cast<size_t>(items));
+                pool.for_each_item(
+                    items, [&](int64_t i) { seen[static_cast<size_t>(i)].fetch_add(1); }, cap);
+                for (int64_t i = 0; i < items; ++i)
+                    ASSERT_EQ(seen[static_cast<size_t>(i)].load(), 1)
+                        << n << " threads, " << items << " items, cap " << cap << ", item " << i;
+            }
+        }
+    }
+}
+
+TEST(ThreadPoolTest, ForEachItemTakesItsOwnShareInOrder) {
+    // The caller owns the first share: the first items it runs are 0, 1, 2, ... (a contiguous stream).
+    ThreadPool pool(2);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::vector<int64_t> mine;
+    pool.for_each_item(1000, [&](int64_t i) {
+        if (std::this_thread::get_id() == caller) mine.push_back(i);
+    });
+    ASSERT_GE(mine.size(), 10u);
+    for (int64_t k = 0; k < 10; ++k) EXPECT_EQ(mine[static_cast<size_t>(k)], k);
+}
+
+TEST(ThreadPoolTest, ForEachItemFinishesTheShareOfADelayedThread) {
+    ThreadPool pool(2);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int64_t> caller_items_of_second_share{0};
+    std::atomic<bool> delayed{false};
+    constexpr int64_t kItems = 64;
+    pool.for_each_item(kItems, [&](int64_t i) {
+        if (std::this_thread::get_id() != caller) {
+            if (!delayed.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        } else if (i >= kItems / 2) {
+            caller_items_of_second_share.fetch_add(1);
+        }
+    });
+    // The worker slept on its first item: the caller ran the rest of the worker's share.
+    EXPECT_GE(caller_items_of_second_share.load(), kItems / 2 - 1);
 }
 
 TEST(ThreadPoolTest, DestroyWhileIdleAndAfterUse) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/page_buffer.h"
 
 namespace lctx::bench {
 
@@ -139,18 +140,24 @@ double read_bandwidth(int n_threads, size_t bytes, int passes) {
     // software prefetch 1 KiB ahead adds the misses one core's hardware prefetcher does not start (10-20%
     // more on one thread here; the matrix-vector kernels prefetch too, so without it the limit is too low).
     typedef uint64_t v2u __attribute__((vector_size(16)));
-    static std::vector<v2u> buf;  // [bytes / 16]
+    // The buffer lives in huge pages like the repacked weights: on 4 KiB pages the page walks alone cost
+    // a third of one thread's bandwidth here, and the limit would be too low.
+    static PageBuffer mem;
     const size_t n = bytes / sizeof(v2u);
-    if (buf.size() != n) {
-        buf.assign(n, v2u{1, 2});  // touching every page makes it resident before timing
+    if (mem.size() != n * sizeof(v2u)) {
+        mem = PageBuffer(n * sizeof(v2u));
+        v2u *w = reinterpret_cast<v2u *>(mem.data());
+        for (size_t i = 0; i < n; ++i)
+            w[i] = v2u{1, 2};  // touching every page makes it resident before timing
     }
+    const v2u *buf = reinterpret_cast<const v2u *>(mem.data());
     n_threads = std::max(1, n_threads);
     std::vector<uint64_t> sink(static_cast<size_t>(n_threads));
     double best = 0;
     for (int pass = 0; pass < passes; ++pass) {
         auto reader = [&](int ith) {
             const size_t per = (n / n_threads) & ~size_t{3};
-            const v2u *p = buf.data() + per * ith;
+            const v2u *p = buf + per * ith;
             v2u a{0, 0}, b{0, 0}, c{0, 0}, d{0, 0};
             for (size_t i = 0; i < per; i += 4) {
                 __builtin_prefetch(p + i + 64);

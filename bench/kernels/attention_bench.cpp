@@ -1,0 +1,104 @@
+// Micro-benchmarks of kernels::attention (Google Benchmark) over an F16 KV cache laid out as the
+// context lays it out (V transposed: one channel row per cell span), one decoded token or a chunk of
+// prompt rows:
+//   Attention/<shape>/<n_kv>/<rows>/<threads>   shape "smollm": 9 heads, 3 KV heads, head dim 64;
+//                                               "tinyllama": 32 heads, 4 KV heads, head dim 64
+// Built by CMake as build/bin/attention_bench when Google Benchmark is installed.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/threadpool.h"
+#include "tensor/fp16.h"
+
+namespace {
+
+using namespace lctx::kernels;
+
+struct Shape {
+    const char *name;
+    int n_head, n_head_kv, head_dim;
+};
+
+void BM_Attention(benchmark::State &st, Shape sh) {
+    const int n_kv = static_cast<int>(st.range(0)), n_rows = static_cast<int>(st.range(1));
+    const int n_threads = static_cast<int>(st.range(2));
+    const int n_cells = n_kv;  // a cache exactly as large as the visible span
+    const int k_dim = sh.n_head_kv * sh.head_dim;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<uint16_t> k(static_cast<size_t>(n_cells) * k_dim), v(static_cast<size_t>(k_dim) * n_cells);
+    for (uint16_t &e : k) e = lctx::fp32_to_fp16(normal(rng));
+    for (uint16_t &e : v) e = lctx::fp32_to_fp16(normal(rng));
+    const int64_t q_dim = static_cast<int64_t>(sh.n_head) * sh.head_dim;
+    std::vector<float> q(static_cast<size_t>(n_rows) * q_dim), out(q.size());
+    for (float &e : q) e = normal(rng);
+    // Causal: the last n_rows cells are the rows' own tokens.
+    std::vector<float> mask(static_cast<size_t>(n_rows) * n_kv, 0.0f);
+    for (int r = 0; r < n_rows; ++r)
+        for (int j = n_kv - n_rows + r + 1; j < n_kv; ++j)
+            mask[static_cast<size_t>(r) * n_kv + j] = -INFINITY;
+    std::vector<int32_t> rows(n_rows);
+    for (int r = 0; r < n_rows; ++r) rows[r] = r;
+
+    AttentionArgs a;
+    a.q = q.data();
+    a.ldq = q_dim;
+    a.n_head = sh.n_head;
+    a.n_head_kv = sh.n_head_kv;
+    a.head_dim_k = a.head_dim_v = sh.head_dim;
+    a.k = reinterpret_cast<const uint8_t *>(k.data());
+    a.type_k = lctx::GgmlType::F16;
+    a.k_row_bytes = sizeof(uint16_t) * k_dim;
+    a.v = reinterpret_cast<const uint8_t *>(v.data());
+    a.type_v = lctx::GgmlType::F16;
+    a.v_trans = true;
+    a.v_cells = static_cast<uint32_t>(n_cells);
+    a.n_kv = n_kv;
+    a.mask = mask.data();
+    a.ldmask = n_kv;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+    a.rows = rows.data();
+    a.n_rows = n_rows;
+    a.out = out.data();
+    a.ldo = q_dim;
+    ThreadPool pool(n_threads);
+    for (auto _ : st) {
+        attention(a, pool);
+        benchmark::DoNotOptimize(out.data());
+    }
+    st.counters["MAC/s"] =
+        benchmark::Counter(static_cast<double>(n_rows) * sh.n_head * n_kv * 2.0 * sh.head_dim,
+                           benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_all() {
+    for (Shape sh : {Shape{"smollm", 9, 3, 64}, Shape{"tinyllama", 32, 4, 64}}) {
+        benchmark::RegisterBenchmark((std::string("Attention/") + sh.name).c_str(),
+                                     [sh](benchmark::State &st) { BM_Attention(st, sh); })
+            ->Args({32, 1, 1})
+            ->Args({64, 1, 1})
+            ->Args({128, 1, 1})
+            ->Args({512, 1, 1})
+            ->Args({64, 1, 2})
+            ->Args({128, 1, 2})
+            ->Args({512, 1, 2})
+            ->Args({512, 64, 1})
+            ->UseRealTime();
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    return 0;
+}
