@@ -68,9 +68,11 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const size_t vrow_bytes = a.v_trans ? 0 : sizeof(float) * a.head_dim_v;
     const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes + vrow_bytes + 64;
 
-    pool.parallel_for(
-        n_items, 1,
-        [&](int64_t i0, int64_t i1) {
+    // Items are handed out by for_each_item: under a causal mask a prompt's later rows see more cells, so
+    // equal contiguous shares would leave the first thread idle for most of the section.
+    pool.for_each_item(
+        n_items,
+        [&](int64_t it) {
             std::vector<uint8_t> &buf = thread_scratch();
             if (buf.size() < scratch_bytes) buf.resize(scratch_bytes);
             float *scores = reinterpret_cast<float *>(buf.data());  // [hpi][n_kv]
@@ -78,83 +80,80 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             uint8_t *pbuf = qbuf + q_bytes;
             float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
 
-            for (int64_t it = i0; it < i1; ++it) {
-                const int64_t ri = it / items_per_row;
-                const int r = a.rows[ri];
-                const int h0 = static_cast<int>(it % items_per_row) * hpi;  // first query head
-                const int g = h0 / gqa;                                     // its KV head
-                const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
-                float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [hpi][head_dim_v]
+            const int64_t ri = it / items_per_row;
+            const int r = a.rows[ri];
+            const int h0 = static_cast<int>(it % items_per_row) * hpi;  // first query head
+            const int g = h0 / gqa;                                     // its KV head
+            const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
+            float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [hpi][head_dim_v]
 
-                // Visible span [j0, j1).
-                int j0 = 0, j1 = a.n_kv;
-                while (j0 < j1 && mask[j0] == kNegInf) ++j0;
-                while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
-                if (j0 == j1) {  // nothing visible: the softmax of nothing is all zeros
-                    std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
-                    continue;
-                }
-                if (p_block > 1) {
-                    j0 = 0;
-                    j1 = a.n_kv;
-                }
-                const int span = j1 - j0;
+            // Visible span [j0, j1).
+            int j0 = 0, j1 = a.n_kv;
+            while (j0 < j1 && mask[j0] == kNegInf) ++j0;
+            while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
+            if (j0 == j1) {  // nothing visible: the softmax of nothing is all zeros
+                std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
+                return;
+            }
+            if (p_block > 1) {
+                j0 = 0;
+                j1 = a.n_kv;
+            }
+            const int span = j1 - j0;
 
+            for (int hh = 0; hh < hpi; ++hh)
+                kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h0 + hh) * a.head_dim_k,
+                                qbuf + hh * q_act_bytes, a.head_dim_k);
+            // scores[hh][j] = k_j . q_hh for j in the span
+            kk.gemm(a.head_dim_k, a.k + g * k_head_bytes + static_cast<size_t>(j0) * a.k_row_bytes,
+                    a.k_row_bytes, span, qbuf, q_act_bytes, hpi, scores + j0, a.n_kv);
+            for (int hh = 0; hh < hpi; ++hh) {
+                float *s = scores + static_cast<int64_t>(hh) * a.n_kv;
+                if (a.softcap > 0.0f)
+                    for (int j = j0; j < j1; ++j)
+                        s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
+                softmax(s + j0, mask + j0, span, a.scale);
+            }
+
+            if (a.v_trans) {
+                // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
+                const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
                 for (int hh = 0; hh < hpi; ++hh)
-                    kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h0 + hh) * a.head_dim_k,
-                                    qbuf + hh * q_act_bytes, a.head_dim_k);
-                // scores[hh][j] = k_j . q_hh for j in the span
-                kk.gemm(a.head_dim_k, a.k + g * k_head_bytes + static_cast<size_t>(j0) * a.k_row_bytes,
-                        a.k_row_bytes, span, qbuf, q_act_bytes, hpi, scores + j0, a.n_kv);
-                for (int hh = 0; hh < hpi; ++hh) {
-                    float *s = scores + static_cast<int64_t>(hh) * a.n_kv;
-                    if (a.softcap > 0.0f)
-                        for (int j = j0; j < j1; ++j)
-                            s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
-                    softmax(s + j0, mask + j0, span, a.scale);
-                }
-
-                if (a.v_trans) {
-                    // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
-                    const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
-                    for (int hh = 0; hh < hpi; ++hh)
-                        kv->quantize_act(scores + static_cast<int64_t>(hh) * a.n_kv + j0,
-                                         pbuf + hh * p_act_bytes, span);
-                    const uint8_t *vbase =
-                        a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
-                    kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
-                } else {
-                    std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
-                    for (int j = j0; j < j1; ++j) {
-                        const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
-                        bool any = false;
-                        for (int hh = 0; hh < hpi && !any; ++hh)
-                            any = scores[static_cast<int64_t>(hh) * a.n_kv + j] != 0.0f;
-                        if (!any) continue;
-                        const float *vf;
-                        if (a.type_v == GgmlType::F32) {
-                            vf = reinterpret_cast<const float *>(vj);
-                        } else {
+                    kv->quantize_act(scores + static_cast<int64_t>(hh) * a.n_kv + j0, pbuf + hh * p_act_bytes,
+                                     span);
+                const uint8_t *vbase =
+                    a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
+                kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
+            } else {
+                std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
+                for (int j = j0; j < j1; ++j) {
+                    const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
+                    bool any = false;
+                    for (int hh = 0; hh < hpi && !any; ++hh)
+                        any = scores[static_cast<int64_t>(hh) * a.n_kv + j] != 0.0f;
+                    if (!any) continue;
+                    const float *vf;
+                    if (a.type_v == GgmlType::F32) {
+                        vf = reinterpret_cast<const float *>(vj);
+                    } else {
 #if defined(__x86_64__)
-                            if (a.type_v == GgmlType::F16 && use_avx2_row_ops()) {
-                                for (int hh = 0; hh < hpi; ++hh) {
-                                    const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
-                                    if (p != 0.0f)
-                                        detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
-                                                              o + static_cast<int64_t>(hh) * a.head_dim_v,
-                                                              a.head_dim_v);
-                                }
-                                continue;
+                        if (a.type_v == GgmlType::F16 && use_avx2_row_ops()) {
+                            for (int hh = 0; hh < hpi; ++hh) {
+                                const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
+                                if (p != 0.0f)
+                                    detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
+                                                          o + static_cast<int64_t>(hh) * a.head_dim_v,
+                                                          a.head_dim_v);
                             }
+                            continue;
+                        }
 #endif
-                            dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
-                            vf = vrow;
-                        }
-                        for (int hh = 0; hh < hpi; ++hh) {
-                            const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
-                            if (p != 0.0f)
-                                axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
-                        }
+                        dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
+                        vf = vrow;
+                    }
+                    for (int hh = 0; hh < hpi; ++hh) {
+                        const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
+                        if (p != 0.0f) axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
                     }
                 }
             }
