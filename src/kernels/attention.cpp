@@ -53,7 +53,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const int64_t p_block = kv ? type_traits(kv->act_type).block_size : 1;
     const size_t p_act_bytes = kv ? row_size(kv->act_type, a.n_kv) : 0;
     const int64_t work = static_cast<int64_t>(a.n_rows) * a.n_head * a.n_kv * (a.head_dim_k + a.head_dim_v);
-    const int max_threads = work < (int64_t{1} << 16) ? 1 : pool.n_active();
+    const int max_threads = work < (int64_t{1} << 14) ? 1 : pool.n_active();
     // Query heads per work item: a KV head's group, or one head when groups are too few to balance.
     const int64_t n_groups = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
     const int hpi = gqa > 1 && max_threads > 1 && n_groups < 4 * max_threads ? 1 : gqa;
