@@ -103,7 +103,8 @@ TEST_P(SynthTinyEachType, LoadsWithShapesAndTypesAndDecodes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, SynthTinyEachType,
-                         ::testing::Values("F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "Q4_K_M"));
+                         ::testing::Values("F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "Q4_K_M", "Q3_K",
+                                           "Q5_K"));
 
 TEST(SynthPlan, SmollmFallsBackLikeLlamaCpp) {
     const Shape *s = find_shape("smollm-135m");

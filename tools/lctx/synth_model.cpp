@@ -49,13 +49,14 @@ struct TypeEntry {
     bool mixture;
     uint32_t file_type;  // llama_ftype
 };
-// llama_ftype ids: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q8_0 7, Q4_K_S 14 (the closest to a pure Q4_K),
-// Q4_K_M 15, Q6_K 18, BF16 32.
+// llama_ftype ids: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q8_0 7, Q3_K_S 11, Q4_K_S 14, Q5_K_S 16 (the
+// closest to a pure K type), Q4_K_M 15, Q6_K 18, BF16 32.
 constexpr TypeEntry kTypes[] = {
     {"F32", GgmlType::F32, false, 0},    {"F16", GgmlType::F16, false, 1},
     {"BF16", GgmlType::BF16, false, 32}, {"Q8_0", GgmlType::Q8_0, false, 7},
     {"Q4_0", GgmlType::Q4_0, false, 2},  {"Q4_K", GgmlType::Q4_K, false, 14},
     {"Q6_K", GgmlType::Q6_K, false, 18}, {"Q4_K_M", GgmlType::Q4_K, true, 15},
+    {"Q3_K", GgmlType::Q3_K, false, 11}, {"Q5_K", GgmlType::Q5_K, false, 16},
 };
 
 // llama.cpp's rule for which layers of a K-quant mixture get more bits: the first and last eighth, and

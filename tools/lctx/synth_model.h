@@ -35,7 +35,7 @@ struct TypeChoice {
     bool k_mixture = false;  // Q4_K_M: Q6_K for output and some attn_v / ffn_down
     uint32_t file_type = 0;  // general.file_type (llama_ftype)
 };
-// F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_K_M (case-insensitive); false when unknown.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_K_M, Q3_K, Q5_K (case-insensitive); false when unknown.
 bool parse_type(const std::string &name, TypeChoice *out);
 std::vector<std::string> type_names();
 
