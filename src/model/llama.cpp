@@ -55,10 +55,30 @@ void store_kv(const KvView &kv, int il, const ForwardBatch &b, const float *k, c
             row.resize(kv.v_elem_bytes * v_dim);
             to_cache_row(kv.type_v, v + t * v_dim, row.data(), v_dim);
             for (int64_t c = 0; c < v_dim; ++c)
-                std::memcpy(kv.v[il] + (c * kv.size + cell) * kv.v_elem_bytes, row.data() + c * kv.v_elem_bytes,
-                            kv.v_elem_bytes);
+                std::memcpy(kv.v[il] + (c * kv.size + cell) * kv.v_elem_bytes,
+                            row.data() + c * kv.v_elem_bytes, kv.v_elem_bytes);
         } else {
             to_cache_row(kv.type_v, v + t * v_dim, kv.v[il] + cell * kv.v_row_bytes, v_dim);
+        }
+    }
+}
+
+// Asks for the cache lines the K/V store will write (the batch's cells in layer il) while the q/k/v product
+// streams its weights: between two decoded tokens the weights pass through every cache and evict them, and
+// the transposed V store touches one line per channel.
+void prefetch_kv_store(const KvView &kv, int il, const ForwardBatch &b, int64_t v_dim) {
+    if (b.n_tokens > 4) return;  // a prompt's consecutive cells share their V lines: few misses per token
+    for (int t = 0; t < b.n_tokens; ++t) {
+        const uint32_t cell = b.cells[t];
+        const uint8_t *k = kv.k[il] + cell * kv.k_row_bytes;
+        for (size_t o = 0; o < kv.k_row_bytes; o += 64) __builtin_prefetch(k + o, 1, 3);
+        if (kv.v_trans) {
+            const uint8_t *v = kv.v[il] + cell * kv.v_elem_bytes;
+            const size_t ch = static_cast<size_t>(kv.size) * kv.v_elem_bytes;
+            for (int64_t c = 0; c < v_dim; ++c) __builtin_prefetch(v + c * ch, 1, 3);
+        } else {
+            const uint8_t *v = kv.v[il] + cell * kv.v_row_bytes;
+            for (size_t o = 0; o < kv.v_row_bytes; o += 64) __builtin_prefetch(v + o, 1, 3);
         }
     }
 }
@@ -79,15 +99,15 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
     kernels::RopeParams rope = hp.rope;
     if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
 
-    grow(s.x, n_tokens * n_embd);     // x:    [n_tokens][n_embd]   residual stream
-    grow(s.cur, n_tokens * n_embd);   // cur:  [n_tokens][n_embd]   normalized input of a block
-    grow(s.q, n_tokens * q_dim);      // q:    [n_tokens][n_head * head_dim_k]
-    grow(s.k, n_tokens * k_dim);      // k:    [n_tokens][n_head_kv * head_dim_k]
-    grow(s.v, n_tokens * v_dim);      // v:    [n_tokens][n_head_kv * head_dim_v]
-    grow(s.attn, n_tokens * o_dim);   // attn: [n_rows][n_head * head_dim_v]
-    grow(s.ffn_a, n_tokens * n_ff);   // ffn_a: [n_rows][n_ff]  gate, then silu(gate) * up
-    grow(s.ffn_b, n_tokens * n_ff);   // ffn_b: [n_rows][n_ff]  up
-    grow(s.out, n_tokens * n_embd);   // out:  [n_rows][n_embd]   block output before the residual add
+    grow(s.x, n_tokens * n_embd);    // x:    [n_tokens][n_embd]   residual stream
+    grow(s.cur, n_tokens * n_embd);  // cur:  [n_tokens][n_embd]   normalized input of a block
+    grow(s.q, n_tokens * q_dim);     // q:    [n_tokens][n_head * head_dim_k]
+    grow(s.k, n_tokens * k_dim);     // k:    [n_tokens][n_head_kv * head_dim_k]
+    grow(s.v, n_tokens * v_dim);     // v:    [n_tokens][n_head_kv * head_dim_v]
+    grow(s.attn, n_tokens * o_dim);  // attn: [n_rows][n_head * head_dim_v]
+    grow(s.ffn_a, n_tokens * n_ff);  // ffn_a: [n_rows][n_ff]  gate, then silu(gate) * up
+    grow(s.ffn_b, n_tokens * n_ff);  // ffn_b: [n_rows][n_ff]  up
+    grow(s.out, n_tokens * n_embd);  // out:  [n_rows][n_embd]   block output before the residual add
     float *x = s.x.data();
 
     // ---- token embeddings ----
@@ -115,10 +135,12 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
         const int64_t n_rows = last ? b.n_outputs : n_tokens;
 
         // ---- attention block ----
+        prefetch_kv_store(kv, static_cast<int>(il), b, v_dim);
         for (int64_t t = 0; t < n_tokens; ++t)
-            kernels::rms_norm(x + t * n_embd, l.attn_norm.data(), s.cur.data() + t * n_embd, n_embd, hp.norm_rms_eps);
-        const kernels::MatmulOutput qkv[] = {{&l.wq, s.q.data(), q_dim}, {&l.wk, s.k.data(), k_dim},
-                                             {&l.wv, s.v.data(), v_dim}};
+            kernels::rms_norm(x + t * n_embd, l.attn_norm.data(), s.cur.data() + t * n_embd, n_embd,
+                              hp.norm_rms_eps);
+        const kernels::MatmulOutput qkv[] = {
+            {&l.wq, s.q.data(), q_dim}, {&l.wk, s.k.data(), k_dim}, {&l.wv, s.v.data(), v_dim}};
         kernels::matmul_shared_input(qkv, 3, s.cur.data(), n_embd, n_tokens, pool, s.mm);
         for (int64_t t = 0; t < n_tokens; ++t) {
             const float *cs = s.rope_cs.data() + t * rope.n_rot;
@@ -155,15 +177,18 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
         // From here on the activations hold n_rows rows; gather the residual of those rows.
         if (last && n_rows != n_tokens)
             for (int64_t i = 0; i < n_rows; ++i)
-                std::memmove(x + i * n_embd, x + static_cast<int64_t>(rows[i]) * n_embd, sizeof(float) * n_embd);
+                std::memmove(x + i * n_embd, x + static_cast<int64_t>(rows[i]) * n_embd,
+                             sizeof(float) * n_embd);
 
         kernels::matmul(l.wo, s.attn.data(), o_dim, n_rows, s.out.data(), n_embd, pool, s.mm);
         kernels::add_inplace(x, s.out.data(), n_rows * n_embd);
 
         // ---- feed-forward block (SwiGLU) ----
         for (int64_t t = 0; t < n_rows; ++t)
-            kernels::rms_norm(x + t * n_embd, l.ffn_norm.data(), s.cur.data() + t * n_embd, n_embd, hp.norm_rms_eps);
-        const kernels::MatmulOutput gate_up[] = {{&l.ffn_gate, s.ffn_a.data(), n_ff}, {&l.ffn_up, s.ffn_b.data(), n_ff}};
+            kernels::rms_norm(x + t * n_embd, l.ffn_norm.data(), s.cur.data() + t * n_embd, n_embd,
+                              hp.norm_rms_eps);
+        const kernels::MatmulOutput gate_up[] = {{&l.ffn_gate, s.ffn_a.data(), n_ff},
+                                                 {&l.ffn_up, s.ffn_b.data(), n_ff}};
         kernels::matmul_shared_input(gate_up, 2, s.cur.data(), n_embd, n_rows, pool, s.mm);
         kernels::swiglu(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows * n_ff);
         kernels::matmul(l.ffn_down, s.ffn_a.data(), n_ff, n_rows, s.out.data(), n_embd, pool, s.mm);
@@ -175,7 +200,8 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
     // ---- output: x now holds the n_outputs requested rows ----
     const int64_t n_out = b.n_outputs;
     for (int64_t i = 0; i < n_out; ++i)
-        kernels::rms_norm(x + i * n_embd, w.output_norm.data(), s.cur.data() + i * n_embd, n_embd, hp.norm_rms_eps);
+        kernels::rms_norm(x + i * n_embd, w.output_norm.data(), s.cur.data() + i * n_embd, n_embd,
+                          hp.norm_rms_eps);
     if (b.hidden) std::memcpy(b.hidden, s.cur.data(), sizeof(float) * n_out * n_embd);
     if (b.logits) kernels::matmul(w.output, s.cur.data(), n_embd, n_out, b.logits, hp.n_vocab, pool, s.mm);
     return true;
@@ -184,7 +210,8 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
 bool forward(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,
              kernels::ThreadPool &pool) {
     switch (model.hparams().arch) {
-        case Arch::Llama: return forward_llama(model, kv, batch, scratch, pool);
+        case Arch::Llama:
+            return forward_llama(model, kv, batch, scratch, pool);
     }
     throw Error("no forward pass for architecture " + model.hparams().arch_name);
 }
