@@ -94,11 +94,9 @@ void register_all() {
     }
 }
 
+// Registered before main runs, as the BENCHMARK macros do.
+[[maybe_unused]] const bool kRegistered = (register_all(), true);
+
 }  // namespace
 
-int main(int argc, char **argv) {
-    register_all();
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    return 0;
-}
+BENCHMARK_MAIN();

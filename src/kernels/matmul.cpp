@@ -1,7 +1,6 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "kernels/dot.h"

@@ -215,4 +215,14 @@ void mul_inplace(float *y, const float *w, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] *= w[i];
 }
 
+void prefetch_rows_for_write(const void *base, int64_t n_rows, size_t stride, size_t row_bytes) {
+    const auto *row = static_cast<const char *>(base);
+    for (int64_t r = 0; r < n_rows; ++r, row += stride) {
+        // every line the row touches: from the line of its first byte to that of its last
+        const uintptr_t end = reinterpret_cast<uintptr_t>(row) + row_bytes;
+        for (uintptr_t a = reinterpret_cast<uintptr_t>(row) & ~uintptr_t{63}; a < end; a += 64)
+            __builtin_prefetch(reinterpret_cast<const void *>(a), 1, 3);
+    }
+}
+
 }  // namespace lctx::kernels

@@ -2,6 +2,7 @@
 // the usual definitions (and ggml's accumulation choices where they change results measurably:
 // norms and softmax sum in double).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace lctx::kernels {
@@ -50,5 +51,9 @@ void add_inplace(float *y, const float *x, int64_t n);
 void scale_inplace(float *x, float s, int64_t n);
 // y = x * w (element-wise)
 void mul_inplace(float *y, const float *w, int64_t n);
+
+// Asks the caches, for writing, for n_rows rows of row_bytes bytes `stride` bytes apart, without waiting for
+// them (a hint: it changes no value).
+void prefetch_rows_for_write(const void *base, int64_t n_rows, size_t stride, size_t row_bytes);
 
 }  // namespace lctx::kernels

@@ -97,9 +97,8 @@ class ThreadPool {
             nth);
     }
 
-    static constexpr int kMaxThreads = 64;  // shares of for_each_item (more threads share them)
-
   private:
+    static constexpr int kMaxThreads = 64;  // shares of for_each_item (more threads share them)
     using RawFn = void (*)(void *ctx, int ith, int nth);
     void run_raw(RawFn fn, void *ctx, int max_threads);
     void worker_loop(int ith);

@@ -70,16 +70,12 @@ void prefetch_kv_store(const KvView &kv, int il, const ForwardBatch &b, int64_t 
     if (b.n_tokens > 4) return;  // a prompt's consecutive cells share their V lines: few misses per token
     for (int t = 0; t < b.n_tokens; ++t) {
         const uint32_t cell = b.cells[t];
-        const uint8_t *k = kv.k[il] + cell * kv.k_row_bytes;
-        for (size_t o = 0; o < kv.k_row_bytes; o += 64) __builtin_prefetch(k + o, 1, 3);
-        if (kv.v_trans) {
-            const uint8_t *v = kv.v[il] + cell * kv.v_elem_bytes;
-            const size_t ch = static_cast<size_t>(kv.size) * kv.v_elem_bytes;
-            for (int64_t c = 0; c < v_dim; ++c) __builtin_prefetch(v + c * ch, 1, 3);
-        } else {
-            const uint8_t *v = kv.v[il] + cell * kv.v_row_bytes;
-            for (size_t o = 0; o < kv.v_row_bytes; o += 64) __builtin_prefetch(v + o, 1, 3);
-        }
+        kernels::prefetch_rows_for_write(kv.k[il] + cell * kv.k_row_bytes, 1, 0, kv.k_row_bytes);
+        if (kv.v_trans)  // the cell's column: one element in each of v_dim channel rows
+            kernels::prefetch_rows_for_write(kv.v[il] + cell * kv.v_elem_bytes, v_dim,
+                                             kv.size * kv.v_elem_bytes, kv.v_elem_bytes);
+        else
+            kernels::prefetch_rows_for_write(kv.v[il] + cell * kv.v_row_bytes, 1, 0, kv.v_row_bytes);
     }
 }
 

@@ -147,6 +147,10 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     // its row). An untied table is only looked up and stays in the mapping.
     const bool tied = weights_.output.data == weights_.token_embd.data;
     todo.push_back(tied ? &weights_.token_embd : &weights_.output);
+    std::erase_if(todo, [](const kernels::WeightView *w) {
+        return !kernels::can_interleave(w->type, w->rows, w->cols);
+    });
+    if (todo.empty()) return;
     // One buffer for all copies, laid out in the order a forward pass reads them (todo's order), each
     // copy starting on a cache line.
     auto copy_bytes = [](const kernels::WeightView &w) {
@@ -156,24 +160,21 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     };
     uint64_t total = 0, done = 0;
     size_t arena = 0;
-    for (const kernels::WeightView *w : todo)
-        if (kernels::can_interleave(w->type, w->rows, w->cols)) {
-            total += w->row_bytes * w->rows;
-            arena += copy_bytes(*w);
-        }
-    if (arena == 0) return;
+    for (const kernels::WeightView *w : todo) {
+        total += w->row_bytes * w->rows;
+        arena += copy_bytes(*w);
+    }
     repacked_ = PageBuffer(arena);
     uint8_t *dst = repacked_.data();
     for (kernels::WeightView *w : todo) {
-        if (!kernels::can_interleave(w->type, w->rows, w->cols)) continue;
         const size_t plain = w->row_bytes * static_cast<size_t>(w->rows);
-        const size_t row_bytes = kernels::interleaved_row_bytes(w->type, w->cols);
+        const size_t bytes = copy_bytes(*w);
         kernels::interleave_rows(w->type, w->data, w->row_bytes, w->rows, w->cols, dst);
         file_->release_pages(w->data, plain);
         w->data = dst;
-        w->row_bytes = row_bytes;
+        w->row_bytes = kernels::interleaved_row_bytes(w->type, w->cols);
         w->interleaved = true;
-        dst += copy_bytes(*w);
+        dst += bytes;
         done += plain;
         if (opts.progress &&
             !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),

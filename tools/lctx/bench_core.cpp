@@ -140,8 +140,8 @@ double read_bandwidth(int n_threads, size_t bytes, int passes) {
     // software prefetch 1 KiB ahead adds the misses one core's hardware prefetcher does not start (10-20%
     // more on one thread here; the matrix-vector kernels prefetch too, so without it the limit is too low).
     typedef uint64_t v2u __attribute__((vector_size(16)));
-    // The buffer lives in huge pages like the repacked weights: on 4 KiB pages the page walks alone cost
-    // a third of one thread's bandwidth here, and the limit would be too low.
+    // The buffer lives in huge pages like the repacked weights, so the limit is measured on the same kind of
+    // memory the weights are read from.
     static PageBuffer mem;
     const size_t n = bytes / sizeof(v2u);
     if (mem.size() != n * sizeof(v2u)) {
