@@ -5,6 +5,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace lctx::kernels {
 
@@ -18,8 +22,21 @@ uint64_t read_xcr0() {
     return (static_cast<uint64_t>(hi) << 32) | lo;
 }
 
+// Linux keeps the 8 KiB of tile registers out of a process's saved state until it asks for them; the first
+// tile instruction of a process that did not ask is killed with SIGILL.
+bool request_amx_permission() {
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+}
+
 CpuFeatures probe() {
     CpuFeatures f;
+    uint64_t xcr0 = 0;
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
     const unsigned max_leaf = a;
@@ -29,7 +46,7 @@ CpuFeatures probe() {
     f.fma = (c >> 12) & 1;
     f.f16c = (c >> 29) & 1;
     if (osxsave) {
-        const uint64_t xcr0 = read_xcr0();
+        xcr0 = read_xcr0();
         f.os_avx = (xcr0 & 0x6) == 0x6;                   // bit 1 SSE, bit 2 AVX
         f.os_avx512 = f.os_avx && (xcr0 & 0xe0) == 0xe0;  // bits 5-7: opmask, ZMM_Hi256, Hi16_ZMM
     }
@@ -43,11 +60,16 @@ CpuFeatures probe() {
         f.avx512bw = (b >> 30) & 1;
         f.avx512vl = (b >> 31) & 1;
         f.avx512vnni = (c >> 11) & 1;
+        f.amx_bf16 = (d >> 22) & 1;
+        f.amx_tile = (d >> 24) & 1;
+        f.amx_int8 = (d >> 25) & 1;
         if (max_sub >= 1) {
             __cpuid_count(7, 1, a, b, c, d);
             f.avx512bf16 = (a >> 5) & 1;
         }
     }
+    // bits 17-18: XTILECFG, XTILEDATA
+    if (f.amx_tile && (xcr0 & 0x60000) == 0x60000) f.os_amx = request_amx_permission();
     return f;
 }
 #else

@@ -17,8 +17,13 @@ struct CpuFeatures {
     bool avx512dq = false;
     bool avx512vnni = false;
     bool avx512bf16 = false;
+    bool amx_tile = false;
+    bool amx_int8 = false;
+    bool amx_bf16 = false;
     bool os_avx = false;     // XCR0 has SSE + AVX (YMM) state enabled
     bool os_avx512 = false;  // XCR0 also has opmask + ZMM state enabled
+    bool os_amx = false;     // XCR0 has the tile state enabled and the OS let this process use it (Linux:
+                             // arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), asked once at the probe)
 
     // The levels the kernels are built for: each needs every flag its files are compiled with.
     bool has_avx2_level() const { return os_avx && avx && avx2 && fma && f16c && bmi2; }
@@ -26,6 +31,8 @@ struct CpuFeatures {
         return has_avx2_level() && os_avx512 && avx512f && avx512bw && avx512vl && avx512dq && avx512vnni &&
                avx512bf16;
     }
+    // AMX tile multiplies (int8) on top of the AVX-512 level: the AMX kernels scale their results with it.
+    bool has_amx_level() const { return has_avx512_level() && amx_tile && amx_int8 && os_amx; }
 };
 
 // Probed once, then cached.

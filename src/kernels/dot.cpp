@@ -96,8 +96,18 @@ Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeAct
 }
 
 struct Tables {
-    Table scalar, avx2, avx512;
+    Table scalar, avx2, avx512, amx;
 };
+
+VecDotFn no_vec_dot(GgmlType) {
+    return nullptr;
+}
+QuantizeActFn no_quantize_act(GgmlType) {
+    return nullptr;
+}
+GemmFn no_gemm(GgmlType) {
+    return nullptr;
+}
 
 const Tables &tables() {
     static const Tables t = [] {
@@ -114,6 +124,12 @@ const Tables &tables() {
                        ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512,
                                      &detail::gemm_avx512, &detail::gemm_x8_avx512)
                        : r.avx2;
+        r.amx = r.avx512;
+        if (detected >= static_cast<int>(Isa::Amx)) {
+            r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm, &detail::gemm_x8_amx);
+            for (int32_t id = 0; id < kGgmlTypeCount; ++id)
+                r.amx[id].gemm_x8_stages = r.amx[id].gemm_x8 && r.amx[id].gemm_x8 != r.avx512[id].gemm_x8;
+        }
         return r;
     }();
     return t;
@@ -130,8 +146,10 @@ Isa detail::isa_lowered_by(const char *env, Isa detected) {
         want = Isa::Avx2;
     } else if (std::strcmp(env, "avx512") == 0) {
         want = Isa::Avx512;
+    } else if (std::strcmp(env, "amx") == 0) {
+        want = Isa::Amx;
     } else {
-        throw Error(std::string("LCTX_ISA='") + env + "' is not one of scalar, avx2, avx512");
+        throw Error(std::string("LCTX_ISA='") + env + "' is not one of scalar, avx2, avx512, amx");
     }
     return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
 }
@@ -144,6 +162,7 @@ bool has_kernels(GgmlType weight_type) {
 
 Isa isa_detected() {
     const CpuFeatures &f = cpu_features();
+    if (f.has_amx_level()) return Isa::Amx;
     if (f.has_avx512_level()) return Isa::Avx512;
     if (f.has_avx2_level()) return Isa::Avx2;
     return Isa::Scalar;
@@ -162,6 +181,8 @@ const char *isa_name(Isa isa) {
             return "avx2";
         case Isa::Avx512:
             return "avx512";
+        case Isa::Amx:
+            return "amx";
     }
     return "unknown";
 }
@@ -174,7 +195,10 @@ const TypeKernels &type_kernels(GgmlType weight_type, Isa isa) {
     const TypeKernels *k = nullptr;
     if (id >= 0 && id < kGgmlTypeCount) {
         const Tables &t = tables();
-        k = isa == Isa::Avx512 ? &t.avx512[id] : isa == Isa::Avx2 ? &t.avx2[id] : &t.scalar[id];
+        k = isa == Isa::Amx      ? &t.amx[id]
+            : isa == Isa::Avx512 ? &t.avx512[id]
+            : isa == Isa::Avx2   ? &t.avx2[id]
+                                 : &t.scalar[id];
     }
     if (!k || !k->vec_dot)
         throw Error(std::string("no dot-product kernel for tensor type ") + type_name(weight_type) + " (id " +

@@ -11,11 +11,12 @@
 
 namespace lctx::kernels {
 
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+// Amx: the AVX-512 kernels, with prompt tiles of the interleaved int8 types on AMX tile multiplies.
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
 
 // Best level the CPU and OS support.
 Isa isa_detected();
-// isa_detected(), lowered by the environment variable LCTX_ISA=scalar|avx2|avx512 (a request above
+// isa_detected(), lowered by the environment variable LCTX_ISA=scalar|avx2|avx512|amx (a request above
 // the detected level is ignored). Throws lctx::Error for any other LCTX_ISA value.
 Isa isa_active();
 const char *isa_name(Isa isa);
@@ -46,6 +47,9 @@ struct TypeKernels {
     // The same over interleaved weights (kernels/interleave.h): w at a group start, n_rows a multiple of 8,
     // w_stride the plain row bytes. Set only for types with an interleaved layout.
     GemmFn gemm_x8 = nullptr;
+    // gemm_x8 copies both operands into tile order on every call (the AMX kernels, from 16 activations):
+    // it wants calls of many rows and many activations.
+    bool gemm_x8_stages = false;
 };
 
 // Kernels for weight type `weight_type` at level `isa` (falling back to a lower level for a type
@@ -70,6 +74,7 @@ GemmFn gemm_avx2(GgmlType weight_type);
 GemmFn gemm_avx512(GgmlType weight_type);
 GemmFn gemm_x8_avx2(GgmlType weight_type);
 GemmFn gemm_x8_avx512(GgmlType weight_type);
+GemmFn gemm_x8_amx(GgmlType weight_type);
 }  // namespace detail
 
 }  // namespace lctx::kernels

@@ -262,6 +262,87 @@ inline float vec_dot_q6_K_512(int64_t n, const void *vx, const void *vy) {
     return _mm512_reduce_add_ps(acc);
 }
 
+// ---- F16 / BF16 over interleaved weights (block_f16x8), 512-bit ----
+
+// 8 rows x C activations. Register p holds 8 elements of rows 2p and 2p + 1; the activation's 8 elements
+// (converted to f32 once per call) are broadcast to both halves. Each (row, activation) keeps the 8 partial
+// sums of FloatX8Tile and reduces them in the same order, so the values are the 256-bit tile's bit for bit,
+// with half the instructions and up to 6 activations per pass (4 x 6 accumulators).
+template <class L, int C>
+struct FloatX8Tile512 {
+    static void run(int64_t nb, const uint8_t *w, const float *a, int64_t lda, float *y, int64_t ldy) {
+        __m512 acc[4][C];
+        LCTX_UNROLL
+        for (int p = 0; p < 4; ++p) {
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_ps();
+        }
+        const auto *xb = reinterpret_cast<const block_f16x8 *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_f16x8 &x = xb[b];
+            prefetch_ahead(x);
+            __m512 xv[4];
+            LCTX_UNROLL
+            for (int p = 0; p < 4; ++p) xv[p] = L::v16(x.v[2 * p]);
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const __m512 av = _mm512_broadcast_f32x8(_mm256_loadu_ps(a + c * lda + 8 * b));
+                LCTX_UNROLL
+                for (int p = 0; p < 4; ++p) acc[p][c] = _mm512_fmadd_ps(xv[p], av, acc[p][c]);
+            }
+        }
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            LCTX_UNROLL
+            for (int p = 0; p < 4; ++p) {
+                y[c * ldy + 2 * p] = hsum_ps(_mm512_castps512_ps256(acc[p][c]));
+                y[c * ldy + 2 * p + 1] = hsum_ps(_mm512_extractf32x8_ps(acc[p][c], 1));
+            }
+        }
+    }
+};
+
+struct LoadF16x16 {
+    static __m512 v16(const uint16_t *p) { return _mm512_cvtph_ps(loadu256(p)); }
+    static void row(const uint8_t *src, float *dst, int64_t n) {
+        const auto *h = reinterpret_cast<const uint16_t *>(src);
+        for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(loadu128(h + i)));
+    }
+};
+struct LoadBF16x16 {
+    static __m512 v16(const uint16_t *p) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(loadu256(p)), 16));
+    }
+    static void row(const uint8_t *src, float *dst, int64_t n) {
+        const auto *h = reinterpret_cast<const uint16_t *>(src);
+        for (int64_t i = 0; i < n; i += 8)
+            _mm256_storeu_ps(dst + i,
+                             _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(loadu128(h + i)), 16)));
+    }
+};
+
+constexpr int kFloatX8MaxC = 6;
+
+template <class L>
+void gemm_x8_float512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                      float *y, int64_t ldy) {
+    using TileFn = void (*)(int64_t, const uint8_t *, const float *, int64_t, float *, int64_t);
+    static constexpr TileFn kTiles[kFloatX8MaxC] = {&FloatX8Tile512<L, 1>::run, &FloatX8Tile512<L, 2>::run,
+                                                    &FloatX8Tile512<L, 3>::run, &FloatX8Tile512<L, 4>::run,
+                                                    &FloatX8Tile512<L, 5>::run, &FloatX8Tile512<L, 6>::run};
+    const int64_t nb = n / 8;
+    // The activations as f32 (exactly their half values), in a buffer from a baseline translation unit.
+    auto *af = reinterpret_cast<float *>(x8_tile_scratch(static_cast<size_t>(nc * n) * sizeof(float)));
+    for (int64_t c = 0; c < nc; ++c) L::row(static_cast<const uint8_t *>(act) + c * lda, af + c * n, n);
+    const auto *wb = static_cast<const uint8_t *>(w);
+    for (int64_t r0 = 0; r0 < nr; r0 += 8) {
+        for (int64_t c0 = 0; c0 < nc; c0 += kFloatX8MaxC) {
+            const int cc = static_cast<int>(nc - c0 < kFloatX8MaxC ? nc - c0 : kFloatX8MaxC);
+            kTiles[cc - 1](nb, wb + r0 * ldw, af + c0 * n, n, y + c0 * ldy + r0, ldy);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace lctx::kernels
 #endif
@@ -295,7 +376,14 @@ QuantizeActFn quantize_act_avx512(GgmlType act_type) {
     return shared_quantize_act(act_type);
 }
 GemmFn gemm_x8_avx512(GgmlType weight_type) {
-    return shared_gemm_x8(weight_type);
+    switch (weight_type) {
+        case GgmlType::F16:
+            return &gemm_x8_float512<LoadF16x16>;
+        case GgmlType::BF16:
+            return &gemm_x8_float512<LoadBF16x16>;
+        default:
+            return shared_gemm_x8(weight_type);
+    }
 }
 // The 256-bit tiles of the shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across
 // activations, which a 512-bit dot per output cannot.

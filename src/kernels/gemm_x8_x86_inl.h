@@ -20,7 +20,7 @@ constexpr size_t kPrefetchAhead = 2048;
 template <class Block>
 inline void prefetch_ahead(const Block &x) {
     const char *p = reinterpret_cast<const char *>(&x) + kPrefetchAhead;
-    for (size_t o = 0; o < sizeof(Block); o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+    for (size_t o = 0; o < sizeof(Block); o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
 }
 
 inline __m256i bcast_u32(const int8_t *p) {

@@ -316,6 +316,15 @@ int32_t *x8_sums_scratch(size_t n) {
     return buf.data();
 }
 
+uint8_t *x8_tile_scratch(size_t n) {
+    struct Aligned {
+        alignas(64) uint8_t b[64];
+    };
+    thread_local std::vector<Aligned> buf;
+    if (buf.size() * 64 < n) buf.resize((n + 63) / 64);
+    return buf.data()->b;
+}
+
 int64_t interleave_block_elems(GgmlType t) {
     if (x8_block_bytes(t) == 0) return 0;
     return t == GgmlType::F16 || t == GgmlType::BF16 ? 8 : type_traits(t).block_size;

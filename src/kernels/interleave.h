@@ -104,6 +104,8 @@ void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t 
 // A per-thread buffer of at least n int32 for the activation sums of the x8 kernels (defined in a baseline
 // translation unit, so that the ISA files instantiate no library code).
 int32_t *x8_sums_scratch(size_t n);
+// A per-thread buffer of at least n bytes, 64-byte aligned, for the AMX tiles' staging (same reason).
+uint8_t *x8_tile_scratch(size_t n);
 
 // The scalar gemm over interleaved weights: the same contract as GemmFn (dot.h) with w at the start of a
 // group, n_rows a multiple of 8 and w_stride the interleaved row bytes (a group is 8 * w_stride bytes).

@@ -16,6 +16,11 @@ constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // Activation rows per pass over a row chunk: their converted blocks stay in L2 while a weight tile
 // (4 rows) in L1 meets all of them.
 constexpr int64_t kTokenChunk = 64;
+// Kernels that stage both operands per call (TypeKernels::gemm_x8_stages) get calls of up to this many
+// activation rows and kStagedRowChunk weight rows, so that staging is a small part of each call.
+constexpr int64_t kStagedTokenChunk = 128;
+constexpr int64_t kStagedRowChunk = 256;
+constexpr int64_t kMaxTokenChunk = kStagedTokenChunk;
 
 }  // namespace
 
@@ -41,7 +46,7 @@ void run_item(const Target &t, const uint8_t *act, size_t act_row, int64_t t0, i
                t.y + t0 * t.ldy + r0, t.ldy);
     if (in_place == nr) return;
     const int64_t g0 = t.full_rows;  // the padded group
-    float tail[kTokenChunk * kInterleaveRows];
+    float tail[kMaxTokenChunk * kInterleaveRows];
     t.gemm(w.cols, w.data + g0 * w.row_bytes, w.row_bytes, kInterleaveRows, act + t0 * act_row, act_row, nt,
            tail, kInterleaveRows);
     for (int64_t i = 0; i < nt; ++i)
@@ -73,6 +78,7 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     Target targets[kMaxSharedOutputs];
     if (n_outs > kMaxSharedOutputs) throw Error("matmul_shared_input: too many outputs");
     int64_t work = 0;
+    bool staged = n_tokens >= 16;
     for (int i = 0; i < n_outs; ++i) {
         const WeightView &w = *outs[i].w;
         const TypeKernels &k = type_kernels(w.type);
@@ -81,7 +87,9 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
         targets[i] = {&w, outs[i].y, outs[i].ldy, gemm,
                       w.interleaved ? w.rows / kInterleaveRows * kInterleaveRows : w.rows};
         work += w.rows * w.cols * n_tokens;
+        staged = staged && w.interleaved && k.gemm_x8_stages;
     }
+    const int64_t token_chunk = staged ? kStagedTokenChunk : kTokenChunk;
 
     const size_t act_row = row_size(k0.act_type, cols);
     const size_t need = act_row * static_cast<size_t>(n_tokens);
@@ -102,8 +110,8 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
 
     if (nth == 1) {
         for (int i = 0; i < n_outs; ++i)
-            for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk)
-                run_item(targets[i], act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), 0,
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += token_chunk)
+                run_item(targets[i], act, act_row, t0, std::min(token_chunk, n_tokens - t0), 0,
                          targets[i].w->rows);
         return;
     }
@@ -112,12 +120,15 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     // streams its own contiguous share and then helps with the others' (ThreadPool::for_each_item). Row
     // chunks are whole 8-row groups (and 4-row tiles), about 8 per thread and token chunk of the largest
     // target, at least 16 rows.
-    const int64_t n_tc = (n_tokens + kTokenChunk - 1) / kTokenChunk;
+    const int64_t n_tc = (n_tokens + token_chunk - 1) / token_chunk;
     int64_t max_rows = 0;
     for (int i = 0; i < n_outs; ++i) max_rows = std::max(max_rows, targets[i].w->rows);
     int64_t row_chunk = (max_rows + 8 * nth - 1) / (8 * nth);
     row_chunk = std::max<int64_t>(16, (row_chunk + 7) / 8 * 8);
-    if (n_tokens > 4) row_chunk = std::min<int64_t>(row_chunk, 64);
+    if (staged)
+        row_chunk = std::min<int64_t>((row_chunk + 15) / 16 * 16, kStagedRowChunk);  // whole pairs of groups
+    else if (n_tokens > 4)
+        row_chunk = std::min<int64_t>(row_chunk, 64);
     int64_t first_item[kMaxSharedOutputs + 1];
     first_item[0] = 0;
     for (int i = 0; i < n_outs; ++i)
@@ -131,8 +142,8 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
             const Target &t = targets[ti];
             const int64_t n_rc = (t.w->rows + row_chunk - 1) / row_chunk;
             const int64_t local = i - first_item[ti];
-            const int64_t t0 = (local / n_rc) * kTokenChunk, r0 = (local % n_rc) * row_chunk;
-            run_item(t, act, act_row, t0, std::min(kTokenChunk, n_tokens - t0), r0,
+            const int64_t t0 = (local / n_rc) * token_chunk, r0 = (local % n_rc) * row_chunk;
+            run_item(t, act, act_row, t0, std::min(token_chunk, n_tokens - t0), r0,
                      std::min(row_chunk, t.w->rows - r0));
         },
         nth);

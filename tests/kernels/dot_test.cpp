@@ -251,6 +251,7 @@ TEST(DotDispatch, IsaNames) {
     EXPECT_STREQ(isa_name(Isa::Scalar), "scalar");
     EXPECT_STREQ(isa_name(Isa::Avx2), "avx2");
     EXPECT_STREQ(isa_name(Isa::Avx512), "avx512");
+    EXPECT_STREQ(isa_name(Isa::Amx), "amx");
 }
 
 TEST(DotDispatch, ActiveIsNeverAboveDetected) {
@@ -266,6 +267,9 @@ TEST(DotDispatch, EnvironmentOnlyLowersTheLevel) {
     EXPECT_EQ(isa_lowered_by("avx512", Isa::Avx512), Isa::Avx512);
     EXPECT_EQ(isa_lowered_by("avx512", Isa::Avx2), Isa::Avx2);
     EXPECT_EQ(isa_lowered_by("avx2", Isa::Scalar), Isa::Scalar);
+    EXPECT_EQ(isa_lowered_by("amx", Isa::Amx), Isa::Amx);
+    EXPECT_EQ(isa_lowered_by("avx512", Isa::Amx), Isa::Avx512);
+    EXPECT_EQ(isa_lowered_by("amx", Isa::Avx512), Isa::Avx512);
     EXPECT_THROW(isa_lowered_by("sse", Isa::Avx2), Error);
 }
 
@@ -278,11 +282,26 @@ TEST(DotDispatch, TypesWithoutKernelsThrow) {
 }
 
 TEST(DotDispatch, IsaAboveTheCpuThrows) {
-    if (isa_detected() == Isa::Avx512) {
-        EXPECT_NO_THROW(type_kernels(GgmlType::Q8_0, Isa::Avx512));
-    } else {
-        EXPECT_THROW(type_kernels(GgmlType::Q8_0, Isa::Avx512), Error);
+    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+        if (static_cast<int>(isa_detected()) >= static_cast<int>(isa)) {
+            EXPECT_NO_THROW(type_kernels(GgmlType::Q8_0, isa)) << isa_name(isa);
+        } else {
+            EXPECT_THROW(type_kernels(GgmlType::Q8_0, isa), Error) << isa_name(isa);
+        }
     }
+}
+
+// The AMX level is the AVX-512 level with its own interleaved gemm for the int8 prompt tiles.
+TEST(DotDispatch, AmxLevelSharesEverythingButInterleavedTiles) {
+    if (isa_detected() != Isa::Amx) GTEST_SKIP() << "this CPU (or OS) offers no AMX tiles";
+    for (GgmlType t : kWeightTypes) {
+        const TypeKernels &a = type_kernels(t, Isa::Amx), &b = type_kernels(t, Isa::Avx512);
+        EXPECT_EQ(a.vec_dot, b.vec_dot) << type_name(t);
+        EXPECT_EQ(a.gemm, b.gemm) << type_name(t);
+        EXPECT_EQ(a.quantize_act, b.quantize_act) << type_name(t);
+    }
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0})
+        EXPECT_NE(type_kernels(t, Isa::Amx).gemm_x8, type_kernels(t, Isa::Avx512).gemm_x8) << type_name(t);
 }
 
 }  // namespace

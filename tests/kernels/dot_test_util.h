@@ -33,7 +33,15 @@ inline std::vector<kernels::Isa> available_isas() {
     std::vector<kernels::Isa> v = {kernels::Isa::Scalar};
     if (static_cast<int>(kernels::isa_detected()) >= static_cast<int>(kernels::Isa::Avx2))
         v.push_back(kernels::Isa::Avx2);
-    if (kernels::isa_detected() == kernels::Isa::Avx512) v.push_back(kernels::Isa::Avx512);
+    if (static_cast<int>(kernels::isa_detected()) >= static_cast<int>(kernels::Isa::Avx512))
+        v.push_back(kernels::Isa::Avx512);
+    return v;
+}
+
+// The levels whose interleaved gemm differs: the AMX level differs from AVX-512 only there.
+inline std::vector<kernels::Isa> available_x8_isas() {
+    std::vector<kernels::Isa> v = available_isas();
+    if (kernels::isa_detected() == kernels::Isa::Amx) v.push_back(kernels::Isa::Amx);
     return v;
 }
 

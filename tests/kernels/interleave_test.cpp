@@ -122,7 +122,7 @@ TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
     uint32_t seed = 11;
     for (int64_t cols : cols_for(t)) {
         for (int64_t rows : {8, 16, 40}) {
-            for (int64_t n_act : {1, 2, 3, 4, 5, 7, 9}) {
+            for (int64_t n_act : {1, 2, 3, 4, 5, 7, 9, 16, 17, 35}) {  // 16+: AMX tiles and their tail
                 SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " acts " +
                              std::to_string(n_act));
                 const Mat m = make_mat(t, rows, cols, seed++);
@@ -161,7 +161,7 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>>
 
 INSTANTIATE_TEST_SUITE_P(Types, GemmX8Test,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
-                                            ::testing::ValuesIn(test::available_isas())),
+                                            ::testing::ValuesIn(test::available_x8_isas())),
                          param_name);
 
 // matmul over an interleaved view, threaded, with token counts across the chunk size, against the exact
