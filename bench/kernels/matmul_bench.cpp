@@ -1,7 +1,7 @@
 // Micro-benchmarks of matmul (Google Benchmark), on shapes of TinyLlama-1.1B (n_embd 2048, n_ff 5632):
 //   Gemm/<type>/<rows>/<cols>/<tokens>     the gemm kernel alone, one thread, weights cache-resident
 //                                          (512 rows): compute speed in multiply-adds per second
-//   GemmX8/<type>/<rows>/<cols>/<tokens>   the same over the 8-row interleaved layout
+//   GemmX8/<type>/<rows>/<cols>/<tokens>   the same over the interleaved layout (groups of 8 or 16 rows)
 //   DotLoop/<type>/<rows>/<cols>/<tokens>  the same outputs by one vec_dot per output (the old path)
 //   Matmul/<type>/<rows>/<cols>/<tokens>/<threads>  kernels::matmul with its pool (big weights: memory)
 //   MatmulTiny/<type>/...  the same for the K types on shapes of a Q4_K_M model: 512 tokens, 1 token
@@ -70,16 +70,16 @@ void BM_Gemm(benchmark::State &st, GgmlType t, bool by_dot) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The same as Gemm over the 8-row interleaved layout the model repacks its weights into.
+// The same as Gemm over the interleaved layout the model repacks its weights into.
 void BM_GemmX8(benchmark::State &st, GgmlType t) {
     const int64_t rows = st.range(0), cols = st.range(1), tokens = st.range(2);
     Data d = make(t, rows, cols, tokens);
     const TypeKernels &k = type_kernels(t);
     const size_t ib = interleaved_row_bytes(t, cols);
-    std::vector<uint8_t> w8(ib * interleaved_rows(rows));
-    interleave_rows(t, d.w.data(), d.row_bytes, rows, cols, w8.data());
+    std::vector<uint8_t> w8(ib * interleaved_rows(rows, k.group_rows));
+    interleave_rows(t, k.group_rows, d.w.data(), d.row_bytes, rows, cols, w8.data());
     for (auto _ : st) {
-        k.gemm_x8(cols, w8.data(), ib, rows, d.act.data(), d.act_row, tokens, d.y.data(), rows);
+        k.gemm_interleaved(cols, w8.data(), ib, rows, d.act.data(), d.act_row, tokens, d.y.data(), rows);
         benchmark::DoNotOptimize(d.y.data());
     }
     st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens),

@@ -31,10 +31,11 @@ void ref_gemm(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
             y[c * ldy + r] = vec_dot_ref(static_cast<GgmlType>(kType), n, wb + r * ldw, ab + c * lda);
 }
 
+// The scalar level reads groups of 8 rows.
 template <int32_t kType>
-void ref_gemm_x8(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
-                 float *y, int64_t ldy) {
-    gemm_x8_ref(static_cast<GgmlType>(kType), n, w, ldw, nr, act, lda, nc, y, ldy);
+void ref_gemm_interleaved(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                          int64_t nc, float *y, int64_t ldy) {
+    gemm_interleaved_ref(static_cast<GgmlType>(kType), kGroupRows256, n, w, ldw, nr, act, lda, nc, y, ldy);
 }
 
 template <int32_t kType>
@@ -51,7 +52,7 @@ using Table = std::array<TypeKernels, kGgmlTypeCount>;
 template <int32_t... kIds>
 void fill_scalar(Table &t, std::integer_sequence<int32_t, kIds...>) {
     ((t[kIds] = TypeKernels{GgmlType::F32, &ref_vec_dot<kIds>, &ref_quantize<kIds>, &ref_gemm<kIds>,
-                            &ref_gemm_x8<kIds>}),
+                            &ref_gemm_interleaved<kIds>, kGroupRows256}),
      ...);
 }
 
@@ -74,22 +75,31 @@ Table build_scalar() {
         t[id].vec_dot = ref[id].vec_dot;
         t[id].gemm = ref[id].gemm;
         // Types with an interleaved layout (interleave.h says which) get the interleaved gemm too.
-        if (interleave_block_elems(w) > 0) t[id].gemm_x8 = ref[id].gemm_x8;
+        if (interleave_block_elems(w) > 0) {
+            t[id].gemm_interleaved = ref[id].gemm_interleaved;
+            t[id].group_rows = ref[id].group_rows;
+        }
         t[id].quantize_act = act == static_cast<int32_t>(GgmlType::F32) ? &copy_f32 : ref[act].quantize_act;
     }
     return t;
 }
 
-// A level's table: its own kernels where it has them, otherwise the level below.
+// A level's table: its own kernels where it has them, otherwise the level below. An interleaved gemm reads
+// groups of `group_for(type)` rows (a level whose kernels read other groups than the level below).
 Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeActFn (*quant_for)(GgmlType),
-                  GemmFn (*gemm_for)(GgmlType), GemmFn (*gemm_x8_for)(GgmlType)) {
+                  GemmFn (*gemm_for)(GgmlType), GemmFn (*interleaved_for)(GgmlType), int (*group_for)(GgmlType)) {
     Table t = below;
     for (int32_t id = 0; id < kGgmlTypeCount; ++id) {
+        const auto type = static_cast<GgmlType>(id);
         if (!t[id].vec_dot) continue;
-        if (VecDotFn f = dot_for(static_cast<GgmlType>(id))) t[id].vec_dot = f;
-        if (GemmFn g = gemm_for(static_cast<GgmlType>(id))) t[id].gemm = g;
-        if (t[id].gemm_x8)
-            if (GemmFn g = gemm_x8_for(static_cast<GgmlType>(id))) t[id].gemm_x8 = g;
+        if (VecDotFn f = dot_for(type)) t[id].vec_dot = f;
+        if (GemmFn g = gemm_for(type)) t[id].gemm = g;
+        if (t[id].gemm_interleaved) {
+            if (GemmFn g = interleaved_for(type)) {
+                t[id].gemm_interleaved = g;
+                if (group_for) t[id].group_rows = group_for(type);
+            }
+        }
         if (QuantizeActFn q = quant_for(t[id].act_type)) t[id].quantize_act = q;
     }
     return t;
@@ -118,17 +128,20 @@ const Tables &tables() {
         const int detected = static_cast<int>(isa_detected());
         r.avx2 = detected >= static_cast<int>(Isa::Avx2)
                      ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2,
-                                   &detail::gemm_avx2, &detail::gemm_x8_avx2)
+                                   &detail::gemm_avx2, &detail::gemm_interleaved_avx2, nullptr)
                      : r.scalar;
         r.avx512 = detected >= static_cast<int>(Isa::Avx512)
                        ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512,
-                                     &detail::gemm_avx512, &detail::gemm_x8_avx512)
+                                     &detail::gemm_avx512, &detail::gemm_interleaved_avx512,
+                                     &detail::group_rows_avx512)
                        : r.avx2;
         r.amx = r.avx512;
         if (detected >= static_cast<int>(Isa::Amx)) {
-            r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm, &detail::gemm_x8_amx);
+            r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm, &detail::gemm_interleaved_amx,
+                                nullptr);
             for (int32_t id = 0; id < kGgmlTypeCount; ++id)
-                r.amx[id].gemm_x8_stages = r.amx[id].gemm_x8 && r.amx[id].gemm_x8 != r.avx512[id].gemm_x8;
+                r.amx[id].gemm_interleaved_stages =
+                    r.amx[id].gemm_interleaved && r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved;
         }
         return r;
     }();

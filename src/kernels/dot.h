@@ -44,12 +44,14 @@ struct TypeKernels {
     VecDotFn vec_dot;            // best for the requested ISA
     QuantizeActFn quantize_act;  // f32 -> act_type, best for the requested ISA
     GemmFn gemm = nullptr;       // best for the requested ISA (set for every type with kernels)
-    // The same over interleaved weights (kernels/interleave.h): w at a group start, n_rows a multiple of 8,
-    // w_stride the plain row bytes. Set only for types with an interleaved layout.
-    GemmFn gemm_x8 = nullptr;
-    // gemm_x8 copies both operands into tile order on every call (the AMX kernels, from 16 activations):
-    // it wants calls of many rows and many activations.
-    bool gemm_x8_stages = false;
+    // The same over interleaved weights (kernels/interleave.h) in groups of group_rows rows: w at a group
+    // start, n_rows a multiple of group_rows, w_stride the interleaved row bytes. Set only for types with an
+    // interleaved layout; group_rows is this level's lane count for the type (8 or 16).
+    GemmFn gemm_interleaved = nullptr;
+    int group_rows = 0;
+    // gemm_interleaved copies both operands into tile order on every call (the AMX kernels, from 16
+    // activations): it wants calls of many rows and many activations.
+    bool gemm_interleaved_stages = false;
 };
 
 // Kernels for weight type `weight_type` at level `isa` (falling back to a lower level for a type
@@ -72,9 +74,11 @@ VecDotFn vec_dot_avx512(GgmlType weight_type);
 QuantizeActFn quantize_act_avx512(GgmlType act_type);
 GemmFn gemm_avx2(GgmlType weight_type);
 GemmFn gemm_avx512(GgmlType weight_type);
-GemmFn gemm_x8_avx2(GgmlType weight_type);
-GemmFn gemm_x8_avx512(GgmlType weight_type);
-GemmFn gemm_x8_amx(GgmlType weight_type);
+// Interleaved gemm of each level and the group size it reads (0: none for the type).
+GemmFn gemm_interleaved_avx2(GgmlType weight_type);
+GemmFn gemm_interleaved_avx512(GgmlType weight_type);
+int group_rows_avx512(GgmlType weight_type);
+GemmFn gemm_interleaved_amx(GgmlType weight_type);
 }  // namespace detail
 
 }  // namespace lctx::kernels

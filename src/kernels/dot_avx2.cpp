@@ -3,7 +3,7 @@
 
 #if defined(__x86_64__)
 #include "kernels/dot_x86_inl.h"
-#include "kernels/gemm_x8_x86_inl.h"
+#include "kernels/gemm_interleaved_x86_inl.h"
 #endif
 
 namespace lctx::kernels::detail {
@@ -18,8 +18,8 @@ QuantizeActFn quantize_act_avx2(GgmlType act_type) {
 GemmFn gemm_avx2(GgmlType weight_type) {
     return shared_gemm(weight_type);
 }
-GemmFn gemm_x8_avx2(GgmlType weight_type) {
-    return shared_gemm_x8(weight_type);
+GemmFn gemm_interleaved_avx2(GgmlType weight_type) {
+    return shared_gemm_interleaved_256(weight_type);
 }
 #else
 VecDotFn vec_dot_avx2(GgmlType) {
@@ -31,7 +31,7 @@ QuantizeActFn quantize_act_avx2(GgmlType) {
 GemmFn gemm_avx2(GgmlType) {
     return nullptr;
 }
-GemmFn gemm_x8_avx2(GgmlType) {
+GemmFn gemm_interleaved_avx2(GgmlType) {
     return nullptr;
 }
 #endif

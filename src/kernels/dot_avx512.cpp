@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "kernels/dot_x86_inl.h"
-#include "kernels/gemm_x8_x86_inl.h"
+#include "kernels/gemm_interleaved_x86_inl.h"
 
 namespace lctx::kernels {
 namespace {
@@ -324,7 +324,7 @@ struct LoadBF16x16 {
 constexpr int kFloatX8MaxC = 6;
 
 template <class L>
-void gemm_x8_float512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+void gemm_interleaved_float512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
                       float *y, int64_t ldy) {
     using TileFn = void (*)(int64_t, const uint8_t *, const float *, int64_t, float *, int64_t);
     static constexpr TileFn kTiles[kFloatX8MaxC] = {&FloatX8Tile512<L, 1>::run, &FloatX8Tile512<L, 2>::run,
@@ -332,7 +332,7 @@ void gemm_x8_float512(int64_t n, const void *w, size_t ldw, int64_t nr, const vo
                                                     &FloatX8Tile512<L, 5>::run, &FloatX8Tile512<L, 6>::run};
     const int64_t nb = n / 8;
     // The activations as f32 (exactly their half values), in a buffer from a baseline translation unit.
-    auto *af = reinterpret_cast<float *>(x8_tile_scratch(static_cast<size_t>(nc * n) * sizeof(float)));
+    auto *af = reinterpret_cast<float *>(kernel_tile_scratch(static_cast<size_t>(nc * n) * sizeof(float)));
     for (int64_t c = 0; c < nc; ++c) L::row(static_cast<const uint8_t *>(act) + c * lda, af + c * n, n);
     const auto *wb = static_cast<const uint8_t *>(w);
     for (int64_t r0 = 0; r0 < nr; r0 += 8) {
@@ -375,15 +375,21 @@ VecDotFn vec_dot_avx512(GgmlType weight_type) {
 QuantizeActFn quantize_act_avx512(GgmlType act_type) {
     return shared_quantize_act(act_type);
 }
-GemmFn gemm_x8_avx512(GgmlType weight_type) {
+// The integer types over 16-row groups (one row per zmm lane), the float types over 8-row groups (two rows
+// per zmm register).
+GemmFn gemm_interleaved_avx512(GgmlType weight_type) {
     switch (weight_type) {
         case GgmlType::F16:
-            return &gemm_x8_float512<LoadF16x16>;
+            return &gemm_interleaved_float512<LoadF16x16>;
         case GgmlType::BF16:
-            return &gemm_x8_float512<LoadBF16x16>;
+            return &gemm_interleaved_float512<LoadBF16x16>;
         default:
-            return shared_gemm_x8(weight_type);
+            return shared_gemm_interleaved_int<V512>(weight_type);
     }
+}
+int group_rows_avx512(GgmlType weight_type) {
+    if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return kGroupRows256;
+    return shared_gemm_interleaved_int<V512>(weight_type) ? kGroupRows512 : 0;
 }
 // The 256-bit tiles of the shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across
 // activations, which a 512-bit dot per output cannot.
@@ -400,8 +406,11 @@ QuantizeActFn quantize_act_avx512(GgmlType) {
 GemmFn gemm_avx512(GgmlType) {
     return nullptr;
 }
-GemmFn gemm_x8_avx512(GgmlType) {
+GemmFn gemm_interleaved_avx512(GgmlType) {
     return nullptr;
+}
+int group_rows_avx512(GgmlType) {
+    return 0;
 }
 #endif
 

@@ -46,45 +46,51 @@ void set_q6_K_code(block_q6_K &b, int e, uint8_t v) {
     b.qh[32 * half + l % 32] |= static_cast<uint8_t>((v >> 4) << (2 * (l / 32)));
 }
 
-// ---- places of element e (of a 32-element step sequence) in the x8 layouts ----
+// ---- places of element e (of a 32-element step sequence) in the layouts of G-row groups ----
 
-// Q4_0 / Q4_K / Q6_K low bits: byte 32 g + 4 r + i of a 32-element run, high nibble for the second 4.
-int nib_byte(int r, int e) {
-    return 32 * (e / 8) + 4 * r + (e % 4);
+// Q4_0 / Q4_K / Q6_K low bits: byte 4 G g + 4 r + i of a 32-element run, high nibble for the second 4.
+int nib_byte(int G, int r, int e) {
+    return 4 * G * (e / 8) + 4 * r + (e % 4);
 }
 int nib_shift(int e) {
     return (e % 8) >= 4 ? 4 : 0;
 }
 // Q6_K top bits within sub-block j: qh[j][h][4 r + i], h = g / 2, bits 4 (g % 2) + 2 (e % 8 >= 4).
-int q6_qh_byte(int r, int e) {
-    return 32 * (e / 16) + 4 * r + (e % 4);
+int q6_qh_byte(int G, int r, int e) {
+    return 4 * G * (e / 16) + 4 * r + (e % 4);
 }
 int q6_qh_shift(int e) {
     return 4 * ((e / 8) % 2) + ((e % 8) >= 4 ? 2 : 0);
 }
 
-size_t x8_block_bytes(GgmlType t) {
+template <int G>
+size_t group_block_bytes(GgmlType t) {
     switch (t) {
         case GgmlType::Q4_0:
-            return sizeof(block_q4_0x8);
+            return sizeof(block_q4_0xG<G>);
         case GgmlType::Q8_0:
-            return sizeof(block_q8_0x8);
+            return sizeof(block_q8_0xG<G>);
         case GgmlType::Q5_0:
-            return sizeof(block_q5_0x8);
+            return sizeof(block_q5_0xG<G>);
         case GgmlType::Q4_K:
-            return sizeof(block_q4_Kx8);
+            return sizeof(block_q4_KxG<G>);
         case GgmlType::Q6_K:
-            return sizeof(block_q6_Kx8);
+            return sizeof(block_q6_KxG<G>);
         case GgmlType::F16:
         case GgmlType::BF16:
-            return sizeof(block_f16x8);
+            return G == 8 ? sizeof(block_f16x8) : 0;
         default:
             return 0;
     }
 }
 
-// Bytes of one row's part of an x8 block in the plain layout.
-size_t plain_x8_part_bytes(GgmlType t) {
+// Bytes of one interleaved block of a group of `group` rows; 0 without a layout.
+size_t block_bytes(GgmlType t, int group) {
+    return group == 8 ? group_block_bytes<8>(t) : group == 16 ? group_block_bytes<16>(t) : 0;
+}
+
+// Bytes of one row's part of an interleaved block in the plain layout.
+size_t plain_part_bytes(GgmlType t) {
     const TypeTraits &tr = type_traits(t);
     return tr.type_size * static_cast<size_t>(interleave_block_elems(t) / tr.block_size);
 }
@@ -140,40 +146,41 @@ void decode_codes(GgmlType t, const uint8_t *blk, uint8_t *c) {
     }
 }
 
-// The low nibbles of 32 codes (one sub-block) of row r into a [g][4 r + i] run of 128 bytes.
-void put_nibbles(const uint8_t *c, int r, uint8_t *run) {
+// The low nibbles of 32 codes (one sub-block) of row r into a run of 4 lines (16 G bytes).
+void put_nibbles(int G, const uint8_t *c, int r, uint8_t *run) {
     for (int g = 0; g < 4; ++g)
         for (int i = 0; i < 4; ++i)
-            run[32 * g + 4 * r + i] =
+            run[4 * G * g + 4 * r + i] =
                 static_cast<uint8_t>((c[8 * g + i] & 0x0f) | ((c[8 * g + 4 + i] & 0x0f) << 4));
 }
 
-// Interleaves block b of the 8 plain rows (rows8[r]) into out (every byte written).
-void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *out) {
+// Interleaves block b of the G plain rows (rows[r]) into out (every byte written).
+template <int G>
+void pack_block(GgmlType t, const uint8_t *const *rows, int64_t b, uint8_t *out) {
     const size_t bs = type_traits(t).type_size;
     uint8_t c[256];
     switch (t) {
         case GgmlType::F16:
         case GgmlType::BF16:
-            for (int r = 0; r < 8; ++r) std::memcpy(out + 16 * r, rows8[r] + 16 * b, 16);
+            for (int r = 0; r < G; ++r) std::memcpy(out + 16 * r, rows[r] + 16 * b, 16);
             return;
         case GgmlType::Q4_0: {
-            auto *x = reinterpret_cast<block_q4_0x8 *>(out);
-            for (int r = 0; r < 8; ++r) {
-                const uint8_t *p = rows8[r] + b * bs;
+            auto *x = reinterpret_cast<block_q4_0xG<G> *>(out);
+            for (int r = 0; r < G; ++r) {
+                const uint8_t *p = rows[r] + b * bs;
                 std::memcpy(&x->d[r], p + offsetof(block_q4_0, d), sizeof(fp16_t));
                 decode_codes(t, p, c);
-                put_nibbles(c, r, x->qs);
+                put_nibbles(G, c, r, x->qs);
             }
             return;
         }
         case GgmlType::Q5_0: {
-            auto *x = reinterpret_cast<block_q5_0x8 *>(out);
-            for (int r = 0; r < 8; ++r) {
-                const uint8_t *p = rows8[r] + b * bs;
+            auto *x = reinterpret_cast<block_q5_0xG<G> *>(out);
+            for (int r = 0; r < G; ++r) {
+                const uint8_t *p = rows[r] + b * bs;
                 std::memcpy(&x->d[r], p + offsetof(block_q5_0, d), sizeof(fp16_t));
                 decode_codes(t, p, c);
-                put_nibbles(c, r, x->qs);
+                put_nibbles(G, c, r, x->qs);
                 for (int i = 0; i < 4; ++i) {
                     uint8_t h = 0;
                     for (int g = 0; g < 4; ++g)
@@ -185,40 +192,40 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
             return;
         }
         case GgmlType::Q8_0: {
-            auto *x = reinterpret_cast<block_q8_0x8 *>(out);
-            for (int r = 0; r < 8; ++r) {
-                const uint8_t *p = rows8[r] + b * bs;
+            auto *x = reinterpret_cast<block_q8_0xG<G> *>(out);
+            for (int r = 0; r < G; ++r) {
+                const uint8_t *p = rows[r] + b * bs;
                 std::memcpy(&x->d[r], p + offsetof(block_q8_0, d), sizeof(fp16_t));
                 for (int g = 0; g < 8; ++g)
-                    std::memcpy(&x->qs[32 * g + 4 * r], p + offsetof(block_q8_0, qs) + 4 * g, 4);
+                    std::memcpy(&x->qs[4 * G * g + 4 * r], p + offsetof(block_q8_0, qs) + 4 * g, 4);
             }
             return;
         }
         case GgmlType::Q4_K: {
-            auto *x = reinterpret_cast<block_q4_Kx8 *>(out);
-            for (int r = 0; r < 8; ++r) {
-                const uint8_t *p = rows8[r] + b * bs;
+            auto *x = reinterpret_cast<block_q4_KxG<G> *>(out);
+            for (int r = 0; r < G; ++r) {
+                const uint8_t *p = rows[r] + b * bs;
                 std::memcpy(&x->d[r], p + offsetof(block_q4_K, d), sizeof(fp16_t));
                 std::memcpy(&x->dmin[r], p + offsetof(block_q4_K, dmin), sizeof(fp16_t));
                 for (int j = 0; j < 8; ++j)
                     q4_K_scale_min(p + offsetof(block_q4_K, scales), j, &x->scales[j][r],
                                    &x->mins[j / 2][r][j % 2]);
                 decode_codes(t, p, c);
-                for (int j = 0; j < 8; ++j) put_nibbles(c + 32 * j, r, &x->qs[j][0][0]);
+                for (int j = 0; j < 8; ++j) put_nibbles(G, c + 32 * j, r, &x->qs[j][0][0]);
             }
             return;
         }
         case GgmlType::Q6_K: {
-            auto *x = reinterpret_cast<block_q6_Kx8 *>(out);
-            for (int r = 0; r < 8; ++r) {
-                const uint8_t *p = rows8[r] + b * bs;
+            auto *x = reinterpret_cast<block_q6_KxG<G> *>(out);
+            for (int r = 0; r < G; ++r) {
+                const uint8_t *p = rows[r] + b * bs;
                 std::memcpy(&x->d[r], p + offsetof(block_q6_K, d), sizeof(fp16_t));
                 for (int k = 0; k < 16; ++k)
                     x->scales[k][r] = static_cast<int8_t>(p[offsetof(block_q6_K, scales) + k]);
                 decode_codes(t, p, c);
                 for (int j = 0; j < 8; ++j) {
                     const uint8_t *cj = c + 32 * j;
-                    put_nibbles(cj, r, &x->ql[j][0][0]);
+                    put_nibbles(G, cj, r, &x->ql[j][0][0]);
                     for (int h = 0; h < 2; ++h)
                         for (int i = 0; i < 4; ++i) {
                             const uint8_t *e =
@@ -236,6 +243,7 @@ void pack_block(GgmlType t, const uint8_t *const rows8[8], int64_t b, uint8_t *o
 }
 
 // Writes block b of row r of an interleaved group back in the plain layout.
+template <int G>
 void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *out) {
     switch (t) {
         case GgmlType::F16:
@@ -243,19 +251,19 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
             std::memcpy(out, group + b * static_cast<int64_t>(sizeof(block_f16x8)) + 16 * r, 16);
             return;
         case GgmlType::Q4_0: {
-            const auto x = load_block<block_q4_0x8>(group, b);
+            const auto x = load_block<block_q4_0xG<G>>(group, b);
             block_q4_0 p{};
             p.d = x.d[r];
-            for (int e = 0; e < 32; ++e) set_q4_0_code(p, e, (x.qs[nib_byte(r, e)] >> nib_shift(e)) & 0x0f);
+            for (int e = 0; e < 32; ++e) set_q4_0_code(p, e, (x.qs[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f);
             std::memcpy(out, &p, sizeof p);
             return;
         }
         case GgmlType::Q5_0: {
-            const auto x = load_block<block_q5_0x8>(group, b);
+            const auto x = load_block<block_q5_0xG<G>>(group, b);
             block_q5_0 p{};
             p.d = x.d[r];
             for (int e = 0; e < 32; ++e) {
-                const int lo = (x.qs[nib_byte(r, e)] >> nib_shift(e)) & 0x0f;
+                const int lo = (x.qs[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f;
                 const int g = e / 8, second = (e % 8) >= 4;
                 const int hi = (x.qh[4 * r + e % 4] >> (2 * g + second)) & 1;
                 p.qs[e % 16] |= static_cast<uint8_t>(lo << (e < 16 ? 0 : 4));
@@ -265,15 +273,15 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
             return;
         }
         case GgmlType::Q8_0: {
-            const auto x = load_block<block_q8_0x8>(group, b);
+            const auto x = load_block<block_q8_0xG<G>>(group, b);
             block_q8_0 p{};
             p.d = x.d[r];
-            for (int e = 0; e < 32; ++e) p.qs[e] = x.qs[32 * (e / 4) + 4 * r + e % 4];
+            for (int e = 0; e < 32; ++e) p.qs[e] = x.qs[4 * G * (e / 4) + 4 * r + e % 4];
             std::memcpy(out, &p, sizeof p);
             return;
         }
         case GgmlType::Q4_K: {
-            const auto x = load_block<block_q4_Kx8>(group, b);
+            const auto x = load_block<block_q4_KxG<G>>(group, b);
             block_q4_K p{};
             p.d = x.d[r];
             p.dmin = x.dmin[r];
@@ -282,21 +290,21 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
                 sc[j] = x.scales[j][r];
                 mn[j] = x.mins[j / 2][r][j % 2];
                 for (int e = 0; e < 32; ++e)
-                    set_q4_K_code(p, 32 * j + e, ((&x.qs[j][0][0])[nib_byte(r, e)] >> nib_shift(e)) & 0x0f);
+                    set_q4_K_code(p, 32 * j + e, ((&x.qs[j][0][0])[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f);
             }
             q4_K_pack_scales(sc, mn, p.scales);
             std::memcpy(out, &p, sizeof p);
             return;
         }
         case GgmlType::Q6_K: {
-            const auto x = load_block<block_q6_Kx8>(group, b);
+            const auto x = load_block<block_q6_KxG<G>>(group, b);
             block_q6_K p{};
             p.d = x.d[r];
             for (int k = 0; k < 16; ++k) p.scales[k] = x.scales[k][r];
             for (int j = 0; j < 8; ++j) {
                 for (int e = 0; e < 32; ++e) {
-                    const int lo = ((&x.ql[j][0][0])[nib_byte(r, e)] >> nib_shift(e)) & 0x0f;
-                    const int hi = ((&x.qh[j][0][0])[q6_qh_byte(r, e)] >> q6_qh_shift(e)) & 3;
+                    const int lo = ((&x.ql[j][0][0])[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f;
+                    const int hi = ((&x.qh[j][0][0])[q6_qh_byte(G, r, e)] >> q6_qh_shift(e)) & 3;
                     set_q6_K_code(p, 32 * j + e, static_cast<uint8_t>(lo | (hi << 4)));
                 }
             }
@@ -308,15 +316,21 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
     }
 }
 
+void check_group(GgmlType t, int group) {
+    if (block_bytes(t, group) == 0)
+        throw Error(std::string("no interleaved layout for ") + type_name(t) + " in groups of " +
+                    std::to_string(group) + " rows");
+}
+
 }  // namespace
 
-int32_t *x8_sums_scratch(size_t n) {
+int32_t *kernel_sums_scratch(size_t n) {
     thread_local std::vector<int32_t> buf;
     if (buf.size() < n) buf.resize(n);
     return buf.data();
 }
 
-uint8_t *x8_tile_scratch(size_t n) {
+uint8_t *kernel_tile_scratch(size_t n) {
     struct Aligned {
         alignas(64) uint8_t b[64];
     };
@@ -326,41 +340,51 @@ uint8_t *x8_tile_scratch(size_t n) {
 }
 
 int64_t interleave_block_elems(GgmlType t) {
-    if (x8_block_bytes(t) == 0) return 0;
+    if (block_bytes(t, 8) == 0) return 0;
     return t == GgmlType::F16 || t == GgmlType::BF16 ? 8 : type_traits(t).block_size;
 }
 
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols) {
-    if (x8_block_bytes(t) == 0 || rows <= 0 || cols <= 0) return false;
+    if (block_bytes(t, 8) == 0 || rows <= 0 || cols <= 0) return false;
     return cols % interleave_block_elems(t) == 0;
 }
 
-size_t interleaved_row_bytes(GgmlType t, int64_t cols) {
-    return x8_block_bytes(t) / kInterleaveRows * static_cast<size_t>(cols / interleave_block_elems(t));
+bool has_group_layout(GgmlType t, int group) {
+    return block_bytes(t, group) > 0;
 }
 
-void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols,
+size_t interleaved_row_bytes(GgmlType t, int64_t cols) {
+    return block_bytes(t, 8) / 8 * static_cast<size_t>(cols / interleave_block_elems(t));
+}
+
+void interleave_rows(GgmlType t, int group, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols,
                      uint8_t *dst) {
     if (!can_interleave(t, rows, cols))
         throw Error(std::string("cannot interleave a ") + type_name(t) + " matrix of " +
                     std::to_string(rows) + " x " + std::to_string(cols));
+    check_group(t, group);
     const int64_t nb = cols / interleave_block_elems(t);
-    const size_t xb = x8_block_bytes(t);
-    const size_t group_bytes = interleaved_row_bytes(t, cols) * kInterleaveRows;
+    const size_t xb = block_bytes(t, group);
+    const size_t group_bytes = interleaved_row_bytes(t, cols) * group;
     const std::vector<uint8_t> zero_row(src_row_bytes, 0);  // the padding rows of a last partial group
     auto pack_groups = [&](int64_t q0, int64_t q1) {
         for (int64_t q = q0; q < q1; ++q) {
-            const uint8_t *rows8[8];
-            for (int r = 0; r < 8; ++r) {
-                const int64_t row = q * kInterleaveRows + r;
-                rows8[r] = row < rows ? src + row * src_row_bytes : zero_row.data();
+            const uint8_t *rows_g[kMaxGroupRows];
+            for (int r = 0; r < group; ++r) {
+                const int64_t row = q * group + r;
+                rows_g[r] = row < rows ? src + row * src_row_bytes : zero_row.data();
             }
             uint8_t *out = dst + q * group_bytes;
-            for (int64_t b = 0; b < nb; ++b) pack_block(t, rows8, b, out + b * xb);
+            for (int64_t b = 0; b < nb; ++b) {
+                if (group == 8)
+                    pack_block<8>(t, rows_g, b, out + b * xb);
+                else
+                    pack_block<16>(t, rows_g, b, out + b * xb);
+            }
         }
     };
     // Loading is otherwise a page-fault-bound copy: use the machine's cores for big matrices.
-    const int64_t n_groups = interleaved_rows(rows) / kInterleaveRows;
+    const int64_t n_groups = interleaved_rows(rows, group) / group;
     const int64_t n_threads =
         std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1,
                             std::max<int64_t>(1, n_groups * static_cast<int64_t>(group_bytes) >> 20));
@@ -371,29 +395,34 @@ void interleave_rows(GgmlType t, const uint8_t *src, size_t src_row_bytes, int64
     for (std::thread &th : helpers) th.join();
 }
 
-void deinterleave_row(GgmlType t, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols,
+void deinterleave_row(GgmlType t, int group, const uint8_t *src, size_t row_bytes, int64_t row, int64_t cols,
                       uint8_t *dst) {
-    if (x8_block_bytes(t) == 0) throw Error(std::string("no interleaved layout for ") + type_name(t));
+    check_group(t, group);
     const int64_t nb = cols / interleave_block_elems(t);
-    const size_t plain_block = plain_x8_part_bytes(t);
-    const uint8_t *group = src + (row / kInterleaveRows) * kInterleaveRows * row_bytes;
-    for (int64_t b = 0; b < nb; ++b)
-        unpack_block(t, group, b, static_cast<int>(row % kInterleaveRows), dst + b * plain_block);
+    const size_t plain_block = plain_part_bytes(t);
+    const uint8_t *g = src + (row / group) * group * row_bytes;
+    const int r = static_cast<int>(row % group);
+    for (int64_t b = 0; b < nb; ++b) {
+        if (group == 8)
+            unpack_block<8>(t, g, b, r, dst + b * plain_block);
+        else
+            unpack_block<16>(t, g, b, r, dst + b * plain_block);
+    }
 }
 
 // Each group's rows back in the plain layout, then one reference dot per output: the scalar level's values
 // are those of its plain gemm.
-void gemm_x8_ref(GgmlType t, int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
-                 size_t act_stride, int64_t n_act, float *y, int64_t ldy) {
+void gemm_interleaved_ref(GgmlType t, int group, int64_t n, const void *w, size_t w_stride, int64_t n_rows,
+                          const void *act, size_t act_stride, int64_t n_act, float *y, int64_t ldy) {
     const auto *wb = static_cast<const uint8_t *>(w);
     const auto *ab = static_cast<const uint8_t *>(act);
     const size_t plain_row = row_size(t, n);
-    std::vector<uint8_t> plain(plain_row * kInterleaveRows);
-    for (int64_t g0 = 0; g0 < n_rows; g0 += kInterleaveRows) {
-        for (int r = 0; r < kInterleaveRows; ++r)
-            deinterleave_row(t, wb + g0 * w_stride, w_stride, r, n, plain.data() + r * plain_row);
+    std::vector<uint8_t> plain(plain_row * group);
+    for (int64_t g0 = 0; g0 < n_rows; g0 += group) {
+        for (int r = 0; r < group; ++r)
+            deinterleave_row(t, group, wb + g0 * w_stride, w_stride, r, n, plain.data() + r * plain_row);
         for (int64_t c = 0; c < n_act; ++c)
-            for (int r = 0; r < kInterleaveRows; ++r)
+            for (int r = 0; r < group; ++r)
                 y[c * ldy + g0 + r] = vec_dot_ref(t, n, plain.data() + r * plain_row, ab + c * act_stride);
     }
 }

@@ -16,7 +16,7 @@ constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // Activation rows per pass over a row chunk: their converted blocks stay in L2 while a weight tile
 // (4 rows) in L1 meets all of them.
 constexpr int64_t kTokenChunk = 64;
-// Kernels that stage both operands per call (TypeKernels::gemm_x8_stages) get calls of up to this many
+// Kernels that stage both operands per call (TypeKernels::gemm_interleaved_stages) get calls of up to this many
 // activation rows and kStagedRowChunk weight rows, so that staging is a small part of each call.
 constexpr int64_t kStagedTokenChunk = 128;
 constexpr int64_t kStagedRowChunk = 256;
@@ -32,11 +32,12 @@ struct Target {
     float *y;
     int64_t ldy;
     GemmFn gemm;
-    int64_t full_rows;  // rows the kernel computes in place (interleaved: whole groups of 8)
+    int64_t full_rows;  // rows the kernel computes in place (interleaved: whole groups)
 };
 
 // Rows [r0, r0 + nr) of one target for tokens [t0, t0 + nt). An interleaved matrix whose row count is not a
-// multiple of 8 keeps a zero-padded last group: its rows are computed into a buffer and the real ones copied.
+// multiple of its group keeps a zero-padded last group: its rows are computed into a buffer and the real ones
+// copied.
 void run_item(const Target &t, const uint8_t *act, size_t act_row, int64_t t0, int64_t nt, int64_t r0,
               int64_t nr) {
     const WeightView &w = *t.w;
@@ -46,12 +47,11 @@ void run_item(const Target &t, const uint8_t *act, size_t act_row, int64_t t0, i
                t.y + t0 * t.ldy + r0, t.ldy);
     if (in_place == nr) return;
     const int64_t g0 = t.full_rows;  // the padded group
-    float tail[kMaxTokenChunk * kInterleaveRows];
-    t.gemm(w.cols, w.data + g0 * w.row_bytes, w.row_bytes, kInterleaveRows, act + t0 * act_row, act_row, nt,
-           tail, kInterleaveRows);
+    const int g = w.group_rows;
+    float tail[kMaxTokenChunk * kMaxGroupRows];
+    t.gemm(w.cols, w.data + g0 * w.row_bytes, w.row_bytes, g, act + t0 * act_row, act_row, nt, tail, g);
     for (int64_t i = 0; i < nt; ++i)
-        for (int64_t r = g0; r < w.rows; ++r)
-            t.y[(t0 + i) * t.ldy + r] = tail[i * kInterleaveRows + (r - g0)];
+        for (int64_t r = g0; r < w.rows; ++r) t.y[(t0 + i) * t.ldy + r] = tail[i * g + (r - g0)];
 }
 
 }  // namespace
@@ -82,12 +82,14 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     for (int i = 0; i < n_outs; ++i) {
         const WeightView &w = *outs[i].w;
         const TypeKernels &k = type_kernels(w.type);
-        const GemmFn gemm = w.interleaved ? k.gemm_x8 : k.gemm;
-        if (!gemm) throw Error(std::string("no interleaved kernel for ") + type_name(w.type));
+        const GemmFn gemm = w.interleaved() ? k.gemm_interleaved : k.gemm;
+        if (w.interleaved() && (!gemm || w.group_rows != k.group_rows))
+            throw Error(std::string("no kernel for ") + type_name(w.type) + " weights interleaved in groups of " +
+                        std::to_string(w.group_rows) + " rows");
         targets[i] = {&w, outs[i].y, outs[i].ldy, gemm,
-                      w.interleaved ? w.rows / kInterleaveRows * kInterleaveRows : w.rows};
+                      w.interleaved() ? w.rows / w.group_rows * w.group_rows : w.rows};
         work += w.rows * w.cols * n_tokens;
-        staged = staged && w.interleaved && k.gemm_x8_stages;
+        staged = staged && w.interleaved() && k.gemm_interleaved_stages;
     }
     const int64_t token_chunk = staged ? kStagedTokenChunk : kTokenChunk;
 
@@ -118,17 +120,14 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
 
     // Work items: (target, token chunk, row chunk) in the order the weights lie in memory; each thread
     // streams its own contiguous share and then helps with the others' (ThreadPool::for_each_item). Row
-    // chunks are whole 8-row groups (and 4-row tiles), about 8 per thread and token chunk of the largest
-    // target, at least 16 rows.
+    // chunks are whole groups of 16 rows (so of 8 too, and of 4-row tiles), about 8 per thread and token
+    // chunk of the largest target, at least 16 rows.
     const int64_t n_tc = (n_tokens + token_chunk - 1) / token_chunk;
     int64_t max_rows = 0;
     for (int i = 0; i < n_outs; ++i) max_rows = std::max(max_rows, targets[i].w->rows);
     int64_t row_chunk = (max_rows + 8 * nth - 1) / (8 * nth);
-    row_chunk = std::max<int64_t>(16, (row_chunk + 7) / 8 * 8);
-    if (staged)
-        row_chunk = std::min<int64_t>((row_chunk + 15) / 16 * 16, kStagedRowChunk);  // whole pairs of groups
-    else if (n_tokens > 4)
-        row_chunk = std::min<int64_t>(row_chunk, 64);
+    row_chunk = std::max<int64_t>(16, (row_chunk + 15) / 16 * 16);
+    row_chunk = std::min<int64_t>(row_chunk, staged ? kStagedRowChunk : n_tokens > 4 ? 64 : row_chunk);
     int64_t first_item[kMaxSharedOutputs + 1];
     first_item[0] = 0;
     for (int i = 0; i < n_outs; ++i)
@@ -151,10 +150,10 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
 
 void weight_row_to_f32(const WeightView &w, int64_t row, float *dst) {
     if (row < 0 || row >= w.rows) throw Error("weight row " + std::to_string(row) + " out of range");
-    if (w.interleaved) {
+    if (w.interleaved()) {
         thread_local std::vector<uint8_t> plain;  // one row, reused by every lookup of this thread
         plain.resize(row_size(w.type, w.cols));
-        deinterleave_row(w.type, w.data, w.row_bytes, row, w.cols, plain.data());
+        deinterleave_row(w.type, w.group_rows, w.data, w.row_bytes, row, w.cols, plain.data());
         dequantize_row(w.type, plain.data(), dst, w.cols);
         return;
     }

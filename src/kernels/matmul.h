@@ -20,10 +20,12 @@ struct WeightView {
     int64_t rows = 0;
     int64_t cols = 0;
     size_t row_bytes = 0;
-    // Rows kept in groups of 8 interleaved rows (kernels/interleave.h; row_bytes = interleaved_row_bytes,
-    // a group is 8 * row_bytes, the last group zero-padded when rows % 8 != 0). A view of a row range of
-    // such a matrix must start at a multiple of 8.
-    bool interleaved = false;
+    // 0: the GGUF rows. Otherwise the rows are kept in groups of group_rows interleaved rows
+    // (kernels/interleave.h; row_bytes = interleaved_row_bytes, a group is group_rows * row_bytes, the last
+    // group zero-padded when rows % group_rows != 0), as type_kernels(type).group_rows reads them. A view
+    // of a row range of such a matrix must start at a group boundary.
+    int group_rows = 0;
+    bool interleaved() const { return group_rows > 0; }
 };
 
 // Scratch memory reused across calls (the converted activations).

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "kernels/dot.h"
 #include "kernels/interleave.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -153,9 +154,11 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     if (todo.empty()) return;
     // One buffer for all copies, laid out in the order a forward pass reads them (todo's order), each
     // copy starting on a cache line.
-    auto copy_bytes = [](const kernels::WeightView &w) {
+    // Each matrix in the groups the active level's kernels read.
+    auto group_of = [](const kernels::WeightView &w) { return kernels::type_kernels(w.type).group_rows; };
+    auto copy_bytes = [&](const kernels::WeightView &w) {
         const size_t n = kernels::interleaved_row_bytes(w.type, w.cols) *
-                         static_cast<size_t>(kernels::interleaved_rows(w.rows));
+                         static_cast<size_t>(kernels::interleaved_rows(w.rows, group_of(w)));
         return (n + 63) / 64 * 64;
     };
     uint64_t total = 0, done = 0;
@@ -169,11 +172,12 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     for (kernels::WeightView *w : todo) {
         const size_t plain = w->row_bytes * static_cast<size_t>(w->rows);
         const size_t bytes = copy_bytes(*w);
-        kernels::interleave_rows(w->type, w->data, w->row_bytes, w->rows, w->cols, dst);
+        const int group = group_of(*w);
+        kernels::interleave_rows(w->type, group, w->data, w->row_bytes, w->rows, w->cols, dst);
         file_->release_pages(w->data, plain);
         w->data = dst;
         w->row_bytes = kernels::interleaved_row_bytes(w->type, w->cols);
-        w->interleaved = true;
+        w->group_rows = group;
         dst += bytes;
         done += plain;
         if (opts.progress &&

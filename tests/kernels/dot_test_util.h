@@ -39,7 +39,7 @@ inline std::vector<kernels::Isa> available_isas() {
 }
 
 // The levels whose interleaved gemm differs: the AMX level differs from AVX-512 only there.
-inline std::vector<kernels::Isa> available_x8_isas() {
+inline std::vector<kernels::Isa> available_interleaved_isas() {
     std::vector<kernels::Isa> v = available_isas();
     if (kernels::isa_detected() == kernels::Isa::Amx) v.push_back(kernels::Isa::Amx);
     return v;

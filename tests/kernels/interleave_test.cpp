@@ -1,6 +1,7 @@
-// Interleaved weights (kernels/interleave.h): the layout round-trips every row byte for byte, and the
-// gemm_x8 kernel of every ISA this CPU runs matches an exact evaluation of the plain rows' block formula,
-// with a value that does not depend on the tile an output falls in. matmul over an interleaved view is
+// Interleaved weights (kernels/interleave.h): the layout round-trips every row byte for byte in groups of 8
+// and 16 rows, and the interleaved gemm of every ISA this CPU runs matches an exact evaluation of the plain
+// rows' block formula, with a value that does not depend on the tile an output falls in, nor (integer
+// types) on the group size. matmul over an interleaved view is
 // checked against the exact value too (its summation order differs from the plain kernels', so not bit for
 // bit).
 #include "kernels/interleave.h"
@@ -29,7 +30,7 @@ struct Mat {
     std::vector<uint8_t> plain, packed;
 };
 
-Mat make_mat(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
+Mat make_mat(GgmlType t, int64_t rows, int64_t cols, uint32_t seed, int group) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> mag(-1.0f, 1.0f);
@@ -44,8 +45,8 @@ Mat make_mat(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
         if (r % 5 == 1) row[cols - 1] = -60.0f * s;
         quantize_row(t, row.data(), m.plain.data() + r * m.row_bytes, cols);
     }
-    m.packed.resize(m.packed_row_bytes * interleaved_rows(rows));
-    interleave_rows(t, m.plain.data(), m.row_bytes, rows, cols, m.packed.data());
+    m.packed.resize(m.packed_row_bytes * interleaved_rows(rows, group));
+    interleave_rows(t, group, m.plain.data(), m.row_bytes, rows, cols, m.packed.data());
     return m;
 }
 
@@ -80,14 +81,23 @@ TEST(Interleave, Eligibility) {
     EXPECT_TRUE(can_interleave(GgmlType::Q4_0, 8, 32));
     EXPECT_TRUE(can_interleave(GgmlType::Q8_0, 2048, 5632));
     EXPECT_TRUE(can_interleave(GgmlType::Q4_0, 12, 64));  // a padded last group
-    EXPECT_EQ(interleaved_rows(12), 16);
-    EXPECT_EQ(interleaved_rows(16), 16);
+    EXPECT_EQ(interleaved_rows(12, 8), 16);
+    EXPECT_EQ(interleaved_rows(16, 8), 16);
+    EXPECT_EQ(interleaved_rows(12, 16), 16);
+    EXPECT_EQ(interleaved_rows(17, 16), 32);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+        EXPECT_TRUE(has_group_layout(t, 8)) << type_name(t);
+        EXPECT_TRUE(has_group_layout(t, 16)) << type_name(t);
+    }
+    EXPECT_TRUE(has_group_layout(GgmlType::F16, 8));
+    EXPECT_FALSE(has_group_layout(GgmlType::F16, 16));  // two rows per 512-bit register instead
+    EXPECT_FALSE(has_group_layout(GgmlType::Q4_0, 4));
     EXPECT_TRUE(can_interleave(GgmlType::Q4_K, 8, 256));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_K, 8, 288));  // not whole super-blocks
     EXPECT_FALSE(can_interleave(GgmlType::Q5_K, 8, 256));  // no interleaved layout
     EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_0, 64), row_size(GgmlType::Q4_0, 64));
     EXPECT_EQ(interleaved_row_bytes(GgmlType::Q6_K, 512), row_size(GgmlType::Q6_K, 512));
-    EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_K, 512), 2 * sizeof(block_q4_Kx8) / 8);
+    EXPECT_EQ(interleaved_row_bytes(GgmlType::Q4_K, 512), 2 * sizeof(block_q4_KxG<16>) / 16);
     EXPECT_TRUE(can_interleave(GgmlType::F16, 8, 64));
     EXPECT_TRUE(can_interleave(GgmlType::BF16, 3, 2048));
     EXPECT_FALSE(can_interleave(GgmlType::F16, 8, 60));  // not whole 8-element blocks
@@ -96,42 +106,50 @@ TEST(Interleave, Eligibility) {
     EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 0, 32));
     std::vector<uint8_t> buf(row_size(GgmlType::Q4_K, 256) * 8);
     EXPECT_THROW(
-        interleave_rows(GgmlType::Q5_K, buf.data(), row_size(GgmlType::Q5_K, 256), 8, 256, buf.data()),
+        interleave_rows(GgmlType::Q5_K, 8, buf.data(), row_size(GgmlType::Q5_K, 256), 8, 256, buf.data()),
+        Error);
+    EXPECT_THROW(
+        interleave_rows(GgmlType::F16, 16, buf.data(), row_size(GgmlType::F16, 256), 8, 256, buf.data()),
         Error);
 }
 
 TEST(Interleave, RoundTripsEveryRow) {
-    for (GgmlType t : kTypes) {
-        const Mat m = make_mat(t, 24, 3 * interleave_block_elems(t), 3);
-        EXPECT_NE(m.plain, m.packed);
-        std::vector<uint8_t> row(m.row_bytes);
-        for (int64_t r = 0; r < m.rows; ++r) {
-            deinterleave_row(t, m.packed.data(), m.packed_row_bytes, r, m.cols, row.data());
-            ASSERT_EQ(0, std::memcmp(row.data(), m.plain.data() + r * m.row_bytes, m.row_bytes))
-                << type_name(t) << " row " << r;
+    for (int group : {8, 16}) {
+        for (GgmlType t : kTypes) {
+            if (!has_group_layout(t, group)) continue;
+            const Mat m = make_mat(t, 40, 3 * interleave_block_elems(t), 3, group);
+            EXPECT_NE(m.plain, m.packed);
+            std::vector<uint8_t> row(m.row_bytes);
+            for (int64_t r = 0; r < m.rows; ++r) {
+                deinterleave_row(t, group, m.packed.data(), m.packed_row_bytes, r, m.cols, row.data());
+                ASSERT_EQ(0, std::memcmp(row.data(), m.plain.data() + r * m.row_bytes, m.row_bytes))
+                    << type_name(t) << " group " << group << " row " << r;
+            }
         }
     }
 }
 
-class GemmX8Test : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {};
+class GemmInterleavedTest : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {};
 
-TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
+TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
     const auto [t, isa] = GetParam();
     const TypeKernels &k = type_kernels(t, isa);
-    ASSERT_NE(k.gemm_x8, nullptr);
+    ASSERT_NE(k.gemm_interleaved, nullptr);
+    const int g = k.group_rows;
+    ASSERT_TRUE(has_group_layout(t, g));
     uint32_t seed = 11;
     for (int64_t cols : cols_for(t)) {
-        for (int64_t rows : {8, 16, 40}) {
+        for (int64_t rows : {g, 2 * g, 5 * g}) {
             for (int64_t n_act : {1, 2, 3, 4, 5, 7, 9, 16, 17, 35}) {  // 16+: AMX tiles and their tail
                 SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " acts " +
                              std::to_string(n_act));
-                const Mat m = make_mat(t, rows, cols, seed++);
+                const Mat m = make_mat(t, rows, cols, seed++, g);
                 size_t act_row = 0;
                 const std::vector<uint8_t> act = make_act(t, n_act, cols, seed++, &act_row);
                 const int64_t ldy = rows + 3;
                 std::vector<float> y(n_act * ldy, -7.0f);
-                k.gemm_x8(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act,
-                          y.data(), ldy);
+                k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act,
+                                   y.data(), ldy);
                 for (int64_t c = 0; c < n_act; ++c) {
                     for (int64_t r = 0; r < ldy; ++r) {
                         const float got = y[c * ldy + r];
@@ -143,10 +161,10 @@ TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
                                                                 act.data() + c * act_row);
                         ASSERT_LE(std::fabs(got - e.sum), bound(cols, e.abs)) << "act " << c << " row " << r;
                         // The same output alone (one group, one activation) has the same bits.
-                        const int64_t g0 = r / 8 * 8;
-                        float one[8];
-                        k.gemm_x8(cols, m.packed.data() + g0 * m.packed_row_bytes, m.packed_row_bytes, 8,
-                                  act.data() + c * act_row, act_row, 1, one, 8);
+                        const int64_t g0 = r / g * g;
+                        float one[kMaxGroupRows];
+                        k.gemm_interleaved(cols, m.packed.data() + g0 * m.packed_row_bytes, m.packed_row_bytes, g,
+                                           act.data() + c * act_row, act_row, 1, one, g);
                         ASSERT_EQ(got, one[r - g0]) << "act " << c << " row " << r;
                     }
                 }
@@ -155,13 +173,36 @@ TEST_P(GemmX8Test, MatchesExactAndIsTileInvariant) {
     }
 }
 
+// The 512-bit kernels over 16-row groups give every row of an integer type the bits the 256-bit kernels
+// give it over 8-row groups (exact integer sums, the same float steps): the two levels agree exactly.
+TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
+    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+        SCOPED_TRACE(type_name(t));
+        const TypeKernels &k8 = type_kernels(t, Isa::Avx2), &k16 = type_kernels(t, Isa::Avx512);
+        ASSERT_EQ(k8.group_rows, 8);
+        ASSERT_EQ(k16.group_rows, 16);
+        const int64_t rows = 48, cols = cols_for(t).back(), n_act = 5;
+        const Mat m8 = make_mat(t, rows, cols, 21, 8), m16 = make_mat(t, rows, cols, 21, 16);
+        ASSERT_EQ(m8.plain, m16.plain);
+        size_t act_row = 0;
+        const std::vector<uint8_t> act = make_act(t, n_act, cols, 22, &act_row);
+        std::vector<float> y8(n_act * rows), y16(n_act * rows);
+        k8.gemm_interleaved(cols, m8.packed.data(), m8.packed_row_bytes, rows, act.data(), act_row, n_act, y8.data(),
+                            rows);
+        k16.gemm_interleaved(cols, m16.packed.data(), m16.packed_row_bytes, rows, act.data(), act_row, n_act,
+                             y16.data(), rows);
+        EXPECT_EQ(y8, y16);
+    }
+}
+
 std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>> &info) {
     return std::string(type_name(std::get<0>(info.param))) + "_" + isa_name(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, GemmX8Test,
+INSTANTIATE_TEST_SUITE_P(Types, GemmInterleavedTest,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
-                                            ::testing::ValuesIn(test::available_x8_isas())),
+                                            ::testing::ValuesIn(test::available_interleaved_isas())),
                          param_name);
 
 // matmul over an interleaved view, threaded, with token counts across the chunk size, against the exact
@@ -171,8 +212,9 @@ TEST(Interleave, MatmulOverInterleavedView) {
     MatmulScratch scratch;
     for (GgmlType t : kTypes) {
         const int64_t rows = 136, cols = 512;
-        const Mat m = make_mat(t, rows, cols, 77);
-        WeightView w{t, m.packed.data(), rows, cols, m.packed_row_bytes, true};
+        const int group = type_kernels(t).group_rows;
+        const Mat m = make_mat(t, rows, cols, 77, group);
+        WeightView w{t, m.packed.data(), rows, cols, m.packed_row_bytes, group};
         for (int64_t n_tok : {1, 5, 70}) {
             std::mt19937 rng(5);
             std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -192,7 +234,7 @@ TEST(Interleave, MatmulOverInterleavedView) {
             }
         }
         std::vector<float> got(cols), want(cols);
-        for (int64_t r : {0, 7, 8, 135}) {
+        for (int64_t r : {0, 7, 8, 15, 16, 135}) {
             weight_row_to_f32(w, r, got.data());
             dequantize_row(t, m.plain.data() + r * m.row_bytes, want.data(), cols);
             EXPECT_EQ(got, want) << "row " << r;
@@ -200,8 +242,8 @@ TEST(Interleave, MatmulOverInterleavedView) {
     }
 }
 
-// A row count that is not a multiple of 8 (a vocabulary): the last group is zero-padded, matmul writes only
-// the real rows, and q/k/v-style calls sharing one input give the values of separate calls.
+// A row count that is not a multiple of the group (a vocabulary): the last group is zero-padded, matmul
+// writes only the real rows, and q/k/v-style calls sharing one input give the values of separate calls.
 TEST(Interleave, PaddedLastGroupAndSharedInput) {
     ThreadPool pool(2);
     MatmulScratch scratch;
@@ -209,13 +251,13 @@ TEST(Interleave, PaddedLastGroupAndSharedInput) {
         SCOPED_TRACE(type_name(t));
         const int64_t cols = 2 * interleave_block_elems(t);
         const int64_t rows_a = 77, rows_b = 24, rows_c = 5;
-        const Mat a = make_mat(t, rows_a, cols, 1), b = make_mat(t, rows_b, cols, 2),
-                  c = make_mat(t, rows_c, cols, 3);
-        EXPECT_EQ(a.packed.size(), a.packed_row_bytes * 80);
-        const WeightView wa{t, a.packed.data(), rows_a, cols, a.packed_row_bytes, true};
-        const WeightView wb{t, b.packed.data(), rows_b, cols, b.packed_row_bytes, true};
-        const WeightView wc{t,    c.plain.data(), rows_c,
-                            cols, c.row_bytes,    false};  // a plain one in the same call
+        const int group = type_kernels(t).group_rows;
+        const Mat a = make_mat(t, rows_a, cols, 1, group), b = make_mat(t, rows_b, cols, 2, group),
+                  c = make_mat(t, rows_c, cols, 3, group);
+        EXPECT_EQ(a.packed.size(), a.packed_row_bytes * interleaved_rows(rows_a, group));
+        const WeightView wa{t, a.packed.data(), rows_a, cols, a.packed_row_bytes, group};
+        const WeightView wb{t, b.packed.data(), rows_b, cols, b.packed_row_bytes, group};
+        const WeightView wc{t, c.plain.data(), rows_c, cols, c.row_bytes, 0};  // a plain one in the same call
         for (int64_t n_tok : {1, 3, 67}) {
             std::mt19937 rng(9);
             std::normal_distribution<float> normal(0.0f, 1.0f);

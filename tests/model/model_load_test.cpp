@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "gguf/gguf.h"
+#include "kernels/dot.h"
 #include "kernels/interleave.h"
 #include "model/model.h"
 #include "vocab/vocab.h"
@@ -74,9 +75,9 @@ TEST(ModelLoad, WeightsStayInTheMappedFile) {
         // This model's output matrix is untied: the embedding table is only looked up and stays mapped.
         ASSERT_NE(plain->weights().output.data, plain->weights().token_embd.data);
         EXPECT_TRUE(inside(*m, m->weights().token_embd));
-        EXPECT_FALSE(m->weights().token_embd.interleaved);
+        EXPECT_FALSE(m->weights().token_embd.interleaved());
         const kernels::WeightView &out = m->weights().output;
-        EXPECT_EQ(out.interleaved, kernels::can_interleave(out.type, out.rows, out.cols)) << type_name(out.type);
+        EXPECT_EQ(out.interleaved(), kernels::can_interleave(out.type, out.rows, out.cols)) << type_name(out.type);
         const std::string ts = type;
         const bool has_layout = ts == "Q4_0" || ts == "Q5_0" || ts == "Q8_0" || ts == "Q4_K" || ts == "Q6_K" ||
                                 ts == "F16" || ts == "BF16";  // not Q5_K
@@ -89,15 +90,17 @@ TEST(ModelLoad, WeightsStayInTheMappedFile) {
             for (size_t i = 0; i < 7; ++i) {
                 const kernels::WeightView &w = *ws[i], &p = *ps[i];
                 EXPECT_TRUE(inside(*plain, p));
-                EXPECT_FALSE(p.interleaved);
+                EXPECT_FALSE(p.interleaved());
                 EXPECT_STREQ(type_name(w.type), type_name(m->weights().layers[0].wq.type));
-                EXPECT_EQ(w.interleaved, has_layout);
-                n_packed += w.interleaved;
-                EXPECT_EQ(inside(*m, w), !w.interleaved);
-                if (!w.interleaved) continue;
+                EXPECT_EQ(w.interleaved(), has_layout);
+                n_packed += w.interleaved();
+                EXPECT_EQ(inside(*m, w), !w.interleaved());
+                if (!w.interleaved()) continue;
+                // in the groups the active level's kernels read
+                EXPECT_EQ(w.group_rows, kernels::type_kernels(w.type).group_rows);
                 std::vector<uint8_t> row(p.row_bytes);
                 for (int64_t r = 0; r < w.rows; ++r) {
-                    kernels::deinterleave_row(w.type, w.data, w.row_bytes, r, w.cols, row.data());
+                    kernels::deinterleave_row(w.type, w.group_rows, w.data, w.row_bytes, r, w.cols, row.data());
                     ASSERT_EQ(std::memcmp(row.data(), p.data + r * p.row_bytes, p.row_bytes), 0) << "row " << r;
                 }
             }

@@ -1,0 +1,642 @@
+// Gemm over interleaved weights (interleave.h), included after dot_x86_inl.h by dot_avx2.cpp and
+// dot_avx512.cpp (same rules: anonymous namespace, compiled once per ISA file). The tiles are written once
+// over a vector traits class: V256 (8 lanes, groups of 8 rows) and V512 (16 lanes, groups of 16 rows).
+//
+// One line load holds 4 elements of each of the G rows; the 4 matching activation bytes are broadcast to
+// every lane, so vpmaddubsw / vpdpbusd give each lane its own row's partial dot product. Per block and
+// (group, activation) pair: integer sums, one conversion, one fma with the G rows' scales times the
+// activation's scale. Each output lane adds its blocks in order, whatever the tile width, so the value does
+// not depend on the batch size or the thread split; and since the integer sums are exact and the float
+// steps the same, a 16-row group gives every row the value an 8-row group gives it.
+#pragma once
+#include "kernels/interleave.h"
+
+namespace lctx::kernels {
+namespace {
+
+// Software prefetch of the lines kPrefetchAhead bytes further on, covering the whole block (headers
+// included), into L2. A single core does not keep enough misses in flight on its own: without it the
+// 1-thread matrix-vector product read 6-10 GB/s from DRAM, with it 13-18. Into L2 rather than L1: the L1's
+// few fill buffers stalled the K-quant kernels, whose blocks are 1-3 KiB; for the same reason those ask a
+// sub-block at a time instead of a whole block in one burst (tinyllama Q4_K tg, 1 thread: 20.5 -> 26.4 t/s).
+// 3 KiB ahead: whole-process A/B against 2 KiB, tinyllama tg64: Q6_K 6% and Q4_0 1-5% less wall time;
+// 4 KiB was 4-8% slower than 3.
+constexpr size_t kPrefetchAhead = 3072;
+inline void prefetch_range_ahead(const void *start, size_t bytes) {
+    const char *p = static_cast<const char *>(start) + kPrefetchAhead;
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+}
+template <class Block>
+inline void prefetch_ahead(const Block &x) {
+    prefetch_range_ahead(&x, sizeof(Block));
+}
+
+inline int32_t load_u32(const void *p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// ---- vector traits: one lane per row of a group ----
+
+struct V256 {
+    static constexpr int kLanes = 8;
+    using I = __m256i;
+    using F = __m256;
+    static constexpr bool kVnni = LCTX_X86_VNNI;
+    static I load(const void *p) { return _mm256_loadu_si256(static_cast<const __m256i *>(p)); }
+    static I zero() { return _mm256_setzero_si256(); }
+    static F fzero() { return _mm256_setzero_ps(); }
+    static I set1_8(char v) { return _mm256_set1_epi8(v); }
+    static I set1_16(short v) { return _mm256_set1_epi16(v); }
+    static I set1_32(int32_t v) { return _mm256_set1_epi32(v); }
+    static I bcast_u32(const int8_t *p) { return _mm256_set1_epi32(load_u32(p)); }
+    static I and_(I a, I b) { return _mm256_and_si256(a, b); }
+    static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+    static I xor_(I a, I b) { return _mm256_xor_si256(a, b); }
+    static I andor(I a, I m, I c) { return _mm256_or_si256(_mm256_and_si256(a, m), c); }  // (a & m) | c
+    template <int kBits>
+    static I srli16(I v) {
+        return _mm256_srli_epi16(v, kBits);
+    }
+    template <int kBits>
+    static I slli16(I v) {
+        return _mm256_slli_epi16(v, kBits);
+    }
+    template <int kBits>
+    static I slli32(I v) {
+        return _mm256_slli_epi32(v, kBits);
+    }
+    static I add16(I a, I b) { return _mm256_add_epi16(a, b); }
+    static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I sub32(I a, I b) { return _mm256_sub_epi32(a, b); }
+    static I mullo32(I a, I b) { return _mm256_mullo_epi32(a, b); }
+    static I maddubs(I u, I s) { return _mm256_maddubs_epi16(u, s); }
+    static I madd(I a, I b) { return _mm256_madd_epi16(a, b); }
+    static I abs8(I v) { return _mm256_sign_epi8(v, v); }
+    static I sign8(I v, I s) { return _mm256_sign_epi8(v, s); }
+#if LCTX_X86_VNNI
+    static I dpbusd(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
+#endif
+    static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
+    static F set1_ps(float v) { return _mm256_set1_ps(v); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+    static void store(float *y, F v) { _mm256_storeu_ps(y, v); }
+    // the G half scales
+    static F halves(const fp16_t *d) { return _mm256_cvtph_ps(loadu128(d)); }
+    // G unsigned / signed bytes -> int32 lanes
+    static I u8_to_32(const uint8_t *p) {
+        return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+    }
+    static I i8_to_32(const int8_t *p) {
+        return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+    }
+    // G unsigned bytes -> both int16 halves of each lane (vpmaddwd scales)
+    static I u8_to_16x2(const uint8_t *p) {
+        const __m256i pair = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4,
+                                              -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        return _mm256_shuffle_epi8(_mm256_set1_epi64x(v), pair);
+    }
+    // 2 G unsigned bytes (a pair per lane) -> int16 pairs
+    static I u8x2_to_16(const uint8_t *p) { return _mm256_cvtepu8_epi16(loadu128(p)); }
+    // lane r = (e[r], o[r]) as int16 from two runs of G signed bytes
+    static I i8_pairs_to_16(const int8_t *e, const int8_t *o) {
+        const __m128i ev = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(e));
+        const __m128i ov = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(o));
+        return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(ev, ov));
+    }
+};
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && LCTX_X86_VNNI
+struct V512 {
+    static constexpr int kLanes = 16;
+    using I = __m512i;
+    using F = __m512;
+    static constexpr bool kVnni = true;
+    static I load(const void *p) { return _mm512_loadu_si512(p); }
+    static I zero() { return _mm512_setzero_si512(); }
+    static F fzero() { return _mm512_setzero_ps(); }
+    static I set1_8(char v) { return _mm512_set1_epi8(v); }
+    static I set1_16(short v) { return _mm512_set1_epi16(v); }
+    static I set1_32(int32_t v) { return _mm512_set1_epi32(v); }
+    static I bcast_u32(const int8_t *p) { return _mm512_set1_epi32(load_u32(p)); }
+    static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+    static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+    static I xor_(I a, I b) { return _mm512_xor_si512(a, b); }
+    static I andor(I a, I m, I c) { return _mm512_ternarylogic_epi32(a, m, c, 0xea); }  // (a & m) | c
+    template <int kBits>
+    static I srli16(I v) {
+        return _mm512_srli_epi16(v, kBits);
+    }
+    template <int kBits>
+    static I slli16(I v) {
+        return _mm512_slli_epi16(v, kBits);
+    }
+    template <int kBits>
+    static I slli32(I v) {
+        return _mm512_slli_epi32(v, kBits);
+    }
+    static I add16(I a, I b) { return _mm512_add_epi16(a, b); }
+    static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
+    static I sub32(I a, I b) { return _mm512_sub_epi32(a, b); }
+    static I mullo32(I a, I b) { return _mm512_mullo_epi32(a, b); }
+    static I maddubs(I u, I s) { return _mm512_maddubs_epi16(u, s); }
+    static I madd(I a, I b) { return _mm512_madd_epi16(a, b); }
+    static I dpbusd(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+    static F cvt(I v) { return _mm512_cvtepi32_ps(v); }
+    static F set1_ps(float v) { return _mm512_set1_ps(v); }
+    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+    static void store(float *y, F v) { _mm512_storeu_ps(y, v); }
+    static F halves(const fp16_t *d) { return _mm512_cvtph_ps(loadu256(d)); }
+    static I u8_to_32(const uint8_t *p) { return _mm512_cvtepu8_epi32(loadu128(p)); }
+    static I i8_to_32(const int8_t *p) { return _mm512_cvtepi8_epi32(loadu128(p)); }
+    static I u8_to_16x2(const uint8_t *p) {
+        // every 128-bit lane holds the 16 bytes; dword q of lane L takes byte 4 L + q twice
+        const __m512i idx = _mm512_set_epi8(
+            -1, 15, -1, 15, -1, 14, -1, 14, -1, 13, -1, 13, -1, 12, -1, 12, -1, 11, -1, 11, -1, 10, -1, 10, -1, 9, -1,
+            9, -1, 8, -1, 8, -1, 7, -1, 7, -1, 6, -1, 6, -1, 5, -1, 5, -1, 4, -1, 4, -1, 3, -1, 3, -1, 2, -1, 2, -1, 1,
+            -1, 1, -1, 0, -1, 0);
+        return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(loadu128(p)), idx);
+    }
+    static I u8x2_to_16(const uint8_t *p) { return _mm512_cvtepu8_epi16(loadu256(p)); }
+    static I i8_pairs_to_16(const int8_t *e, const int8_t *o) {
+        const __m128i ev = loadu128(e), ov = loadu128(o);
+        const __m256i inter =
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(ev, ov)), _mm_unpackhi_epi8(ev, ov), 1);
+        return _mm512_cvtepi8_epi16(inter);
+    }
+};
+#endif
+
+// s16 + (lo . aq[0..4)) + (hi . aq[4..8)) in int16 lanes: the unsigned codes of one step's two nibble halves
+// (4 elements of each row per 32-bit lane) against the matching activation bytes, broadcast to every lane.
+template <class V>
+inline typename V::I add_step_products(typename V::I s16, typename V::I lo, typename V::I hi, const int8_t *aq) {
+    return V::add16(s16, V::add16(V::maddubs(lo, V::bcast_u32(aq)), V::maddubs(hi, V::bcast_u32(aq + 4))));
+}
+
+inline const block_q8_0 &act_q8_0(const uint8_t *a, size_t lda, int c, int64_t b) {
+    return reinterpret_cast<const block_q8_0 *>(a + c * lda)[b];
+}
+inline const block_q8_K &act_q8_K(const uint8_t *a, size_t lda, int c, int64_t b) {
+    return reinterpret_cast<const block_q8_K *>(a + c * lda)[b];
+}
+
+// G x Q4_0 rows x C activations. sums[c * nb + b] = 8 * (sum of activation c's codes in block b): the
+// codes are unsigned (q + 8), so sum (q + 8) a - 8 sum a = sum q a.
+template <class V, int C>
+struct Q4_0Tile {
+    using I = typename V::I;
+    using F = typename V::F;
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum8, float *y,
+                    int64_t ldy) {
+        const I m4 = V::set1_8(0x0f);
+        F acc[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        const auto *xb = reinterpret_cast<const block_q4_0xG<V::kLanes> *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const auto &x = xb[b];
+            prefetch_ahead(x);
+            I s[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s[c] = V::zero();
+            LCTX_UNROLL
+            for (int g = 0; g < 4; ++g) {
+                const I v = V::load(x.qs + 4 * V::kLanes * g);
+                const I lo = V::and_(v, m4);
+                const I hi = V::and_(V::template srli16<4>(v), m4);
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int8_t *aq = act_q8_0(a, lda, c, b).qs + 8 * g;
+                    if constexpr (V::kVnni) {
+                        s[c] = V::dpbusd(s[c], lo, V::bcast_u32(aq));
+                        s[c] = V::dpbusd(s[c], hi, V::bcast_u32(aq + 4));
+                    } else {
+                        // int16 lanes: 8 loads x 2 products x 15 x 127 = 30480 at most, no overflow.
+                        s[c] = add_step_products<V>(s[c], lo, hi, aq);
+                    }
+                }
+            }
+            const F d = V::halves(x.d);
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                I s32 = V::kVnni ? s[c] : V::madd(s[c], V::set1_16(1));
+                s32 = V::sub32(s32, V::set1_32(asum8[c * nb + b]));
+                acc[c] = V::fmadd(V::cvt(s32), V::mul(d, V::set1_ps(h2f(act_q8_0(a, lda, c, b).d))), acc[c]);
+            }
+        }
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+    }
+};
+
+// G x Q5_0 rows x C activations: codes 0..31 = nibble | fifth bit << 4; asum16[c * nb + b] = 16 * (sum of
+// activation c's codes in block b). Without VNNI, int16 lanes are widened every 2 steps (8 products of at
+// most 31 x 127).
+template <class V, int C>
+struct Q5_0Tile {
+    using I = typename V::I;
+    using F = typename V::F;
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum16, float *y,
+                    int64_t ldy) {
+        const I m4 = V::set1_8(0x0f);
+        const I m10 = V::set1_8(0x10);
+        const I ones = V::set1_16(1);
+        F acc[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        const auto *xb = reinterpret_cast<const block_q5_0xG<V::kLanes> *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const auto &x = xb[b];
+            prefetch_ahead(x);
+            const I qh = V::load(x.qh);
+            // fifth bits of step g: bit 2g (low nibble's element) and 2g + 1, moved to bit 4
+            const I h[8] = {V::and_(V::template slli16<4>(qh), m10), V::and_(V::template slli16<3>(qh), m10),
+                            V::and_(V::template slli16<2>(qh), m10), V::and_(V::template slli16<1>(qh), m10),
+                            V::and_(qh, m10),                        V::and_(V::template srli16<1>(qh), m10),
+                            V::and_(V::template srli16<2>(qh), m10), V::and_(V::template srli16<3>(qh), m10)};
+            I s32[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s32[c] = V::zero();
+            LCTX_UNROLL
+            for (int half = 0; half < 2; ++half) {
+                I s16[C];
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) s16[c] = V::zero();
+                LCTX_UNROLL
+                for (int gg = 0; gg < 2; ++gg) {
+                    const int g = 2 * half + gg;
+                    const I v = V::load(x.qs + 4 * V::kLanes * g);
+                    const I lo = V::or_(V::and_(v, m4), h[2 * g]);
+                    const I hi = V::or_(V::and_(V::template srli16<4>(v), m4), h[2 * g + 1]);
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) {
+                        const int8_t *aq = act_q8_0(a, lda, c, b).qs + 8 * g;
+                        if constexpr (V::kVnni) {
+                            s32[c] = V::dpbusd(s32[c], lo, V::bcast_u32(aq));
+                            s32[c] = V::dpbusd(s32[c], hi, V::bcast_u32(aq + 4));
+                        } else {
+                            s16[c] = add_step_products<V>(s16[c], lo, hi, aq);
+                        }
+                    }
+                }
+                if constexpr (!V::kVnni) {
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) s32[c] = V::add32(s32[c], V::madd(s16[c], ones));
+                }
+            }
+            const F d = V::halves(x.d);
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const I s = V::sub32(s32[c], V::set1_32(asum16[c * nb + b]));
+                acc[c] = V::fmadd(V::cvt(s), V::mul(d, V::set1_ps(h2f(act_q8_0(a, lda, c, b).d))), acc[c]);
+            }
+        }
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+    }
+};
+
+// G x Q8_0 rows x C activations, signed x signed. Without VNNI: |w| times the activation with w's sign
+// (vpmaddubsw pair sums within int16); with VNNI: w + 128 (unsigned) times the activation, then
+// asum128[c * nb + b] = 128 * (sum of activation c's codes in block b) taken off.
+template <class V, int C>
+struct Q8_0Tile {
+    using I = typename V::I;
+    using F = typename V::F;
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum128, float *y,
+                    int64_t ldy) {
+        F acc[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        const auto *xb = reinterpret_cast<const block_q8_0xG<V::kLanes> *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const auto &x = xb[b];
+            prefetch_ahead(x);
+            I s[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) s[c] = V::zero();
+            LCTX_UNROLL
+            for (int g = 0; g < 8; ++g) {
+                const I v = V::load(x.qs + 4 * V::kLanes * g);
+                if constexpr (V::kVnni) {
+                    const I u = V::xor_(v, V::set1_8(static_cast<char>(0x80)));
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) s[c] = V::dpbusd(s[c], u, V::bcast_u32(act_q8_0(a, lda, c, b).qs + 4 * g));
+                } else {
+                    const I av = V::abs8(v);
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) {
+                        const I ys = V::sign8(V::bcast_u32(act_q8_0(a, lda, c, b).qs + 4 * g), v);
+                        s[c] = V::add32(s[c], V::madd(V::maddubs(av, ys), V::set1_16(1)));
+                    }
+                }
+            }
+            const F d = V::halves(x.d);
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const I s32 = V::kVnni ? V::sub32(s[c], V::set1_32(asum128[c * nb + b])) : s[c];
+                acc[c] = V::fmadd(V::cvt(s32), V::mul(d, V::set1_ps(h2f(act_q8_0(a, lda, c, b).d))), acc[c]);
+            }
+        }
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+    }
+};
+
+// kOffset * sum of the codes of each Q8_0 block of nc activation rows -> out[c * nb + b] (kOffset <= 128:
+// the pair sums of vpmaddubsw stay within int16).
+template <int kOffset>
+void q8_0_block_sums(const uint8_t *act, size_t lda, int64_t nc, int64_t nb, int32_t *out) {
+    for (int64_t c = 0; c < nc; ++c) {
+        const auto *a = reinterpret_cast<const block_q8_0 *>(act + c * lda);
+        for (int64_t b = 0; b < nb; ++b) {
+            const __m256i s16 =
+                _mm256_maddubs_epi16(_mm256_set1_epi8(static_cast<char>(kOffset)), loadu256(a[b].qs));
+            out[c * nb + b] = hsum_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+        }
+    }
+}
+
+// G x Q4_K rows x C activations. Per sub-block j: int16 sums of the nibble products (16 products of at most
+// 15 x 127 per lane), widened by vpmaddwd with the rows' scales (each row's scale in both int16 halves of
+// its lane); the mins meet the activation's sub-block sums, passed in bs4[(c * nb + b) * 4 + jp] as the
+// int16 pair (sum of sub-block 2 jp, sum of 2 jp + 1).
+template <class V, int C>
+struct Q4_KTile {
+    using I = typename V::I;
+    using F = typename V::F;
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *bs4, float *y,
+                    int64_t ldy) {
+        const I m4 = V::set1_8(0x0f);
+        F acc[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        const auto *xb = reinterpret_cast<const block_q4_KxG<V::kLanes> *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const auto &x = xb[b];
+            // A block is 1-2 KiB: its lines are requested a sub-block at a time, not in one burst that would
+            // fill every miss buffer at once.
+            prefetch_range_ahead(&x, offsetof(block_q4_KxG<V::kLanes>, qs));
+            I isum[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) isum[c] = V::zero();
+            for (int j = 0; j < 8; ++j) {
+                prefetch_range_ahead(x.qs[j], sizeof(x.qs[j]));
+                const I sc = V::u8_to_16x2(x.scales[j]);
+                I s16[C];
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) s16[c] = V::zero();
+                LCTX_UNROLL
+                for (int g = 0; g < 4; ++g) {
+                    const I v = V::load(x.qs[j][g]);
+                    const I lo = V::and_(v, m4);
+                    const I hi = V::and_(V::template srli16<4>(v), m4);
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c)
+                        s16[c] = add_step_products<V>(s16[c], lo, hi, act_q8_K(a, lda, c, b).qs + 32 * j + 8 * g);
+                }
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) isum[c] = V::add32(isum[c], V::madd(s16[c], sc));
+            }
+            I msum[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) msum[c] = V::zero();
+            LCTX_UNROLL
+            for (int jp = 0; jp < 4; ++jp) {
+                const I m16 = V::u8x2_to_16(&x.mins[jp][0][0]);
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c)
+                    msum[c] = V::add32(msum[c], V::madd(m16, V::set1_32(bs4[(c * nb + b) * 4 + jp])));
+            }
+            const F d = V::halves(x.d);
+            const F m = V::halves(x.dmin);
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const F dy = V::set1_ps(act_q8_K(a, lda, c, b).d);
+                acc[c] = V::fmadd(V::cvt(isum[c]), V::mul(d, dy), acc[c]);
+                acc[c] = V::fnmadd(V::cvt(msum[c]), V::mul(m, dy), acc[c]);
+            }
+        }
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+    }
+};
+
+// The int16 pairs of Q8_K sub-block sums that Q4_KTile takes, for nc activation rows.
+inline void q8_K_subblock_pairs(const uint8_t *act, size_t lda, int64_t nc, int64_t nb, int32_t *out) {
+    for (int64_t c = 0; c < nc; ++c) {
+        const auto *a = reinterpret_cast<const block_q8_K *>(act + c * lda);
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int jp = 0; jp < 4; ++jp) {
+                const int16_t *s = a[b].bsums + 4 * jp;
+                const auto lo = static_cast<uint16_t>(s[0] + s[1]), hi = static_cast<uint16_t>(s[2] + s[3]);
+                out[(c * nb + b) * 4 + jp] =
+                    static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+            }
+        }
+    }
+}
+
+// G x Q6_K rows x C activations: codes 0..63 (low nibble | top bits << 4), value d * sc_k * (code - 32). Two
+// vpmaddubsw (2 x 2 x 63 x 127 per int16 lane) per widening; a group's 16-element sum is multiplied by its
+// scale in int32 (one sign extension of the G rows' scales instead of pairing them per int16 lane); the -32
+// meets the activation's 16-element sums once per block.
+template <class V, int C>
+struct Q6_KTile {
+    using I = typename V::I;
+    using F = typename V::F;
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
+                    int64_t ldy) {
+        const I m4 = V::set1_8(0x0f);
+        const I m30 = V::set1_8(0x30);
+        const I ones = V::set1_16(1);
+        F acc[C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        const auto *xb = reinterpret_cast<const block_q6_KxG<V::kLanes> *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            const auto &x = xb[b];
+            // a sub-block at a time, as Q4_KTile
+            prefetch_range_ahead(&x, offsetof(block_q6_KxG<V::kLanes>, ql));
+            I isum[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) isum[c] = V::zero();
+            for (int j = 0; j < 8; ++j) {
+                LCTX_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    prefetch_range_ahead(x.ql[j][2 * h], sizeof(x.ql[j][0]) * 2);
+                    prefetch_range_ahead(x.qh[j][h], sizeof(x.qh[j][h]));
+                    const I qh = V::load(x.qh[j][h]);
+                    const I v0 = V::load(x.ql[j][2 * h]), v1 = V::load(x.ql[j][2 * h + 1]);
+                    const I lo0 = V::andor(v0, m4, V::and_(V::template slli16<4>(qh), m30));
+                    const I hi0 = V::andor(V::template srli16<4>(v0), m4, V::and_(V::template slli16<2>(qh), m30));
+                    const I lo1 = V::andor(v1, m4, V::and_(qh, m30));
+                    const I hi1 = V::andor(V::template srli16<4>(v1), m4, V::and_(V::template srli16<2>(qh), m30));
+                    // the G rows' scales of group 2j + h as int32 lanes
+                    const I sc = V::i8_to_32(x.scales[2 * j + h]);
+                    LCTX_UNROLL
+                    for (int c = 0; c < C; ++c) {
+                        const int8_t *aq = act_q8_K(a, lda, c, b).qs + 32 * j + 16 * h;
+                        I d16;
+                        if constexpr (V::kVnni) {
+                            d16 = V::dpbusd(V::dpbusd(V::zero(), lo0, V::bcast_u32(aq)), hi0, V::bcast_u32(aq + 4));
+                            d16 = V::dpbusd(V::dpbusd(d16, lo1, V::bcast_u32(aq + 8)), hi1, V::bcast_u32(aq + 12));
+                        } else {
+                            const I t0 =
+                                V::add16(V::maddubs(lo0, V::bcast_u32(aq)), V::maddubs(hi0, V::bcast_u32(aq + 4)));
+                            const I t1 =
+                                V::add16(V::maddubs(lo1, V::bcast_u32(aq + 8)), V::maddubs(hi1, V::bcast_u32(aq + 12)));
+                            d16 = V::add32(V::madd(t0, ones), V::madd(t1, ones));
+                        }
+                        isum[c] = V::add32(isum[c], V::mullo32(d16, sc));
+                    }
+                }
+            }
+            I osum[C];
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) osum[c] = V::zero();
+            LCTX_UNROLL
+            for (int kp = 0; kp < 8; ++kp) {
+                const I p16 = V::i8_pairs_to_16(x.scales[2 * kp], x.scales[2 * kp + 1]);
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const int16_t *bs = act_q8_K(a, lda, c, b).bsums + 2 * kp;
+                    osum[c] = V::add32(osum[c], V::madd(p16, V::set1_32(load_u32(bs))));
+                }
+            }
+            const F d = V::halves(x.d);
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const I s = V::sub32(isum[c], V::template slli32<5>(osum[c]));
+                acc[c] = V::fmadd(V::cvt(s), V::mul(d, V::set1_ps(act_q8_K(a, lda, c, b).d)), acc[c]);
+            }
+        }
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+    }
+};
+
+// 8 rows of F16 / BF16 weights x C activations of the same type (block_f16x8: 8 elements of each row per
+// 128-byte block). Each (row, activation) keeps 8 f32 partial sums reduced once at the end, as the plain
+// float tile does, so the values are the plain kernel's. One activation: all 8 rows at once; more: 4 rows at
+// a time (4 x 3 accumulators fill the 16 registers), the second half of the group then read from L1.
+template <class L, int C>
+struct FloatX8Tile {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
+                    int64_t ldy) {
+        using T = typename L::T;
+        constexpr int R = C == 1 ? 8 : 4;
+        const auto *xb = reinterpret_cast<const block_f16x8 *>(w);
+        for (int h = 0; h < 8; h += R) {
+            __m256 acc[R][C];
+            LCTX_UNROLL
+            for (int r = 0; r < R; ++r) {
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+            }
+            for (int64_t b = 0; b < nb; ++b) {
+                const block_f16x8 &x = xb[b];
+                if (h == 0) prefetch_ahead(x);
+                __m256 xv[R];
+                LCTX_UNROLL
+                for (int r = 0; r < R; ++r) xv[r] = L::v(reinterpret_cast<const T *>(x.v[h + r]));
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) {
+                    const __m256 yv = L::v(reinterpret_cast<const T *>(a + c * lda) + 8 * b);
+                    LCTX_UNROLL
+                    for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(xv[r], yv, acc[r][c]);
+                }
+            }
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                LCTX_UNROLL
+                for (int r = 0; r < R; ++r) y[c * ldy + h + r] = hsum_ps(acc[r][c]);
+            }
+        }
+    }
+};
+template <class V, int C>
+using F16x8Tile = FloatX8Tile<LoadF16, C>;
+template <class V, int C>
+using BF16x8Tile = FloatX8Tile<LoadBF16, C>;
+
+using InterleavedTileFn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *, float *, int64_t);
+constexpr int kTileMaxC = 4;
+
+template <template <class, int> class Tile, class V>
+struct TileTableC {
+    static constexpr InterleavedTileFn fn[kTileMaxC] = {&Tile<V, 1>::run, &Tile<V, 2>::run, &Tile<V, 3>::run,
+                                             &Tile<V, 4>::run};
+};
+
+enum class ActSums { None, Q8_0Blocks8, Q8_0Blocks16, Q8_0Blocks128, Q8_KPairs };
+
+// Groups of G rows x up to kMaxC activations; the activations of a call (at most one token chunk) stay in
+// L2 while each group's blocks are reused from L1.
+template <template <class, int> class Tile, class V, ActSums kSums, int kBlock, int kMaxC>
+void gemm_interleaved_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                            int64_t nc, float *y, int64_t ldy) {
+    static_assert(kMaxC >= 1 && kMaxC <= kTileMaxC);
+    constexpr int G = V::kLanes;
+    const int64_t nb = n / kBlock;
+    const auto *wb = static_cast<const uint8_t *>(w);
+    const auto *ab = static_cast<const uint8_t *>(act);
+    // The buffer comes from a baseline translation unit: no std::vector code may be instantiated here (an
+    // inline library function compiled with this file's ISA flags could be the copy the linker keeps).
+    const int64_t per_act = kSums == ActSums::None ? 0 : kSums == ActSums::Q8_KPairs ? nb * 4 : nb;
+    int32_t *sums = per_act ? kernel_sums_scratch(static_cast<size_t>(nc * per_act)) : nullptr;
+    if constexpr (kSums == ActSums::Q8_0Blocks8) q8_0_block_sums<8>(ab, lda, nc, nb, sums);
+    if constexpr (kSums == ActSums::Q8_0Blocks16) q8_0_block_sums<16>(ab, lda, nc, nb, sums);
+    if constexpr (kSums == ActSums::Q8_0Blocks128) q8_0_block_sums<128>(ab, lda, nc, nb, sums);
+    if constexpr (kSums == ActSums::Q8_KPairs) q8_K_subblock_pairs(ab, lda, nc, nb, sums);
+    for (int64_t r0 = 0; r0 < nr; r0 += G) {
+        for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
+            const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
+            TileTableC<Tile, V>::fn[cc - 1](nb, wb + r0 * ldw, ab + c0 * lda, lda,
+                                             sums ? sums + c0 * per_act : nullptr, y + c0 * ldy + r0, ldy);
+        }
+    }
+}
+
+// The integer types over groups of V::kLanes rows (the float types have their own 8-row kernels).
+template <class V>
+inline GemmFn shared_gemm_interleaved_int(GgmlType t) {
+    constexpr ActSums kQ8Sums = V::kVnni ? ActSums::Q8_0Blocks128 : ActSums::None;
+    switch (t) {
+        case GgmlType::Q4_0:
+            return &gemm_interleaved_tiled<Q4_0Tile, V, ActSums::Q8_0Blocks8, 32, 4>;
+        case GgmlType::Q8_0:
+            return &gemm_interleaved_tiled<Q8_0Tile, V, kQ8Sums, 32, 4>;
+        case GgmlType::Q5_0:
+            return &gemm_interleaved_tiled<Q5_0Tile, V, ActSums::Q8_0Blocks16, 32, 4>;
+        case GgmlType::Q4_K:
+            return &gemm_interleaved_tiled<Q4_KTile, V, ActSums::Q8_KPairs, 256, 3>;
+        case GgmlType::Q6_K:
+            return &gemm_interleaved_tiled<Q6_KTile, V, ActSums::None, 256, 3>;
+        default:
+            return nullptr;
+    }
+}
+
+// Every type with a layout over 8-row groups and 256-bit registers.
+inline GemmFn shared_gemm_interleaved_256(GgmlType t) {
+    switch (t) {
+        case GgmlType::F16:
+            return &gemm_interleaved_tiled<F16x8Tile, V256, ActSums::None, 8, 3>;
+        case GgmlType::BF16:
+            return &gemm_interleaved_tiled<BF16x8Tile, V256, ActSums::None, 8, 3>;
+        default:
+            return shared_gemm_interleaved_int<V256>(t);
+    }
+}
+
+}  // namespace
+}  // namespace lctx::kernels
