@@ -343,6 +343,166 @@ void gemm_interleaved_float512(int64_t n, const void *w, size_t ldw, int64_t nr,
     }
 }
 
+// ---- F32 / F16 / BF16 in the plain layout (the KV cache's keys and transposed values), 512-bit ----
+
+struct LoadF32Row {
+    static __m512 v16(const uint8_t *p) { return _mm512_loadu_ps(p); }
+    static __m512 v16(const uint8_t *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+    static void row(const uint8_t *src, float *dst, int64_t n) { std::memcpy(dst, src, sizeof(float) * n); }
+    static constexpr size_t kElemBytes = 4;
+};
+struct LoadF16Row {
+    static __m512 v16(const uint8_t *p) { return _mm512_cvtph_ps(loadu256(p)); }
+    static __m512 v16(const uint8_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+    static void row(const uint8_t *src, float *dst, int64_t n) {
+        const auto *h = reinterpret_cast<const fp16_t *>(src);
+        for (int64_t i = 0; i < n; ++i) dst[i] = h2f(h[i]);
+    }
+    static constexpr size_t kElemBytes = 2;
+};
+struct LoadBF16Row {
+    static __m512 v16(const uint8_t *p) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(loadu256(p)), 16));
+    }
+    static __m512 v16(const uint8_t *p, __mmask16 m) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+    }
+    static void row(const uint8_t *src, float *dst, int64_t n) {
+        const auto *h = reinterpret_cast<const uint16_t *>(src);
+        for (int64_t i = 0; i < n; ++i) dst[i] = bf2f(h[i]);
+    }
+    static constexpr size_t kElemBytes = 2;
+};
+
+// The 16 sums of a 4 x 4 block of accumulators in one register, lane 4 c + r holding acc[r][c]: pairs of rows
+// (within 128-bit lanes), then pairs of pairs, then the four 128-bit lanes. Every output's 16 partial sums
+// are added in the same order wherever it sits, and unused (zero) accumulators never meet used ones.
+inline __m512 reduce_4x4(const __m512 (&acc)[4][4]) {
+    __m512 x[2][4];  // x[h][c]: rows 2h, 2h + 1, two partial sums each per 128-bit lane
+    LCTX_UNROLL
+    for (int h = 0; h < 2; ++h) {
+        LCTX_UNROLL
+        for (int c = 0; c < 4; ++c) {
+            const __m512 a = acc[2 * h][c], b = acc[2 * h + 1][c];
+            x[h][c] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+        }
+    }
+    __m512 z[4];  // z[c]: rows 0-3 in each 128-bit lane
+    LCTX_UNROLL
+    for (int c = 0; c < 4; ++c) {
+        const __m512d p = _mm512_castps_pd(x[0][c]), q = _mm512_castps_pd(x[1][c]);
+        z[c] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p, q)), _mm512_castpd_ps(_mm512_unpackhi_pd(p, q)));
+    }
+    // lanes 0 + 1 and 2 + 3 of c = 0, 1 (and 2, 3), then of the pairs: lane c of the result is z[c]'s total
+    const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(z[0], z[1], 0x88), _mm512_shuffle_f32x4(z[0], z[1], 0xdd));
+    const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(z[2], z[3], 0x88), _mm512_shuffle_f32x4(z[2], z[3], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88), _mm512_shuffle_f32x4(s01, s23, 0xdd));
+}
+
+// R (<= 4) weight rows x C (<= 4) activations (f32, zero-padded to whole 16s): one accumulator per output over
+// 16-element steps, the row's tail masked.
+template <class L, int R, int C>
+void tile_float_plain512(int64_t n, const uint8_t *w, size_t ldw, const float *a, int64_t lda, float *y,
+                         int64_t ldy) {
+    __m512 acc[4][4];
+    LCTX_UNROLL
+    for (int r = 0; r < 4; ++r) {
+        LCTX_UNROLL
+        for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x[R];
+        LCTX_UNROLL
+        for (int r = 0; r < R; ++r) x[r] = L::v16(w + r * ldw + i * L::kElemBytes);
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            const __m512 av = _mm512_loadu_ps(a + c * lda + i);
+            LCTX_UNROLL
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(x[r], av, acc[r][c]);
+        }
+    }
+    if (i < n) {
+        const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        __m512 x[R];
+        LCTX_UNROLL
+        for (int r = 0; r < R; ++r) x[r] = L::v16(w + r * ldw + i * L::kElemBytes, m);
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            const __m512 av = _mm512_loadu_ps(a + c * lda + i);
+            LCTX_UNROLL
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(x[r], av, acc[r][c]);
+        }
+    }
+    alignas(64) float sums[16];
+    _mm512_store_ps(sums, reduce_4x4(acc));
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) {
+        LCTX_UNROLL
+        for (int r = 0; r < R; ++r) y[c * ldy + r] = sums[4 * c + r];
+    }
+}
+
+// One activation against 16 rows: the 16 accumulators reduce together (acc[r % 4][r / 4] puts row r in lane r)
+// in the order every output of the 4 x 4 tiles is reduced in, so a row's value is the same in either.
+template <class L>
+void tile_float_plain512_16rows(int64_t n, const uint8_t *w, size_t ldw, const float *a, float *y) {
+    __m512 acc[4][4];
+    LCTX_UNROLL
+    for (int r = 0; r < 4; ++r) {
+        LCTX_UNROLL
+        for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 av = _mm512_loadu_ps(a + i);
+        LCTX_UNROLL
+        for (int r = 0; r < 16; ++r)
+            acc[r % 4][r / 4] = _mm512_fmadd_ps(L::v16(w + r * ldw + i * L::kElemBytes), av, acc[r % 4][r / 4]);
+    }
+    if (i < n) {
+        const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        const __m512 av = _mm512_loadu_ps(a + i);
+        LCTX_UNROLL
+        for (int r = 0; r < 16; ++r)
+            acc[r % 4][r / 4] = _mm512_fmadd_ps(L::v16(w + r * ldw + i * L::kElemBytes, m), av, acc[r % 4][r / 4]);
+    }
+    _mm512_storeu_ps(y, reduce_4x4(acc));
+}
+
+template <class L>
+void gemm_float_plain512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                         float *y, int64_t ldy) {
+    using TileFn = void (*)(int64_t, const uint8_t *, size_t, const float *, int64_t, float *, int64_t);
+    static constexpr TileFn kTiles[4][4] = {
+        {&tile_float_plain512<L, 1, 1>, &tile_float_plain512<L, 1, 2>, &tile_float_plain512<L, 1, 3>,
+         &tile_float_plain512<L, 1, 4>},
+        {&tile_float_plain512<L, 2, 1>, &tile_float_plain512<L, 2, 2>, &tile_float_plain512<L, 2, 3>,
+         &tile_float_plain512<L, 2, 4>},
+        {&tile_float_plain512<L, 3, 1>, &tile_float_plain512<L, 3, 2>, &tile_float_plain512<L, 3, 3>,
+         &tile_float_plain512<L, 3, 4>},
+        {&tile_float_plain512<L, 4, 1>, &tile_float_plain512<L, 4, 2>, &tile_float_plain512<L, 4, 3>,
+         &tile_float_plain512<L, 4, 4>}};
+    // The activations as f32 rows of whole 16s (zero tail), in a buffer from a baseline translation unit.
+    const int64_t ld = (n + 15) / 16 * 16;
+    auto *af = reinterpret_cast<float *>(kernel_tile_scratch(static_cast<size_t>(nc * ld) * sizeof(float)));
+    for (int64_t c = 0; c < nc; ++c) {
+        L::row(static_cast<const uint8_t *>(act) + c * lda, af + c * ld, n);
+        for (int64_t i = n; i < ld; ++i) af[c * ld + i] = 0.0f;
+    }
+    const auto *wb = static_cast<const uint8_t *>(w);
+    int64_t r0 = 0;
+    if (nc == 1)  // one activation (a decoded token's query head): 16 rows per reduction
+        for (; r0 + 16 <= nr; r0 += 16) tile_float_plain512_16rows<L>(n, wb + r0 * ldw, ldw, af, y + r0);
+    for (; r0 < nr; r0 += 4) {
+        const int rr = static_cast<int>(nr - r0 < 4 ? nr - r0 : 4);
+        for (int64_t c0 = 0; c0 < nc; c0 += 4) {
+            const int cc = static_cast<int>(nc - c0 < 4 ? nc - c0 : 4);
+            kTiles[rr - 1][cc - 1](n, wb + r0 * ldw, ldw, af + c0 * ld, ld, y + c0 * ldy + r0, ldy);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace lctx::kernels
 #endif
@@ -391,10 +551,20 @@ int group_rows_avx512(GgmlType weight_type) {
     if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return kGroupRows256;
     return shared_gemm_interleaved_int<V512>(weight_type) ? kGroupRows512 : 0;
 }
-// The 256-bit tiles of the shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across
-// activations, which a 512-bit dot per output cannot.
+// The float types in 512-bit tiles (attention over the KV cache); the others in the 256-bit tiles of the
+// shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across activations, which a
+// 512-bit dot per output cannot.
 GemmFn gemm_avx512(GgmlType weight_type) {
-    return shared_gemm(weight_type);
+    switch (weight_type) {
+        case GgmlType::F32:
+            return &gemm_float_plain512<LoadF32Row>;
+        case GgmlType::F16:
+            return &gemm_float_plain512<LoadF16Row>;
+        case GgmlType::BF16:
+            return &gemm_float_plain512<LoadBF16Row>;
+        default:
+            return shared_gemm(weight_type);
+    }
 }
 #else
 VecDotFn vec_dot_avx512(GgmlType) {

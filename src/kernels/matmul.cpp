@@ -128,6 +128,9 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     int64_t row_chunk = (max_rows + 8 * nth - 1) / (8 * nth);
     row_chunk = std::max<int64_t>(16, (row_chunk + 15) / 16 * 16);
     row_chunk = std::min<int64_t>(row_chunk, staged ? kStagedRowChunk : n_tokens > 4 ? 64 : row_chunk);
+    // Staging kernels with enough token chunks to go round: one item per (target, token chunk), so that each
+    // staged activation chunk meets every row (the weights are then read once per chunk and thread).
+    if (staged && n_tc >= 2 * nth) row_chunk = (max_rows + 15) / 16 * 16;
     int64_t first_item[kMaxSharedOutputs + 1];
     first_item[0] = 0;
     for (int i = 0; i < n_outs; ++i)
