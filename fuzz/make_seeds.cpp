@@ -95,7 +95,7 @@ std::vector<uint8_t> tiny_model(const gguf::File &vocab_file, const TinyShape &s
     for (const gguf::KeyValue &kv : vocab_file.metadata()) {
         if (kv.key.rfind("tokenizer.", 0) != 0) continue;
         w.set(kv.key, kv.value);
-        if (kv.key == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(kv.value.array.size());
+        if (kv.key == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(kv.value.array_size());
     }
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(-0.1f, 0.1f);

@@ -46,7 +46,7 @@ int32_t llama_n_vocab(const struct llama_vocab *vocab) {
 const char *llama_vocab_get_text(const struct llama_vocab *vocab, llama_token token) {
     LCTX_CAPI_REQUIRE(vocab, nullptr);
     return guard(__func__, static_cast<const char *>(nullptr),
-                 [&] { return vocab_of(vocab).token_text(token).c_str(); });
+                 [&] { return vocab_of(vocab).token_text_cstr(token); });
 }
 
 float llama_vocab_get_score(const struct llama_vocab *vocab, llama_token token) {

@@ -58,8 +58,31 @@ struct Value {
         bool b;
     } scalar{};
     std::string str;
+    // Arrays keep their elements compactly (a 50,000-token vocabulary in a few hundred KiB, not one Value per
+    // token): scalars packed in array_bytes, value_type_size(array_type) bytes each, little-endian (a bool as
+    // 0 or 1); strings concatenated in array_bytes, element i ending at array_ends[i]; arrays in array_values.
     ValueType array_type = ValueType::UINT8;
-    std::vector<Value> array;
+    std::vector<uint8_t> array_bytes;
+    std::vector<uint64_t> array_ends;
+    std::vector<Value> array_values;
+    // Or, for a scalar or string array the reader parsed, a view of the file's own bytes (the file keeps
+    // them): array_view_count elements at array_view, packed scalars or length-prefixed strings (element i's
+    // 8-byte length at array_view + array_offsets[i]). A copy of such a value owns its elements.
+    const uint8_t *array_view = nullptr;
+    uint64_t array_view_count = 0;
+    std::vector<uint32_t> array_offsets;
+
+    Value() = default;
+    Value(const Value &o);
+    Value &operator=(const Value &o);
+    Value(Value &&) noexcept = default;
+    Value &operator=(Value &&) noexcept = default;
+
+    size_t array_size() const;
+    Value array_at(size_t i) const;                 // element i as a Value (i < array_size())
+    std::string_view array_string(size_t i) const;  // element i of an array of strings
+    // Appends e (of type array_type) to this array.
+    void array_push(const Value &e);
 
     // Conversions that succeed only when the value holds something representable:
     std::optional<int64_t> as_int() const;   // any integer type (u64 above INT64_MAX fails), bool

@@ -59,7 +59,7 @@ class Cursor {
         return v;
     }
 
-    std::string read_string(const char *what, std::string_view ctx) {
+    std::string_view read_string_view(const char *what, std::string_view ctx) {
         const size_t at = pos_;
         const uint64_t len = read<uint64_t>(what, ctx);
         if (len > remaining())
@@ -67,10 +67,11 @@ class Cursor {
                     std::string(what) + " length " + std::to_string(len) +
                         " runs past the end of the file (" + std::to_string(remaining()) + " bytes left)",
                     ctx);
-        std::string s(reinterpret_cast<const char *>(p_ + pos_), static_cast<size_t>(len));
+        const std::string_view s(reinterpret_cast<const char *>(p_ + pos_), static_cast<size_t>(len));
         pos_ += static_cast<size_t>(len);
         return s;
     }
+    std::string read_string(const char *what, std::string_view ctx) { return std::string(read_string_view(what, ctx)); }
 
     void read_value(ValueType type, Value &out, std::string_view ctx, int depth) {
         out.type = type;
@@ -138,8 +139,43 @@ class Cursor {
                         " elements does not fit in the " + std::to_string(remaining()) + " bytes left",
                     ctx);
         out.array_type = et;
-        out.array.reserve(static_cast<size_t>(std::min<uint64_t>(count, kReserveCap)));
-        for (uint64_t i = 0; i < count; ++i) read_value(et, out.array.emplace_back(), ctx, depth + 1);
+        if (et == ValueType::ARRAY) {
+            out.array_values.reserve(static_cast<size_t>(std::min<uint64_t>(count, kReserveCap)));
+            for (uint64_t i = 0; i < count; ++i) read_value(et, out.array_values.emplace_back(), ctx, depth + 1);
+        } else if (et == ValueType::STRING) {
+            // A view of the file's strings with each one's offset (checked one by one), while the offsets fit
+            // in 32 bits; past that (no real file) the strings are copied.
+            const size_t start = pos_;
+            out.array_offsets.reserve(static_cast<size_t>(count));  // count <= remaining() / 8 (checked above)
+            for (uint64_t i = 0; i < count; ++i) {
+                const size_t off = pos_ - start;
+                read_string_view("string", ctx);
+                if (off > UINT32_MAX) {
+                    copy_strings(out, start, count);
+                    return;
+                }
+                out.array_offsets.push_back(static_cast<uint32_t>(off));
+            }
+            out.array_view = p_ + start;
+            out.array_view_count = count;
+        } else {
+            // A view of the elements' bytes in the file (the count fits, checked above).
+            out.array_view = p_ + pos_;
+            out.array_view_count = count;
+            pos_ += static_cast<size_t>(count) * min_bytes;
+        }
+    }
+
+    // The strings of an array from `start` (already checked once) copied into out's own storage.
+    void copy_strings(Value &out, size_t start, uint64_t count) {
+        out.array_offsets.clear();
+        out.array_offsets.shrink_to_fit();
+        pos_ = start;
+        for (uint64_t i = 0; i < count; ++i) {
+            const std::string_view e = read_string_view("string", "");
+            out.array_bytes.insert(out.array_bytes.end(), e.begin(), e.end());
+            out.array_ends.push_back(out.array_bytes.size());
+        }
     }
 
     const uint8_t *p_;
@@ -469,8 +505,8 @@ std::optional<std::vector<std::string>> File::get_string_array(std::string_view 
                                                        : "") +
                           ", expected an array of strings");
     std::vector<std::string> out;
-    out.reserve(v->array.size());
-    for (const Value &e : v->array) out.push_back(e.str);
+    out.reserve(v->array_size());
+    for (size_t i = 0; i < v->array_size(); ++i) out.emplace_back(v->array_string(i));
     return out;
 }
 
@@ -485,8 +521,8 @@ std::optional<std::vector<float>> File::get_float_array(std::string_view key) co
                           (v->type == ValueType::ARRAY ? std::string(" of ") + value_type_name(v->array_type)
                                                        : "") +
                           ", expected an array of numbers");
-    std::vector<float> out(v->array.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(*v->array[i].as_float());
+    std::vector<float> out(v->array_size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(*v->array_at(i).as_float());
     return out;
 }
 
@@ -498,9 +534,9 @@ std::optional<std::vector<int64_t>> File::get_int_array(std::string_view key) co
                           (v->type == ValueType::ARRAY ? std::string(" of ") + value_type_name(v->array_type)
                                                        : "") +
                           ", expected an array of integers");
-    std::vector<int64_t> out(v->array.size());
+    std::vector<int64_t> out(v->array_size());
     for (size_t i = 0; i < out.size(); ++i) {
-        const std::optional<int64_t> e = v->array[i].as_int();
+        const std::optional<int64_t> e = v->array_at(i).as_int();
         if (!e) fail_key(key, "element " + std::to_string(i) + " is too large for a signed 64-bit integer");
         out[i] = *e;
     }

@@ -1,5 +1,6 @@
 // GGUF metadata values: type names, conversions and display text.
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -134,10 +135,12 @@ std::string Value::to_display_string() const {
             return str;
         case ValueType::ARRAY: {
             std::string out = "[";
-            for (size_t i = 0; i < array.size(); ++i) {
+            for (size_t i = 0; i < array_size(); ++i) {
                 if (i) out += ", ";
-                const Value &e = array[i];
-                out += e.type == ValueType::STRING ? quote(e.str) : e.to_display_string();
+                if (array_type == ValueType::STRING)
+                    out += quote(std::string(array_string(i)));
+                else
+                    out += array_at(i).to_display_string();
             }
             out += "]";
             return out;
@@ -193,8 +196,185 @@ Value Value::from_array(ValueType elem, std::vector<Value> elems) {
     Value out;
     out.type = ValueType::ARRAY;
     out.array_type = elem;
-    out.array = std::move(elems);
+    for (const Value &e : elems) out.array_push(e);
     return out;
+}
+
+Value::Value(const Value &o)
+    : type(o.type),
+      scalar(o.scalar),
+      str(o.str),
+      array_type(o.array_type),
+      array_bytes(o.array_bytes),
+      array_ends(o.array_ends),
+      array_values(o.array_values) {
+    if (!o.array_view) return;
+    // own the viewed elements
+    if (array_type == ValueType::STRING) {
+        for (size_t i = 0; i < o.array_size(); ++i) {
+            const std::string_view e = o.array_string(i);
+            array_bytes.insert(array_bytes.end(), e.begin(), e.end());
+            array_ends.push_back(array_bytes.size());
+        }
+    } else {
+        array_bytes.assign(o.array_view, o.array_view + o.array_view_count * value_type_size(array_type));
+        if (array_type == ValueType::BOOL)
+            for (uint8_t &b : array_bytes) b = b != 0 ? 1 : 0;
+    }
+}
+
+Value &Value::operator=(const Value &o) {
+    if (this != &o) *this = Value(o);
+    return *this;
+}
+
+size_t Value::array_size() const {
+    if (array_view) return static_cast<size_t>(array_view_count);
+    if (array_type == ValueType::STRING) return array_ends.size();
+    if (array_type == ValueType::ARRAY) return array_values.size();
+    return array_bytes.size() / value_type_size(array_type);
+}
+
+std::string_view Value::array_string(size_t i) const {
+    if (array_view) {
+        const uint8_t *p = array_view + array_offsets[i];
+        uint64_t len;
+        std::memcpy(&len, p, 8);
+        return {reinterpret_cast<const char *>(p + 8), static_cast<size_t>(len)};
+    }
+    const uint64_t b = i == 0 ? 0 : array_ends[i - 1];
+    return {reinterpret_cast<const char *>(array_bytes.data()) + b, static_cast<size_t>(array_ends[i] - b)};
+}
+
+Value Value::array_at(size_t i) const {
+    if (array_type == ValueType::ARRAY) return array_values[i];
+    if (array_type == ValueType::STRING) return from_string(std::string(array_string(i)));
+    const size_t n = value_type_size(array_type);
+    const uint8_t *p = (array_view ? array_view : array_bytes.data()) + i * n;
+    Value out;
+    out.type = array_type;
+    switch (array_type) {
+        case ValueType::UINT8:
+            out.scalar.u64 = p[0];
+            break;
+        case ValueType::INT8:
+            out.scalar.i64 = static_cast<int8_t>(p[0]);
+            break;
+        case ValueType::BOOL:
+            out.scalar.b = p[0] != 0;
+            break;
+        case ValueType::UINT16: {
+            uint16_t v;
+            std::memcpy(&v, p, 2);
+            out.scalar.u64 = v;
+            break;
+        }
+        case ValueType::INT16: {
+            int16_t v;
+            std::memcpy(&v, p, 2);
+            out.scalar.i64 = v;
+            break;
+        }
+        case ValueType::UINT32: {
+            uint32_t v;
+            std::memcpy(&v, p, 4);
+            out.scalar.u64 = v;
+            break;
+        }
+        case ValueType::INT32: {
+            int32_t v;
+            std::memcpy(&v, p, 4);
+            out.scalar.i64 = v;
+            break;
+        }
+        case ValueType::FLOAT32: {
+            float v;
+            std::memcpy(&v, p, 4);
+            out.scalar.f64 = v;
+            break;
+        }
+        case ValueType::UINT64:
+            std::memcpy(&out.scalar.u64, p, 8);
+            break;
+        case ValueType::INT64:
+            std::memcpy(&out.scalar.i64, p, 8);
+            break;
+        case ValueType::FLOAT64:
+            std::memcpy(&out.scalar.f64, p, 8);
+            break;
+        default:
+            break;
+    }
+    return out;
+}
+
+void Value::array_push(const Value &e) {
+    if (array_view) *this = Value(*this);  // own the viewed elements first
+    if (e.type != array_type)
+        throw Error(std::string("array_push: element of type ") + value_type_name(e.type) + " in an array of " +
+                    value_type_name(array_type));
+    auto put = [&](const void *v, size_t n) {
+        const auto *b = static_cast<const uint8_t *>(v);
+        array_bytes.insert(array_bytes.end(), b, b + n);
+    };
+    switch (e.type) {
+        case ValueType::ARRAY:
+            array_values.push_back(e);
+            return;
+        case ValueType::STRING:
+            put(e.str.data(), e.str.size());
+            array_ends.push_back(array_bytes.size());
+            return;
+        case ValueType::UINT8: {
+            const auto v = static_cast<uint8_t>(e.scalar.u64);
+            put(&v, 1);
+            return;
+        }
+        case ValueType::INT8: {
+            const auto v = static_cast<int8_t>(e.scalar.i64);
+            put(&v, 1);
+            return;
+        }
+        case ValueType::BOOL: {
+            const uint8_t v = e.scalar.b ? 1 : 0;
+            put(&v, 1);
+            return;
+        }
+        case ValueType::UINT16: {
+            const auto v = static_cast<uint16_t>(e.scalar.u64);
+            put(&v, 2);
+            return;
+        }
+        case ValueType::INT16: {
+            const auto v = static_cast<int16_t>(e.scalar.i64);
+            put(&v, 2);
+            return;
+        }
+        case ValueType::UINT32: {
+            const auto v = static_cast<uint32_t>(e.scalar.u64);
+            put(&v, 4);
+            return;
+        }
+        case ValueType::INT32: {
+            const auto v = static_cast<int32_t>(e.scalar.i64);
+            put(&v, 4);
+            return;
+        }
+        case ValueType::FLOAT32: {
+            const auto v = static_cast<float>(e.scalar.f64);
+            put(&v, 4);
+            return;
+        }
+        case ValueType::UINT64:
+            put(&e.scalar.u64, 8);
+            return;
+        case ValueType::INT64:
+            put(&e.scalar.i64, 8);
+            return;
+        case ValueType::FLOAT64:
+            put(&e.scalar.f64, 8);
+            return;
+    }
 }
 
 }  // namespace lctx::gguf

@@ -69,8 +69,16 @@ class ByteSink {
                 break;
             case ValueType::ARRAY:
                 put<uint32_t>(static_cast<uint32_t>(v.array_type));
-                put<uint64_t>(v.array.size());
-                for (const Value &e : v.array) put_value(e);
+                put<uint64_t>(v.array_size());
+                if (v.array_type == ValueType::ARRAY) {
+                    for (const Value &e : v.array_values) put_value(e);
+                } else if (v.array_type == ValueType::STRING) {
+                    for (size_t i = 0; i < v.array_size(); ++i) put_string(std::string(v.array_string(i)));
+                } else if (v.array_view || v.array_type == ValueType::BOOL) {
+                    for (size_t i = 0; i < v.array_size(); ++i) put_value(v.array_at(i));  // bools as 0 or 1
+                } else {
+                    out_.insert(out_.end(), v.array_bytes.begin(), v.array_bytes.end());  // already file bytes
+                }
                 break;
         }
     }
@@ -85,12 +93,16 @@ void check_value(const std::string &key, const Value &v, int depth) {
         throw Error("gguf writer: key '" + key + "' has an unknown value type");
     if (v.type != ValueType::ARRAY) return;
     if (depth >= kMaxArrayDepth) throw Error("gguf writer: key '" + key + "' nests arrays too deeply");
-    for (const Value &e : v.array) {
+    if (!value_type_is_known(static_cast<uint32_t>(v.array_type)))
+        throw Error("gguf writer: key '" + key + "' has an unknown array element type");
+    for (const Value &e : v.array_values) {
         if (e.type != v.array_type)
             throw Error("gguf writer: key '" + key + "' mixes " + value_type_name(e.type) +
                         " into an array of " + value_type_name(v.array_type));
         check_value(key, e, depth + 1);
     }
+    if (v.array_type != ValueType::ARRAY && !v.array_values.empty())
+        throw Error("gguf writer: key '" + key + "' mixes arrays into an array of " + value_type_name(v.array_type));
 }
 
 }  // namespace

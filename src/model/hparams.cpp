@@ -87,7 +87,7 @@ HParams HParams::load(const gguf::File &f) {
 
     // The vocabulary size is the token list's length (the output matrix is checked against it).
     if (const gguf::Value *toks = f.find("tokenizer.ggml.tokens"))
-        hp.n_vocab = static_cast<uint32_t>(toks->array.size());
+        hp.n_vocab = static_cast<uint32_t>(toks->array_size());
     hp.n_vocab = get_u32(f, p + "vocab_size", false, hp.n_vocab);
     return hp;
 }

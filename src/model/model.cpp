@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -169,21 +170,31 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     }
     repacked_ = PageBuffer(arena);
     uint8_t *dst = repacked_.data();
+    // Each matrix is copied in chunks of whole groups, about 8 MiB of the file each, and a chunk's file pages
+    // are released as soon as it is copied: the file's bytes and their copy are resident together for one
+    // chunk at most (whole matrices at once held a 58 MiB embedding table twice, SmolLM F16).
+    constexpr size_t kChunkBytes = size_t{8} << 20;
     for (kernels::WeightView *w : todo) {
-        const size_t plain = w->row_bytes * static_cast<size_t>(w->rows);
         const size_t bytes = copy_bytes(*w);
         const int group = group_of(*w);
-        kernels::interleave_rows(w->type, group, w->data, w->row_bytes, w->rows, w->cols, dst);
-        file_->release_pages(w->data, plain);
+        const size_t copy_row = kernels::interleaved_row_bytes(w->type, w->cols);
+        const int64_t chunk_rows =
+            std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / w->row_bytes) / group) * group;
+        for (int64_t r0 = 0; r0 < w->rows; r0 += chunk_rows) {
+            const int64_t n = std::min(chunk_rows, w->rows - r0);
+            const uint8_t *src = w->data + r0 * w->row_bytes;
+            kernels::interleave_rows(w->type, group, src, w->row_bytes, n, w->cols, dst + r0 * copy_row);
+            file_->release_pages(src, w->row_bytes * static_cast<size_t>(n));
+            done += w->row_bytes * static_cast<size_t>(n);
+            if (opts.progress &&
+                !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),
+                               opts.progress_user_data))
+                throw Error("model loading cancelled");
+        }
         w->data = dst;
-        w->row_bytes = kernels::interleaved_row_bytes(w->type, w->cols);
+        w->row_bytes = copy_row;
         w->group_rows = group;
         dst += bytes;
-        done += plain;
-        if (opts.progress &&
-            !opts.progress(p0 + (1.0f - p0) * static_cast<float>(done) / static_cast<float>(total),
-                           opts.progress_user_data))
-            throw Error("model loading cancelled");
     }
     if (tied) weights_.output = weights_.token_embd;
 }

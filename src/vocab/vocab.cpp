@@ -110,8 +110,7 @@ const Vocab::TokenData &Vocab::token(int32_t id) const {
 }
 
 int32_t Vocab::text_to_token(std::string_view text) const {
-    const auto it = text_to_id_.find(std::string(text));
-    return it == text_to_id_.end() ? -1 : it->second;
+    return text_to_id_.find(text, [this](int32_t id) { return text_of(tokens_[size_t(id)]); });
 }
 
 bool Vocab::is_eog(int32_t id) const {
@@ -119,9 +118,21 @@ bool Vocab::is_eog(int32_t id) const {
     return std::binary_search(eog_.begin(), eog_.end(), id);
 }
 
+namespace {
+uint64_t pair_key(int32_t left, int32_t right) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+}
+}  // namespace
+
 int32_t Vocab::merge_rank(std::string_view left, std::string_view right) const {
-    const auto it = merge_ranks_.find(merge_key(left, right));
-    return it == merge_ranks_.end() ? -1 : it->second;
+    const int32_t l = text_to_token(left), r = text_to_token(right);
+    if (l >= 0 && r >= 0) {
+        const int32_t rank = merge_ranks_.find(pair_key(l, r));
+        if (rank >= 0) return rank;
+    }
+    if (merge_ranks_text_.empty()) return -1;
+    const auto it = merge_ranks_text_.find(merge_key(left, right));
+    return it == merge_ranks_text_.end() ? -1 : it->second;
 }
 
 int32_t Vocab::byte_to_token(uint8_t byte) const {
@@ -191,16 +202,23 @@ void Vocab::finish_load(const gguf::File &f) {
                     std::to_string(n) + " tokens");
 
     tokens_.resize(n);
-    text_to_id_.reserve(n);
     for (size_t i = 0; i < n; ++i) {
         TokenData &t = tokens_[i];
-        t.text = std::move((*texts)[i]);
-        if (t.text.empty()) t.text = "[EMPTY_" + std::to_string(i) + "]";
+        std::string &text = (*texts)[i];
+        if (text.empty()) text = "[EMPTY_" + std::to_string(i) + "]";
+        if (texts_.size() + text.size() + 1 > UINT32_MAX) throw Error("the vocabulary's texts take more than 4 GiB");
+        t.text_begin = static_cast<uint32_t>(texts_.size());
+        t.text_size = static_cast<uint32_t>(text.size());
+        texts_ += text;
+        texts_ += '\0';
+        std::string().swap(text);
         t.score = scores ? (*scores)[i] : 0.0f;
         t.attr = types ? attr_from_type((*types)[i]) : kAttrNormal;
-        text_to_id_[t.text] = int32_t(i);  // a repeated text maps to its last id
-        max_token_len_ = std::max(max_token_len_, int32_t(t.text.size()));
+        max_token_len_ = std::max(max_token_len_, int32_t(t.text_size));
     }
+    texts_.shrink_to_fit();
+    // tokens_ is complete: its texts no longer move
+    text_to_id_.build(n, [this](int32_t id) { return text_of(tokens_[size_t(id)]); });
 
     if (type_ == VocabType::kBpe) {
         const auto merges = f.get_string_array("tokenizer.ggml.merges");
@@ -210,9 +228,13 @@ void Vocab::finish_load(const gguf::File &f) {
             const std::string &m = (*merges)[i];
             const size_t sp = m.find(' ', 1);
             if (sp == std::string::npos) continue;  // malformed entry: never matches
-            merge_ranks_.emplace(
-                merge_key(std::string_view(m).substr(0, sp), std::string_view(m).substr(sp + 1)),
-                int32_t(i));  // the first rank of a repeated merge wins
+            const std::string_view left = std::string_view(m).substr(0, sp), right = std::string_view(m).substr(sp + 1);
+            const int32_t l = text_to_token(left), r = text_to_token(right);
+            // the first rank of a repeated merge wins
+            if (l >= 0 && r >= 0)
+                merge_ranks_.insert(pair_key(l, r), int32_t(i));
+            else
+                merge_ranks_text_.emplace(merge_key(left, right), int32_t(i));
         }
 
         pre_name_ = f.get_string("tokenizer.ggml.pre").value_or("");
@@ -306,7 +328,7 @@ void Vocab::finish_load(const gguf::File &f) {
         "<|endoftext|>", "<|eom_id|>", "<EOT>",   "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>"};
     for (size_t i = 0; i < n; ++i) {
         for (const char *t : kEogTexts) {
-            if (tokens_[i].text == t) {
+            if (text_of(tokens_[i]) == t) {
                 eog_.push_back(int32_t(i));
                 if (!(tokens_[i].attr & kAttrControl)) tokens_[i].attr = kAttrControl;
                 break;
@@ -325,7 +347,7 @@ void Vocab::finish_load(const gguf::File &f) {
             special_tokens_.push_back(int32_t(i));
     }
     std::stable_sort(special_tokens_.begin(), special_tokens_.end(), [&](int32_t a, int32_t b) {
-        return tokens_[size_t(a)].text.size() > tokens_[size_t(b)].text.size();
+        return tokens_[size_t(a)].text_size > tokens_[size_t(b)].text_size;
     });
 
     // Per-model attributes the GGUF does not carry.
@@ -357,37 +379,43 @@ void Vocab::finish_load(const gguf::File &f) {
         for (const char *t : {"<unk>", "<s>", "<|endoftext|>"}) set_rstrip(t, false);
     }
 
-    pieces_.resize(n);
-    for (size_t i = 0; i < n; ++i) pieces_[i] = render_piece(int32_t(i));
+    piece_ends_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        pieces_ += render_piece(int32_t(i));
+        if (pieces_.size() > UINT32_MAX) throw Error("the vocabulary's pieces take more than 4 GiB");
+        piece_ends_[i] = static_cast<uint32_t>(pieces_.size());
+    }
+    pieces_.shrink_to_fit();
 }
 
 // ---- pieces -----------------------------------------------------------------------------------------
 
 std::string Vocab::render_piece(int32_t id) const {
     const TokenData &t = tokens_[size_t(id)];
-    if (t.attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return t.text;
+    const std::string_view text = text_of(t);
+    if (t.attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return std::string(text);
     switch (type_) {
         case VocabType::kSpm:
         case VocabType::kWpm:
         case VocabType::kUgm:
             if (t.attr & kAttrNormal) {
-                std::string s = t.text;
+                std::string s(text);
                 replace_all(s, kSpaceMarker, " ");
                 return s;
             }
             if (t.attr & kAttrByte) {
                 // "<0xNN>"
-                if (t.text.size() == 6 && t.text.compare(0, 3, "<0x") == 0) {
-                    return std::string(1, char(std::strtol(t.text.c_str() + 3, nullptr, 16)));
+                if (text.size() == 6 && text.compare(0, 3, "<0x") == 0) {
+                    return std::string(1, char(std::strtol(texts_.c_str() + t.text_begin + 3, nullptr, 16)));
                 }
-                return t.text;
+                return std::string(text);
             }
             return {};
         case VocabType::kBpe:
             if (t.attr & kAttrNormal) {
                 // undo the byte-level alphabet; a code point outside it is kept as it is
                 std::string s;
-                for (uint32_t c : unicode::decode_utf8(t.text)) {
+                for (uint32_t c : unicode::decode_utf8(text)) {
                     const int b = unicode::codepoint_to_byte(c);
                     if (b >= 0)
                         s += char(b);
@@ -399,7 +427,7 @@ std::string Vocab::render_piece(int32_t id) const {
             return {};
         case VocabType::kRwkv:
         case VocabType::kNone:
-            return t.text;
+            return std::string(text);
     }
     return {};
 }
@@ -407,10 +435,11 @@ std::string Vocab::render_piece(int32_t id) const {
 std::string Vocab::token_to_piece(int32_t id, bool special, int32_t lstrip) const {
     const TokenData &t = token(id);
     if (!special && (t.attr & (kAttrUnknown | kAttrControl))) return {};
-    const std::string &p = pieces_[size_t(id)];
+    const size_t b = id == 0 ? 0 : piece_ends_[size_t(id) - 1];
+    const std::string_view p(pieces_.data() + b, piece_ends_[size_t(id)] - b);
     size_t skip = 0;
     while (int32_t(skip) < lstrip && skip < p.size() && p[skip] == ' ') ++skip;
-    return p.substr(skip);
+    return std::string(p.substr(skip));
 }
 
 std::string Vocab::detokenize(const std::vector<int32_t> &tokens, bool remove_special, bool unparse_special,
@@ -443,7 +472,7 @@ std::vector<Vocab::Fragment> Vocab::partition(std::string_view text, bool parse_
     for (const int32_t id : special_tokens_) {
         const TokenData &t = tokens_[size_t(id)];
         if (!parse_special && (t.attr & (kAttrControl | kAttrUnknown))) continue;
-        const std::string_view needle = t.text;
+        const std::string_view needle = text_of(t);
         std::vector<Fragment> next;
         bool changed = false;
         for (const Fragment &fr : frags) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "vocab/flat_tables.h"
 #include "vocab/pretokenizer.h"
 
 namespace lctx {
@@ -49,6 +50,8 @@ class Vocab {
     // Reads the tokenizer metadata; throws lctx::Error naming the key when it is missing or malformed.
     static std::unique_ptr<Vocab> load(const gguf::File &file);
     ~Vocab();
+    Vocab(const Vocab &) = delete;  // its lookup tables view its own token texts
+    Vocab &operator=(const Vocab &) = delete;
 
     // Text (UTF-8; invalid bytes are read as U+FFFD) to token ids.
     //  add_special:   add BOS/EOS as the vocabulary's flags say (WPM: [CLS] ... [SEP]).
@@ -70,7 +73,8 @@ class Vocab {
     PreType pre_type() const { return pre_.type; }
     int32_t n_tokens() const { return int32_t(tokens_.size()); }
 
-    const std::string &token_text(int32_t id) const { return token(id).text; }
+    std::string_view token_text(int32_t id) const { return text_of(token(id)); }
+    const char *token_text_cstr(int32_t id) const { return texts_.data() + token(id).text_begin; }
     float score(int32_t id) const { return token(id).score; }
     int32_t token_attr(int32_t id) const { return token(id).attr; }
     bool is_control(int32_t id) const { return (token(id).attr & kAttrControl) != 0; }
@@ -106,10 +110,12 @@ class Vocab {
 
   private:
     struct TokenData {
-        std::string text;
+        uint32_t text_begin = 0;  // the text: texts_[text_begin, text_begin + text_size), then a NUL
+        uint32_t text_size = 0;
         float score = 0.0f;
         int32_t attr = kAttrNormal;
     };
+    std::string_view text_of(const TokenData &t) const { return {texts_.data() + t.text_begin, t.text_size}; }
     struct Fragment {
         int32_t token;  // -1: text [offset, offset + length) of the input
         size_t offset;
@@ -134,10 +140,17 @@ class Vocab {
     PreSpec pre_;
     std::string pre_name_;
     std::vector<TokenData> tokens_;
-    std::unordered_map<std::string, int32_t> text_to_id_;
-    std::unordered_map<std::string, int32_t> merge_ranks_;  // key: merge_key(left, right)
+    std::string texts_;  // every token's text, each followed by a NUL (one string, not one per token)
+    vocab_detail::TextIndex text_to_id_;  // ids by token text
+    // BPE merge ranks by the pair of token ids (left << 32 | right); a merge whose sides are not both tokens
+    // (no vocabulary seen has one) by merge_key(left, right) text.
+    vocab_detail::PairRanks merge_ranks_;
+    std::unordered_map<std::string, int32_t> merge_ranks_text_;
     std::unique_ptr<PreTokenizer> pretokenizer_;
-    std::vector<std::string> pieces_;      // token_to_piece(id, special = true), precomputed
+    // token_to_piece(id, special = true), precomputed: piece i is [piece_ends_[i - 1], piece_ends_[i]) of
+    // pieces_ (one string, not one per token)
+    std::string pieces_;
+    std::vector<uint32_t> piece_ends_;
     std::vector<int32_t> special_tokens_;  // control / user-defined / unknown ids, longest text first
     std::vector<int32_t> eog_;             // sorted
     int32_t max_token_len_ = 0;

@@ -197,13 +197,13 @@ Raw nested_arrays(int levels) {
 TEST(GgufHostile, NestingDepth) {
     Raw ok = nested_arrays(kMaxArrayDepth);
     auto f = File::from_buffer(ok.b.data(), ok.size());
-    const Value *v = f->find("deep");
+    Value v = *f->find("deep");
     for (int i = 0; i < kMaxArrayDepth; ++i) {
-        ASSERT_EQ(v->type, ValueType::ARRAY);
-        ASSERT_EQ(v->array.size(), 1u);
-        v = &v->array[0];
+        ASSERT_EQ(v.type, ValueType::ARRAY);
+        ASSERT_EQ(v.array_size(), 1u);
+        v = v.array_at(0);
     }
-    EXPECT_EQ(v->as_int(), 42);
+    EXPECT_EQ(v.as_int(), 42);
     expect_error(nested_arrays(kMaxArrayDepth + 1).b, {"nested deeper than 8", "key 'deep'"});
     // Depth is what stops a deep file, long before the stack could overflow.
     expect_error(nested_arrays(100000).b, {"nested deeper", "key 'deep'"});

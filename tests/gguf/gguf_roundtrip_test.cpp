@@ -36,9 +36,9 @@ void expect_same(const Value &a, const Value &b, const std::string &where) {
             break;
         case ValueType::ARRAY:
             ASSERT_EQ(a.array_type, b.array_type) << where;
-            ASSERT_EQ(a.array.size(), b.array.size()) << where;
-            for (size_t i = 0; i < a.array.size(); ++i)
-                expect_same(a.array[i], b.array[i], where + "[" + std::to_string(i) + "]");
+            ASSERT_EQ(a.array_size(), b.array_size()) << where;
+            for (size_t i = 0; i < a.array_size(); ++i)
+                expect_same(a.array_at(i), b.array_at(i), where + "[" + std::to_string(i) + "]");
             break;
         default:
             EXPECT_EQ(a.scalar.u64, b.scalar.u64) << where;

@@ -27,10 +27,12 @@ size_t value_bytes(const gguf::Value &v) {
             return 8 + v.str.size();
         case gguf::ValueType::ARRAY: {
             size_t n = 4 + 8;
-            for (const gguf::Value &e : v.array)
+            for (size_t i = 0; i < v.array_size(); ++i) {
+                const gguf::Value e = v.array_at(i);
                 n += e.type == gguf::ValueType::ARRAY || e.type == gguf::ValueType::STRING
                          ? value_bytes(e)
                          : gguf::value_type_size(e.type);
+            }
             return n;
         }
         default:

@@ -33,7 +33,7 @@ std::string describe(const Vocab &v, const std::vector<int32_t> &ids) {
     std::ostringstream os;
     for (int32_t id : ids) {
         os << ' ' << id;
-        if (id >= 0 && id < v.n_tokens()) os << "'" << escape(v.token_text(id)) << "'";
+        if (id >= 0 && id < v.n_tokens()) os << "'" << escape(std::string(v.token_text(id))) << "'";
     }
     return os.str();
 }

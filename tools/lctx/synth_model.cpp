@@ -230,10 +230,10 @@ void fill_row(uint64_t tseed, int64_t row, bool is_norm, float *out, int64_t n) 
 Summary write_model(const Shape &s, const TypeChoice &type, const std::string &path, const Options &opts) {
     std::unique_ptr<gguf::File> vocab = gguf::File::open(opts.vocab_path);
     const gguf::Value *tokens = vocab->find("tokenizer.ggml.tokens");
-    if (!tokens || tokens->type != gguf::ValueType::ARRAY || tokens->array.empty())
+    if (!tokens || tokens->type != gguf::ValueType::ARRAY || tokens->array_size() == 0)
         throw Error(opts.vocab_path + ": no tokenizer.ggml.tokens array (not a vocabulary GGUF?)");
     Summary sum;
-    sum.n_vocab = static_cast<uint32_t>(tokens->array.size());
+    sum.n_vocab = static_cast<uint32_t>(tokens->array_size());
     sum.tensors = plan_tensors(s, sum.n_vocab, type);
 
     // Metadata through our writer (no tensors: the header ends after the key-values), then the tensor infos
