@@ -14,6 +14,7 @@
 #include "kernels/attention.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
+#include "kernels/rows.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -132,17 +133,13 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
 
         // ---- attention block ----
         prefetch_kv_store(kv, static_cast<int>(il), b, v_dim);
-        for (int64_t t = 0; t < n_tokens; ++t)
-            kernels::rms_norm(x + t * n_embd, l.attn_norm.data(), s.cur.data() + t * n_embd, n_embd,
-                              hp.norm_rms_eps);
+        kernels::rms_norm_rows(x, l.attn_norm.data(), s.cur.data(), n_tokens, n_embd, hp.norm_rms_eps, pool);
         const kernels::MatmulOutput qkv[] = {
             {&l.wq, s.q.data(), q_dim}, {&l.wk, s.k.data(), k_dim}, {&l.wv, s.v.data(), v_dim}};
         kernels::matmul_shared_input(qkv, 3, s.cur.data(), n_embd, n_tokens, pool, s.mm);
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            const float *cs = s.rope_cs.data() + t * rope.n_rot;
-            kernels::rope_apply(s.q.data() + t * q_dim, hp.n_head, hp.n_embd_head_k, cs, rope);
-            kernels::rope_apply(s.k.data() + t * k_dim, hp.n_head_kv, hp.n_embd_head_k, cs, rope);
-        }
+        kernels::rope_rows(s.q.data(), n_tokens, q_dim, hp.n_head, hp.n_embd_head_k, s.rope_cs.data(), rope, pool);
+        kernels::rope_rows(s.k.data(), n_tokens, k_dim, hp.n_head_kv, hp.n_embd_head_k, s.rope_cs.data(), rope,
+                           pool);
         store_kv(kv, il, b, s.k.data(), s.v.data(), k_dim, v_dim);
 
         kernels::AttentionArgs a;
@@ -177,27 +174,23 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
                              sizeof(float) * n_embd);
 
         kernels::matmul(l.wo, s.attn.data(), o_dim, n_rows, s.out.data(), n_embd, pool, s.mm);
-        kernels::add_inplace(x, s.out.data(), n_rows * n_embd);
+        kernels::add_rows(x, s.out.data(), n_rows, n_embd, pool);
 
         // ---- feed-forward block (SwiGLU) ----
-        for (int64_t t = 0; t < n_rows; ++t)
-            kernels::rms_norm(x + t * n_embd, l.ffn_norm.data(), s.cur.data() + t * n_embd, n_embd,
-                              hp.norm_rms_eps);
+        kernels::rms_norm_rows(x, l.ffn_norm.data(), s.cur.data(), n_rows, n_embd, hp.norm_rms_eps, pool);
         const kernels::MatmulOutput gate_up[] = {{&l.ffn_gate, s.ffn_a.data(), n_ff},
                                                  {&l.ffn_up, s.ffn_b.data(), n_ff}};
         kernels::matmul_shared_input(gate_up, 2, s.cur.data(), n_embd, n_rows, pool, s.mm);
-        kernels::swiglu(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows * n_ff);
+        kernels::swiglu_rows(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows, n_ff, pool);
         kernels::matmul(l.ffn_down, s.ffn_a.data(), n_ff, n_rows, s.out.data(), n_embd, pool, s.mm);
-        kernels::add_inplace(x, s.out.data(), n_rows * n_embd);
+        kernels::add_rows(x, s.out.data(), n_rows, n_embd, pool);
 
         if (b.abort_cb && b.abort_cb(b.abort_data)) return false;
     }
 
     // ---- output: x now holds the n_outputs requested rows ----
     const int64_t n_out = b.n_outputs;
-    for (int64_t i = 0; i < n_out; ++i)
-        kernels::rms_norm(x + i * n_embd, w.output_norm.data(), s.cur.data() + i * n_embd, n_embd,
-                          hp.norm_rms_eps);
+    kernels::rms_norm_rows(x, w.output_norm.data(), s.cur.data(), n_out, n_embd, hp.norm_rms_eps, pool);
     if (b.hidden) std::memcpy(b.hidden, s.cur.data(), sizeof(float) * n_out * n_embd);
     if (b.logits) kernels::matmul(w.output, s.cur.data(), n_embd, n_out, b.logits, hp.n_vocab, pool, s.mm);
     return true;
