@@ -120,7 +120,7 @@ void register_all() {
                 ->Args({128, 2048, 1})
                 ->Args({512, 2048, 1})
                 ->Args({512, 2048, 4})
-                ->Args({512, 2048, 64})  // one prompt work item (AMX tiles where the CPU has them)
+                ->Args({512, 2048, 64})    // one prompt work item (AMX tiles where the CPU has them)
                 ->Args({32768, 2048, 1});  // weights beyond the L3: memory speed
         benchmark::RegisterBenchmark((std::string("Matmul/") + n).c_str(),
                                      [t](benchmark::State &st) { BM_Matmul(st, t); })

@@ -60,7 +60,8 @@ struct Value {
     std::string str;
     // Arrays keep their elements compactly (a 50,000-token vocabulary in a few hundred KiB, not one Value per
     // token): scalars packed in array_bytes, value_type_size(array_type) bytes each, little-endian (a bool as
-    // 0 or 1); strings concatenated in array_bytes, element i ending at array_ends[i]; arrays in array_values.
+    // 0 or 1); strings concatenated in array_bytes, element i ending at array_ends[i]; arrays in
+    // array_values.
     ValueType array_type = ValueType::UINT8;
     std::vector<uint8_t> array_bytes;
     std::vector<uint64_t> array_ends;

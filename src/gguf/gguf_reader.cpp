@@ -71,7 +71,9 @@ class Cursor {
         pos_ += static_cast<size_t>(len);
         return s;
     }
-    std::string read_string(const char *what, std::string_view ctx) { return std::string(read_string_view(what, ctx)); }
+    std::string read_string(const char *what, std::string_view ctx) {
+        return std::string(read_string_view(what, ctx));
+    }
 
     void read_value(ValueType type, Value &out, std::string_view ctx, int depth) {
         out.type = type;
@@ -141,12 +143,14 @@ class Cursor {
         out.array_type = et;
         if (et == ValueType::ARRAY) {
             out.array_values.reserve(static_cast<size_t>(std::min<uint64_t>(count, kReserveCap)));
-            for (uint64_t i = 0; i < count; ++i) read_value(et, out.array_values.emplace_back(), ctx, depth + 1);
+            for (uint64_t i = 0; i < count; ++i)
+                read_value(et, out.array_values.emplace_back(), ctx, depth + 1);
         } else if (et == ValueType::STRING) {
             // A view of the file's strings with each one's offset (checked one by one), while the offsets fit
             // in 32 bits; past that (no real file) the strings are copied.
             const size_t start = pos_;
-            out.array_offsets.reserve(static_cast<size_t>(count));  // count <= remaining() / 8 (checked above)
+            out.array_offsets.reserve(
+                static_cast<size_t>(count));  // count <= remaining() / 8 (checked above)
             for (uint64_t i = 0; i < count; ++i) {
                 const size_t off = pos_ - start;
                 read_string_view("string", ctx);

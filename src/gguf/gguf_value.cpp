@@ -246,6 +246,8 @@ std::string_view Value::array_string(size_t i) const {
     return {reinterpret_cast<const char *>(array_bytes.data()) + b, static_cast<size_t>(array_ends[i] - b)};
 }
 
+// Scalars are little-endian in the file, as on the hosts lctx runs on: an element's bytes are the low bytes
+// of its 64-bit value.
 Value Value::array_at(size_t i) const {
     if (array_type == ValueType::ARRAY) return array_values[i];
     if (array_type == ValueType::STRING) return from_string(std::string(array_string(i)));
@@ -253,57 +255,23 @@ Value Value::array_at(size_t i) const {
     const uint8_t *p = (array_view ? array_view : array_bytes.data()) + i * n;
     Value out;
     out.type = array_type;
-    switch (array_type) {
-        case ValueType::UINT8:
-            out.scalar.u64 = p[0];
-            break;
-        case ValueType::INT8:
-            out.scalar.i64 = static_cast<int8_t>(p[0]);
-            break;
-        case ValueType::BOOL:
-            out.scalar.b = p[0] != 0;
-            break;
-        case ValueType::UINT16: {
-            uint16_t v;
-            std::memcpy(&v, p, 2);
+    if (array_type == ValueType::BOOL) {
+        out.scalar.b = p[0] != 0;
+    } else if (array_type == ValueType::FLOAT32) {
+        float v;
+        std::memcpy(&v, p, 4);
+        out.scalar.f64 = v;
+    } else if (array_type == ValueType::FLOAT64) {
+        std::memcpy(&out.scalar.f64, p, 8);
+    } else {
+        uint64_t v = 0;
+        std::memcpy(&v, p, n);
+        if (is_signed(array_type) && n < 8) {  // sign-extend
+            const unsigned shift = static_cast<unsigned>(64 - 8 * n);
+            out.scalar.i64 = static_cast<int64_t>(v << shift) >> shift;
+        } else {
             out.scalar.u64 = v;
-            break;
         }
-        case ValueType::INT16: {
-            int16_t v;
-            std::memcpy(&v, p, 2);
-            out.scalar.i64 = v;
-            break;
-        }
-        case ValueType::UINT32: {
-            uint32_t v;
-            std::memcpy(&v, p, 4);
-            out.scalar.u64 = v;
-            break;
-        }
-        case ValueType::INT32: {
-            int32_t v;
-            std::memcpy(&v, p, 4);
-            out.scalar.i64 = v;
-            break;
-        }
-        case ValueType::FLOAT32: {
-            float v;
-            std::memcpy(&v, p, 4);
-            out.scalar.f64 = v;
-            break;
-        }
-        case ValueType::UINT64:
-            std::memcpy(&out.scalar.u64, p, 8);
-            break;
-        case ValueType::INT64:
-            std::memcpy(&out.scalar.i64, p, 8);
-            break;
-        case ValueType::FLOAT64:
-            std::memcpy(&out.scalar.f64, p, 8);
-            break;
-        default:
-            break;
     }
     return out;
 }
@@ -311,69 +279,25 @@ Value Value::array_at(size_t i) const {
 void Value::array_push(const Value &e) {
     if (array_view) *this = Value(*this);  // own the viewed elements first
     if (e.type != array_type)
-        throw Error(std::string("array_push: element of type ") + value_type_name(e.type) + " in an array of " +
-                    value_type_name(array_type));
+        throw Error(std::string("array_push: element of type ") + value_type_name(e.type) +
+                    " in an array of " + value_type_name(array_type));
     auto put = [&](const void *v, size_t n) {
         const auto *b = static_cast<const uint8_t *>(v);
         array_bytes.insert(array_bytes.end(), b, b + n);
     };
-    switch (e.type) {
-        case ValueType::ARRAY:
-            array_values.push_back(e);
-            return;
-        case ValueType::STRING:
-            put(e.str.data(), e.str.size());
-            array_ends.push_back(array_bytes.size());
-            return;
-        case ValueType::UINT8: {
-            const auto v = static_cast<uint8_t>(e.scalar.u64);
-            put(&v, 1);
-            return;
-        }
-        case ValueType::INT8: {
-            const auto v = static_cast<int8_t>(e.scalar.i64);
-            put(&v, 1);
-            return;
-        }
-        case ValueType::BOOL: {
-            const uint8_t v = e.scalar.b ? 1 : 0;
-            put(&v, 1);
-            return;
-        }
-        case ValueType::UINT16: {
-            const auto v = static_cast<uint16_t>(e.scalar.u64);
-            put(&v, 2);
-            return;
-        }
-        case ValueType::INT16: {
-            const auto v = static_cast<int16_t>(e.scalar.i64);
-            put(&v, 2);
-            return;
-        }
-        case ValueType::UINT32: {
-            const auto v = static_cast<uint32_t>(e.scalar.u64);
-            put(&v, 4);
-            return;
-        }
-        case ValueType::INT32: {
-            const auto v = static_cast<int32_t>(e.scalar.i64);
-            put(&v, 4);
-            return;
-        }
-        case ValueType::FLOAT32: {
-            const auto v = static_cast<float>(e.scalar.f64);
-            put(&v, 4);
-            return;
-        }
-        case ValueType::UINT64:
-            put(&e.scalar.u64, 8);
-            return;
-        case ValueType::INT64:
-            put(&e.scalar.i64, 8);
-            return;
-        case ValueType::FLOAT64:
-            put(&e.scalar.f64, 8);
-            return;
+    if (e.type == ValueType::ARRAY) {
+        array_values.push_back(e);
+    } else if (e.type == ValueType::STRING) {
+        put(e.str.data(), e.str.size());
+        array_ends.push_back(array_bytes.size());
+    } else if (e.type == ValueType::BOOL) {
+        const uint8_t v = e.scalar.b ? 1 : 0;
+        put(&v, 1);
+    } else if (e.type == ValueType::FLOAT32) {
+        const auto v = static_cast<float>(e.scalar.f64);
+        put(&v, 4);
+    } else {
+        put(&e.scalar, value_type_size(e.type));  // the low bytes of the 64-bit value (or the double)
     }
 }
 

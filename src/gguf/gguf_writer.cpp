@@ -77,7 +77,8 @@ class ByteSink {
                 } else if (v.array_view || v.array_type == ValueType::BOOL) {
                     for (size_t i = 0; i < v.array_size(); ++i) put_value(v.array_at(i));  // bools as 0 or 1
                 } else {
-                    out_.insert(out_.end(), v.array_bytes.begin(), v.array_bytes.end());  // already file bytes
+                    out_.insert(out_.end(), v.array_bytes.begin(),
+                                v.array_bytes.end());  // already file bytes
                 }
                 break;
         }
@@ -102,7 +103,8 @@ void check_value(const std::string &key, const Value &v, int depth) {
         check_value(key, e, depth + 1);
     }
     if (v.array_type != ValueType::ARRAY && !v.array_values.empty())
-        throw Error("gguf writer: key '" + key + "' mixes arrays into an array of " + value_type_name(v.array_type));
+        throw Error("gguf writer: key '" + key + "' mixes arrays into an array of " +
+                    value_type_name(v.array_type));
 }
 
 }  // namespace

@@ -87,7 +87,8 @@ Table build_scalar() {
 // A level's table: its own kernels where it has them, otherwise the level below. An interleaved gemm reads
 // groups of `group_for(type)` rows (a level whose kernels read other groups than the level below).
 Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeActFn (*quant_for)(GgmlType),
-                  GemmFn (*gemm_for)(GgmlType), GemmFn (*interleaved_for)(GgmlType), int (*group_for)(GgmlType)) {
+                  GemmFn (*gemm_for)(GgmlType), GemmFn (*interleaved_for)(GgmlType),
+                  int (*group_for)(GgmlType)) {
     Table t = below;
     for (int32_t id = 0; id < kGgmlTypeCount; ++id) {
         const auto type = static_cast<GgmlType>(id);
@@ -137,8 +138,8 @@ const Tables &tables() {
                        : r.avx2;
         r.amx = r.avx512;
         if (detected >= static_cast<int>(Isa::Amx)) {
-            r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm, &detail::gemm_interleaved_amx,
-                                nullptr);
+            r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm,
+                                &detail::gemm_interleaved_amx, nullptr);
             for (int32_t id = 0; id < kGgmlTypeCount; ++id)
                 r.amx[id].gemm_interleaved_stages =
                     r.amx[id].gemm_interleaved && r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved;

@@ -316,16 +316,16 @@ struct LoadBF16x16 {
     static void row(const uint8_t *src, float *dst, int64_t n) {
         const auto *h = reinterpret_cast<const uint16_t *>(src);
         for (int64_t i = 0; i < n; i += 8)
-            _mm256_storeu_ps(dst + i,
-                             _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(loadu128(h + i)), 16)));
+            _mm256_storeu_ps(
+                dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(loadu128(h + i)), 16)));
     }
 };
 
 constexpr int kFloatX8MaxC = 6;
 
 template <class L>
-void gemm_interleaved_float512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
-                      float *y, int64_t ldy) {
+void gemm_interleaved_float512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                               int64_t nc, float *y, int64_t ldy) {
     using TileFn = void (*)(int64_t, const uint8_t *, const float *, int64_t, float *, int64_t);
     static constexpr TileFn kTiles[kFloatX8MaxC] = {&FloatX8Tile512<L, 1>::run, &FloatX8Tile512<L, 2>::run,
                                                     &FloatX8Tile512<L, 3>::run, &FloatX8Tile512<L, 4>::run,
@@ -353,7 +353,9 @@ struct LoadF32Row {
 };
 struct LoadF16Row {
     static __m512 v16(const uint8_t *p) { return _mm512_cvtph_ps(loadu256(p)); }
-    static __m512 v16(const uint8_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+    static __m512 v16(const uint8_t *p, __mmask16 m) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+    }
     static void row(const uint8_t *src, float *dst, int64_t n) {
         const auto *h = reinterpret_cast<const fp16_t *>(src);
         for (int64_t i = 0; i < n; ++i) dst[i] = h2f(h[i]);
@@ -365,7 +367,8 @@ struct LoadBF16Row {
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(loadu256(p)), 16));
     }
     static __m512 v16(const uint8_t *p, __mmask16 m) {
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
     }
     static void row(const uint8_t *src, float *dst, int64_t n) {
         const auto *h = reinterpret_cast<const uint16_t *>(src);
@@ -391,19 +394,41 @@ inline __m512 reduce_4x4(const __m512 (&acc)[4][4]) {
     LCTX_UNROLL
     for (int c = 0; c < 4; ++c) {
         const __m512d p = _mm512_castps_pd(x[0][c]), q = _mm512_castps_pd(x[1][c]);
-        z[c] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p, q)), _mm512_castpd_ps(_mm512_unpackhi_pd(p, q)));
+        z[c] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p, q)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(p, q)));
     }
     // lanes 0 + 1 and 2 + 3 of c = 0, 1 (and 2, 3), then of the pairs: lane c of the result is z[c]'s total
-    const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(z[0], z[1], 0x88), _mm512_shuffle_f32x4(z[0], z[1], 0xdd));
-    const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(z[2], z[3], 0x88), _mm512_shuffle_f32x4(z[2], z[3], 0xdd));
+    const __m512 s01 =
+        _mm512_add_ps(_mm512_shuffle_f32x4(z[0], z[1], 0x88), _mm512_shuffle_f32x4(z[0], z[1], 0xdd));
+    const __m512 s23 =
+        _mm512_add_ps(_mm512_shuffle_f32x4(z[2], z[3], 0x88), _mm512_shuffle_f32x4(z[2], z[3], 0xdd));
     return _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88), _mm512_shuffle_f32x4(s01, s23, 0xdd));
 }
 
-// R (<= 4) weight rows x C (<= 4) activations (f32, zero-padded to whole 16s): one accumulator per output over
-// 16-element steps, the row's tail masked.
+// One 16-element step of R weight rows (a masked tail when m is given) against C activations (f32,
+// zero-padded to whole 16s) into acc[r % 4][r / 4 + c] (row r of the 16-row tile, or (r, c) of a 4 x 4 one).
 template <class L, int R, int C>
-void tile_float_plain512(int64_t n, const uint8_t *w, size_t ldw, const float *a, int64_t lda, float *y,
-                         int64_t ldy) {
+inline void step_float_plain512(__m512 (&acc)[4][4], const uint8_t *w, size_t ldw, const float *a,
+                                int64_t lda, int64_t i, const __mmask16 *m) {
+    __m512 x[R];
+    LCTX_UNROLL
+    for (int r = 0; r < R; ++r) {
+        const uint8_t *p = w + r * ldw + i * L::kElemBytes;
+        x[r] = m ? L::v16(p, *m) : L::v16(p);
+    }
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) {
+        const __m512 av = _mm512_loadu_ps(a + c * lda + i);
+        LCTX_UNROLL
+        for (int r = 0; r < R; ++r) acc[r % 4][r / 4 + c] = _mm512_fmadd_ps(x[r], av, acc[r % 4][r / 4 + c]);
+    }
+}
+
+// The 16 sums of R rows x C activations, R x C <= 16 (R = 16: one activation), one accumulator per output
+// over 16-element steps, the row's tail masked; lane 4 (r / 4 + c) + r % 4 of the result is output (r, c).
+template <class L, int R, int C>
+inline __m512 sums_float_plain512(int64_t n, const uint8_t *w, size_t ldw, const float *a, int64_t lda) {
+    static_assert((R <= 4 && C <= 4) || (R == 16 && C == 1));
     __m512 acc[4][4];
     LCTX_UNROLL
     for (int r = 0; r < 4; ++r) {
@@ -411,31 +436,20 @@ void tile_float_plain512(int64_t n, const uint8_t *w, size_t ldw, const float *a
         for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
     }
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 x[R];
-        LCTX_UNROLL
-        for (int r = 0; r < R; ++r) x[r] = L::v16(w + r * ldw + i * L::kElemBytes);
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) {
-            const __m512 av = _mm512_loadu_ps(a + c * lda + i);
-            LCTX_UNROLL
-            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(x[r], av, acc[r][c]);
-        }
-    }
+    for (; i + 16 <= n; i += 16) step_float_plain512<L, R, C>(acc, w, ldw, a, lda, i, nullptr);
     if (i < n) {
         const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
-        __m512 x[R];
-        LCTX_UNROLL
-        for (int r = 0; r < R; ++r) x[r] = L::v16(w + r * ldw + i * L::kElemBytes, m);
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) {
-            const __m512 av = _mm512_loadu_ps(a + c * lda + i);
-            LCTX_UNROLL
-            for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(x[r], av, acc[r][c]);
-        }
+        step_float_plain512<L, R, C>(acc, w, ldw, a, lda, i, &m);
     }
+    return reduce_4x4(acc);
+}
+
+// R (<= 4) weight rows x C (<= 4) activations.
+template <class L, int R, int C>
+void tile_float_plain512(int64_t n, const uint8_t *w, size_t ldw, const float *a, int64_t lda, float *y,
+                         int64_t ldy) {
     alignas(64) float sums[16];
-    _mm512_store_ps(sums, reduce_4x4(acc));
+    _mm512_store_ps(sums, sums_float_plain512<L, R, C>(n, w, ldw, a, lda));
     LCTX_UNROLL
     for (int c = 0; c < C; ++c) {
         LCTX_UNROLL
@@ -443,46 +457,25 @@ void tile_float_plain512(int64_t n, const uint8_t *w, size_t ldw, const float *a
     }
 }
 
-// One activation against 16 rows: the 16 accumulators reduce together (acc[r % 4][r / 4] puts row r in lane r)
-// in the order every output of the 4 x 4 tiles is reduced in, so a row's value is the same in either.
+// One activation against 16 rows: the 16 accumulators reduce together (row r in lane r), in the order every
+// output of the 4 x 4 tiles is reduced in, so a row's value is the same in either.
 template <class L>
 void tile_float_plain512_16rows(int64_t n, const uint8_t *w, size_t ldw, const float *a, float *y) {
-    __m512 acc[4][4];
-    LCTX_UNROLL
-    for (int r = 0; r < 4; ++r) {
-        LCTX_UNROLL
-        for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
-    }
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 av = _mm512_loadu_ps(a + i);
-        LCTX_UNROLL
-        for (int r = 0; r < 16; ++r)
-            acc[r % 4][r / 4] = _mm512_fmadd_ps(L::v16(w + r * ldw + i * L::kElemBytes), av, acc[r % 4][r / 4]);
-    }
-    if (i < n) {
-        const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
-        const __m512 av = _mm512_loadu_ps(a + i);
-        LCTX_UNROLL
-        for (int r = 0; r < 16; ++r)
-            acc[r % 4][r / 4] = _mm512_fmadd_ps(L::v16(w + r * ldw + i * L::kElemBytes, m), av, acc[r % 4][r / 4]);
-    }
-    _mm512_storeu_ps(y, reduce_4x4(acc));
+    _mm512_storeu_ps(y, sums_float_plain512<L, 16, 1>(n, w, ldw, a, 0));
 }
 
 template <class L>
-void gemm_float_plain512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
-                         float *y, int64_t ldy) {
+void gemm_float_plain512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                         int64_t nc, float *y, int64_t ldy) {
     using TileFn = void (*)(int64_t, const uint8_t *, size_t, const float *, int64_t, float *, int64_t);
-    static constexpr TileFn kTiles[4][4] = {
-        {&tile_float_plain512<L, 1, 1>, &tile_float_plain512<L, 1, 2>, &tile_float_plain512<L, 1, 3>,
-         &tile_float_plain512<L, 1, 4>},
-        {&tile_float_plain512<L, 2, 1>, &tile_float_plain512<L, 2, 2>, &tile_float_plain512<L, 2, 3>,
-         &tile_float_plain512<L, 2, 4>},
-        {&tile_float_plain512<L, 3, 1>, &tile_float_plain512<L, 3, 2>, &tile_float_plain512<L, 3, 3>,
-         &tile_float_plain512<L, 3, 4>},
-        {&tile_float_plain512<L, 4, 1>, &tile_float_plain512<L, 4, 2>, &tile_float_plain512<L, 4, 3>,
-         &tile_float_plain512<L, 4, 4>}};
+    static constexpr TileFn kTiles[4][4] = {{&tile_float_plain512<L, 1, 1>, &tile_float_plain512<L, 1, 2>,
+                                             &tile_float_plain512<L, 1, 3>, &tile_float_plain512<L, 1, 4>},
+                                            {&tile_float_plain512<L, 2, 1>, &tile_float_plain512<L, 2, 2>,
+                                             &tile_float_plain512<L, 2, 3>, &tile_float_plain512<L, 2, 4>},
+                                            {&tile_float_plain512<L, 3, 1>, &tile_float_plain512<L, 3, 2>,
+                                             &tile_float_plain512<L, 3, 3>, &tile_float_plain512<L, 3, 4>},
+                                            {&tile_float_plain512<L, 4, 1>, &tile_float_plain512<L, 4, 2>,
+                                             &tile_float_plain512<L, 4, 3>, &tile_float_plain512<L, 4, 4>}};
     // The activations as f32 rows of whole 16s (zero tail), in a buffer from a baseline translation unit.
     const int64_t ld = (n + 15) / 16 * 16;
     auto *af = reinterpret_cast<float *>(kernel_tile_scratch(static_cast<size_t>(nc * ld) * sizeof(float)));

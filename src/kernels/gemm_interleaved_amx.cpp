@@ -56,6 +56,36 @@ struct alignas(64) TileConfig {
 // a barrier keeps the staging buffers' stores before the tile loads and the tile stores before their reads.
 #define LCTX_TILE_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
 
+// One unit of work on tile set C, A, B: C = 0, then C += A . B with the dot product DP (TDPBSSD: both
+// operands signed; TDPBSUD: B unsigned), and C stored to `sums` (16 rows 64 bytes apart).
+#define LCTX_TILE_UNIT(C, A, B, a_ptr, a_stride, b_ptr, sums, DP) \
+    do {                                                          \
+        _tile_zero(C);                                            \
+        _tile_loadd(A, a_ptr, a_stride);                          \
+        _tile_loadd(B, b_ptr, 64);                                \
+        DP(C, A, B);                                              \
+        _tile_stored(C, sums, 64);                                \
+        LCTX_TILE_MEMORY_BARRIER();                               \
+    } while (0)
+
+// Runs n_units tile units software-pipelined over the two tile sets: issue0(u) / issue1(u) run unit u on set
+// u % 2 (storing its sums in that set's buffer), consume(u, u % 2) reads them. Unit u + 1 is issued before
+// unit u is consumed.
+template <class Issue0, class Issue1, class Consume>
+inline void tile_pipeline(int64_t n_units, Issue0 issue0, Issue1 issue1, Consume consume) {
+    issue0(0);
+    int64_t u = 0;
+    for (; u + 2 <= n_units; u += 2) {
+        issue1(u + 1);
+        consume(u, 0);
+        LCTX_TILE_MEMORY_BARRIER();
+        if (u + 2 < n_units) issue0(u + 2);
+        consume(u + 1, 1);
+        LCTX_TILE_MEMORY_BARRIER();
+    }
+    if (u < n_units) consume(u, 0);  // an odd count: the last unit went to set 0
+}
+
 template <int kK>
 void load_tile_config() {
     static const TileConfig cfg = [] {
@@ -132,12 +162,18 @@ struct AmxQ5_0 {
     static constexpr GgmlType kType = GgmlType::Q5_0;
     static constexpr bool kDirect = false;
     static void unpack(const Block &x, int8_t *out) {
-        const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10), sixteen = _mm512_set1_epi8(16);
+        const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10),
+                      sixteen = _mm512_set1_epi8(16);
         const __m512i qh = _mm512_loadu_si512(x.qh);
         // bit 2g (or 2g + 1) of each byte moved to bit 4
-        const __m512i h[8] = {_mm512_slli_epi16(qh, 4), _mm512_slli_epi16(qh, 3), _mm512_slli_epi16(qh, 2),
-                              _mm512_slli_epi16(qh, 1), qh,                       _mm512_srli_epi16(qh, 1),
-                              _mm512_srli_epi16(qh, 2), _mm512_srli_epi16(qh, 3)};
+        const __m512i h[8] = {_mm512_slli_epi16(qh, 4),
+                              _mm512_slli_epi16(qh, 3),
+                              _mm512_slli_epi16(qh, 2),
+                              _mm512_slli_epi16(qh, 1),
+                              qh,
+                              _mm512_srli_epi16(qh, 1),
+                              _mm512_srli_epi16(qh, 2),
+                              _mm512_srli_epi16(qh, 3)};
         LCTX_UNROLL
         for (int g = 0; g < 4; ++g) {
             const __m512i v = _mm512_loadu_si512(x.qs + 64 * g);
@@ -154,8 +190,8 @@ struct AmxQ5_0 {
 // acc += float(sums) * (d_w * d_a), as Q8_0Tile / Q4_0Tile do per lane. Software-pipelined over two sets of
 // tiles: block b + 1's multiply is issued before block b's sums are scaled.
 template <class W>
-void tile_b32(int64_t nb, const int8_t *a, const float *da, const uint8_t *group, const int8_t *unpacked, float *y,
-              int64_t ldy) {
+void tile_b32(int64_t nb, const int8_t *a, const float *da, const uint8_t *group, const int8_t *unpacked,
+              float *y, int64_t ldy) {
     const auto *x = reinterpret_cast<const typename W::Block *>(group);
     alignas(64) int32_t sums[2][kTileM][16];
     __m512 acc[kTileM];
@@ -176,27 +212,17 @@ void tile_b32(int64_t nb, const int8_t *a, const float *da, const uint8_t *group
             acc[i] = _mm512_fmadd_ps(s, _mm512_mul_ps(d16, _mm512_set1_ps(dab[i])), acc[i]);
         }
     };
-#define LCTX_ISSUE(C, A, B, b, set)                \
-    do {                                           \
-        _tile_zero(C);                             \
-        _tile_loadd(A, a + 512 * (b), 32);         \
-        _tile_loadd(B, b_operand(b), 64);          \
-        _tile_dpbssd(C, A, B);                     \
-        _tile_stored(C, &sums[set][0][0], 64);     \
-        LCTX_TILE_MEMORY_BARRIER();                \
-    } while (0)
-    LCTX_ISSUE(LCTX_TILE_C0, LCTX_TILE_A0, LCTX_TILE_B0, 0, 0);
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        LCTX_ISSUE(LCTX_TILE_C1, LCTX_TILE_A1, LCTX_TILE_B1, b + 1, 1);
-        scale(b, 0);
-        LCTX_TILE_MEMORY_BARRIER();
-        if (b + 2 < nb) LCTX_ISSUE(LCTX_TILE_C0, LCTX_TILE_A0, LCTX_TILE_B0, b + 2, 0);
-        scale(b + 1, 1);
-        LCTX_TILE_MEMORY_BARRIER();
-    }
-    if (b < nb) scale(b, 0);  // an odd block count: the last block went to set 0
-#undef LCTX_ISSUE
+    tile_pipeline(
+        nb,
+        [&](int64_t b) {
+            LCTX_TILE_UNIT(LCTX_TILE_C0, LCTX_TILE_A0, LCTX_TILE_B0, a + 512 * b, 32, b_operand(b),
+                           &sums[0][0][0], _tile_dpbssd);
+        },
+        [&](int64_t b) {
+            LCTX_TILE_UNIT(LCTX_TILE_C1, LCTX_TILE_A1, LCTX_TILE_B1, a + 512 * b, 32, b_operand(b),
+                           &sums[1][0][0], _tile_dpbssd);
+        },
+        scale);
     LCTX_UNROLL
     for (int i = 0; i < kTileM; ++i) _mm512_storeu_ps(y + i * ldy, acc[i]);
 }
@@ -241,13 +267,14 @@ void gemm_amx_b32(int64_t n, const void *w, size_t ldw, int64_t nr, const void *
                 LCTX_TILE_MEMORY_BARRIER();
             }
             for (int64_t t = 0; t < n_tiles; ++t)
-                tile_b32<W>(nb, sa + t * nb * 512, sda + t * nb * 16, group, sw, y + t * kTileM * ldy + r0, ldy);
+                tile_b32<W>(nb, sa + t * nb * 512, sda + t * nb * 16, group, sw, y + t * kTileM * ldy + r0,
+                            ldy);
         }
         _tile_release();
     }
     if (n_tiles * kTileM < nc)
-        avx512(n, w, ldw, nr, ab + n_tiles * kTileM * lda, lda, nc - n_tiles * kTileM, y + n_tiles * kTileM * ldy,
-               ldy);
+        avx512(n, w, ldw, nr, ab + n_tiles * kTileM * lda, lda, nc - n_tiles * kTileM,
+               y + n_tiles * kTileM * ldy, ldy);
 }
 
 // ---- K types: per 256-element block, one tile multiply per scale group (32 elements for Q4_K, 16 for
@@ -340,8 +367,8 @@ void tile_k(int64_t nb, const KStage &s, const uint8_t *group, float *y, int64_t
                 __m512i msum = _mm512_setzero_si512();
                 LCTX_UNROLL
                 for (int jp = 0; jp < 4; ++jp)
-                    msum = _mm512_add_epi32(
-                        msum, _mm512_madd_epi16(_mm512_load_si512(mn + 16 * jp), _mm512_set1_epi32(bs[4 * i + jp])));
+                    msum = _mm512_add_epi32(msum, _mm512_madd_epi16(_mm512_load_si512(mn + 16 * jp),
+                                                                    _mm512_set1_epi32(bs[4 * i + jp])));
                 const __m512 dy = _mm512_set1_ps(da[i]);
                 __m512 v = _mm512_load_ps(acc[i]);
                 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d16, dy), v);
@@ -357,34 +384,28 @@ void tile_k(int64_t nb, const KStage &s, const uint8_t *group, float *y, int64_t
             }
         }
     };
-#define LCTX_ISSUE_K(C, A, B, u, set)              \
-    do {                                           \
-        _tile_zero(C);                             \
-        _tile_loadd(A, s.a + kOp * (u), W::kK);    \
-        _tile_loadd(B, s.w + kOp * (u), 64);       \
-        if constexpr (W::kSignedCodes)             \
-            _tile_dpbssd(C, A, B);                 \
-        else                                       \
-            _tile_dpbsud(C, A, B);                 \
-        _tile_stored(C, &sums[set][0][0], 64);     \
-        LCTX_TILE_MEMORY_BARRIER();                \
+    // Q6_K's codes are staged signed, Q4_K's unsigned.
+#define LCTX_K_UNIT(C, A, B, u, set)                                                           \
+    do {                                                                                       \
+        if constexpr (W::kSignedCodes)                                                         \
+            LCTX_TILE_UNIT(C, A, B, s.a + kOp * (u), W::kK, s.w + kOp * (u), &sums[set][0][0], \
+                           _tile_dpbssd);                                                      \
+        else                                                                                   \
+            LCTX_TILE_UNIT(C, A, B, s.a + kOp * (u), W::kK, s.w + kOp * (u), &sums[set][0][0], \
+                           _tile_dpbsud);                                                      \
     } while (0)
-    const int64_t n_units = nb * kG;
-    LCTX_ISSUE_K(LCTX_TILE_C0, LCTX_TILE_A0, LCTX_TILE_B0, 0, 0);
-    for (int64_t u = 0; u < n_units; u += 2) {  // kG is even: units u (set 0) and u + 1 (set 1) share a block
-        if (u % kG == 0) {
-            LCTX_UNROLL
-            for (int i = 0; i < kTileM; ++i) isum[i] = _mm512_setzero_si512();
-        }
-        LCTX_ISSUE_K(LCTX_TILE_C1, LCTX_TILE_A1, LCTX_TILE_B1, u + 1, 1);
-        add_group(u, 0);
-        LCTX_TILE_MEMORY_BARRIER();
-        if (u + 2 < n_units) LCTX_ISSUE_K(LCTX_TILE_C0, LCTX_TILE_A0, LCTX_TILE_B0, u + 2, 0);
-        add_group(u + 1, 1);
-        LCTX_TILE_MEMORY_BARRIER();
-        if ((u + 2) % kG == 0) finish_block(u / kG);
-    }
-#undef LCTX_ISSUE_K
+    tile_pipeline(
+        nb * kG, [&](int64_t u) { LCTX_K_UNIT(LCTX_TILE_C0, LCTX_TILE_A0, LCTX_TILE_B0, u, 0); },
+        [&](int64_t u) { LCTX_K_UNIT(LCTX_TILE_C1, LCTX_TILE_A1, LCTX_TILE_B1, u, 1); },
+        [&](int64_t u, int set) {
+            if (u % kG == 0) {
+                LCTX_UNROLL
+                for (int i = 0; i < kTileM; ++i) isum[i] = _mm512_setzero_si512();
+            }
+            add_group(u, set);
+            if (u % kG == kG - 1) finish_block(u / kG);
+        });
+#undef LCTX_K_UNIT
     LCTX_UNROLL
     for (int i = 0; i < kTileM; ++i) _mm512_storeu_ps(y + i * ldy, _mm512_load_ps(acc[i]));
 }
@@ -404,8 +425,8 @@ void gemm_amx_k(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
         // scratch: per activation tile a, da, bs; for the current weight group w, sc, mn
         const size_t a_tile = static_cast<size_t>(nb) * kG * kOp, da_tile = static_cast<size_t>(nb) * 64,
                      bs_tile = static_cast<size_t>(nb) * 256;
-        const size_t w_bytes = static_cast<size_t>(nb) * kG * kOp, sc_bytes = static_cast<size_t>(nb) * kG * 64,
-                     mn_bytes = static_cast<size_t>(nb) * 256;
+        const size_t w_bytes = static_cast<size_t>(nb) * kG * kOp,
+                     sc_bytes = static_cast<size_t>(nb) * kG * 64, mn_bytes = static_cast<size_t>(nb) * 256;
         const size_t per_tile = a_tile + da_tile + bs_tile;
         uint8_t *scratch = kernel_tile_scratch(n_tiles * per_tile + w_bytes + sc_bytes + mn_bytes);
         uint8_t *wst = scratch + n_tiles * per_tile;
@@ -426,9 +447,10 @@ void gemm_amx_k(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
                     sda[b * 16 + i] = q.d;
                     for (int jp = 0; jp < 4; ++jp) {
                         const int16_t *bs = q.bsums + 4 * jp;
-                        const auto lo = static_cast<uint16_t>(bs[0] + bs[1]), hi = static_cast<uint16_t>(bs[2] + bs[3]);
-                        sbs[b * 64 + 4 * i + jp] =
-                            static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+                        const auto lo = static_cast<uint16_t>(bs[0] + bs[1]),
+                                   hi = static_cast<uint16_t>(bs[2] + bs[3]);
+                        sbs[b * 64 + 4 * i + jp] = static_cast<int32_t>(static_cast<uint32_t>(lo) |
+                                                                        (static_cast<uint32_t>(hi) << 16));
                     }
                 }
             }
@@ -444,23 +466,29 @@ void gemm_amx_k(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
                     _mm512_store_si512(ssc + (b * kG + g) * 16, W::scales(x[b], g));
                 }
                 if constexpr (W::kType == GgmlType::Q4_K) {
-                    for (int jp = 0; jp < 4; ++jp)  // (min 2jp, min 2jp + 1) of each row: bytes -> int16 pairs
-                        _mm512_store_si512(smn + (b * 4 + jp) * 16, _mm512_cvtepu8_epi16(loadu256(x[b].mins[jp])));
+                    for (int jp = 0; jp < 4;
+                         ++jp)  // (min 2jp, min 2jp + 1) of each row: bytes -> int16 pairs
+                        _mm512_store_si512(smn + (b * 4 + jp) * 16,
+                                           _mm512_cvtepu8_epi16(loadu256(x[b].mins[jp])));
                 }
             }
             LCTX_TILE_MEMORY_BARRIER();
             for (int64_t t = 0; t < n_tiles; ++t) {
                 const uint8_t *ts = scratch + t * per_tile;
-                const KStage st{reinterpret_cast<const int8_t *>(ts), reinterpret_cast<const float *>(ts + a_tile),
-                                reinterpret_cast<const int32_t *>(ts + a_tile + da_tile), sw, ssc, smn};
+                const KStage st{reinterpret_cast<const int8_t *>(ts),
+                                reinterpret_cast<const float *>(ts + a_tile),
+                                reinterpret_cast<const int32_t *>(ts + a_tile + da_tile),
+                                sw,
+                                ssc,
+                                smn};
                 tile_k<W>(nb, st, group, y + t * kTileM * ldy + r0, ldy);
             }
         }
         _tile_release();
     }
     if (n_tiles * kTileM < nc)
-        avx512(n, w, ldw, nr, ab + n_tiles * kTileM * lda, lda, nc - n_tiles * kTileM, y + n_tiles * kTileM * ldy,
-               ldy);
+        avx512(n, w, ldw, nr, ab + n_tiles * kTileM * lda, lda, nc - n_tiles * kTileM,
+               y + n_tiles * kTileM * ldy, ldy);
 }
 
 }  // namespace

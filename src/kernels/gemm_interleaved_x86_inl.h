@@ -76,16 +76,32 @@ struct V256 {
     static I abs8(I v) { return _mm256_sign_epi8(v, v); }
     static I sign8(I v, I s) { return _mm256_sign_epi8(v, s); }
 #if LCTX_X86_VNNI
-    static I dpbusd(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
+    static I dpbusd(I acc, I u, I s) {
+        return _mm256_dpbusd_epi32(acc, u, s);
+    }
 #endif
-    static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
-    static F set1_ps(float v) { return _mm256_set1_ps(v); }
-    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
-    static void store(float *y, F v) { _mm256_storeu_ps(y, v); }
+    static F cvt(I v) {
+        return _mm256_cvtepi32_ps(v);
+    }
+    static F set1_ps(float v) {
+        return _mm256_set1_ps(v);
+    }
+    static F mul(F a, F b) {
+        return _mm256_mul_ps(a, b);
+    }
+    static F fmadd(F a, F b, F c) {
+        return _mm256_fmadd_ps(a, b, c);
+    }
+    static F fnmadd(F a, F b, F c) {
+        return _mm256_fnmadd_ps(a, b, c);
+    }
+    static void store(float *y, F v) {
+        _mm256_storeu_ps(y, v);
+    }
     // the G half scales
-    static F halves(const fp16_t *d) { return _mm256_cvtph_ps(loadu128(d)); }
+    static F halves(const fp16_t *d) {
+        return _mm256_cvtph_ps(loadu128(d));
+    }
     // G unsigned / signed bytes -> int32 lanes
     static I u8_to_32(const uint8_t *p) {
         return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
@@ -95,14 +111,16 @@ struct V256 {
     }
     // G unsigned bytes -> both int16 halves of each lane (vpmaddwd scales)
     static I u8_to_16x2(const uint8_t *p) {
-        const __m256i pair = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4,
-                                              -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+        const __m256i pair = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1,
+                                              4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
         int64_t v;
         std::memcpy(&v, p, 8);
         return _mm256_shuffle_epi8(_mm256_set1_epi64x(v), pair);
     }
     // 2 G unsigned bytes (a pair per lane) -> int16 pairs
-    static I u8x2_to_16(const uint8_t *p) { return _mm256_cvtepu8_epi16(loadu128(p)); }
+    static I u8x2_to_16(const uint8_t *p) {
+        return _mm256_cvtepu8_epi16(loadu128(p));
+    }
     // lane r = (e[r], o[r]) as int16 from two runs of G signed bytes
     static I i8_pairs_to_16(const int8_t *e, const int8_t *o) {
         const __m128i ev = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(e));
@@ -158,17 +176,17 @@ struct V512 {
     static I i8_to_32(const int8_t *p) { return _mm512_cvtepi8_epi32(loadu128(p)); }
     static I u8_to_16x2(const uint8_t *p) {
         // every 128-bit lane holds the 16 bytes; dword q of lane L takes byte 4 L + q twice
-        const __m512i idx = _mm512_set_epi8(
-            -1, 15, -1, 15, -1, 14, -1, 14, -1, 13, -1, 13, -1, 12, -1, 12, -1, 11, -1, 11, -1, 10, -1, 10, -1, 9, -1,
-            9, -1, 8, -1, 8, -1, 7, -1, 7, -1, 6, -1, 6, -1, 5, -1, 5, -1, 4, -1, 4, -1, 3, -1, 3, -1, 2, -1, 2, -1, 1,
-            -1, 1, -1, 0, -1, 0);
+        const __m512i idx =
+            _mm512_set_epi8(-1, 15, -1, 15, -1, 14, -1, 14, -1, 13, -1, 13, -1, 12, -1, 12, -1, 11, -1, 11,
+                            -1, 10, -1, 10, -1, 9, -1, 9, -1, 8, -1, 8, -1, 7, -1, 7, -1, 6, -1, 6, -1, 5, -1,
+                            5, -1, 4, -1, 4, -1, 3, -1, 3, -1, 2, -1, 2, -1, 1, -1, 1, -1, 0, -1, 0);
         return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(loadu128(p)), idx);
     }
     static I u8x2_to_16(const uint8_t *p) { return _mm512_cvtepu8_epi16(loadu256(p)); }
     static I i8_pairs_to_16(const int8_t *e, const int8_t *o) {
         const __m128i ev = loadu128(e), ov = loadu128(o);
-        const __m256i inter =
-            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(ev, ov)), _mm_unpackhi_epi8(ev, ov), 1);
+        const __m256i inter = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(ev, ov)),
+                                                      _mm_unpackhi_epi8(ev, ov), 1);
         return _mm512_cvtepi8_epi16(inter);
     }
 };
@@ -177,7 +195,8 @@ struct V512 {
 // s16 + (lo . aq[0..4)) + (hi . aq[4..8)) in int16 lanes: the unsigned codes of one step's two nibble halves
 // (4 elements of each row per 32-bit lane) against the matching activation bytes, broadcast to every lane.
 template <class V>
-inline typename V::I add_step_products(typename V::I s16, typename V::I lo, typename V::I hi, const int8_t *aq) {
+inline typename V::I add_step_products(typename V::I s16, typename V::I lo, typename V::I hi,
+                                       const int8_t *aq) {
     return V::add16(s16, V::add16(V::maddubs(lo, V::bcast_u32(aq)), V::maddubs(hi, V::bcast_u32(aq + 4))));
 }
 
@@ -188,25 +207,48 @@ inline const block_q8_K &act_q8_K(const uint8_t *a, size_t lda, int c, int64_t b
     return reinterpret_cast<const block_q8_K *>(a + c * lda)[b];
 }
 
+// The pieces every integer tile shares: zeroed accumulators, the per-block scaling of a 32-element-block
+// type (acc += float(sum) * (d_w * d_a), with d_a the activation's half scale) and the final stores.
+template <class V, int C>
+inline void zero_all(typename V::F (&acc)[C]) {
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+}
+template <class V, int C>
+inline void zero_all(typename V::I (&s)[C]) {
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) s[c] = V::zero();
+}
+template <class V, int C>
+inline void scale_q8_0_block(typename V::F (&acc)[C], const typename V::I (&s32)[C], typename V::F d,
+                             const uint8_t *a, size_t lda, int64_t b) {
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c)
+        acc[c] = V::fmadd(V::cvt(s32[c]), V::mul(d, V::set1_ps(h2f(act_q8_0(a, lda, c, b).d))), acc[c]);
+}
+template <class V, int C>
+inline void store_all(float *y, int64_t ldy, const typename V::F (&acc)[C]) {
+    LCTX_UNROLL
+    for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+}
+
 // G x Q4_0 rows x C activations. sums[c * nb + b] = 8 * (sum of activation c's codes in block b): the
 // codes are unsigned (q + 8), so sum (q + 8) a - 8 sum a = sum q a.
 template <class V, int C>
 struct Q4_0Tile {
     using I = typename V::I;
     using F = typename V::F;
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum8, float *y,
-                    int64_t ldy) {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum8,
+                    float *y, int64_t ldy) {
         const I m4 = V::set1_8(0x0f);
         F acc[C];
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const block_q4_0xG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
             prefetch_ahead(x);
             I s[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) s[c] = V::zero();
+            zero_all<V, C>(s);
             LCTX_UNROLL
             for (int g = 0; g < 4; ++g) {
                 const I v = V::load(x.qs + 4 * V::kLanes * g);
@@ -224,16 +266,14 @@ struct Q4_0Tile {
                     }
                 }
             }
-            const F d = V::halves(x.d);
+            I s32[C];
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) {
-                I s32 = V::kVnni ? s[c] : V::madd(s[c], V::set1_16(1));
-                s32 = V::sub32(s32, V::set1_32(asum8[c * nb + b]));
-                acc[c] = V::fmadd(V::cvt(s32), V::mul(d, V::set1_ps(h2f(act_q8_0(a, lda, c, b).d))), acc[c]);
-            }
+            for (int c = 0; c < C; ++c)
+                s32[c] =
+                    V::sub32(V::kVnni ? s[c] : V::madd(s[c], V::set1_16(1)), V::set1_32(asum8[c * nb + b]));
+            scale_q8_0_block<V, C>(acc, s32, V::halves(x.d), a, lda, b);
         }
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+        store_all<V, C>(y, ldy, acc);
     }
 };
 
@@ -244,32 +284,33 @@ template <class V, int C>
 struct Q5_0Tile {
     using I = typename V::I;
     using F = typename V::F;
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum16, float *y,
-                    int64_t ldy) {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum16,
+                    float *y, int64_t ldy) {
         const I m4 = V::set1_8(0x0f);
         const I m10 = V::set1_8(0x10);
         const I ones = V::set1_16(1);
         F acc[C];
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const block_q5_0xG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
             prefetch_ahead(x);
             const I qh = V::load(x.qh);
             // fifth bits of step g: bit 2g (low nibble's element) and 2g + 1, moved to bit 4
-            const I h[8] = {V::and_(V::template slli16<4>(qh), m10), V::and_(V::template slli16<3>(qh), m10),
-                            V::and_(V::template slli16<2>(qh), m10), V::and_(V::template slli16<1>(qh), m10),
-                            V::and_(qh, m10),                        V::and_(V::template srli16<1>(qh), m10),
-                            V::and_(V::template srli16<2>(qh), m10), V::and_(V::template srli16<3>(qh), m10)};
+            const I h[8] = {V::and_(V::template slli16<4>(qh), m10),
+                            V::and_(V::template slli16<3>(qh), m10),
+                            V::and_(V::template slli16<2>(qh), m10),
+                            V::and_(V::template slli16<1>(qh), m10),
+                            V::and_(qh, m10),
+                            V::and_(V::template srli16<1>(qh), m10),
+                            V::and_(V::template srli16<2>(qh), m10),
+                            V::and_(V::template srli16<3>(qh), m10)};
             I s32[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) s32[c] = V::zero();
+            zero_all<V, C>(s32);
             LCTX_UNROLL
             for (int half = 0; half < 2; ++half) {
                 I s16[C];
-                LCTX_UNROLL
-                for (int c = 0; c < C; ++c) s16[c] = V::zero();
+                zero_all<V, C>(s16);
                 LCTX_UNROLL
                 for (int gg = 0; gg < 2; ++gg) {
                     const int g = 2 * half + gg;
@@ -292,15 +333,11 @@ struct Q5_0Tile {
                     for (int c = 0; c < C; ++c) s32[c] = V::add32(s32[c], V::madd(s16[c], ones));
                 }
             }
-            const F d = V::halves(x.d);
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) {
-                const I s = V::sub32(s32[c], V::set1_32(asum16[c * nb + b]));
-                acc[c] = V::fmadd(V::cvt(s), V::mul(d, V::set1_ps(h2f(act_q8_0(a, lda, c, b).d))), acc[c]);
-            }
+            for (int c = 0; c < C; ++c) s32[c] = V::sub32(s32[c], V::set1_32(asum16[c * nb + b]));
+            scale_q8_0_block<V, C>(acc, s32, V::halves(x.d), a, lda, b);
         }
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+        store_all<V, C>(y, ldy, acc);
     }
 };
 
@@ -311,25 +348,24 @@ template <class V, int C>
 struct Q8_0Tile {
     using I = typename V::I;
     using F = typename V::F;
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum128, float *y,
-                    int64_t ldy) {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum128,
+                    float *y, int64_t ldy) {
         F acc[C];
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const block_q8_0xG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
             prefetch_ahead(x);
             I s[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) s[c] = V::zero();
+            zero_all<V, C>(s);
             LCTX_UNROLL
             for (int g = 0; g < 8; ++g) {
                 const I v = V::load(x.qs + 4 * V::kLanes * g);
                 if constexpr (V::kVnni) {
                     const I u = V::xor_(v, V::set1_8(static_cast<char>(0x80)));
                     LCTX_UNROLL
-                    for (int c = 0; c < C; ++c) s[c] = V::dpbusd(s[c], u, V::bcast_u32(act_q8_0(a, lda, c, b).qs + 4 * g));
+                    for (int c = 0; c < C; ++c)
+                        s[c] = V::dpbusd(s[c], u, V::bcast_u32(act_q8_0(a, lda, c, b).qs + 4 * g));
                 } else {
                     const I av = V::abs8(v);
                     LCTX_UNROLL
@@ -339,15 +375,13 @@ struct Q8_0Tile {
                     }
                 }
             }
-            const F d = V::halves(x.d);
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) {
-                const I s32 = V::kVnni ? V::sub32(s[c], V::set1_32(asum128[c * nb + b])) : s[c];
-                acc[c] = V::fmadd(V::cvt(s32), V::mul(d, V::set1_ps(h2f(act_q8_0(a, lda, c, b).d))), acc[c]);
+            if constexpr (V::kVnni) {
+                LCTX_UNROLL
+                for (int c = 0; c < C; ++c) s[c] = V::sub32(s[c], V::set1_32(asum128[c * nb + b]));
             }
+            scale_q8_0_block<V, C>(acc, s, V::halves(x.d), a, lda, b);
         }
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+        store_all<V, C>(y, ldy, acc);
     }
 };
 
@@ -377,8 +411,7 @@ struct Q4_KTile {
                     int64_t ldy) {
         const I m4 = V::set1_8(0x0f);
         F acc[C];
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const block_q4_KxG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
@@ -386,14 +419,12 @@ struct Q4_KTile {
             // fill every miss buffer at once.
             prefetch_range_ahead(&x, offsetof(block_q4_KxG<V::kLanes>, qs));
             I isum[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) isum[c] = V::zero();
+            zero_all<V, C>(isum);
             for (int j = 0; j < 8; ++j) {
                 prefetch_range_ahead(x.qs[j], sizeof(x.qs[j]));
                 const I sc = V::u8_to_16x2(x.scales[j]);
                 I s16[C];
-                LCTX_UNROLL
-                for (int c = 0; c < C; ++c) s16[c] = V::zero();
+                zero_all<V, C>(s16);
                 LCTX_UNROLL
                 for (int g = 0; g < 4; ++g) {
                     const I v = V::load(x.qs[j][g]);
@@ -401,14 +432,14 @@ struct Q4_KTile {
                     const I hi = V::and_(V::template srli16<4>(v), m4);
                     LCTX_UNROLL
                     for (int c = 0; c < C; ++c)
-                        s16[c] = add_step_products<V>(s16[c], lo, hi, act_q8_K(a, lda, c, b).qs + 32 * j + 8 * g);
+                        s16[c] =
+                            add_step_products<V>(s16[c], lo, hi, act_q8_K(a, lda, c, b).qs + 32 * j + 8 * g);
                 }
                 LCTX_UNROLL
                 for (int c = 0; c < C; ++c) isum[c] = V::add32(isum[c], V::madd(s16[c], sc));
             }
             I msum[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) msum[c] = V::zero();
+            zero_all<V, C>(msum);
             LCTX_UNROLL
             for (int jp = 0; jp < 4; ++jp) {
                 const I m16 = V::u8x2_to_16(&x.mins[jp][0][0]);
@@ -425,8 +456,7 @@ struct Q4_KTile {
                 acc[c] = V::fnmadd(V::cvt(msum[c]), V::mul(m, dy), acc[c]);
             }
         }
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+        store_all<V, C>(y, ldy, acc);
     }
 };
 
@@ -459,16 +489,14 @@ struct Q6_KTile {
         const I m30 = V::set1_8(0x30);
         const I ones = V::set1_16(1);
         F acc[C];
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) acc[c] = V::fzero();
+        zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const block_q6_KxG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
             // a sub-block at a time, as Q4_KTile
             prefetch_range_ahead(&x, offsetof(block_q6_KxG<V::kLanes>, ql));
             I isum[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) isum[c] = V::zero();
+            zero_all<V, C>(isum);
             for (int j = 0; j < 8; ++j) {
                 LCTX_UNROLL
                 for (int h = 0; h < 2; ++h) {
@@ -477,9 +505,11 @@ struct Q6_KTile {
                     const I qh = V::load(x.qh[j][h]);
                     const I v0 = V::load(x.ql[j][2 * h]), v1 = V::load(x.ql[j][2 * h + 1]);
                     const I lo0 = V::andor(v0, m4, V::and_(V::template slli16<4>(qh), m30));
-                    const I hi0 = V::andor(V::template srli16<4>(v0), m4, V::and_(V::template slli16<2>(qh), m30));
+                    const I hi0 =
+                        V::andor(V::template srli16<4>(v0), m4, V::and_(V::template slli16<2>(qh), m30));
                     const I lo1 = V::andor(v1, m4, V::and_(qh, m30));
-                    const I hi1 = V::andor(V::template srli16<4>(v1), m4, V::and_(V::template srli16<2>(qh), m30));
+                    const I hi1 =
+                        V::andor(V::template srli16<4>(v1), m4, V::and_(V::template srli16<2>(qh), m30));
                     // the G rows' scales of group 2j + h as int32 lanes
                     const I sc = V::i8_to_32(x.scales[2 * j + h]);
                     LCTX_UNROLL
@@ -487,13 +517,15 @@ struct Q6_KTile {
                         const int8_t *aq = act_q8_K(a, lda, c, b).qs + 32 * j + 16 * h;
                         I d16;
                         if constexpr (V::kVnni) {
-                            d16 = V::dpbusd(V::dpbusd(V::zero(), lo0, V::bcast_u32(aq)), hi0, V::bcast_u32(aq + 4));
-                            d16 = V::dpbusd(V::dpbusd(d16, lo1, V::bcast_u32(aq + 8)), hi1, V::bcast_u32(aq + 12));
+                            d16 = V::dpbusd(V::dpbusd(V::zero(), lo0, V::bcast_u32(aq)), hi0,
+                                            V::bcast_u32(aq + 4));
+                            d16 = V::dpbusd(V::dpbusd(d16, lo1, V::bcast_u32(aq + 8)), hi1,
+                                            V::bcast_u32(aq + 12));
                         } else {
-                            const I t0 =
-                                V::add16(V::maddubs(lo0, V::bcast_u32(aq)), V::maddubs(hi0, V::bcast_u32(aq + 4)));
-                            const I t1 =
-                                V::add16(V::maddubs(lo1, V::bcast_u32(aq + 8)), V::maddubs(hi1, V::bcast_u32(aq + 12)));
+                            const I t0 = V::add16(V::maddubs(lo0, V::bcast_u32(aq)),
+                                                  V::maddubs(hi0, V::bcast_u32(aq + 4)));
+                            const I t1 = V::add16(V::maddubs(lo1, V::bcast_u32(aq + 8)),
+                                                  V::maddubs(hi1, V::bcast_u32(aq + 12)));
                             d16 = V::add32(V::madd(t0, ones), V::madd(t1, ones));
                         }
                         isum[c] = V::add32(isum[c], V::mullo32(d16, sc));
@@ -501,8 +533,7 @@ struct Q6_KTile {
                 }
             }
             I osum[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c) osum[c] = V::zero();
+            zero_all<V, C>(osum);
             LCTX_UNROLL
             for (int kp = 0; kp < 8; ++kp) {
                 const I p16 = V::i8_pairs_to_16(x.scales[2 * kp], x.scales[2 * kp + 1]);
@@ -519,8 +550,7 @@ struct Q6_KTile {
                 acc[c] = V::fmadd(V::cvt(s), V::mul(d, V::set1_ps(act_q8_K(a, lda, c, b).d)), acc[c]);
             }
         }
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
+        store_all<V, C>(y, ldy, acc);
     }
 };
 
@@ -568,13 +598,14 @@ using F16x8Tile = FloatX8Tile<LoadF16, C>;
 template <class V, int C>
 using BF16x8Tile = FloatX8Tile<LoadBF16, C>;
 
-using InterleavedTileFn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *, float *, int64_t);
+using InterleavedTileFn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *,
+                                   float *, int64_t);
 constexpr int kTileMaxC = 4;
 
 template <template <class, int> class Tile, class V>
 struct TileTableC {
     static constexpr InterleavedTileFn fn[kTileMaxC] = {&Tile<V, 1>::run, &Tile<V, 2>::run, &Tile<V, 3>::run,
-                                             &Tile<V, 4>::run};
+                                                        &Tile<V, 4>::run};
 };
 
 enum class ActSums { None, Q8_0Blocks8, Q8_0Blocks16, Q8_0Blocks128, Q8_KPairs };
@@ -601,7 +632,7 @@ void gemm_interleaved_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, co
         for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
             const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
             TileTableC<Tile, V>::fn[cc - 1](nb, wb + r0 * ldw, ab + c0 * lda, lda,
-                                             sums ? sums + c0 * per_act : nullptr, y + c0 * ldy + r0, ldy);
+                                            sums ? sums + c0 * per_act : nullptr, y + c0 * ldy + r0, ldy);
         }
     }
 }

@@ -254,7 +254,8 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
             const auto x = load_block<block_q4_0xG<G>>(group, b);
             block_q4_0 p{};
             p.d = x.d[r];
-            for (int e = 0; e < 32; ++e) set_q4_0_code(p, e, (x.qs[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f);
+            for (int e = 0; e < 32; ++e)
+                set_q4_0_code(p, e, (x.qs[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f);
             std::memcpy(out, &p, sizeof p);
             return;
         }
@@ -290,7 +291,8 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
                 sc[j] = x.scales[j][r];
                 mn[j] = x.mins[j / 2][r][j % 2];
                 for (int e = 0; e < 32; ++e)
-                    set_q4_K_code(p, 32 * j + e, ((&x.qs[j][0][0])[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f);
+                    set_q4_K_code(p, 32 * j + e,
+                                  ((&x.qs[j][0][0])[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f);
             }
             q4_K_pack_scales(sc, mn, p.scales);
             std::memcpy(out, &p, sizeof p);
@@ -357,8 +359,8 @@ size_t interleaved_row_bytes(GgmlType t, int64_t cols) {
     return block_bytes(t, 8) / 8 * static_cast<size_t>(cols / interleave_block_elems(t));
 }
 
-void interleave_rows(GgmlType t, int group, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols,
-                     uint8_t *dst) {
+void interleave_rows(GgmlType t, int group, const uint8_t *src, size_t src_row_bytes, int64_t rows,
+                     int64_t cols, uint8_t *dst) {
     if (!can_interleave(t, rows, cols))
         throw Error(std::string("cannot interleave a ") + type_name(t) + " matrix of " +
                     std::to_string(rows) + " x " + std::to_string(cols));

@@ -73,11 +73,15 @@ struct block_f16x8 {
     uint16_t v[8][8];
 };
 
-static_assert(sizeof(block_q4_0xG<8>) == 8 * sizeof(block_q4_0) && sizeof(block_q4_0xG<16>) == 16 * sizeof(block_q4_0));
-static_assert(sizeof(block_q5_0xG<8>) == 8 * sizeof(block_q5_0) && sizeof(block_q5_0xG<16>) == 16 * sizeof(block_q5_0));
-static_assert(sizeof(block_q8_0xG<8>) == 8 * sizeof(block_q8_0) && sizeof(block_q8_0xG<16>) == 16 * sizeof(block_q8_0));
+static_assert(sizeof(block_q4_0xG<8>) == 8 * sizeof(block_q4_0) &&
+              sizeof(block_q4_0xG<16>) == 16 * sizeof(block_q4_0));
+static_assert(sizeof(block_q5_0xG<8>) == 8 * sizeof(block_q5_0) &&
+              sizeof(block_q5_0xG<16>) == 16 * sizeof(block_q5_0));
+static_assert(sizeof(block_q8_0xG<8>) == 8 * sizeof(block_q8_0) &&
+              sizeof(block_q8_0xG<16>) == 16 * sizeof(block_q8_0));
 static_assert(sizeof(block_q4_KxG<8>) == 8 * 148 && sizeof(block_q4_KxG<16>) == 16 * 148);
-static_assert(sizeof(block_q6_KxG<8>) == 8 * sizeof(block_q6_K) && sizeof(block_q6_KxG<16>) == 16 * sizeof(block_q6_K));
+static_assert(sizeof(block_q6_KxG<8>) == 8 * sizeof(block_q6_K) &&
+              sizeof(block_q6_KxG<16>) == 16 * sizeof(block_q6_K));
 static_assert(sizeof(block_f16x8) == 8 * 8 * sizeof(uint16_t));
 
 // Elements of each row in one interleaved block of type t: the block size, 8 for F16 / BF16; 0 without a
@@ -102,8 +106,8 @@ size_t interleaved_row_bytes(GgmlType t, int64_t cols);
 
 // Interleaves rows [0, rows) of a plain matrix (rows src_row_bytes apart) into dst
 // (interleaved_row_bytes(t, cols) * interleaved_rows(rows, group) bytes).
-void interleave_rows(GgmlType t, int group, const uint8_t *src, size_t src_row_bytes, int64_t rows, int64_t cols,
-                     uint8_t *dst);
+void interleave_rows(GgmlType t, int group, const uint8_t *src, size_t src_row_bytes, int64_t rows,
+                     int64_t cols, uint8_t *dst);
 
 // Writes row `row` of an interleaved matrix (row_bytes = interleaved_row_bytes) back in the plain GGUF block
 // layout (row_size(t, cols) bytes).

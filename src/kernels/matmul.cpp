@@ -16,8 +16,8 @@ constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // Activation rows per pass over a row chunk: their converted blocks stay in L2 while a weight tile
 // (4 rows) in L1 meets all of them.
 constexpr int64_t kTokenChunk = 64;
-// Kernels that stage both operands per call (TypeKernels::gemm_interleaved_stages) get calls of up to this many
-// activation rows and kStagedRowChunk weight rows, so that staging is a small part of each call.
+// Kernels that stage both operands per call (TypeKernels::gemm_interleaved_stages) get calls of up to this
+// many activation rows and kStagedRowChunk weight rows, so that staging is a small part of each call.
 constexpr int64_t kStagedTokenChunk = 128;
 constexpr int64_t kStagedRowChunk = 256;
 constexpr int64_t kMaxTokenChunk = kStagedTokenChunk;
@@ -84,8 +84,8 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
         const TypeKernels &k = type_kernels(w.type);
         const GemmFn gemm = w.interleaved() ? k.gemm_interleaved : k.gemm;
         if (w.interleaved() && (!gemm || w.group_rows != k.group_rows))
-            throw Error(std::string("no kernel for ") + type_name(w.type) + " weights interleaved in groups of " +
-                        std::to_string(w.group_rows) + " rows");
+            throw Error(std::string("no kernel for ") + type_name(w.type) +
+                        " weights interleaved in groups of " + std::to_string(w.group_rows) + " rows");
         targets[i] = {&w, outs[i].y, outs[i].ldy, gemm,
                       w.interleaved() ? w.rows / w.group_rows * w.group_rows : w.rows};
         work += w.rows * w.cols * n_tokens;

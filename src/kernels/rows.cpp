@@ -27,13 +27,13 @@ void rms_norm_rows(const float *x, const float *w, float *y, int64_t n_rows, int
 }
 
 void swiglu_rows(const float *g, const float *u, float *y, int64_t n_rows, int64_t n, ThreadPool &pool) {
-    for_rows(n_rows, n, pool, [&](int64_t r0, int64_t r1) {
-        swiglu(g + r0 * n, u + r0 * n, y + r0 * n, (r1 - r0) * n);
-    });
+    for_rows(n_rows, n, pool,
+             [&](int64_t r0, int64_t r1) { swiglu(g + r0 * n, u + r0 * n, y + r0 * n, (r1 - r0) * n); });
 }
 
 void add_rows(float *y, const float *x, int64_t n_rows, int64_t n, ThreadPool &pool) {
-    for_rows(n_rows, n, pool, [&](int64_t r0, int64_t r1) { add_inplace(y + r0 * n, x + r0 * n, (r1 - r0) * n); });
+    for_rows(n_rows, n, pool,
+             [&](int64_t r0, int64_t r1) { add_inplace(y + r0 * n, x + r0 * n, (r1 - r0) * n); });
 }
 
 void rope_rows(float *x, int64_t n_rows, int64_t ld, int n_head, int head_dim, const float *cos_sin,

@@ -9,7 +9,8 @@ namespace lctx {
 
 const char *arch_name(Arch arch) {
     switch (arch) {
-        case Arch::Llama: return "llama";
+        case Arch::Llama:
+            return "llama";
     }
     return "unknown";
 }
@@ -81,8 +82,8 @@ HParams HParams::load(const gguf::File &f) {
         if (*lin > 0.0) scale = static_cast<float>(1.0 / *lin);
     }
     hp.rope.freq_scale = scale;
-    hp.rope.n_ctx_orig = static_cast<int>(get_u32(f, p + "rope.scaling.original_context_length", false,
-                                                  hp.n_ctx_train));
+    hp.rope.n_ctx_orig =
+        static_cast<int>(get_u32(f, p + "rope.scaling.original_context_length", false, hp.n_ctx_train));
     hp.rope.mode = kernels::RopeMode::Normal;  // llama family: adjacent pairs
 
     // The vocabulary size is the token list's length (the output matrix is checked against it).

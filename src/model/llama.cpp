@@ -137,9 +137,10 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
         const kernels::MatmulOutput qkv[] = {
             {&l.wq, s.q.data(), q_dim}, {&l.wk, s.k.data(), k_dim}, {&l.wv, s.v.data(), v_dim}};
         kernels::matmul_shared_input(qkv, 3, s.cur.data(), n_embd, n_tokens, pool, s.mm);
-        kernels::rope_rows(s.q.data(), n_tokens, q_dim, hp.n_head, hp.n_embd_head_k, s.rope_cs.data(), rope, pool);
-        kernels::rope_rows(s.k.data(), n_tokens, k_dim, hp.n_head_kv, hp.n_embd_head_k, s.rope_cs.data(), rope,
+        kernels::rope_rows(s.q.data(), n_tokens, q_dim, hp.n_head, hp.n_embd_head_k, s.rope_cs.data(), rope,
                            pool);
+        kernels::rope_rows(s.k.data(), n_tokens, k_dim, hp.n_head_kv, hp.n_embd_head_k, s.rope_cs.data(),
+                           rope, pool);
         store_kv(kv, il, b, s.k.data(), s.v.data(), k_dim, v_dim);
 
         kernels::AttentionArgs a;

@@ -41,7 +41,7 @@ class TextIndex {
     template <class TextOf>
     size_t slot_of(std::string_view text, TextOf text_of) const {
         const size_t mask = slots_.size() - 1;
-        size_t s = std::hash<std::string_view>{}(text) & mask;
+        size_t s = std::hash<std::string_view>{}(text)&mask;
         while (slots_[s] >= 0 && text_of(slots_[s]) != text) s = (s + 1) & mask;
         return s;
     }

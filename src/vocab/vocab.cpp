@@ -206,7 +206,8 @@ void Vocab::finish_load(const gguf::File &f) {
         TokenData &t = tokens_[i];
         std::string &text = (*texts)[i];
         if (text.empty()) text = "[EMPTY_" + std::to_string(i) + "]";
-        if (texts_.size() + text.size() + 1 > UINT32_MAX) throw Error("the vocabulary's texts take more than 4 GiB");
+        if (texts_.size() + text.size() + 1 > UINT32_MAX)
+            throw Error("the vocabulary's texts take more than 4 GiB");
         t.text_begin = static_cast<uint32_t>(texts_.size());
         t.text_size = static_cast<uint32_t>(text.size());
         texts_ += text;
@@ -228,7 +229,8 @@ void Vocab::finish_load(const gguf::File &f) {
             const std::string &m = (*merges)[i];
             const size_t sp = m.find(' ', 1);
             if (sp == std::string::npos) continue;  // malformed entry: never matches
-            const std::string_view left = std::string_view(m).substr(0, sp), right = std::string_view(m).substr(sp + 1);
+            const std::string_view left = std::string_view(m).substr(0, sp),
+                                   right = std::string_view(m).substr(sp + 1);
             const int32_t l = text_to_token(left), r = text_to_token(right);
             // the first rank of a repeated merge wins
             if (l >= 0 && r >= 0)

@@ -300,11 +300,11 @@ TEST(DotDispatch, AmxLevelSharesEverythingButInterleavedTiles) {
         EXPECT_EQ(a.gemm, b.gemm) << type_name(t);
         EXPECT_EQ(a.quantize_act, b.quantize_act) << type_name(t);
     }
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K})
-        {
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
         EXPECT_NE(type_kernels(t, Isa::Amx).gemm_interleaved, type_kernels(t, Isa::Avx512).gemm_interleaved)
             << type_name(t);
-        EXPECT_EQ(type_kernels(t, Isa::Amx).group_rows, type_kernels(t, Isa::Avx512).group_rows) << type_name(t);
+        EXPECT_EQ(type_kernels(t, Isa::Amx).group_rows, type_kernels(t, Isa::Avx512).group_rows)
+            << type_name(t);
     }
 }
 

@@ -148,8 +148,8 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
                 const std::vector<uint8_t> act = make_act(t, n_act, cols, seed++, &act_row);
                 const int64_t ldy = rows + 3;
                 std::vector<float> y(n_act * ldy, -7.0f);
-                k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act,
-                                   y.data(), ldy);
+                k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row,
+                                   n_act, y.data(), ldy);
                 for (int64_t c = 0; c < n_act; ++c) {
                     for (int64_t r = 0; r < ldy; ++r) {
                         const float got = y[c * ldy + r];
@@ -163,8 +163,9 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
                         // The same output alone (one group, one activation) has the same bits.
                         const int64_t g0 = r / g * g;
                         float one[kMaxGroupRows];
-                        k.gemm_interleaved(cols, m.packed.data() + g0 * m.packed_row_bytes, m.packed_row_bytes, g,
-                                           act.data() + c * act_row, act_row, 1, one, g);
+                        k.gemm_interleaved(cols, m.packed.data() + g0 * m.packed_row_bytes,
+                                           m.packed_row_bytes, g, act.data() + c * act_row, act_row, 1, one,
+                                           g);
                         ASSERT_EQ(got, one[r - g0]) << "act " << c << " row " << r;
                     }
                 }
@@ -176,7 +177,8 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
 // The 512-bit kernels over 16-row groups give every row of an integer type the bits the 256-bit kernels
 // give it over 8-row groups (exact integer sums, the same float steps): the two levels agree exactly.
 TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
-    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx512))
+        GTEST_SKIP() << "no AVX-512 on this CPU";
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
         SCOPED_TRACE(type_name(t));
         const TypeKernels &k8 = type_kernels(t, Isa::Avx2), &k16 = type_kernels(t, Isa::Avx512);
@@ -188,8 +190,8 @@ TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
         size_t act_row = 0;
         const std::vector<uint8_t> act = make_act(t, n_act, cols, 22, &act_row);
         std::vector<float> y8(n_act * rows), y16(n_act * rows);
-        k8.gemm_interleaved(cols, m8.packed.data(), m8.packed_row_bytes, rows, act.data(), act_row, n_act, y8.data(),
-                            rows);
+        k8.gemm_interleaved(cols, m8.packed.data(), m8.packed_row_bytes, rows, act.data(), act_row, n_act,
+                            y8.data(), rows);
         k16.gemm_interleaved(cols, m16.packed.data(), m16.packed_row_bytes, rows, act.data(), act_row, n_act,
                              y16.data(), rows);
         EXPECT_EQ(y8, y16);

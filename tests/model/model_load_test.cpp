@@ -26,7 +26,8 @@ std::string rewrite(const std::string &tag, const std::function<bool(const std::
     edit_kv(w);
     for (const gguf::TensorInfo &t : f->tensors())
         if (keep_tensor(t.name)) w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
-    const std::string path = (std::filesystem::temp_directory_path() / ("lctx-model-" + tag + ".gguf")).string();
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx-model-" + tag + ".gguf")).string();
     w.write_file(path);
     return path;
 }
@@ -77,16 +78,19 @@ TEST(ModelLoad, WeightsStayInTheMappedFile) {
         EXPECT_TRUE(inside(*m, m->weights().token_embd));
         EXPECT_FALSE(m->weights().token_embd.interleaved());
         const kernels::WeightView &out = m->weights().output;
-        EXPECT_EQ(out.interleaved(), kernels::can_interleave(out.type, out.rows, out.cols)) << type_name(out.type);
+        EXPECT_EQ(out.interleaved(), kernels::can_interleave(out.type, out.rows, out.cols))
+            << type_name(out.type);
         const std::string ts = type;
-        const bool has_layout = ts == "Q4_0" || ts == "Q5_0" || ts == "Q8_0" || ts == "Q4_K" || ts == "Q6_K" ||
-                                ts == "F16" || ts == "BF16";  // not Q5_K
+        const bool has_layout = ts == "Q4_0" || ts == "Q5_0" || ts == "Q8_0" || ts == "Q4_K" ||
+                                ts == "Q6_K" || ts == "F16" || ts == "BF16";  // not Q5_K
         int n_packed = 0;
         for (size_t il = 0; il < m->weights().layers.size(); ++il) {
             const LayerWeights &l = m->weights().layers[il];
             const LayerWeights &pl = plain->weights().layers[il];
-            const kernels::WeightView *ws[] = {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down};
-            const kernels::WeightView *ps[] = {&pl.wq, &pl.wk, &pl.wv, &pl.wo, &pl.ffn_gate, &pl.ffn_up, &pl.ffn_down};
+            const kernels::WeightView *ws[] = {&l.wq,       &l.wk,     &l.wv,      &l.wo,
+                                               &l.ffn_gate, &l.ffn_up, &l.ffn_down};
+            const kernels::WeightView *ps[] = {&pl.wq,       &pl.wk,     &pl.wv,      &pl.wo,
+                                               &pl.ffn_gate, &pl.ffn_up, &pl.ffn_down};
             for (size_t i = 0; i < 7; ++i) {
                 const kernels::WeightView &w = *ws[i], &p = *ps[i];
                 EXPECT_TRUE(inside(*plain, p));
@@ -100,8 +104,10 @@ TEST(ModelLoad, WeightsStayInTheMappedFile) {
                 EXPECT_EQ(w.group_rows, kernels::type_kernels(w.type).group_rows);
                 std::vector<uint8_t> row(p.row_bytes);
                 for (int64_t r = 0; r < w.rows; ++r) {
-                    kernels::deinterleave_row(w.type, w.group_rows, w.data, w.row_bytes, r, w.cols, row.data());
-                    ASSERT_EQ(std::memcmp(row.data(), p.data + r * p.row_bytes, p.row_bytes), 0) << "row " << r;
+                    kernels::deinterleave_row(w.type, w.group_rows, w.data, w.row_bytes, r, w.cols,
+                                              row.data());
+                    ASSERT_EQ(std::memcmp(row.data(), p.data + r * p.row_bytes, p.row_bytes), 0)
+                        << "row " << r;
                 }
             }
         }
@@ -112,20 +118,22 @@ TEST(ModelLoad, WeightsStayInTheMappedFile) {
 }
 
 TEST(ModelLoad, UnsupportedArchitectureIsNamed) {
-    const std::string p = rewrite("arch", [](const std::string &) { return true; },
-                                  [](gguf::Writer &w) { w.set_string("general.architecture", "frobnitz"); });
+    const std::string p = rewrite(
+        "arch", [](const std::string &) { return true; },
+        [](gguf::Writer &w) { w.set_string("general.architecture", "frobnitz"); });
     expect_load_error(p, "frobnitz");
 }
 
 TEST(ModelLoad, MissingTensorIsNamed) {
-    const std::string p = rewrite("missing", [](const std::string &n) { return n != "blk.3.ffn_up.weight"; },
-                                  [](gguf::Writer &) {});
+    const std::string p = rewrite(
+        "missing", [](const std::string &n) { return n != "blk.3.ffn_up.weight"; }, [](gguf::Writer &) {});
     expect_load_error(p, "blk.3.ffn_up.weight");
 }
 
 TEST(ModelLoad, WrongShapeIsNamed) {
-    const std::string p = rewrite("shape", [](const std::string &) { return true; },
-                                  [](gguf::Writer &w) { w.set_u32("llama.feed_forward_length", 100); });
+    const std::string p = rewrite(
+        "shape", [](const std::string &) { return true; },
+        [](gguf::Writer &w) { w.set_u32("llama.feed_forward_length", 100); });
     expect_load_error(p, "ffn_gate");
 }
 
@@ -134,15 +142,17 @@ TEST(ModelLoad, MissingHyperParameterIsNamed) {
     gguf::Writer w;
     for (const gguf::KeyValue &kv : f->metadata())
         if (kv.key != "llama.block_count") w.set(kv.key, kv.value);
-    for (const gguf::TensorInfo &t : f->tensors()) w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
+    for (const gguf::TensorInfo &t : f->tensors())
+        w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
     const std::string p = (std::filesystem::temp_directory_path() / "lctx-model-nolayers.gguf").string();
     w.write_file(p);
     expect_load_error(p, "llama.block_count");
 }
 
 TEST(ModelLoad, HeadsThatDoNotDivideAreRefused) {
-    const std::string p = rewrite("heads", [](const std::string &) { return true; },
-                                  [](gguf::Writer &w) { w.set_u32("llama.attention.head_count_kv", 3); });
+    const std::string p = rewrite(
+        "heads", [](const std::string &) { return true; },
+        [](gguf::Writer &w) { w.set_u32("llama.attention.head_count_kv", 3); });
     expect_load_error(p, "head_count");
 }
 

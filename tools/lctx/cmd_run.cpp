@@ -1,5 +1,7 @@
 // lctx run: tokenize a prompt, decode it as one batch, then sample and decode one token at a time,
 // streaming the text; ends with a timing line (or prints one JSON object with --json).
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -84,7 +86,8 @@ int cmd_run(int argc, char **argv) {
     int32_t pos = b.n_tokens;
     std::string pending;  // bytes of an incomplete UTF-8 character are held back while streaming
     for (int32_t i = 0; i < n_predict && static_cast<uint32_t>(pos) < cp.n_ctx; ++i) {
-        const int32_t id = sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
+        const int32_t id =
+            sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
         sampler->accept(id);
         if (vocab.is_eog(id)) break;
         ids.push_back(id);
@@ -131,8 +134,17 @@ int cmd_run(int argc, char **argv) {
         std::fflush(stdout);
         const double pp = perf.t_p_eval_ms > 0 ? 1e3 * perf.n_p_eval / perf.t_p_eval_ms : 0.0;
         const double tg = perf.t_eval_ms > 0 ? 1e3 * perf.n_eval / perf.t_eval_ms : 0.0;
-        std::fprintf(stderr, "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s\n", perf.n_p_eval,
-                     pp, perf.n_eval, tg);
+        // Peak resident memory against what a run needs: the mapped model file and the KV cache.
+        struct rusage ru {};
+        getrusage(RUSAGE_SELF, &ru);
+        const double mib = 1024.0 * 1024.0;
+        std::fprintf(
+            stderr,
+            "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s | peak memory %.1f MiB "
+            "(model file %.1f MiB + KV cache %.1f MiB)\n",
+            perf.n_p_eval, pp, perf.n_eval, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
+            static_cast<double>(model->file().size()) / mib,
+            static_cast<double>(ctx->kv().memory_bytes()) / mib);
     }
     return 0;
 }
