@@ -1,7 +1,9 @@
-// AVX-512 (F/BW/VL/DQ + VNNI + BF16) dot-product kernels. The float types, Q8_0 / Q4_0 (two blocks per
-// register, scales of 8 blocks gathered at once) and Q4_K / Q5_K / Q6_K (64 elements per register) use full
-// 512-bit registers; the other types use the shared 256-bit set (dot_x86_inl.h), which here compiles its int8
-// dots to vpdpbusd.
+// AVX-512 (F/BW/VL/DQ + VNNI + BF16) kernels. Dots: the float types, Q8_0 / Q4_0 (two blocks per register,
+// scales of 8 blocks gathered at once) and Q4_K / Q5_K / Q6_K (64 elements per register) use full 512-bit
+// registers; the other types use the shared 256-bit set (dot_x86_inl.h), which here compiles its int8 dots to
+// vpdpbusd. Gemm: the integer types over interleaved 16-row groups (gemm_interleaved_x86_inl.h, V512), F16 /
+// BF16 over 8-row groups two rows per register, and the float types' plain rows (the KV cache) in 512-bit
+// tiles; the other plain tiles are the shared 256-bit ones.
 #include "kernels/dot.h"
 
 #if defined(__x86_64__)
