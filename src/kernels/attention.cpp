@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/attention_x86.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
 #include "kernels/ops_x86.h"
@@ -27,10 +28,20 @@ void axpy(float a, const float *x, float *y, int n) {
 }
 
 // Per-thread buffers that keep their memory from call to call (no allocation in steady state).
+std::vector<float> &turned_keys_scratch() {
+    thread_local std::vector<float> buf;
+    return buf;
+}
+
 std::vector<uint8_t> &thread_scratch() {
     thread_local std::vector<uint8_t> buf;
     return buf;
 }
+
+// Query rows from which turning every key block once pays (a decoded token keeps the dot products).
+constexpr int kMinRowsToTurnKeys = 4;
+// Query rows per work item against turned key blocks.
+constexpr int kRowsPerItem = 4;
 
 }  // namespace
 
@@ -39,7 +50,9 @@ std::vector<uint8_t> &thread_scratch() {
 // When that gives too few items to keep every thread busy (one decoded token of a model with 3 KV heads
 // on 2 threads: a 2:1 split), an item is one query head instead; the values are the same (every kernel
 // computes an output the same way whatever its tile). Only the span of cells between the first and the
-// last visible one is computed.
+// last visible one is computed. A prompt over F16 keys on AVX-512 takes kRowsPerItem rows per item against
+// key blocks turned once per call (attention_x86.h); its rows keep their values in any grouping (each score
+// is one chain of products), though not the bits of the dot products a decoded token uses.
 void attention(const AttentionArgs &a, ThreadPool &pool) {
     const TypeKernels &kk = type_kernels(a.type_k);
     const TypeKernels *kv = a.v_trans ? &type_kernels(a.type_v) : nullptr;
@@ -58,15 +71,105 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const int64_t n_groups = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
     const int hpi = gqa > 1 && max_threads > 1 && n_groups < 4 * max_threads ? 1 : gqa;
     const int items_per_row = a.n_head / hpi;
-    const int64_t n_items = static_cast<int64_t>(a.n_rows) * items_per_row;
+    // A prompt's scores against F16 keys from turned key blocks (attention_x86.h) where the CPU has AVX-512:
+    // every KV head's blocks in a row, turned once up front. [n_head_kv][n_blocks][dk][16]
+    using detail::kKeyBlock;
+    const bool key_blocks =
+        a.type_k == GgmlType::F16 && a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
+    const int dk = a.head_dim_k;
+    const int64_t n_blocks = (a.n_kv + kKeyBlock - 1) / kKeyBlock;
+    const int64_t lds = key_blocks ? n_blocks * kKeyBlock : a.n_kv;  // a score row: whole blocks
+    const size_t per_block = static_cast<size_t>(dk) * kKeyBlock;
+    const float *turned = nullptr;
+    if (key_blocks) {
+        std::vector<float> &buf = turned_keys_scratch();
+        buf.resize(static_cast<size_t>(a.n_head_kv * n_blocks) * per_block);
+        pool.parallel_for(
+            a.n_head_kv * n_blocks, 8,
+            [&](int64_t i0, int64_t i1) {
+                for (int64_t i = i0; i < i1; ++i) {
+                    const int64_t g = i / n_blocks, blk = i % n_blocks;
+                    detail::turn_key_block_f16(
+                        a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes, a.k_row_bytes,
+                        static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock)), dk,
+                        buf.data() + i * per_block);
+                }
+            },
+            max_threads);
+        turned = buf.data();
+    }
 
-    // per-thread scratch: scores [hpi][n_kv] f32, q [hpi][q_act_bytes], p [hpi][p_act_bytes], V row
-    // [head_dim_v]
-    const size_t scores_bytes = sizeof(float) * hpi * static_cast<size_t>(a.n_kv);
-    const size_t q_bytes = (q_act_bytes * hpi + 63) / 64 * 64;
+    // With key blocks an item takes up to kRowsPerItem query rows (all their heads' scores against each run
+    // of blocks while it is in L1); the dot products take one.
+    const int rpi = key_blocks ? kRowsPerItem : 1;
+    const int64_t n_row_items = (a.n_rows + rpi - 1) / rpi;
+    const int64_t n_items = n_row_items * items_per_row;
+    const int nq = rpi * hpi;  // query vectors per item
+
+    // per-thread scratch: scores [nq][lds] f32, q [nq][q_act_bytes], p [hpi][p_act_bytes], V row
+    // [head_dim_v], and with key blocks the queries as f32 [nq][dk]
+    const size_t scores_bytes = sizeof(float) * nq * static_cast<size_t>(lds);
+    const size_t q_bytes = (q_act_bytes * nq + 63) / 64 * 64;
     const size_t p_bytes = (p_act_bytes * hpi + 63) / 64 * 64;
     const size_t vrow_bytes = a.v_trans ? 0 : sizeof(float) * a.head_dim_v;
-    const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes + vrow_bytes + 64;
+    const size_t qf_bytes = key_blocks ? (sizeof(float) * nq * dk + 63) / 64 * 64 : 0;
+    const size_t scratch_bytes =
+        (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes + (vrow_bytes + 63) / 64 * 64 + qf_bytes + 64;
+
+    // Softmax of one row's scores [hpi][lds] over its span [j0, j1) and the weighted sum of V into o
+    // [hpi][head_dim_v].
+    auto finish_row = [&](float *scores, const float *mask, int j0, int j1, int g, float *o, uint8_t *pbuf,
+                          float *vrow) {
+        const int span = j1 - j0;
+        for (int hh = 0; hh < hpi; ++hh) {
+            float *s = scores + static_cast<int64_t>(hh) * lds;
+            if (a.softcap > 0.0f)
+                for (int j = j0; j < j1; ++j)
+                    s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
+            softmax(s + j0, mask + j0, span, a.scale);
+        }
+
+        if (a.v_trans) {
+            // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
+            const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
+            for (int hh = 0; hh < hpi; ++hh)
+                kv->quantize_act(scores + static_cast<int64_t>(hh) * lds + j0, pbuf + hh * p_act_bytes, span);
+            const uint8_t *vbase = a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
+            kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
+        } else {
+            std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
+            for (int j = j0; j < j1; ++j) {
+                const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
+                bool any = false;
+                for (int hh = 0; hh < hpi && !any; ++hh)
+                    any = scores[static_cast<int64_t>(hh) * lds + j] != 0.0f;
+                if (!any) continue;
+                const float *vf;
+                if (a.type_v == GgmlType::F32) {
+                    vf = reinterpret_cast<const float *>(vj);
+                } else {
+#if defined(__x86_64__)
+                    if (a.type_v == GgmlType::F16 && use_avx2_row_ops()) {
+                        for (int hh = 0; hh < hpi; ++hh) {
+                            const float p = scores[static_cast<int64_t>(hh) * lds + j];
+                            if (p != 0.0f)
+                                detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
+                                                      o + static_cast<int64_t>(hh) * a.head_dim_v,
+                                                      a.head_dim_v);
+                        }
+                        continue;
+                    }
+#endif
+                    dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
+                    vf = vrow;
+                }
+                for (int hh = 0; hh < hpi; ++hh) {
+                    const float p = scores[static_cast<int64_t>(hh) * lds + j];
+                    if (p != 0.0f) axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
+                }
+            }
+        }
+    };
 
     // Items are handed out by for_each_item: under a causal mask a prompt's later rows see more cells, so
     // equal contiguous shares would leave the first thread idle for most of the section.
@@ -75,87 +178,67 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         [&](int64_t it) {
             std::vector<uint8_t> &buf = thread_scratch();
             if (buf.size() < scratch_bytes) buf.resize(scratch_bytes);
-            float *scores = reinterpret_cast<float *>(buf.data());  // [hpi][n_kv]
+            float *scores = reinterpret_cast<float *>(buf.data());  // [nq][lds]
             uint8_t *qbuf = buf.data() + (scores_bytes + 63) / 64 * 64;
             uint8_t *pbuf = qbuf + q_bytes;
             float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
+            float *qf = reinterpret_cast<float *>(pbuf + p_bytes + (vrow_bytes + 63) / 64 * 64);  // [nq][dk]
 
-            const int64_t ri = it / items_per_row;
-            const int r = a.rows[ri];
-            const int h0 = static_cast<int>(it % items_per_row) * hpi;  // first query head
-            const int g = h0 / gqa;                                     // its KV head
-            const float *mask = a.mask + static_cast<int64_t>(r) * a.ldmask;
-            float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [hpi][head_dim_v]
+            const int64_t ri0 = it / items_per_row * rpi;
+            const int nr =
+                static_cast<int>(std::min<int64_t>(rpi, a.n_rows - ri0));  // query rows of the item
+            const int h0 = static_cast<int>(it % items_per_row) * hpi;     // first query head
+            const int g = h0 / gqa;                                        // its KV head
 
-            // Visible span [j0, j1).
-            int j0 = 0, j1 = a.n_kv;
-            while (j0 < j1 && mask[j0] == kNegInf) ++j0;
-            while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
-            if (j0 == j1) {  // nothing visible: the softmax of nothing is all zeros
-                std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
-                return;
-            }
-            if (p_block > 1) {
-                j0 = 0;
-                j1 = a.n_kv;
-            }
-            const int span = j1 - j0;
-
-            for (int hh = 0; hh < hpi; ++hh)
-                kk.quantize_act(a.q + r * a.ldq + static_cast<int64_t>(h0 + hh) * a.head_dim_k,
-                                qbuf + hh * q_act_bytes, a.head_dim_k);
-            // scores[hh][j] = k_j . q_hh for j in the span
-            kk.gemm(a.head_dim_k, a.k + g * k_head_bytes + static_cast<size_t>(j0) * a.k_row_bytes,
-                    a.k_row_bytes, span, qbuf, q_act_bytes, hpi, scores + j0, a.n_kv);
-            for (int hh = 0; hh < hpi; ++hh) {
-                float *s = scores + static_cast<int64_t>(hh) * a.n_kv;
-                if (a.softcap > 0.0f)
-                    for (int j = j0; j < j1; ++j)
-                        s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
-                softmax(s + j0, mask + j0, span, a.scale);
-            }
-
-            if (a.v_trans) {
-                // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
-                const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
-                for (int hh = 0; hh < hpi; ++hh)
-                    kv->quantize_act(scores + static_cast<int64_t>(hh) * a.n_kv + j0, pbuf + hh * p_act_bytes,
-                                     span);
-                const uint8_t *vbase =
-                    a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
-                kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
-            } else {
-                std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
-                for (int j = j0; j < j1; ++j) {
-                    const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
-                    bool any = false;
-                    for (int hh = 0; hh < hpi && !any; ++hh)
-                        any = scores[static_cast<int64_t>(hh) * a.n_kv + j] != 0.0f;
-                    if (!any) continue;
-                    const float *vf;
-                    if (a.type_v == GgmlType::F32) {
-                        vf = reinterpret_cast<const float *>(vj);
-                    } else {
-#if defined(__x86_64__)
-                        if (a.type_v == GgmlType::F16 && use_avx2_row_ops()) {
-                            for (int hh = 0; hh < hpi; ++hh) {
-                                const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
-                                if (p != 0.0f)
-                                    detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
-                                                          o + static_cast<int64_t>(hh) * a.head_dim_v,
-                                                          a.head_dim_v);
-                            }
-                            continue;
-                        }
-#endif
-                        dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
-                        vf = vrow;
-                    }
-                    for (int hh = 0; hh < hpi; ++hh) {
-                        const float p = scores[static_cast<int64_t>(hh) * a.n_kv + j];
-                        if (p != 0.0f) axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
-                    }
+            // Visible span [j0, j1) of each row; the scores cover the union [u0, u1).
+            int j0s[kRowsPerItem], j1s[kRowsPerItem];
+            int u0 = a.n_kv, u1 = 0;
+            for (int i = 0; i < nr; ++i) {
+                const float *mask = a.mask + static_cast<int64_t>(a.rows[ri0 + i]) * a.ldmask;
+                int j0 = 0, j1 = a.n_kv;
+                while (j0 < j1 && mask[j0] == kNegInf) ++j0;
+                while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
+                if (j0 < j1 && p_block > 1) {
+                    j0 = 0;
+                    j1 = a.n_kv;
                 }
+                j0s[i] = j0;
+                j1s[i] = j1;
+                if (j0 < j1) {
+                    u0 = std::min(u0, j0);
+                    u1 = std::max(u1, j1);
+                }
+            }
+
+            // scores[i * hpi + hh][j] = k_j . q_(row i, head hh) for j in the span
+            if (u0 < u1) {
+                for (int i = 0; i < nr; ++i)
+                    for (int hh = 0; hh < hpi; ++hh)
+                        kk.quantize_act(a.q + a.rows[ri0 + i] * a.ldq + static_cast<int64_t>(h0 + hh) * dk,
+                                        qbuf + (i * hpi + hh) * q_act_bytes, dk);
+                if (key_blocks) {
+                    // the queries' F16 values as f32, against the blocks covering the span
+                    for (int v = 0; v < nr * hpi; ++v)
+                        dequantize_row(GgmlType::F16, qbuf + v * q_act_bytes, qf + v * dk, dk);
+                    const int64_t b0 = u0 / kKeyBlock, b1 = (u1 + kKeyBlock - 1) / kKeyBlock;
+                    detail::key_block_scores(qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block,
+                                             per_block, b1 - b0, scores + b0 * kKeyBlock, lds);
+                } else {
+                    kk.gemm(dk, a.k + g * k_head_bytes + static_cast<size_t>(u0) * a.k_row_bytes,
+                            a.k_row_bytes, u1 - u0, qbuf, q_act_bytes, hpi, scores + u0, lds);
+                }
+            }
+
+            for (int i = 0; i < nr; ++i) {
+                const int64_t ri = ri0 + i;
+                const float *mask = a.mask + static_cast<int64_t>(a.rows[ri]) * a.ldmask;
+                float *o = a.out + ri * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v;  // [hpi][head_dim_v]
+                const int j0 = j0s[i], j1 = j1s[i], span = j1 - j0;
+                if (span == 0) {  // nothing visible: the softmax of nothing is all zeros
+                    std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
+                    continue;
+                }
+                finish_row(scores + static_cast<int64_t>(i) * hpi * lds, mask, j0, j1, g, o, pbuf, vrow);
             }
         },
         max_threads);

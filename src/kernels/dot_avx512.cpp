@@ -9,8 +9,10 @@
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics fill "don't care" operands with self-initialised _mm512_undefined_*()
 // values, which -W(maybe-)uninitialized reports at every use once inlined; the values are never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <type_traits>
 
 #include "kernels/dot_x86_inl.h"
@@ -347,6 +349,17 @@ void gemm_interleaved_float512(int64_t n, const void *w, size_t ldw, int64_t nr,
 
 // ---- F32 / F16 / BF16 in the plain layout (the KV cache's keys and transposed values), 512-bit ----
 
+// A row of n 16-bit values (F16 or BF16, by L's conversion) as f32, 16 at a time (conversions are exact).
+template <class L>
+inline void row16_impl(const uint8_t *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, L::v16(src + 2 * i));
+    if (i < n) {
+        const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(dst + i, m, L::v16(src + 2 * i, m));
+    }
+}
+
 struct LoadF32Row {
     static __m512 v16(const uint8_t *p) { return _mm512_loadu_ps(p); }
     static __m512 v16(const uint8_t *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
@@ -354,17 +367,16 @@ struct LoadF32Row {
     static constexpr size_t kElemBytes = 4;
 };
 struct LoadF16Row {
+    static void row16(const uint8_t *src, float *dst, int64_t n) { row16_impl<LoadF16Row>(src, dst, n); }
     static __m512 v16(const uint8_t *p) { return _mm512_cvtph_ps(loadu256(p)); }
     static __m512 v16(const uint8_t *p, __mmask16 m) {
         return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
     }
-    static void row(const uint8_t *src, float *dst, int64_t n) {
-        const auto *h = reinterpret_cast<const fp16_t *>(src);
-        for (int64_t i = 0; i < n; ++i) dst[i] = h2f(h[i]);
-    }
+    static void row(const uint8_t *src, float *dst, int64_t n) { row16(src, dst, n); }
     static constexpr size_t kElemBytes = 2;
 };
 struct LoadBF16Row {
+    static void row16(const uint8_t *src, float *dst, int64_t n) { row16_impl<LoadBF16Row>(src, dst, n); }
     static __m512 v16(const uint8_t *p) {
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(loadu256(p)), 16));
     }
@@ -372,10 +384,7 @@ struct LoadBF16Row {
         return _mm512_castsi512_ps(
             _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
     }
-    static void row(const uint8_t *src, float *dst, int64_t n) {
-        const auto *h = reinterpret_cast<const uint16_t *>(src);
-        for (int64_t i = 0; i < n; ++i) dst[i] = bf2f(h[i]);
-    }
+    static void row(const uint8_t *src, float *dst, int64_t n) { row16(src, dst, n); }
     static constexpr size_t kElemBytes = 2;
 };
 

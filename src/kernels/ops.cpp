@@ -18,6 +18,15 @@ bool detail::use_avx2_row_ops() {
 #endif
 }
 
+bool detail::use_avx512_row_ops() {
+#if defined(__x86_64__)
+    static const bool on = static_cast<int>(isa_active()) >= static_cast<int>(Isa::Avx512);
+    return on;
+#else
+    return false;
+#endif
+}
+
 namespace {
 using detail::use_avx2_row_ops;
 }  // namespace
@@ -149,7 +158,8 @@ void softmax(float *x, const float *mask, int64_t n, float scale) {
             for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
             return;
         }
-        const double sum = detail::exp_sum_avx2(x, n, max);
+        const double sum = detail::use_avx512_row_ops() ? detail::exp_sum_avx512(x, n, max)
+                                                        : detail::exp_sum_avx2(x, n, max);
         detail::scale_avx2(x, static_cast<float>(1.0 / sum), n);
         return;
     }

@@ -1,4 +1,5 @@
-// Internal: AVX2 versions of the row ops (ops_avx2.cpp), entered only when isa_active() >= Avx2.
+// Internal: AVX2 versions of the row ops (ops_avx2.cpp), entered only when isa_active() >= Avx2, and AVX-512
+// ones (ops_avx512.cpp) that give the same bits, entered only when isa_active() >= Avx512.
 #pragma once
 #include <cstdint>
 
@@ -6,11 +7,14 @@ namespace lctx::kernels::detail {
 
 // True when the AVX2 row ops below may be entered (the CPU has AVX2 and LCTX_ISA allows it).
 bool use_avx2_row_ops();
+// True when the AVX-512 row ops may be entered (the CPU has AVX-512 and LCTX_ISA allows it).
+bool use_avx512_row_ops();
 
 // max over x[0..n) of x * scale + mask (mask may be null); writes the masked, scaled values back.
 float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale);
 // x[i] = exp(x[i] - max) (0 for -inf), returns the sum in double.
 double exp_sum_avx2(float *x, int64_t n, float max);
+double exp_sum_avx512(float *x, int64_t n, float max);
 void scale_avx2(float *x, float s, int64_t n);
 // y = silu(g) * u
 void swiglu_avx2(const float *g, const float *u, float *y, int64_t n);

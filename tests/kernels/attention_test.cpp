@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -30,9 +31,10 @@ struct Case {
 };
 
 std::string case_name(const Case &c) {
-    return "h" + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " d" + std::to_string(c.head_dim) +
-           " kv" + std::to_string(c.n_kv) + " t" + std::to_string(c.n_tokens) + " " + type_name(c.type_k) + "/" +
-           type_name(c.type_v) + (c.v_trans ? " vt" : "") + (c.softcap > 0 ? " softcap" : "");
+    return "h" + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " d" +
+           std::to_string(c.head_dim) + " kv" + std::to_string(c.n_kv) + " t" + std::to_string(c.n_tokens) +
+           " " + type_name(c.type_k) + "/" + type_name(c.type_v) + (c.v_trans ? " vt" : "") +
+           (c.softcap > 0 ? " softcap" : "");
 }
 
 // Round trip of n floats through `type`.
@@ -50,7 +52,8 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     const int hd = c.head_dim, gqa = c.n_head / c.n_head_kv;
-    const int64_t q_dim = static_cast<int64_t>(c.n_head) * hd, kv_dim = static_cast<int64_t>(c.n_head_kv) * hd;
+    const int64_t q_dim = static_cast<int64_t>(c.n_head) * hd,
+                  kv_dim = static_cast<int64_t>(c.n_head_kv) * hd;
     const uint32_t cells = static_cast<uint32_t>(c.n_kv + 3);  // cache larger than n_kv
 
     // K: [cells][kv_dim] in type_k (one row per cell, heads side by side)
@@ -176,7 +179,8 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 for (int b0 = 0; b0 < c.n_kv; b0 += 32) {
                     double bm = 0;
                     for (int j = b0; j < std::min(c.n_kv, b0 + 32); ++j) bm = std::max(bm, p[j]);
-                    for (int j = b0; j < std::min(c.n_kv, b0 + 32); ++j) dp[j] = bm / 127.0 * 0.5 * 1.01 + p[j] * 1e-3;
+                    for (int j = b0; j < std::min(c.n_kv, b0 + 32); ++j)
+                        dp[j] = bm / 127.0 * 0.5 * 1.01 + p[j] * 1e-3;
                 }
             }
             for (int d = 0; d < hd; ++d) {
@@ -189,8 +193,8 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 tol += 1e-6;
                 const float got = out[i * ldo + h * hd + d];
                 if (!(std::fabs(got - want) <= tol) && ++bad < 5)
-                    ADD_FAILURE() << "row " << t << " head " << h << " dim " << d << ": got " << got << " want " << want
-                                  << " tol " << tol;
+                    ADD_FAILURE() << "row " << t << " head " << h << " dim " << d << ": got " << got
+                                  << " want " << want << " tol " << tol;
             }
         }
         EXPECT_EQ(out[i * ldo + q_dim], 777.0f) << "wrote past the heads";
@@ -204,7 +208,8 @@ TEST(AttentionTest, CachesLayoutsAndGqa) {
     for (GgmlType tk : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
         for (bool v_trans : {true, false}) {
             for (auto [nh, nkv] : {std::pair{4, 4}, std::pair{8, 2}, std::pair{6, 1}}) {
-                for (auto [n_kv, n_tokens] : {std::pair{1, 1}, std::pair{37, 1}, std::pair{64, 5}, std::pair{200, 9}}) {
+                for (auto [n_kv, n_tokens] :
+                     {std::pair{1, 1}, std::pair{37, 1}, std::pair{64, 5}, std::pair{200, 9}}) {
                     // Q8_0 V needs whole blocks along its rows: head_dim (not transposed) or the cells
                     // (transposed: cells = n_kv + 3, not a multiple of 32; only F16 / F32 there).
                     const GgmlType tv = v_trans && tk == GgmlType::Q8_0 ? GgmlType::F16 : tk;
@@ -231,6 +236,81 @@ TEST(AttentionTest, SplitByQueryHeadKeepsTheValues) {
         const std::vector<float> one = run_case(c, 51, 1), two = run_case(c, 51, 2);
         EXPECT_EQ(one, two) << "v_trans " << v_trans;
     }
+}
+
+// Prompts (4 rows and more) over an F16 key cache take the turned key blocks on AVX-512 (attention_x86.h):
+// head dims that are not a multiple of 16, spans that start and end inside a block, row groups with a row
+// that sees nothing.
+TEST(AttentionTest, PromptHeadDimsAndBlockEdges) {
+    uint32_t seed = 200;
+    for (int hd : {72, 80, 96}) {
+        for (bool v_trans : {true, false}) {
+            run_case(Case{6, 2, hd, 45, 13, GgmlType::F16, GgmlType::F16, v_trans}, seed++, 2);
+            run_case(Case{3, 3, hd, 16, 8, GgmlType::F16, GgmlType::F16, v_trans}, seed++, 1);
+            if (::testing::Test::HasFailure()) return;
+        }
+    }
+}
+
+// Each output row of a prompt has the same bits whichever rows share its work item.
+TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
+    const int n_head = 8, n_head_kv = 2, hd = 64, n_kv = 70, n_tok = 11;
+    const int64_t q_dim = n_head * hd, kv_dim = n_head_kv * hd;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> kf(n_kv * kv_dim), vf(n_kv * kv_dim), q(n_tok * q_dim);
+    for (float &v : kf) v = normal(rng);
+    for (float &v : vf) v = normal(rng);
+    for (float &v : q) v = normal(rng);
+    std::vector<uint8_t> k(row_size(GgmlType::F16, kf.size())), v(row_size(GgmlType::F16, vf.size()));
+    quantize_row(GgmlType::F16, kf.data(), k.data(), static_cast<int64_t>(kf.size()));
+    quantize_row(GgmlType::F16, vf.data(), v.data(), static_cast<int64_t>(vf.size()));
+    std::vector<float> mask(n_tok * n_kv, 0.0f);  // causal: token t sees cells up to n_kv - n_tok + t
+    for (int t = 0; t < n_tok; ++t)
+        for (int j = n_kv - n_tok + t + 1; j < n_kv; ++j) mask[t * n_kv + j] = -kInf;
+
+    // rows: the tokens in the given order; returns out[token][q_dim]
+    auto run = [&](const std::vector<int32_t> &rows, int threads) {
+        std::vector<float> out(rows.size() * q_dim);
+        AttentionArgs a;
+        a.q = q.data();
+        a.ldq = q_dim;
+        a.n_head = n_head;
+        a.n_head_kv = n_head_kv;
+        a.head_dim_k = a.head_dim_v = hd;
+        a.k = k.data();
+        a.type_k = GgmlType::F16;
+        a.k_row_bytes = row_size(GgmlType::F16, kv_dim);
+        a.v = v.data();
+        a.type_v = GgmlType::F16;
+        a.v_trans = false;
+        a.v_row_bytes = row_size(GgmlType::F16, kv_dim);
+        a.v_cells = n_kv;
+        a.n_kv = n_kv;
+        a.mask = mask.data();
+        a.ldmask = n_kv;
+        a.scale = 0.125f;
+        a.rows = rows.data();
+        a.n_rows = static_cast<int>(rows.size());
+        a.out = out.data();
+        a.ldo = q_dim;
+        ThreadPool pool(threads);
+        attention(a, pool);
+        std::vector<float> by_token(n_tok * q_dim, 0.0f);
+        for (size_t i = 0; i < rows.size(); ++i)
+            std::copy(out.begin() + i * q_dim, out.begin() + (i + 1) * q_dim,
+                      by_token.begin() + rows[i] * q_dim);
+        return by_token;
+    };
+    std::vector<int32_t> forward(n_tok), backward(n_tok);
+    for (int t = 0; t < n_tok; ++t) forward[t] = t, backward[t] = n_tok - 1 - t;
+    const std::vector<float> a = run(forward, 1), b = run(backward, 2);
+    EXPECT_EQ(a, b);
+    // and 5 of the tokens on their own
+    const std::vector<float> c = run({9, 3, 0, 7, 5}, 1);
+    for (int t : {9, 3, 0, 7, 5})
+        EXPECT_TRUE(std::equal(a.begin() + t * q_dim, a.begin() + (t + 1) * q_dim, c.begin() + t * q_dim))
+            << "token " << t;
 }
 
 TEST(AttentionTest, Softcap) {

@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/dot.h"
+#include "kernels/ops_x86.h"
 #include "tensor/fp16.h"
 
 namespace lctx::kernels {
@@ -88,15 +90,16 @@ TEST(OpsTest, LayerNorm) {
 // Naive rope: pair (a, b) of each head rotated by pos * base^(-2i/n_rot) * freq_scale. The kernel forms
 // the angle of pair i by i float multiplications (as ggml does, which the golden logits depend on), so
 // its angle carries a relative error up to ~(i + 4) * 2^-24; *tol receives the resulting bound per element.
-std::vector<double> rope_ref(const std::vector<float> &x, int n_head, int head_dim, double pos, const RopeParams &p,
-                             std::vector<double> *tol = nullptr) {
+std::vector<double> rope_ref(const std::vector<float> &x, int n_head, int head_dim, double pos,
+                             const RopeParams &p, std::vector<double> *tol = nullptr) {
     std::vector<double> y(x.begin(), x.end());
     if (tol) tol->assign(x.size(), 1e-6);
     const int half = p.n_rot / 2;
     for (int h = 0; h < n_head; ++h) {
         for (int i = 0; i < half; ++i) {
             const double ff = p.freq_factors ? p.freq_factors[i] : 1.0;
-            const double theta = pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot) / ff * p.freq_scale;
+            const double theta =
+                pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot) / ff * p.freq_scale;
             const int a = p.mode == RopeMode::Normal ? 2 * i : i;
             const int b = p.mode == RopeMode::Normal ? 2 * i + 1 : i + half;
             const double x0 = x[h * head_dim + a], x1 = x[h * head_dim + b];
@@ -117,8 +120,8 @@ TEST(OpsTest, RopeNormalAndNeox) {
         for (int head_dim : {8, 64, 128}) {
             for (int n_rot : {head_dim, head_dim / 2}) {
                 for (float pos : {0.0f, 1.0f, 17.0f, 1000.0f}) {
-                    SCOPED_TRACE(std::to_string(static_cast<int>(mode)) + " hd " + std::to_string(head_dim) + " rot " +
-                                 std::to_string(n_rot) + " pos " + std::to_string(pos));
+                    SCOPED_TRACE(std::to_string(static_cast<int>(mode)) + " hd " + std::to_string(head_dim) +
+                                 " rot " + std::to_string(n_rot) + " pos " + std::to_string(pos));
                     RopeParams p;
                     p.n_rot = n_rot;
                     p.mode = mode;
@@ -132,7 +135,8 @@ TEST(OpsTest, RopeNormalAndNeox) {
                     int bad = 0;
                     for (size_t i = 0; i < y.size(); ++i)
                         if (!(std::fabs(y[i] - want[i]) <= tol[i]) && ++bad < 5)
-                            ADD_FAILURE() << "i " << i << ": got " << y[i] << " want " << want[i] << " tol " << tol[i];
+                            ADD_FAILURE()
+                                << "i " << i << ": got " << y[i] << " want " << want[i] << " tol " << tol[i];
                 }
             }
         }
@@ -226,6 +230,25 @@ TEST(OpsTest, SoftmaxWithMaskAndScale) {
         expect_close(y, want2, 1e-5, 1e-7);
     }
 }
+
+#if defined(__x86_64__)
+// The AVX-512 exp and sum of softmax give the AVX2 version's bits, elements and sum, at every length.
+TEST(OpsTest, ExpSumAvx512HasTheAvx2Bits) {
+    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx512))
+        GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 33, 100, 2051}) {
+        SCOPED_TRACE(n);
+        std::vector<float> x = random_vec(n, 29 + static_cast<uint32_t>(n), 30.0f);
+        for (int64_t i = 0; i < n; i += 5) x[i] = -kInf;
+        x[n / 2] = 100.0f;  // above the max: +inf
+        std::vector<float> y = x;
+        const double s2 = detail::exp_sum_avx2(x.data(), n, 10.0f),
+                     s5 = detail::exp_sum_avx512(y.data(), n, 10.0f);
+        EXPECT_EQ(x, y);
+        EXPECT_EQ(s2, s5);
+    }
+}
+#endif
 
 TEST(OpsTest, SoftmaxAllMaskedGivesZeros) {
     std::vector<float> x = {1, 2, 3, 4, 5};

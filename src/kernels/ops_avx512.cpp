@@ -1,0 +1,80 @@
+// AVX-512 row ops: softmax's exp and sum 16 lanes at a time. Each lane computes what exp256 in ops_avx2.cpp
+// computes, with the same operations in the same order, and the sum is formed in the AVX2 version's order,
+// so the results have the same bits on either path.
+#include "kernels/ops_x86.h"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics headers trip these on their own undefined-value idiom
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+namespace lctx::kernels::detail {
+
+namespace {
+
+// exp(x) for x <= 88 (larger gives +inf), as exp256: x = n ln2 + r, e^r by its degree-7 Taylor polynomial,
+// 2^n through the exponent bits, 0 below -87.3 and for -inf.
+inline __m512 exp512(__m512 x) {
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f), ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    const __m512 n =
+        _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
+    r = _mm512_fnmadd_ps(n, ln2_lo, r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __m512 nc = _mm512_min_ps(_mm512_max_ps(n, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nc), _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ), y);
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.0f), _CMP_GT_OQ),
+                              _mm512_set1_ps(__builtin_inff()));
+}
+
+}  // namespace
+
+double exp_sum_avx512(float *x, int64_t n, float max) {
+    const __m512 vm = _mm512_set1_ps(max);
+    // lanes 0-3 and 4-7 are the AVX2 version's two sums (elements 8k..8k+3 and 8k+4..8k+7)
+    __m512d s = _mm512_setzero_pd();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        _mm512_storeu_ps(x + i, e);
+        s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+    }
+    // the tail, 8 then 1 at a time in the AVX2 version: masked lanes add 0 and store nothing
+    for (; i < n; i += 8) {
+        const int k = n - i < 8 ? static_cast<int>(n - i) : 8;
+        const auto m = static_cast<__mmask16>((1u << k) - 1);
+        const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm));
+        _mm512_mask_storeu_ps(x + i, m, e);
+        if (k == 8) {
+            s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        } else {
+            alignas(64) float t[16];
+            _mm512_store_ps(t, e);
+            alignas(64) double d[8];
+            _mm512_store_pd(d, s);
+            double sum = (d[0] + d[4] + (d[1] + d[5])) + (d[2] + d[6] + (d[3] + d[7]));
+            for (int j = 0; j < k; ++j) sum += t[j];
+            return sum;
+        }
+    }
+    alignas(64) double d[8];
+    _mm512_store_pd(d, s);
+    return (d[0] + d[4] + (d[1] + d[5])) + (d[2] + d[6] + (d[3] + d[7]));
+}
+
+}  // namespace lctx::kernels::detail
+#endif
