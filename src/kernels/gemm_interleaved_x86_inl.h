@@ -232,91 +232,83 @@ inline void store_all(float *y, int64_t ldy, const typename V::F (&acc)[C]) {
     for (int c = 0; c < C; ++c) V::store(y + c * ldy, acc[c]);
 }
 
-// G x Q4_0 rows x C activations. sums[c * nb + b] = 8 * (sum of activation c's codes in block b): the
-// codes are unsigned (q + 8), so sum (q + 8) a - 8 sum a = sum q a.
-template <class V, int C>
-struct Q4_0Tile {
+// The unsigned codes of the 32-element types with a 4-bit core, step g (of 4) as its two halves lo, hi (4
+// elements of each row per 32-bit lane): Q4_0's nibbles (q + 8, 0..15) and Q5_0's nibbles with their fifth
+// bits (q + 16, 0..31; the fifth bits of step g at bits 2g and 2g + 1 of qh, moved to bit 4). Without VNNI
+// the int16 products are widened every kStepsPerWidening steps: 8 products of at most 15 x 127 per step and
+// lane, so 4 steps for Q4_0 (30480), 2 for Q5_0 (31 x 127 x 8 x 2 = 62992 would not fit in 4).
+template <class V>
+struct Q4_0Codes {
     using I = typename V::I;
-    using F = typename V::F;
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum8,
-                    float *y, int64_t ldy) {
+    using Block = block_q4_0xG<V::kLanes>;
+    static constexpr int kStepsPerWidening = 4;
+    struct Bits {
+        explicit Bits(const Block &) {}
+    };
+    static void step(const Block &x, const Bits &, int g, I &lo, I &hi) {
         const I m4 = V::set1_8(0x0f);
-        F acc[C];
-        zero_all<V, C>(acc);
-        const auto *xb = reinterpret_cast<const block_q4_0xG<V::kLanes> *>(w);
-        for (int64_t b = 0; b < nb; ++b) {
-            const auto &x = xb[b];
-            prefetch_ahead(x);
-            I s[C];
-            zero_all<V, C>(s);
-            LCTX_UNROLL
-            for (int g = 0; g < 4; ++g) {
-                const I v = V::load(x.qs + 4 * V::kLanes * g);
-                const I lo = V::and_(v, m4);
-                const I hi = V::and_(V::template srli16<4>(v), m4);
-                LCTX_UNROLL
-                for (int c = 0; c < C; ++c) {
-                    const int8_t *aq = act_q8_0(a, lda, c, b).qs + 8 * g;
-                    if constexpr (V::kVnni) {
-                        s[c] = V::dpbusd(s[c], lo, V::bcast_u32(aq));
-                        s[c] = V::dpbusd(s[c], hi, V::bcast_u32(aq + 4));
-                    } else {
-                        // int16 lanes: 8 loads x 2 products x 15 x 127 = 30480 at most, no overflow.
-                        s[c] = add_step_products<V>(s[c], lo, hi, aq);
-                    }
-                }
-            }
-            I s32[C];
-            LCTX_UNROLL
-            for (int c = 0; c < C; ++c)
-                s32[c] =
-                    V::sub32(V::kVnni ? s[c] : V::madd(s[c], V::set1_16(1)), V::set1_32(asum8[c * nb + b]));
-            scale_q8_0_block<V, C>(acc, s32, V::halves(x.d), a, lda, b);
+        const I v = V::load(x.qs + 4 * V::kLanes * g);
+        lo = V::and_(v, m4);
+        hi = V::and_(V::template srli16<4>(v), m4);
+    }
+};
+template <class V>
+struct Q5_0Codes {
+    using I = typename V::I;
+    using Block = block_q5_0xG<V::kLanes>;
+    static constexpr int kStepsPerWidening = 2;
+    // the fifth bits of each element half, at bit 4: h[2g] for step g's low nibbles, h[2g + 1] its high ones
+    struct Bits {
+        I h[8];
+        explicit Bits(const Block &x) {
+            const I m10 = V::set1_8(0x10);
+            const I qh = V::load(x.qh);
+            h[0] = V::and_(V::template slli16<4>(qh), m10);
+            h[1] = V::and_(V::template slli16<3>(qh), m10);
+            h[2] = V::and_(V::template slli16<2>(qh), m10);
+            h[3] = V::and_(V::template slli16<1>(qh), m10);
+            h[4] = V::and_(qh, m10);
+            h[5] = V::and_(V::template srli16<1>(qh), m10);
+            h[6] = V::and_(V::template srli16<2>(qh), m10);
+            h[7] = V::and_(V::template srli16<3>(qh), m10);
         }
-        store_all<V, C>(y, ldy, acc);
+    };
+    static void step(const Block &x, const Bits &bits, int g, I &lo, I &hi) {
+        const I m4 = V::set1_8(0x0f);
+        const I v = V::load(x.qs + 4 * V::kLanes * g);
+        lo = V::or_(V::and_(v, m4), bits.h[2 * g]);
+        hi = V::or_(V::and_(V::template srli16<4>(v), m4), bits.h[2 * g + 1]);
     }
 };
 
-// G x Q5_0 rows x C activations: codes 0..31 = nibble | fifth bit << 4; asum16[c * nb + b] = 16 * (sum of
-// activation c's codes in block b). Without VNNI, int16 lanes are widened every 2 steps (8 products of at
-// most 31 x 127).
-template <class V, int C>
-struct Q5_0Tile {
+// G rows of a 4-bit-core type (Codes above) x C activations. The codes are unsigned (q + offset), so
+// sum (q + offset) a - offset sum a = sum q a, with asum[c * nb + b] = offset * (sum of activation c's codes
+// in block b).
+template <class V, int C, template <class> class Codes>
+struct NibbleTile {
     using I = typename V::I;
     using F = typename V::F;
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum16,
-                    float *y, int64_t ldy) {
-        const I m4 = V::set1_8(0x0f);
-        const I m10 = V::set1_8(0x10);
+    using K = Codes<V>;
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum, float *y,
+                    int64_t ldy) {
         const I ones = V::set1_16(1);
         F acc[C];
         zero_all<V, C>(acc);
-        const auto *xb = reinterpret_cast<const block_q5_0xG<V::kLanes> *>(w);
+        const auto *xb = reinterpret_cast<const typename K::Block *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
             prefetch_ahead(x);
-            const I qh = V::load(x.qh);
-            // fifth bits of step g: bit 2g (low nibble's element) and 2g + 1, moved to bit 4
-            const I h[8] = {V::and_(V::template slli16<4>(qh), m10),
-                            V::and_(V::template slli16<3>(qh), m10),
-                            V::and_(V::template slli16<2>(qh), m10),
-                            V::and_(V::template slli16<1>(qh), m10),
-                            V::and_(qh, m10),
-                            V::and_(V::template srli16<1>(qh), m10),
-                            V::and_(V::template srli16<2>(qh), m10),
-                            V::and_(V::template srli16<3>(qh), m10)};
+            const typename K::Bits bits(x);
             I s32[C];
             zero_all<V, C>(s32);
             LCTX_UNROLL
-            for (int half = 0; half < 2; ++half) {
+            for (int g0 = 0; g0 < 4; g0 += K::kStepsPerWidening) {
                 I s16[C];
                 zero_all<V, C>(s16);
                 LCTX_UNROLL
-                for (int gg = 0; gg < 2; ++gg) {
-                    const int g = 2 * half + gg;
-                    const I v = V::load(x.qs + 4 * V::kLanes * g);
-                    const I lo = V::or_(V::and_(v, m4), h[2 * g]);
-                    const I hi = V::or_(V::and_(V::template srli16<4>(v), m4), h[2 * g + 1]);
+                for (int g = g0; g < g0 + K::kStepsPerWidening; ++g) {
+                    I lo, hi;
+                    K::step(x, bits, g, lo, hi);
                     LCTX_UNROLL
                     for (int c = 0; c < C; ++c) {
                         const int8_t *aq = act_q8_0(a, lda, c, b).qs + 8 * g;
@@ -334,12 +326,16 @@ struct Q5_0Tile {
                 }
             }
             LCTX_UNROLL
-            for (int c = 0; c < C; ++c) s32[c] = V::sub32(s32[c], V::set1_32(asum16[c * nb + b]));
+            for (int c = 0; c < C; ++c) s32[c] = V::sub32(s32[c], V::set1_32(asum[c * nb + b]));
             scale_q8_0_block<V, C>(acc, s32, V::halves(x.d), a, lda, b);
         }
         store_all<V, C>(y, ldy, acc);
     }
 };
+template <class V, int C>
+using Q4_0Tile = NibbleTile<V, C, Q4_0Codes>;
+template <class V, int C>
+using Q5_0Tile = NibbleTile<V, C, Q5_0Codes>;
 
 // G x Q8_0 rows x C activations, signed x signed. Without VNNI: |w| times the activation with w's sign
 // (vpmaddubsw pair sums within int16); with VNNI: w + 128 (unsigned) times the activation, then
