@@ -3,11 +3,7 @@
 #include "kernels/attention_x86.h"
 
 #if defined(__x86_64__)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/simd_x86_inl.h"
 
 namespace lctx::kernels::detail {
 

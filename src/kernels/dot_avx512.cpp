@@ -7,12 +7,6 @@
 #include "kernels/dot.h"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics fill "don't care" operands with self-initialised _mm512_undefined_*()
-// values, which -W(maybe-)uninitialized reports at every use once inlined; the values are never read.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 #include <type_traits>
 
 #include "kernels/dot_x86_inl.h"

@@ -1,18 +1,14 @@
 // 256-bit x86 dot-product kernels and activation quantizers, shared by dot_avx2.cpp and dot_avx512.cpp.
 // Each of those files includes this once, so every function here is compiled separately with that file's
 // ISA flags; with AVX-512 VNNI available the int8 dots use vpdpbusd instead of vpmaddubsw + vpmaddwd.
-//
-// Everything is in an anonymous namespace on purpose: an inline function with external linkage compiled
-// with -mavx512f could be merged by the linker with a baseline caller's copy and fault on older CPUs.
-// For the same reason these files call no inline function from other headers (fp16.h included).
+// Everything is in an anonymous namespace, for the reason simd_x86_inl.h gives.
 #pragma once
-#include <immintrin.h>
-
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
 
+#include "kernels/simd_x86_inl.h"
 #include "tensor/block_layouts.h"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
@@ -25,26 +21,6 @@ namespace lctx::kernels {
 namespace {
 
 // ---- small helpers ----
-
-inline float h2f(fp16_t h) {
-    return _cvtsh_ss(h);
-}
-inline fp16_t f2h(float f) {
-    return static_cast<fp16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
-}
-inline float bf2f(uint16_t h) {
-    const uint32_t w = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &w, 4);
-    return f;
-}
-
-inline __m256i loadu256(const void *p) {
-    return _mm256_loadu_si256(static_cast<const __m256i *>(p));
-}
-inline __m128i loadu128(const void *p) {
-    return _mm_loadu_si128(static_cast<const __m128i *>(p));
-}
 
 inline float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -13,18 +13,13 @@
 #include "kernels/dot.h"
 
 #if defined(__x86_64__)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 
 #include "kernels/interleave.h"
+#include "kernels/simd_x86_inl.h"
 #include "tensor/block_layouts.h"
 
 namespace lctx::kernels {
@@ -116,19 +111,6 @@ template <class Block>
 inline void prefetch_block(const Block *x) {
     const char *p = reinterpret_cast<const char *>(x);
     for (size_t o = 0; o < sizeof(Block); o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-}
-
-inline float h2f(fp16_t h) {
-    return _cvtsh_ss(h);
-}
-inline __m256i loadu256(const void *p) {
-    return _mm256_loadu_si256(static_cast<const __m256i *>(p));
-}
-inline __m128i loadu128(const void *p) {
-    return _mm_loadu_si128(static_cast<const __m128i *>(p));
-}
-inline void storeu256(void *p, __m256i v) {
-    _mm256_storeu_si256(static_cast<__m256i *>(p), v);
 }
 
 // ---- one block of a 16-row group as a B operand: 8 lines of 16 rows x 4 int8, 64 bytes apart ----

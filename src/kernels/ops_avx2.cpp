@@ -1,10 +1,10 @@
 // AVX2 + FMA + F16C row ops: a vectorized exp for softmax and SiLU, and the axpy steps of attention.
-// No inline function from other headers is called here (see dot_x86_inl.h on why).
+// No inline function from other headers is called here (see simd_x86_inl.h on why).
 #include "kernels/exp_poly.h"
 #include "kernels/ops_x86.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "kernels/simd_x86_inl.h"
 
 namespace lctx::kernels::detail {
 

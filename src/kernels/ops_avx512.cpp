@@ -5,12 +5,7 @@
 #include "kernels/ops_x86.h"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics headers trip these on their own undefined-value idiom
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/simd_x86_inl.h"
 
 namespace lctx::kernels::detail {
 
