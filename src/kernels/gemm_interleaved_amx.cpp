@@ -170,6 +170,21 @@ struct AmxQ5_0 {
     }
 };
 
+// The whole 16-row activation tiles of a call through amx(n_tiles) (tile state configured by it, released
+// here), the activation rows after them through the type's AVX-512 kernel.
+template <class Amx>
+void amx_tiles_then_avx512(GgmlType type, int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
+                           size_t lda, int64_t nc, float *y, int64_t ldy, Amx &&amx) {
+    const int64_t n_tiles = nc / kTileM, done = n_tiles * kTileM;
+    if (n_tiles > 0) {
+        amx(n_tiles);
+        _tile_release();
+    }
+    if (done < nc)
+        detail::gemm_interleaved_avx512(type)(n, w, ldw, nr, static_cast<const uint8_t *>(act) + done * lda,
+                                              lda, nc - done, y + done * ldy, ldy);
+}
+
 // 16 weight rows x 16 activation rows of a 32-element-block type: per block, sums = A . B, then
 // acc += float(sums) * (d_w * d_a), as Q8_0Tile / Q4_0Tile do per lane. Software-pipelined over two sets of
 // tiles: block b + 1's multiply is issued before block b's sums are scaled.
@@ -215,10 +230,8 @@ template <class W>
 void gemm_amx_b32(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
                   float *y, int64_t ldy) {
     using Block = typename W::Block;
-    static const GemmFn avx512 = detail::gemm_interleaved_avx512(W::kType);
-    const int64_t n_tiles = nc / kTileM;
-    const auto *ab = static_cast<const uint8_t *>(act);
-    if (n_tiles > 0) {
+    amx_tiles_then_avx512(W::kType, n, w, ldw, nr, act, lda, nc, y, ldy, [&](int64_t n_tiles) {
+        const auto *ab = static_cast<const uint8_t *>(act);
         const int64_t nb = n / 32;
         const auto *wb = static_cast<const uint8_t *>(w);
         const size_t group_bytes = 16 * ldw;
@@ -254,11 +267,7 @@ void gemm_amx_b32(int64_t n, const void *w, size_t ldw, int64_t nr, const void *
                 tile_b32<W>(nb, sa + t * nb * 512, sda + t * nb * 16, group, sw, y + t * kTileM * ldy + r0,
                             ldy);
         }
-        _tile_release();
-    }
-    if (n_tiles * kTileM < nc)
-        avx512(n, w, ldw, nr, ab + n_tiles * kTileM * lda, lda, nc - n_tiles * kTileM,
-               y + n_tiles * kTileM * ldy, ldy);
+    });
 }
 
 // ---- K types: per 256-element block, one tile multiply per scale group (32 elements for Q4_K, 16 for
@@ -399,10 +408,8 @@ void gemm_amx_k(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
                 float *y, int64_t ldy) {
     using Block = typename W::Block;
     constexpr int kG = W::kGroups, kOp = 16 * W::kK;
-    static const GemmFn avx512 = detail::gemm_interleaved_avx512(W::kType);
-    const int64_t n_tiles = nc / kTileM;
-    const auto *ab = static_cast<const uint8_t *>(act);
-    if (n_tiles > 0) {
+    amx_tiles_then_avx512(W::kType, n, w, ldw, nr, act, lda, nc, y, ldy, [&](int64_t n_tiles) {
+        const auto *ab = static_cast<const uint8_t *>(act);
         const int64_t nb = n / 256;
         const auto *wb = static_cast<const uint8_t *>(w);
         const size_t group_bytes = 16 * ldw;
@@ -468,11 +475,7 @@ void gemm_amx_k(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
                 tile_k<W>(nb, st, group, y + t * kTileM * ldy + r0, ldy);
             }
         }
-        _tile_release();
-    }
-    if (n_tiles * kTileM < nc)
-        avx512(n, w, ldw, nr, ab + n_tiles * kTileM * lda, lda, nc - n_tiles * kTileM,
-               y + n_tiles * kTileM * ldy, ldy);
+    });
 }
 
 }  // namespace
