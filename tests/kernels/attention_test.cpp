@@ -28,6 +28,7 @@ struct Case {
     GgmlType type_k, type_v;
     bool v_trans;
     float softcap = 0.0f;
+    std::vector<int32_t> rows = {};  // the query rows to compute, in order (empty: every other, reversed)
 };
 
 std::string case_name(const Case &c) {
@@ -110,9 +111,10 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
         if (c.n_tokens > 1 && t == c.n_tokens - 1)
             for (int j = 0; j < c.n_kv; ++j) mask[t * ldmask + j] = -kInf;
     }
-    // every other row, in reverse order
-    std::vector<int32_t> rows;
-    for (int t = c.n_tokens - 1; t >= 0; t -= (c.n_tokens > 2 ? 2 : 1)) rows.push_back(t);
+    // every other row, in reverse order, unless the case names them
+    std::vector<int32_t> rows = c.rows;
+    if (rows.empty())
+        for (int t = c.n_tokens - 1; t >= 0; t -= (c.n_tokens > 2 ? 2 : 1)) rows.push_back(t);
     const int64_t ldo = q_dim + 1;
     std::vector<float> out(rows.size() * ldo, 777.0f);
 
@@ -254,51 +256,16 @@ TEST(AttentionTest, PromptHeadDimsAndBlockEdges) {
 
 // Each output row of a prompt has the same bits whichever rows share its work item.
 TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
-    const int n_head = 8, n_head_kv = 2, hd = 64, n_kv = 70, n_tok = 11;
-    const int64_t q_dim = n_head * hd, kv_dim = n_head_kv * hd;
-    std::mt19937 rng(7);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> kf(n_kv * kv_dim), vf(n_kv * kv_dim), q(n_tok * q_dim);
-    for (float &v : kf) v = normal(rng);
-    for (float &v : vf) v = normal(rng);
-    for (float &v : q) v = normal(rng);
-    std::vector<uint8_t> k(row_size(GgmlType::F16, kf.size())), v(row_size(GgmlType::F16, vf.size()));
-    quantize_row(GgmlType::F16, kf.data(), k.data(), static_cast<int64_t>(kf.size()));
-    quantize_row(GgmlType::F16, vf.data(), v.data(), static_cast<int64_t>(vf.size()));
-    std::vector<float> mask(n_tok * n_kv, 0.0f);  // causal: token t sees cells up to n_kv - n_tok + t
-    for (int t = 0; t < n_tok; ++t)
-        for (int j = n_kv - n_tok + t + 1; j < n_kv; ++j) mask[t * n_kv + j] = -kInf;
-
-    // rows: the tokens in the given order; returns out[token][q_dim]
-    auto run = [&](const std::vector<int32_t> &rows, int threads) {
-        std::vector<float> out(rows.size() * q_dim);
-        AttentionArgs a;
-        a.q = q.data();
-        a.ldq = q_dim;
-        a.n_head = n_head;
-        a.n_head_kv = n_head_kv;
-        a.head_dim_k = a.head_dim_v = hd;
-        a.k = k.data();
-        a.type_k = GgmlType::F16;
-        a.k_row_bytes = row_size(GgmlType::F16, kv_dim);
-        a.v = v.data();
-        a.type_v = GgmlType::F16;
-        a.v_trans = false;
-        a.v_row_bytes = row_size(GgmlType::F16, kv_dim);
-        a.v_cells = n_kv;
-        a.n_kv = n_kv;
-        a.mask = mask.data();
-        a.ldmask = n_kv;
-        a.scale = 0.125f;
-        a.rows = rows.data();
-        a.n_rows = static_cast<int>(rows.size());
-        a.out = out.data();
-        a.ldo = q_dim;
-        ThreadPool pool(threads);
-        attention(a, pool);
+    const int n_tok = 11;
+    // out[token][q_dim] of the given rows (run_case writes them in rows' order, q_dim + 1 apart)
+    auto run = [&](std::vector<int32_t> rows, int threads) {
+        Case c{8, 2, 64, 70, n_tok, GgmlType::F16, GgmlType::F16, false};
+        c.rows = rows;
+        const std::vector<float> out = run_case(c, 7, threads);
+        const int64_t q_dim = 8 * 64;
         std::vector<float> by_token(n_tok * q_dim, 0.0f);
         for (size_t i = 0; i < rows.size(); ++i)
-            std::copy(out.begin() + i * q_dim, out.begin() + (i + 1) * q_dim,
+            std::copy(out.begin() + i * (q_dim + 1), out.begin() + i * (q_dim + 1) + q_dim,
                       by_token.begin() + rows[i] * q_dim);
         return by_token;
     };
@@ -307,8 +274,10 @@ TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
     const std::vector<float> a = run(forward, 1), b = run(backward, 2);
     EXPECT_EQ(a, b);
     // and 5 of the tokens on their own
-    const std::vector<float> c = run({9, 3, 0, 7, 5}, 1);
-    for (int t : {9, 3, 0, 7, 5})
+    const std::vector<int32_t> some = {9, 3, 0, 7, 5};
+    const std::vector<float> c = run(some, 1);
+    const int64_t q_dim = 8 * 64;
+    for (int t : some)
         EXPECT_TRUE(std::equal(a.begin() + t * q_dim, a.begin() + (t + 1) * q_dim, c.begin() + t * q_dim))
             << "token " << t;
 }
