@@ -9,22 +9,21 @@
 
 namespace lctx::kernels {
 
+namespace {
+// isa_active() is Scalar off x86, so these are false there.
+bool active_at_least(Isa isa) {
+    return static_cast<int>(isa_active()) >= static_cast<int>(isa);
+}
+}  // namespace
+
 bool detail::use_avx2_row_ops() {
-#if defined(__x86_64__)
-    static const bool on = static_cast<int>(isa_active()) >= static_cast<int>(Isa::Avx2);
+    static const bool on = active_at_least(Isa::Avx2);
     return on;
-#else
-    return false;
-#endif
 }
 
 bool detail::use_avx512_row_ops() {
-#if defined(__x86_64__)
-    static const bool on = static_cast<int>(isa_active()) >= static_cast<int>(Isa::Avx512);
+    static const bool on = active_at_least(Isa::Avx512);
     return on;
-#else
-    return false;
-#endif
 }
 
 namespace {
