@@ -1,10 +1,12 @@
 // Model loading: what is bound, and the clear errors for what cannot be.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <string>
 
 #include "gguf/gguf.h"
 #include "kernels/dot.h"
@@ -18,6 +20,14 @@ namespace {
 const std::string kStories = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
 
 // Rewrites stories260K with an edit applied to its metadata and tensors; returns the temp path.
+// A file in the temp folder for this test process alone: ctest runs the model suite at several ISA levels
+// side by side.
+std::string temp_model_path(const std::string &tag) {
+    return (std::filesystem::temp_directory_path() /
+            ("lctx-model-" + std::to_string(::getpid()) + "-" + tag + ".gguf"))
+        .string();
+}
+
 std::string rewrite(const std::string &tag, const std::function<bool(const std::string &)> &keep_tensor,
                     const std::function<void(gguf::Writer &)> &edit_kv) {
     auto f = gguf::File::open(kStories);
@@ -26,8 +36,7 @@ std::string rewrite(const std::string &tag, const std::function<bool(const std::
     edit_kv(w);
     for (const gguf::TensorInfo &t : f->tensors())
         if (keep_tensor(t.name)) w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("lctx-model-" + tag + ".gguf")).string();
+    const std::string path = temp_model_path(tag);
     w.write_file(path);
     return path;
 }
@@ -144,7 +153,7 @@ TEST(ModelLoad, MissingHyperParameterIsNamed) {
         if (kv.key != "llama.block_count") w.set(kv.key, kv.value);
     for (const gguf::TensorInfo &t : f->tensors())
         w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
-    const std::string p = (std::filesystem::temp_directory_path() / "lctx-model-nolayers.gguf").string();
+    const std::string p = temp_model_path("nolayers");
     w.write_file(p);
     expect_load_error(p, "llama.block_count");
 }
@@ -157,7 +166,7 @@ TEST(ModelLoad, HeadsThatDoNotDivideAreRefused) {
 }
 
 TEST(ModelLoad, NotAGgufFile) {
-    const std::string p = (std::filesystem::temp_directory_path() / "lctx-model-text.gguf").string();
+    const std::string p = temp_model_path("text");
     FILE *f = std::fopen(p.c_str(), "wb");
     std::fputs("this is not a model", f);
     std::fclose(f);
