@@ -82,6 +82,10 @@ typedef int32_t llama_pos;
 typedef int32_t llama_token;
 typedef int32_t llama_seq_id;
 
+/* lctx: sequence ids lie in [0, LCTX_MAX_SEQ) whatever n_seq_max (as b4748, which takes any id for models
+ * with a KV cache); a decode with a larger id returns -1 with a logged reason. */
+#define LCTX_MAX_SEQ 256
+
 /* ---------------------------------------------------------------------------------------------------
  * Enums (none is typedef'd; llama_vocab_type and llama_pooling_type are also function names)
  * ------------------------------------------------------------------------------------------------- */
@@ -319,13 +323,14 @@ struct llama_context_params {
     uint32_t n_ctx;          /* KV size in tokens; 0 = the model's training context */
     uint32_t n_batch;        /* most tokens one llama_decode call accepts */
     uint32_t n_ubatch;       /* micro-batch size */
-    uint32_t n_seq_max;      /* most distinct sequences in use at once */
+    uint32_t n_seq_max;      /* distinct states of recurrent models; attention models take any sequence id
+                                in [0, LCTX_MAX_SEQ) */
     int32_t n_threads;       /* threads for single-token (generation) steps */
     int32_t n_threads_batch; /* threads for multi-token (prompt) steps */
 
     enum llama_rope_scaling_type rope_scaling_type;
     enum llama_pooling_type pooling_type;     /* embedding pooling */
-    enum llama_attention_type attention_type; /* causal or not, for embeddings */
+    enum llama_attention_type attention_type; /* CAUSAL / NON_CAUSAL attention; UNSPECIFIED = the model's */
 
     /* 0 / negative values below mean "from the model" or "automatic". */
     float rope_freq_base;
@@ -347,7 +352,7 @@ struct llama_context_params {
     bool logits_all;
     bool embeddings;  /* extract embeddings instead of logits */
     bool offload_kqv; /* keep the KV cache and attention on the GPU */
-    bool flash_attn;  /* fused flash attention [EXPERIMENTAL] */
+    bool flash_attn;  /* lctx: the same attention kernel; the cache stores V by rows (state v_trans = 0) */
     bool no_perf;     /* do not measure timings */
 
     /* Polled during compute; returning true aborts the current decode. */
@@ -412,8 +417,10 @@ LLAMA_API void llama_backend_free(void);
 /* Optional NUMA placement policy for CPU threads. */
 LLAMA_API void llama_numa_init(enum ggml_numa_strategy numa);
 
-/* Hands caller-owned thread pools to the context: one for single-token steps, one for batches
- * (threadpool_batch NULL = use threadpool for both). */
+/* Hands caller-owned thread pools (ggml_threadpool_new) to the context: later decodes run on threadpool
+ * for single-token steps and on threadpool_batch (NULL = threadpool) for the rest, with at most
+ * n_threads / n_threads_batch of their threads. The pools must outlive the attachment; a pool serves one
+ * decode at a time. */
 LLAMA_API void llama_attach_threadpool(struct llama_context *ctx, ggml_threadpool_t threadpool,
                                        ggml_threadpool_t threadpool_batch);
 
@@ -638,16 +645,17 @@ LLAMA_API int32_t llama_get_kv_cache_used_cells(const struct llama_context *ctx)
 /* Empties the cache: every cell free, every sequence forgotten. */
 LLAMA_API void llama_kv_cache_clear(struct llama_context *ctx);
 
-/* Removes seq_id's cells in [p0, p1) (seq_id < 0 = every sequence). False only when a recurrent model is
- * asked to cut part of a sequence. */
+/* Removes seq_id's cells in [p0, p1) (seq_id < 0 = every sequence; an id no cell holds removes nothing).
+ * False only when a recurrent model is asked to cut part of a sequence. */
 LLAMA_API bool llama_kv_cache_seq_rm(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0,
                                      llama_pos p1);
 
-/* Makes seq_id_src's cells in [p0, p1) also belong to seq_id_dst (shared, not copied). */
+/* Makes seq_id_src's cells in [p0, p1) also belong to seq_id_dst (shared, not copied). Ids outside
+ * [0, LCTX_MAX_SEQ) are logged and change nothing. */
 LLAMA_API void llama_kv_cache_seq_cp(struct llama_context *ctx, llama_seq_id seq_id_src,
                                      llama_seq_id seq_id_dst, llama_pos p0, llama_pos p1);
 
-/* Drops every cell that does not belong to seq_id. */
+/* Drops every cell that does not belong to seq_id (seq_id < 0: every cell, as b4748). */
 LLAMA_API void llama_kv_cache_seq_keep(struct llama_context *ctx, llama_seq_id seq_id);
 
 /* Shifts the positions of seq_id's cells in [p0, p1) by delta; cells pushed below 0 are removed. K is
@@ -655,7 +663,8 @@ LLAMA_API void llama_kv_cache_seq_keep(struct llama_context *ctx, llama_seq_id s
 LLAMA_API void llama_kv_cache_seq_add(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0,
                                       llama_pos p1, llama_pos delta);
 
-/* Integer-divides the positions of seq_id's cells in [p0, p1) by d (> 1); re-rotation is lazy. */
+/* Integer-divides the positions of seq_id's cells in [p0, p1) by d; re-rotation is lazy. d = 1 changes
+ * nothing; lctx: d < 1 is logged and changes nothing (b4748 asserted). */
 LLAMA_API void llama_kv_cache_seq_div(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0,
                                       llama_pos p1, int d);
 
@@ -756,7 +765,11 @@ LLAMA_API int32_t llama_encode(struct llama_context *ctx, struct llama_batch bat
 
 /* Runs the decoder over a batch, extending the KV cache and storing the requested outputs.
  * Returns 0 on success; 1 when no KV slot is free (retry with a smaller batch or after freeing
- * cache); 2 when aborted; negative on error (-1 bad input, -2 allocation, -3 compute). */
+ * cache); 2 when aborted; negative on error (-1 bad input, -2 allocation, -3 compute).
+ * After 1 or 2 the KV cache is exactly as before the call (the outputs of the micro-batches that
+ * completed stay readable), so a retry gives the logits of a clean run.
+ * Without causal attention every sequence of the batch must fit in one micro-batch (n_ubatch); a batch
+ * that would split one returns -1 (b4748 asserted). */
 LLAMA_API int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch);
 
 /* Sets the thread counts used by later decodes (generation, batch). */
@@ -799,8 +812,9 @@ LLAMA_API float *llama_get_embeddings(struct llama_context *ctx);
  * aborted in debug builds). */
 LLAMA_API float *llama_get_embeddings_ith(struct llama_context *ctx, int32_t i);
 
-/* Pooled embedding of a sequence (n_embd floats; 1 score for RANK); NULL with pooling NONE or when the
- * sequence was not in the last batch. Not normalised. */
+/* Pooled embedding of a sequence (n_embd floats; 1 score for RANK); NULL with pooling NONE, when the
+ * sequence was not in the last decode's batch, or (CLS) when that batch lacked its position 0 (the
+ * reason is logged). Not normalised. */
 LLAMA_API float *llama_get_embeddings_seq(struct llama_context *ctx, llama_seq_id seq_id);
 
 /* ---------------------------------------------------------------------------------------------------

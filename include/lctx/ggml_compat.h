@@ -30,6 +30,7 @@ extern "C" {
 
 /* Thread count used by llama_context_default_params(). */
 #define GGML_DEFAULT_N_THREADS 4
+#define GGML_MAX_N_THREADS 512
 
 /* Tensor element types. The ids are those stored in GGUF files; the gaps are retired types. */
 enum ggml_type {
@@ -104,6 +105,38 @@ struct ggml_backend_device;
 
 typedef struct ggml_threadpool *ggml_threadpool_t;
 typedef struct ggml_backend_device *ggml_backend_dev_t;
+
+/* Scheduling priority of a thread pool's workers. */
+enum ggml_sched_priority {
+    GGML_SCHED_PRIO_NORMAL,
+    GGML_SCHED_PRIO_MEDIUM,  /* nice -5 */
+    GGML_SCHED_PRIO_HIGH,    /* nice -10 */
+    GGML_SCHED_PRIO_REALTIME /* SCHED_FIFO */
+};
+
+/* Thread pool parameters; fill them with ggml_threadpool_params_default() or _init(). */
+struct ggml_threadpool_params {
+    bool cpumask[GGML_MAX_N_THREADS]; /* CPUs the workers may run on; all false = no placement */
+    int n_threads;                    /* threads, the caller's included */
+    enum ggml_sched_priority prio; /* workers' priority (raising it may need privileges: logged if refused) */
+    uint32_t poll;                 /* spinning between sections: 0 = sleep at once .. 100 = spin longest */
+    bool strict_cpu;               /* worker i on the i-th CPU of the mask alone */
+    bool paused;                   /* start with sleeping workers */
+};
+
+LCTX_GGML_API struct ggml_threadpool_params ggml_threadpool_params_default(int n_threads);
+LCTX_GGML_API void ggml_threadpool_params_init(struct ggml_threadpool_params *p, int n_threads);
+LCTX_GGML_API bool ggml_threadpool_params_match(const struct ggml_threadpool_params *p0,
+                                                const struct ggml_threadpool_params *p1);
+/* A pool of lctx's own workers (the one a context runs on once attached with llama_attach_threadpool).
+ * NULL with a logged reason for n_threads < 1 or > GGML_MAX_N_THREADS. */
+LCTX_GGML_API struct ggml_threadpool *ggml_threadpool_new(struct ggml_threadpool_params *params);
+/* The pool must not be attached to a context any more. */
+LCTX_GGML_API void ggml_threadpool_free(struct ggml_threadpool *threadpool);
+LCTX_GGML_API int ggml_threadpool_get_n_threads(struct ggml_threadpool *threadpool);
+/* Paused workers sleep instead of spinning; new work (or resume) wakes them. */
+LCTX_GGML_API void ggml_threadpool_pause(struct ggml_threadpool *threadpool);
+LCTX_GGML_API void ggml_threadpool_resume(struct ggml_threadpool *threadpool);
 
 /* Polled during compute; returning true stops the running computation. */
 typedef bool (*ggml_abort_callback)(void *data);

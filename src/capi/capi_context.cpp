@@ -1,7 +1,7 @@
 // C API: context parameters, creation, queries, threads, outputs (logits / embeddings) and perf counters.
 #include <algorithm>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 
 #include "capi/capi_internal.h"
 #include "gguf/gguf.h"
@@ -45,11 +45,16 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
             (params.rope_scaling_type != LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED &&
              params.rope_scaling_type != LLAMA_ROPE_SCALING_TYPE_NONE))
             LCTX_LOG_WARN("%s: RoPE overrides are not supported yet; the model's RoPE settings are used", fn);
-        if (params.attention_type == LLAMA_ATTENTION_TYPE_NON_CAUSAL)
-            LCTX_LOG_WARN("%s: non-causal attention is not supported yet; attention stays causal", fn);
+        // UNSPECIFIED: the model's own attention (causal for decoders); read as bits, any value may arrive.
+        const int32_t attention_type = enum_bits(params.attention_type);
+        if (attention_type < LLAMA_ATTENTION_TYPE_UNSPECIFIED ||
+            attention_type > LLAMA_ATTENTION_TYPE_NON_CAUSAL)
+            throw lctx::Error("unknown attention_type " + std::to_string(attention_type));
+        const bool causal = attention_type == LLAMA_ATTENTION_TYPE_UNSPECIFIED
+                                ? hp.causal_attn
+                                : attention_type == LLAMA_ATTENTION_TYPE_CAUSAL;
         if (params.cb_eval)
             LCTX_LOG_WARN("%s: cb_eval is not supported (there is no compute graph); ignored", fn);
-        if (params.flash_attn) LCTX_LOG_INFO("%s: flash_attn is ignored (lctx has one attention kernel)", fn);
 
         // Sizes resolved as upstream: n_ctx padded to 32, n_batch clamped to n_ctx (causal) and at least 64,
         // n_ubatch <= n_batch (0 = n_batch).
@@ -60,7 +65,7 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
             throw lctx::Error("n_ctx " + std::to_string(n_ctx) + " is too large (at most " +
                               std::to_string(UINT32_MAX - 31) + ")");
         n_ctx = (n_ctx + 31) / 32 * 32;
-        uint32_t n_batch = hp.causal_attn ? std::min(n_ctx, params.n_batch) : params.n_batch;
+        uint32_t n_batch = causal ? std::min(n_ctx, params.n_batch) : params.n_batch;
         n_batch = std::max<uint32_t>(64, n_batch);
         const uint32_t n_ubatch = std::min(n_batch, params.n_ubatch == 0 ? params.n_batch : params.n_ubatch);
         cp.n_ctx = n_ctx;
@@ -73,6 +78,10 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
         cp.type_k = static_cast<lctx::GgmlType>(enum_bits(params.type_k));
         cp.type_v = static_cast<lctx::GgmlType>(enum_bits(params.type_v));
         cp.embeddings = params.embeddings;
+        cp.attention = causal ? lctx::AttentionType::Causal : lctx::AttentionType::NonCausal;
+        // One attention kernel serves both; flash-attention contexts differ in the cache layout (V by rows,
+        // so their state files have v_trans = 0, as b4748's).
+        cp.flash_attn = params.flash_attn;
         cp.pooling = resolve_pooling(model, params.pooling_type);
         cp.no_perf = false;  // counts always advance; llama_perf_context hides the times when no_perf
         cp.abort_callback = params.abort_callback;
@@ -172,10 +181,17 @@ enum llama_pooling_type llama_pooling_type(const struct llama_context *ctx) {
 
 // ---- threads ----
 
-void llama_attach_threadpool(struct llama_context *, ggml_threadpool_t, ggml_threadpool_t) {
-    // lctx keeps its own persistent pool per context; a caller's ggml pool cannot be used.
+void llama_attach_threadpool(struct llama_context *ctx, ggml_threadpool_t threadpool,
+                             ggml_threadpool_t threadpool_batch) {
+    LCTX_CAPI_REQUIRE(ctx, );
+    LCTX_CAPI_REQUIRE(threadpool, );
+    ctx->impl->attach_threadpools(lctx::capi::pool_of(threadpool), lctx::capi::pool_of(threadpool_batch));
 }
-void llama_detach_threadpool(struct llama_context *) {}
+
+void llama_detach_threadpool(struct llama_context *ctx) {
+    LCTX_CAPI_REQUIRE(ctx, );
+    ctx->impl->attach_threadpools(nullptr, nullptr);
+}
 
 void llama_set_n_threads(struct llama_context *ctx, int32_t n_threads, int32_t n_threads_batch) {
     LCTX_CAPI_REQUIRE(ctx, );

@@ -33,6 +33,9 @@ struct llama_context {
 
 namespace lctx::capi {
 
+// The lctx pool behind a ggml_threadpool handle (null for null).
+kernels::ThreadPool *pool_of(ggml_threadpool *tp);
+
 // llama_vocab is never defined: the handle is the model's lctx::Vocab.
 inline const Vocab &vocab_of(const llama_vocab *v) {
     return *reinterpret_cast<const Vocab *>(v);

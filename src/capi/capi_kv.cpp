@@ -11,8 +11,7 @@ lctx::KvCache &kv_of(llama_context *ctx) {
 }
 
 void apply_pending(llama_context *ctx) {
-    const lctx::HParams &hp = ctx->model->impl->hparams();
-    ctx->impl->kv().apply_shift(hp.rope, static_cast<int>(hp.n_head_kv), static_cast<int>(hp.n_embd_head_k));
+    ctx->impl->kv().apply_shift(*ctx->model->impl);
     if (ctx->defrag_pending) {
         ctx->impl->kv().defrag();
         ctx->defrag_pending = false;
@@ -47,11 +46,9 @@ bool llama_kv_cache_seq_rm(struct llama_context *ctx, llama_seq_id seq_id, llama
 void llama_kv_cache_seq_cp(struct llama_context *ctx, llama_seq_id seq_id_src, llama_seq_id seq_id_dst,
                            llama_pos p0, llama_pos p1) {
     LCTX_CAPI_REQUIRE(ctx, );
-    const uint32_t n_seq = ctx->impl->params().n_seq_max;
-    if (seq_id_src < 0 || seq_id_dst < 0 || static_cast<uint32_t>(seq_id_src) >= n_seq ||
-        static_cast<uint32_t>(seq_id_dst) >= n_seq) {
-        LCTX_LOG_ERROR("%s: sequence ids %d -> %d must lie in [0, n_seq_max = %u)", __func__, seq_id_src,
-                       seq_id_dst, n_seq);
+    if (seq_id_src < 0 || seq_id_dst < 0 || seq_id_src >= lctx::kMaxSeqs || seq_id_dst >= lctx::kMaxSeqs) {
+        LCTX_LOG_ERROR("%s: sequence ids %d -> %d must lie in [0, %d)", __func__, seq_id_src, seq_id_dst,
+                       lctx::kMaxSeqs);
         return;
     }
     kv_of(ctx).seq_cp(seq_id_src, seq_id_dst, p0, p1);
@@ -71,7 +68,8 @@ void llama_kv_cache_seq_add(struct llama_context *ctx, llama_seq_id seq_id, llam
 void llama_kv_cache_seq_div(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
                             int d) {
     LCTX_CAPI_REQUIRE(ctx, );
-    kv_of(ctx).seq_div(seq_id, p0, p1, d);
+    if (!kv_of(ctx).seq_div(seq_id, p0, p1, d))
+        LCTX_LOG_ERROR("%s: divisor %d must be at least 1; nothing changed", __func__, d);
 }
 
 llama_pos llama_kv_cache_seq_pos_max(struct llama_context *ctx, llama_seq_id seq_id) {

@@ -31,8 +31,19 @@ Context::Context(const Model &model, const ContextParams &params) : model_(model
     if (params_.pooling == PoolingType::Rank)
         throw Error("rank pooling needs a classification head, which this model does not have");
 
-    causal_attn_ = hp.causal_attn;
-    kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max);
+    switch (params_.attention) {
+        case AttentionType::Causal:
+            causal_attn_ = true;
+            break;
+        case AttentionType::NonCausal:
+            causal_attn_ = false;
+            break;
+        default:
+            causal_attn_ = hp.causal_attn;
+            break;
+    }
+    kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max,
+                                    /*v_trans=*/!params_.flash_attn);
     pool_ = std::make_unique<kernels::ThreadPool>(std::max(params_.n_threads, params_.n_threads_batch));
     perf_.t_start_ms = now_ms();
 }
@@ -44,6 +55,18 @@ void Context::set_n_threads(int n_threads, int n_threads_batch) {
     params_.n_threads_batch = std::max(1, n_threads_batch);
     const int need = std::max(params_.n_threads, params_.n_threads_batch);
     if (need != pool_->n_threads()) pool_ = std::make_unique<kernels::ThreadPool>(need);
+}
+
+void Context::attach_threadpools(kernels::ThreadPool *pool, kernels::ThreadPool *pool_batch) {
+    attached_pool_ = pool;
+    attached_pool_batch_ = pool ? (pool_batch ? pool_batch : pool) : nullptr;
+}
+
+kernels::ThreadPool &Context::pool_for(int32_t n_tokens) {
+    const bool single = n_tokens == 1;
+    kernels::ThreadPool *p = attached_pool_ ? (single ? attached_pool_ : attached_pool_batch_) : pool_.get();
+    p->set_n_active(single ? params_.n_threads : params_.n_threads_batch);  // capped by the pool's size
+    return *p;
 }
 
 void Context::perf_reset() {
@@ -58,7 +81,8 @@ bool Context::validate(const Batch &b) const {
         return false;
     }
     if (static_cast<uint32_t>(b.n_tokens) > params_.n_batch) {
-        LCTX_LOG_ERROR("decode: the batch has %d tokens, more than n_batch = %u", b.n_tokens, params_.n_batch);
+        LCTX_LOG_ERROR("decode: the batch has %d tokens, more than n_batch = %u", b.n_tokens,
+                       params_.n_batch);
         return false;
     }
     if ((b.token == nullptr) == (b.embd == nullptr)) {
@@ -67,22 +91,23 @@ bool Context::validate(const Batch &b) const {
     }
     for (int32_t i = 0; i < b.n_tokens; ++i) {
         if (b.token && (b.token[i] < 0 || static_cast<uint32_t>(b.token[i]) >= hp.n_vocab)) {
-            LCTX_LOG_ERROR("decode: token %d at batch index %d is outside the vocabulary [0, %u)", b.token[i], i,
-                           hp.n_vocab);
+            LCTX_LOG_ERROR("decode: token %d at batch index %d is outside the vocabulary [0, %u)", b.token[i],
+                           i, hp.n_vocab);
             return false;
         }
+        // Any id a cell can hold is accepted (b4748 takes any id for attention models; n_seq_max only
+        // bounds the states of recurrent ones).
         if (b.seq_id) {
             const int32_t ns = b.n_seq_id ? b.n_seq_id[i] : 1;
-            if (ns < 1 || ns > static_cast<int32_t>(params_.n_seq_max)) {
-                LCTX_LOG_ERROR("decode: batch index %d has %d sequence ids (must be 1..n_seq_max = %u)", i, ns,
-                               params_.n_seq_max);
+            if (ns < 1 || ns > kMaxSeqs) {
+                LCTX_LOG_ERROR("decode: batch index %d has %d sequence ids (must be 1..%d)", i, ns, kMaxSeqs);
                 return false;
             }
             for (int32_t s = 0; s < ns; ++s) {
                 const int32_t id = b.seq_id[i][s];
-                if (id < 0 || static_cast<uint32_t>(id) >= params_.n_seq_max) {
-                    LCTX_LOG_ERROR("decode: sequence id %d at batch index %d is outside [0, n_seq_max = %u)", id, i,
-                                   params_.n_seq_max);
+                if (id < 0 || id >= kMaxSeqs) {
+                    LCTX_LOG_ERROR("decode: sequence id %d at batch index %d is outside [0, %d)", id, i,
+                                   kMaxSeqs);
                     return false;
                 }
             }
@@ -91,6 +116,49 @@ bool Context::validate(const Batch &b) const {
             LCTX_LOG_ERROR("decode: position %d at batch index %d is negative", b.pos[i], i);
             return false;
         }
+    }
+    return true;
+}
+
+// Micro-batches are consecutive runs of at most n_ubatch tokens; ends[k] is the end of the k-th. Without
+// the causal mask a token must see every token of its sequence in the batch, and a later micro-batch's
+// tokens are not in the cache yet: so a cut may fall only where every sequence before it has ended. A
+// sequence that cannot fit in one micro-batch is refused (b4748 asserts n_ubatch >= n_tokens there).
+bool Context::plan_ubatches(const Batch &b, std::vector<int32_t> &ends) const {
+    const int32_t n = b.n_tokens;
+    const int32_t nu = static_cast<int32_t>(params_.n_ubatch);
+    ends.clear();
+    if (causal_attn_) {
+        for (int32_t e = std::min(nu, n);; e = std::min(e + nu, n)) {
+            ends.push_back(e);
+            if (e == n) return true;
+        }
+    }
+    std::vector<int32_t> last(kMaxSeqs, -1);  // last batch index of each sequence
+    for (int32_t i = 0; i < n; ++i)
+        for (int32_t s = 0; s < b.n_seq_id[i]; ++s) last[b.seq_id[i][s]] = i;
+    // cut_ok[c]: no sequence has tokens both before and at or after c.
+    std::vector<char> cut_ok(n + 1, 0);
+    int32_t reach = -1;
+    for (int32_t i = 0; i < n; ++i) {
+        for (int32_t s = 0; s < b.n_seq_id[i]; ++s) reach = std::max(reach, last[b.seq_id[i][s]]);
+        cut_ok[i + 1] = reach <= i;
+    }
+    for (int32_t begin = 0; begin < n;) {
+        int32_t end = std::min(begin + nu, n);
+        while (end > begin && !cut_ok[end]) --end;
+        if (end == begin) {
+            int32_t need = begin + nu + 1;
+            while (!cut_ok[need]) ++need;
+            LCTX_LOG_ERROR(
+                "decode: without causal attention each sequence must be decoded whole in one "
+                "micro-batch, but batch tokens %d..%d belong to sequences that cannot be split "
+                "(%d tokens, n_ubatch = %d); raise n_ubatch or decode the sequences separately",
+                begin, need - 1, need - begin, nu);
+            return false;
+        }
+        ends.push_back(end);
+        begin = end;
     }
     return true;
 }
@@ -137,7 +205,7 @@ DecodeStatus Context::decode(const Batch &in) {
     }
     if (!b.pos) {
         auto_pos_.resize(n_tokens);
-        std::vector<int64_t> next(params_.n_seq_max, -1);
+        std::vector<int64_t> next(kMaxSeqs, -1);
         for (int32_t i = 0; i < n_tokens; ++i) {
             const int32_t s = b.seq_id[i][0];
             if (next[s] < 0) next[s] = static_cast<int64_t>(kv_->seq_pos_max(s)) + 1;
@@ -149,6 +217,9 @@ DecodeStatus Context::decode(const Batch &in) {
         }
         b.pos = auto_pos_.data();
     }
+    std::vector<int32_t> ubatch_ends;
+    if (!plan_ubatches(b, ubatch_ends)) return DecodeStatus::Error;
+
     std::vector<int8_t> want(n_tokens, 0);
     if (params_.embeddings && params_.pooling != PoolingType::None) {
         std::fill(want.begin(), want.end(), 1);  // pooling reads every token of the batch
@@ -173,22 +244,37 @@ DecodeStatus Context::decode(const Batch &in) {
         return DecodeStatus::Error;
     }
 
-    // Pending shifts re-rotate the cached keys first.
-    kv_->apply_shift(hp.rope, hp.n_head_kv, hp.n_embd_head_k);
-    pool_->set_n_active(n_tokens == 1 ? params_.n_threads : params_.n_threads_batch);
+    // Pooled vectors belong to the batch that made them.
+    embd_seq_.clear();
+    cls_missing_.clear();
 
-    // Micro-batches: consecutive runs of at most n_ubatch tokens.
+    // Pending shifts re-rotate the cached keys first (an equivalent form of the same cache: kept even when
+    // the call stops early).
+    kv_->apply_shift(model_);
+    kernels::ThreadPool &pool = pool_for(n_tokens);
+
+    // A call that stops early takes back every cell it placed and the search head, so the cache is as it
+    // was and a retry places the batch in the same cells.
+    const uint32_t head_before = kv_->head();
+    placed_.clear();
     int32_t out_row = 0;
-    for (int32_t begin = 0; begin < n_tokens; begin += static_cast<int32_t>(params_.n_ubatch)) {
-        const int32_t n = std::min<int32_t>(static_cast<int32_t>(params_.n_ubatch), n_tokens - begin);
+    auto stop = [&](DecodeStatus st) {
+        kv_->rollback(placed_, head_before);
+        n_outputs_ = out_row;
+        return st;
+    };
+
+    int32_t begin = 0;
+    for (size_t k = 0; k < ubatch_ends.size(); begin = ubatch_ends[k++]) {
+        const int32_t n = ubatch_ends[k] - begin;
         kv_->maybe_rewind_head(n);
         if (!kv_->find_cells(n, cells_)) {
-            LCTX_LOG_WARN("decode: no room in the KV cache for %d tokens (%u of %u cells used)", n, kv_->used(),
-                          kv_->size());
-            n_outputs_ = out_row;
-            return DecodeStatus::NoKvSlot;
+            LCTX_LOG_WARN("decode: no room in the KV cache for %d tokens (%u of %u cells used)", n,
+                          kv_->used(), kv_->size());
+            return stop(DecodeStatus::NoKvSlot);
         }
         kv_->occupy(cells_, b.pos + begin, b.n_seq_id + begin, b.seq_id + begin);
+        placed_.insert(placed_.end(), cells_.begin(), cells_.end());
         const uint32_t n_kv = kv_->n_kv();
         build_mask(b, begin, n, n_kv);
 
@@ -210,17 +296,12 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.hidden = params_.embeddings ? embd_.data() + static_cast<size_t>(out_row) * hp.n_embd : nullptr;
         fb.abort_cb = params_.abort_callback;
         fb.abort_data = params_.abort_callback_data;
-        if (!forward(model_, kv_->view(), fb, scratch_, *pool_)) {
-            kv_->release(cells_);  // the cache keeps only complete micro-batches
-            n_outputs_ = out_row;
-            return DecodeStatus::Aborted;
-        }
+        if (!forward(model_, kv_->view(), fb, scratch_, pool)) return stop(DecodeStatus::Aborted);
         kv_->advance_head(static_cast<uint32_t>(n));
         out_row += fb.n_outputs;
-        if (params_.abort_callback && begin + n < n_tokens && params_.abort_callback(params_.abort_callback_data)) {
-            n_outputs_ = out_row;
-            return DecodeStatus::Aborted;
-        }
+        if (params_.abort_callback && ubatch_ends[k] < n_tokens &&
+            params_.abort_callback(params_.abort_callback_data))
+            return stop(DecodeStatus::Aborted);
     }
     n_outputs_ = out_row;
     if (params_.embeddings && params_.pooling != PoolingType::None) pool_embeddings(b);
@@ -243,7 +324,6 @@ DecodeStatus Context::decode(const Batch &in) {
 // many micro-batches it took.
 void Context::pool_embeddings(const Batch &b) {
     const size_t n_embd = model_.hparams().n_embd;
-    embd_seq_.clear();
     std::map<int32_t, int32_t> count, best_pos;
     for (int32_t i = 0; i < b.n_tokens; ++i) {
         const int32_t row = output_ids_[i];
@@ -251,35 +331,48 @@ void Context::pool_embeddings(const Batch &b) {
         const float *h = embd_.data() + static_cast<size_t>(row) * n_embd;
         for (int32_t s = 0; s < b.n_seq_id[i]; ++s) {
             const int32_t seq = b.seq_id[i][s];
-            std::vector<float> &e = embd_seq_[seq];
-            if (e.empty()) e.assign(n_embd, 0.0f);
             switch (params_.pooling) {
-                case PoolingType::Mean:
+                case PoolingType::Mean: {
+                    std::vector<float> &e = embd_seq_[seq];
+                    if (e.empty()) e.assign(n_embd, 0.0f);
                     for (size_t k = 0; k < n_embd; ++k) e[k] += h[k];
                     count[seq]++;
                     break;
+                }
                 case PoolingType::Cls:
-                    if (b.pos[i] == 0) e.assign(h, h + n_embd);
+                    if (b.pos[i] == 0)
+                        embd_seq_[seq].assign(h, h + n_embd);
+                    else
+                        cls_missing_.push_back(seq);  // pruned below when its position 0 shows up
                     break;
                 case PoolingType::Last:
                     if (!best_pos.count(seq) || b.pos[i] >= best_pos[seq]) {
                         best_pos[seq] = b.pos[i];
-                        e.assign(h, h + n_embd);
+                        embd_seq_[seq].assign(h, h + n_embd);
                     }
                     break;
-                default: break;
+                default:
+                    break;
             }
         }
     }
     if (params_.pooling == PoolingType::Mean)
         for (auto &[seq, e] : embd_seq_)
             for (float &v : e) v /= static_cast<float>(count[seq]);
+    std::erase_if(cls_missing_, [&](int32_t seq) { return embd_seq_.count(seq) != 0; });
 }
 
 float *Context::embeddings_seq(int32_t seq_id) {
     auto it = embd_seq_.find(seq_id);
     if (it == embd_seq_.end()) {
-        LCTX_LOG_ERROR("get_embeddings_seq: no pooled embedding for sequence %d", seq_id);
+        if (std::find(cls_missing_.begin(), cls_missing_.end(), seq_id) != cls_missing_.end())
+            LCTX_LOG_ERROR(
+                "get_embeddings_seq: sequence %d had no token at position 0 in the last batch, so "
+                "CLS pooling has no vector for it",
+                seq_id);
+        else
+            LCTX_LOG_ERROR("get_embeddings_seq: sequence %d was not in the last batch; no pooled embedding",
+                           seq_id);
         return nullptr;
     }
     return it->second.data();
@@ -310,7 +403,8 @@ float *Context::logits_ith(int32_t i) {
         }
     } else {
         if (static_cast<size_t>(i) >= output_ids_.size()) {
-            LCTX_LOG_ERROR("get_logits_ith: index %d is outside the last batch of %zu tokens", i, output_ids_.size());
+            LCTX_LOG_ERROR("get_logits_ith: index %d is outside the last batch of %zu tokens", i,
+                           output_ids_.size());
             return nullptr;
         }
         row = output_ids_[i];
@@ -331,7 +425,8 @@ float *Context::embeddings_ith(int32_t i) {
         LCTX_LOG_ERROR("get_embeddings_ith: no embeddings are available (embeddings off or nothing decoded)");
         return nullptr;
     }
-    int32_t row = i < 0 ? n_outputs_ + i : (static_cast<size_t>(i) < output_ids_.size() ? output_ids_[i] : -1);
+    int32_t row =
+        i < 0 ? n_outputs_ + i : (static_cast<size_t>(i) < output_ids_.size() ? output_ids_[i] : -1);
     if (row < 0 || row >= n_outputs_) {
         LCTX_LOG_ERROR("get_embeddings_ith: index %d has no embedding", i);
         return nullptr;

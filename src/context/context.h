@@ -16,18 +16,21 @@
 namespace lctx {
 
 enum class PoolingType { Unspecified = -1, None = 0, Mean = 1, Cls = 2, Last = 3, Rank = 4 };
+enum class AttentionType { Unspecified = -1, Causal = 0, NonCausal = 1 };
 
 struct ContextParams {
-    uint32_t n_ctx = 512;      // KV cells (0: the model's training context)
-    uint32_t n_batch = 2048;   // most tokens one decode call accepts
-    uint32_t n_ubatch = 512;   // most tokens one forward pass takes
+    uint32_t n_ctx = 512;     // KV cells (0: the model's training context)
+    uint32_t n_batch = 2048;  // most tokens one decode call accepts
+    uint32_t n_ubatch = 512;  // most tokens one forward pass takes
     uint32_t n_seq_max = 1;
-    int n_threads = 1;         // single-token decode
-    int n_threads_batch = 1;   // prompt processing
+    int n_threads = 1;        // single-token decode
+    int n_threads_batch = 1;  // prompt processing
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
     bool embeddings = false;
     PoolingType pooling = PoolingType::Unspecified;
+    AttentionType attention = AttentionType::Unspecified;  // unspecified: the model's (causal for decoders)
+    bool flash_attn = false;  // as llama.cpp's flash-attention contexts: V stored by rows (state v_trans = 0)
     bool no_perf = false;
     bool (*abort_callback)(void *) = nullptr;
     void *abort_callback_data = nullptr;
@@ -53,7 +56,7 @@ struct PerfCounters {
 };
 
 class Context {
-public:
+  public:
     Context(const Model &model, const ContextParams &params);
     ~Context();
 
@@ -62,8 +65,10 @@ public:
     KvCache &kv() { return *kv_; }
     const KvCache &kv() const { return *kv_; }
 
-    // Decodes a batch. An invalid batch (token outside the vocabulary, bad sequence id, empty) is
-    // refused with a logged reason and changes nothing (returns Error).
+    // Decodes a batch. An invalid batch (token outside the vocabulary, sequence id outside [0, kMaxSeqs),
+    // empty, or, without causal attention, a sequence longer than a micro-batch) is refused with a logged
+    // reason and changes nothing (returns Error). A call that stops early (Aborted, NoKvSlot) leaves the
+    // cache exactly as it found it; the outputs of the micro-batches it completed stay readable.
     DecodeStatus decode(const Batch &batch);
 
     // Outputs of the last decode. Rows are in batch order; i indexes the batch (negative: from the
@@ -72,7 +77,8 @@ public:
     float *logits_ith(int32_t i);
     float *embeddings() { return embd_.data(); }
     float *embeddings_ith(int32_t i);
-    // The pooled embedding of a sequence of the last decode (pooling mean / cls / last), or null.
+    // The pooled embedding of a sequence of the last decode (pooling mean / cls / last), or null with a
+    // logged reason: the sequence was not in the last batch, or (cls) its position 0 was not.
     float *embeddings_seq(int32_t seq_id);
     int32_t n_outputs() const { return n_outputs_; }
     const std::vector<int32_t> &output_ids() const { return output_ids_; }
@@ -81,6 +87,11 @@ public:
     void set_embeddings(bool on) { params_.embeddings = on; }
     // Causal masks (the default for decoder models) or full attention within each sequence.
     void set_causal_attn(bool on) { causal_attn_ = on; }
+    bool causal_attn() const { return causal_attn_; }
+    // Runs on the caller's pools (llama_attach_threadpool): `pool` for single-token decodes, `pool_batch`
+    // (or `pool` when null) for the rest, with at most n_threads / n_threads_batch of their threads. Null
+    // goes back to the context's own pool. The pools must outlive their attachment.
+    void attach_threadpools(kernels::ThreadPool *pool, kernels::ThreadPool *pool_batch);
     void set_abort_callback(bool (*cb)(void *), void *data) {
         params_.abort_callback = cb;
         params_.abort_callback_data = data;
@@ -93,10 +104,12 @@ public:
     PerfCounters perf() const { return perf_; }
     void perf_reset();
 
-private:
+  private:
     friend class ContextState;  // state save/restore (src/context/state.cpp) reads and writes outputs
 
     bool validate(const Batch &batch) const;
+    bool plan_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
+    kernels::ThreadPool &pool_for(int32_t n_tokens);
     void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
     void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);
     void pool_embeddings(const Batch &batch);
@@ -105,18 +118,22 @@ private:
     ContextParams params_;
     std::unique_ptr<KvCache> kv_;
     std::unique_ptr<kernels::ThreadPool> pool_;
+    kernels::ThreadPool *attached_pool_ = nullptr;  // llama_attach_threadpool's, not owned
+    kernels::ThreadPool *attached_pool_batch_ = nullptr;
     ForwardScratch scratch_;
 
-    std::vector<float> logits_;        // [n_outputs][n_vocab]
-    std::vector<float> embd_;          // [n_outputs][n_embd]
-    std::vector<int32_t> output_ids_;  // batch index -> output row, -1 when none
+    std::vector<float> logits_;                       // [n_outputs][n_vocab]
+    std::vector<float> embd_;                         // [n_outputs][n_embd]
+    std::vector<int32_t> output_ids_;                 // batch index -> output row, -1 when none
     std::map<int32_t, std::vector<float>> embd_seq_;  // seq id -> [n_embd] pooled embedding
+    std::vector<int32_t> cls_missing_;                // sequences of the last batch without position 0
     int32_t n_outputs_ = 0;
 
-    std::vector<float> mask_;          // [n_ubatch][n_kv]
-    std::vector<uint32_t> cells_;      // cells of the current micro-batch
-    std::vector<int32_t> out_rows_;    // ubatch rows with output
-    std::vector<int32_t> auto_pos_;    // positions when the batch gave none
+    std::vector<float> mask_;        // [n_ubatch][n_kv]
+    std::vector<uint32_t> cells_;    // cells of the current micro-batch
+    std::vector<uint32_t> placed_;   // cells of every micro-batch of the current call (for rollback)
+    std::vector<int32_t> out_rows_;  // ubatch rows with output
+    std::vector<int32_t> auto_pos_;  // positions when the batch gave none
     PerfCounters perf_;
     bool causal_attn_ = true;
 };

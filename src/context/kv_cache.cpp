@@ -11,7 +11,8 @@
 
 namespace lctx {
 
-KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max)
+KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max,
+                 bool v_trans)
     : size_(size),
       n_seq_max_(n_seq_max),
       n_layer_(hp.n_layer),
@@ -31,9 +32,9 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
 
     view_.type_k = type_k;
     view_.type_v = type_v;
-    // V is kept transposed (a row per channel) unless it is block-quantized, where a channel row of
-    // single elements cannot be stored.
-    view_.v_trans = !type_traits(type_v).is_quantized;
+    // V is kept transposed (a row per channel) unless asked otherwise or block-quantized, where a channel
+    // row of single elements cannot be stored.
+    view_.v_trans = v_trans && !type_traits(type_v).is_quantized;
     view_.size = size;
     view_.k_row_bytes = row_size(type_k, n_embd_k_);
     view_.v_row_bytes = row_size(type_v, n_embd_v_);
@@ -173,7 +174,7 @@ bool valid_seq(int32_t seq) {
 
 bool KvCache::seq_rm(int32_t seq, int32_t p0, int32_t p1) {
     normalize_range(p0, p1);
-    if (seq >= kMaxSeqs) return false;
+    if (seq >= kMaxSeqs) return true;  // no cell holds it: nothing to remove
     uint32_t new_head = size_;
     for (uint32_t i = 0; i < size_; ++i) {
         KvCell &c = cells_[i];
@@ -204,11 +205,11 @@ void KvCache::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) {
 }
 
 void KvCache::seq_keep(int32_t seq) {
-    if (!valid_seq(seq)) return;
+    const bool keep_any = valid_seq(seq);  // an id no cell holds keeps nothing
     uint32_t new_head = size_;
     for (uint32_t i = 0; i < size_; ++i) {
         KvCell &c = cells_[i];
-        if (!c.seq.test(seq)) {
+        if (!keep_any || !c.seq.test(seq)) {
             if (c.pos >= 0) used_--;
             clear_cell(c);
             if (new_head == size_) new_head = i;
@@ -244,8 +245,9 @@ void KvCache::seq_add(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     head_ = new_head != size_ ? new_head : 0;
 }
 
-void KvCache::seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d) {
-    if (d == 1 || d == 0 || !valid_seq(seq)) return;
+bool KvCache::seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d) {
+    if (d < 1) return false;  // d <= 0 would move cells to negative positions no operation could reach
+    if (d == 1 || !valid_seq(seq)) return true;
     normalize_range(p0, p1);
     for (KvCell &c : cells_) {
         if (!c.seq.test(seq) || c.pos < p0 || c.pos >= p1) continue;
@@ -255,6 +257,7 @@ void KvCache::seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d) {
         const int64_t acc = static_cast<int64_t>(c.delta) + (static_cast<int64_t>(c.pos) - p_old);
         c.delta = static_cast<int32_t>(std::clamp<int64_t>(acc, INT32_MIN, INT32_MAX));
     }
+    return true;
 }
 
 int32_t KvCache::seq_pos_max(int32_t seq) const {
@@ -279,27 +282,30 @@ int32_t KvCache::n_tokens() const {
     return n;
 }
 
-void KvCache::apply_shift(const kernels::RopeParams &rope, int n_head_kv, int head_dim) {
+void KvCache::apply_shift(const Model &model) {
     if (!has_shift_) return;
+    const HParams &hp = model.hparams();
+    const int n_head_kv = static_cast<int>(hp.n_head_kv);
+    const int head_dim = static_cast<int>(hp.n_embd_head_k);
     std::vector<float> row(n_embd_k_);
-    for (uint32_t i = 0; i < size_; ++i) {
-        KvCell &c = cells_[i];
-        if (c.delta != 0 && c.pos >= 0) {
-            for (uint32_t il = 0; il < n_layer_; ++il) {
-                uint8_t *k = view_.k[il] + i * view_.k_row_bytes;
-                // Rotation by the delta composes with the rotation already applied at the old position.
-                if (view_.type_k == GgmlType::F16) {
-                    kernels::rope_f16_inplace(reinterpret_cast<uint16_t *>(k), n_head_kv, head_dim,
-                                              static_cast<float>(c.delta), rope);
-                } else {
-                    dequantize_row(view_.type_k, k, row.data(), n_embd_k_);
-                    kernels::rope(row.data(), n_head_kv, head_dim, static_cast<float>(c.delta), rope);
-                    quantize_row(view_.type_k, row.data(), k, n_embd_k_);
-                }
+    for (uint32_t il = 0; il < n_layer_; ++il) {
+        const kernels::RopeParams rope = layer_rope(model, il);
+        for (uint32_t i = 0; i < size_; ++i) {
+            const KvCell &c = cells_[i];
+            if (c.delta == 0 || c.pos < 0) continue;
+            uint8_t *k = view_.k[il] + i * view_.k_row_bytes;
+            // Rotation by the delta composes with the rotation already applied at the old position.
+            if (view_.type_k == GgmlType::F16) {
+                kernels::rope_f16_inplace(reinterpret_cast<uint16_t *>(k), n_head_kv, head_dim,
+                                          static_cast<float>(c.delta), rope);
+            } else {
+                dequantize_row(view_.type_k, k, row.data(), n_embd_k_);
+                kernels::rope(row.data(), n_head_kv, head_dim, static_cast<float>(c.delta), rope);
+                quantize_row(view_.type_k, row.data(), k, n_embd_k_);
             }
         }
-        c.delta = 0;
     }
+    for (KvCell &c : cells_) c.delta = 0;
     has_shift_ = false;
 }
 

@@ -9,11 +9,14 @@
 
 #include "model/forward.h"
 #include "model/hparams.h"
+#include "model/model.h"
 #include "util/page_buffer.h"
 
 namespace lctx {
 
-constexpr int kMaxSeqs = 256;  // sequence ids lie in [0, n_seq_max) with n_seq_max <= kMaxSeqs
+// A cell's sequence set holds ids in [0, kMaxSeqs): attention models accept any id there, whatever
+// n_seq_max (as b4748, whose cells hold a std::set); n_seq_max <= kMaxSeqs bounds recurrent state slots.
+constexpr int kMaxSeqs = 256;
 using SeqSet = std::bitset<kMaxSeqs>;
 
 struct KvCell {
@@ -25,7 +28,10 @@ struct KvCell {
 
 class KvCache {
   public:
-    KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max);
+    // v_trans: V stored a row per channel (the default); false keeps a row per cell (flash-attention
+    // contexts, and block-quantized V types, which cannot be stored by single elements).
+    KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max,
+            bool v_trans = true);
 
     uint32_t size() const { return size_; }
     uint32_t used() const { return used_; }
@@ -45,24 +51,36 @@ class KvCache {
     // Releases cells of a micro-batch that failed (abort) so the cache holds only complete ones.
     void release(const std::vector<uint32_t> &cells);
     void advance_head(uint32_t n);
+    // Where the next search for cells starts. A decode saves it with the cells it placed, so that a
+    // call that does not complete (abort, no room) can put the cache back exactly as it found it.
+    uint32_t head() const { return head_; }
+    void rollback(const std::vector<uint32_t> &placed, uint32_t head) {
+        release(placed);
+        head_ = head;
+    }
     // The heuristic llama.cpp uses to prefer filling holes at the start over appending.
     void maybe_rewind_head(uint32_t n_tokens);
     // Cells that attention must look at: [0, n_kv).
     uint32_t n_kv() const;
 
     // ---- sequence operations (seq < 0 means every sequence; p1 < 0 means to the end) ----
+    // An id no cell can hold (>= kMaxSeqs) matches no cell: the operation changes nothing.
     void clear();
+    // Always true for attention cells (false is reserved for recurrent state that cannot lose a middle part).
     bool seq_rm(int32_t seq, int32_t p0, int32_t p1);
     void seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1);
+    // Drops every cell not in seq; seq < 0 (no sequence) drops every cell.
     void seq_keep(int32_t seq);
     void seq_add(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
-    void seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d);
+    // d == 1 changes nothing; d < 1 is refused (false, nothing changed).
+    bool seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d);
     int32_t seq_pos_max(int32_t seq) const;  // -1 for an empty sequence
     int32_t seq_pos_min(int32_t seq) const;  // -1 for an empty sequence
     int32_t n_tokens() const;                // sum over cells of their sequence counts
 
-    // Re-rotates cached keys of shifted cells by their delta and clears the deltas.
-    void apply_shift(const kernels::RopeParams &rope, int n_head_kv, int head_dim);
+    // Re-rotates cached keys of shifted cells by their delta, with each layer's RoPE parameters
+    // (layer_rope: the forward pass's own), and clears the deltas.
+    void apply_shift(const Model &model);
     // Moves used cells to the front (keeps their order), so that new micro-batches find room at the end.
     void defrag();
 

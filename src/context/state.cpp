@@ -1,13 +1,13 @@
 #include "context/state.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <utility>
-
-#include <sys/stat.h>
 
 #include "context/context.h"
 #include "util/error.h"
@@ -123,7 +123,7 @@ StagedOutputs stage_outputs(Reader &r, const Context &ctx) {
 StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
     const KvCache &kv = ctx.kv();
     const KvView &view = kv.view();
-    const uint32_t n_seq_max = ctx.params().n_seq_max;
+    constexpr uint32_t n_ids = kMaxSeqs;  // the ids a cell can hold, as decode accepts them
     StagedKv st;
 
     st.cell_count = r.get<uint32_t>("cell_count");
@@ -144,14 +144,14 @@ StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
                             " sequence ids; a sequence file must list none");
             continue;
         }
-        if (n_seq_id == 0 || n_seq_id > n_seq_max)
-            throw Error("state KV cell " + str(i) + " lists " + str(n_seq_id) +
-                        " sequence ids (must be 1..n_seq_max = " + str(n_seq_max) + ")");
+        if (n_seq_id == 0 || n_seq_id > n_ids)
+            throw Error("state KV cell " + str(i) + " lists " + str(n_seq_id) + " sequence ids (must be 1.." +
+                        str(n_ids) + ")");
         for (uint32_t s = 0; s < n_seq_id; ++s) {
             const int32_t id = r.get<int32_t>("cell seq_id");
-            if (id < 0 || static_cast<uint32_t>(id) >= n_seq_max)
+            if (id < 0 || static_cast<uint32_t>(id) >= n_ids)
                 throw Error("state KV cell " + str(i) + " belongs to sequence " + std::to_string(id) +
-                            ", outside [0, n_seq_max = " + str(n_seq_max) + ")");
+                            ", outside [0, " + str(n_ids) + ")");
             st.seq[i].set(id);
         }
     }
@@ -300,16 +300,15 @@ void write_file_header(StateWriter &w, uint32_t magic, uint32_t version, const i
     if (n_tokens) w.write(tokens, n_tokens * sizeof(int32_t));
 }
 
-void check_seq(const Context &ctx, int32_t seq) {
-    if (seq < 0 || static_cast<uint32_t>(seq) >= ctx.params().n_seq_max)
-        throw Error("sequence id " + std::to_string(seq) +
-                    " is outside [0, n_seq_max = " + str(ctx.params().n_seq_max) + ")");
+void check_seq(const Context &, int32_t seq) {
+    if (seq < 0 || seq >= kMaxSeqs)
+        throw Error("sequence id " + std::to_string(seq) + " is outside [0, " + std::to_string(kMaxSeqs) +
+                    ")");
 }
 
 // Keys must match their positions before they are saved (a shift re-rotates them lazily).
 void settle_shift(Context &ctx) {
-    const HParams &hp = ctx.model().hparams();
-    ctx.kv().apply_shift(hp.rope, static_cast<int>(hp.n_head_kv), static_cast<int>(hp.n_embd_head_k));
+    ctx.kv().apply_shift(ctx.model());
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 #include "kernels/threadpool.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #if defined(__x86_64__)
@@ -16,11 +21,19 @@ constexpr int kSpinIterations = 1 << 16;  // ~ tens of microseconds before a wor
 // After this many pauses a waiting thread also yields its core: with more threads than free cores
 // (a shared machine), the thread it waits for may be the one that needs it.
 constexpr int kPausesBeforeYield = 1 << 10;
-}
+}  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)), n_active_(n_threads_) {
+ThreadPool::ThreadPool(int n_threads, const ThreadPoolOptions &options)
+    : n_threads_(std::max(1, n_threads)),
+      n_active_(n_threads_),
+      options_(options),
+      spin_iterations_(
+          static_cast<int>(static_cast<int64_t>(kSpinIterations) * std::clamp(options.poll, 0, 100) / 50)),
+      paused_(options.paused) {
     workers_.reserve(n_threads_ - 1);
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    // Workers place themselves (CPUs, priority) first: once constructed, placement_ok() is final.
+    while (started_.load(std::memory_order_acquire) < n_threads_ - 1) std::this_thread::yield();
 }
 
 ThreadPool::~ThreadPool() {
@@ -31,6 +44,8 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_raw(RawFn fn, void *ctx, int max_threads) {
+    paused_.store(false, std::memory_order_relaxed);  // new work resumes a paused pool
+    ++sections_;
     const int nth = std::clamp(max_threads, 1, n_active_);
     if (nth == 1) {
         fn(ctx, 0, 1);
@@ -56,14 +71,45 @@ void ThreadPool::run_raw(RawFn fn, void *ctx, int max_threads) {
     job_fn_ = nullptr;
 }
 
+void ThreadPool::place_worker(int ith) {
+#if defined(__linux__)
+    if (!options_.cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        const int n = static_cast<int>(options_.cpus.size());
+        if (options_.strict_cpu) {
+            CPU_SET(options_.cpus[ith % n], &set);
+        } else {
+            for (int c : options_.cpus) CPU_SET(c, &set);
+        }
+        if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) placement_failures_.fetch_add(1);
+    }
+    if (options_.priority >= 3) {
+        sched_param sp{};
+        sp.sched_priority = sched_get_priority_max(SCHED_FIFO);
+        if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0) placement_failures_.fetch_add(1);
+    } else if (options_.priority > 0) {
+        // Linux nice values are per thread: this one lowers only the worker's.
+        if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), options_.priority == 1 ? -5 : -10) != 0)
+            placement_failures_.fetch_add(1);
+    }
+#else
+    (void)ith;
+    if (!options_.cpus.empty() || options_.priority > 0) placement_failures_.fetch_add(1);
+#endif
+}
+
 void ThreadPool::worker_loop(int ith) {
+    place_worker(ith);
+    started_.fetch_add(1, std::memory_order_release);
     // Generation 0 is the state at construction: a section started before this thread ran is
     // still seen as new.
     uint32_t seen = 0;
     for (;;) {
-        // Wait for the next section: spin first, then sleep.
+        // Wait for the next section: spin first (unless paused), then sleep.
         uint32_t gen = generation_.load(std::memory_order_acquire);
-        for (int i = 0; gen == seen && i < kSpinIterations; ++i) {
+        for (int i = 0; gen == seen && i < spin_iterations_ && !paused_.load(std::memory_order_relaxed);
+             ++i) {
             if (i < kPausesBeforeYield || (i & 15) != 0)
                 LCTX_PAUSE();
             else

@@ -15,9 +15,18 @@
 
 namespace lctx::kernels {
 
+// How a pool's threads wait and where they run (ggml_threadpool_params maps onto this).
+struct ThreadPoolOptions {
+    std::vector<int> cpus;    // CPUs the workers may run on (empty: wherever the OS puts them)
+    bool strict_cpu = false;  // worker i on cpus[i % size] alone, instead of on the whole set
+    int poll = 50;            // spinning between sections: 0 sleeps at once, 50 the default, 100 twice that
+    int priority = 0;         // 0 normal, 1 medium, 2 high (lower nice values), 3 realtime (SCHED_FIFO)
+    bool paused = false;      // start paused: workers sleep until the first section
+};
+
 class ThreadPool {
   public:
-    explicit ThreadPool(int n_threads);
+    explicit ThreadPool(int n_threads, const ThreadPoolOptions &options = {});
     ~ThreadPool();
     ThreadPool(const ThreadPool &) = delete;
     ThreadPool &operator=(const ThreadPool &) = delete;
@@ -26,6 +35,15 @@ class ThreadPool {
     // Threads used by the next sections (1..n_threads): decode and prompt work may use different counts.
     void set_n_active(int n) { n_active_ = n < 1 ? 1 : (n > n_threads_ ? n_threads_ : n); }
     int n_active() const { return n_active_; }
+
+    // Paused workers stop spinning and sleep; the next section (or resume) wakes them again.
+    void pause() { paused_.store(true, std::memory_order_relaxed); }
+    void resume() { paused_.store(false, std::memory_order_relaxed); }
+    bool paused() const { return paused_.load(std::memory_order_relaxed); }
+    // False when a worker could not be given the requested CPUs or priority (it runs unplaced then).
+    bool placement_ok() const { return placement_failures_.load() == 0; }
+    // Parallel sections started so far (the caller's thread counts them; tests see which pool ran).
+    uint64_t sections() const { return sections_; }
 
     // Runs fn(ith, nth) on nth = min(n_active, max_threads) threads and returns when all finished.
     // Not reentrant: fn must not call run() on the same pool.
@@ -102,9 +120,16 @@ class ThreadPool {
     using RawFn = void (*)(void *ctx, int ith, int nth);
     void run_raw(RawFn fn, void *ctx, int max_threads);
     void worker_loop(int ith);
+    void place_worker(int ith);
 
     int n_threads_;
     int n_active_;
+    ThreadPoolOptions options_;
+    int spin_iterations_;
+    std::atomic<bool> paused_{false};
+    std::atomic<int> placement_failures_{0};
+    std::atomic<int> started_{0};
+    uint64_t sections_ = 0;
     std::vector<std::thread> workers_;
     RawFn job_fn_ = nullptr;
     void *job_ctx_ = nullptr;

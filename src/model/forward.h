@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/ops.h"
 #include "kernels/threadpool.h"
 #include "tensor/types.h"
 
@@ -20,12 +21,12 @@ struct KvView {
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
     bool v_trans = true;
-    uint32_t size = 0;             // cells
-    size_t k_row_bytes = 0;        // bytes of one cell's K row
-    size_t v_row_bytes = 0;        // bytes of one cell's V row (v_trans == false)
-    size_t v_elem_bytes = 0;       // bytes of one V element (v_trans == true; F32/F16 only)
-    std::vector<uint8_t *> k;      // [n_layer] -> [size][k_row_bytes]
-    std::vector<uint8_t *> v;      // [n_layer] -> [size][v_row_bytes] or [n_embd_v_gqa][size] elements
+    uint32_t size = 0;         // cells
+    size_t k_row_bytes = 0;    // bytes of one cell's K row
+    size_t v_row_bytes = 0;    // bytes of one cell's V row (v_trans == false)
+    size_t v_elem_bytes = 0;   // bytes of one V element (v_trans == true; F32/F16 only)
+    std::vector<uint8_t *> k;  // [n_layer] -> [size][k_row_bytes]
+    std::vector<uint8_t *> v;  // [n_layer] -> [size][v_row_bytes] or [n_embd_v_gqa][size] elements
 };
 
 struct ForwardBatch {
@@ -52,6 +53,11 @@ struct ForwardScratch {
     std::vector<std::vector<float>> per_thread;                   // attention scores and conversions
     kernels::MatmulScratch mm;
 };
+
+// The RoPE parameters of layer il: the model's settings with its frequency factors (rope_freqs). The forward
+// pass and the K-shift of the cache both take them from here, so a shifted key is rotated exactly as a key
+// computed at its new position would be.
+kernels::RopeParams layer_rope(const Model &model, uint32_t il);
 
 // Returns false when aborted through abort_cb.
 bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,

@@ -93,8 +93,7 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
     const int64_t v_dim = hp.n_embd_v_gqa();
     const int64_t o_dim = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_v;
     const int64_t n_ff = hp.n_ff;
-    kernels::RopeParams rope = hp.rope;
-    if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
+    const kernels::RopeParams rope = layer_rope(model, 0);  // every llama layer rotates alike
 
     grow(s.x, n_tokens * n_embd);    // x:    [n_tokens][n_embd]   residual stream
     grow(s.cur, n_tokens * n_embd);  // cur:  [n_tokens][n_embd]   normalized input of a block

@@ -175,7 +175,7 @@ TEST_F(Capi, InvalidBatchIsRefusedWithoutChange) {
 
     EXPECT_LT(decode_seq(ctx, {512}, 10, 0), 0) << "token == n_vocab";
     EXPECT_LT(decode_seq(ctx, {-1}, 10, 0), 0) << "negative token";
-    EXPECT_LT(decode_seq(ctx, {300}, 10, 2), 0) << "seq id == n_seq_max";
+    EXPECT_LT(decode_seq(ctx, {300}, 10, LCTX_MAX_SEQ), 0) << "seq id == LCTX_MAX_SEQ";
     EXPECT_LT(decode_seq(ctx, {300}, 10, -1), 0) << "negative seq id";
     EXPECT_LT(decode_seq(ctx, {}, 10, 0), 0) << "empty batch";
     llama_token t = 300;

@@ -194,10 +194,11 @@ TEST(HostileBatch, TokenAndSequenceIdsOutOfRangeAreRefused) {
     const int32_t n_vocab = static_cast<int32_t>(stories().hparams().n_vocab);
     for (int32_t tok : {-1, n_vocab, INT32_MAX, INT32_MIN})
         EXPECT_EQ(ctx.decode(Toks({{1, 0, 0}, {tok, 1, 0}}).batch()), DecodeStatus::Error) << tok;
-    for (int32_t seq : {-1, 2, 255, 256, INT32_MAX, INT32_MIN})
+    // Ids a cell cannot hold ([0, kMaxSeqs) are accepted whatever n_seq_max, as b4748).
+    for (int32_t seq : {-1, kMaxSeqs, INT32_MAX, INT32_MIN})
         EXPECT_EQ(ctx.decode(Toks({{1, 0, seq}}).batch()), DecodeStatus::Error) << seq;
-    // n_seq_id outside [1, n_seq_max]
-    for (int32_t ns : {0, -1, 3, INT32_MAX}) {
+    // n_seq_id outside [1, kMaxSeqs]
+    for (int32_t ns : {0, -1, kMaxSeqs + 1, INT32_MAX}) {
         Toks t({{1, 0, 0}});
         t.n_seq[0] = ns;
         EXPECT_EQ(ctx.decode(t.batch()), DecodeStatus::Error) << ns;

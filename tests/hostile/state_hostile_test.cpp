@@ -128,7 +128,7 @@ TEST_F(HostileState, StateCutAtEveryLengthIsRefused) {
 
 TEST_F(HostileState, SequenceIdsOutOfRangeAreRefused) {
     const std::vector<uint8_t> seq = seq_state_bytes(ctx_, 0);
-    for (llama_seq_id s : {-1, 2, 256, INT32_MAX, INT32_MIN}) {
+    for (llama_seq_id s : {-1, LCTX_MAX_SEQ, INT32_MAX, INT32_MIN}) {
         EXPECT_EQ(llama_state_seq_set_data(ctx_, seq.data(), seq.size(), s), 0u) << s;
         EXPECT_EQ(llama_state_seq_get_size(ctx_, s), 0u) << s;
         std::vector<uint8_t> buf(seq.size() + 64);

@@ -166,8 +166,8 @@ TEST_F(StateCorrupt, OtherKvTypeIsRefused) {
 TEST_F(StateCorrupt, BadSequenceIdInACellIsRefused) {
     std::vector<uint8_t> bad = good_;
     const size_t seq_off = layout_.cell_nseq_off[3] + 4;  // first sequence id of cell 3
-    poke<int32_t>(bad, seq_off, 2);                       // n_seq_max is 2
-    expect_refused(bad, "seq id 2");
+    poke<int32_t>(bad, seq_off, LCTX_MAX_SEQ);            // no cell can hold it
+    expect_refused(bad, "seq id LCTX_MAX_SEQ");
     poke<int32_t>(bad, seq_off, -1);
     expect_refused(bad, "seq id -1");
     bad = good_;
@@ -221,7 +221,7 @@ TEST_F(StateCorrupt, SequenceStateWithSequenceIdsIsRefused) {
     std::vector<uint8_t> bad = good_seq_;
     poke<uint32_t>(bad, seq_layout_.cell_nseq_off[0], 1);
     expect_seq_refused(bad, "n_seq_id 1 in a sequence file");
-    EXPECT_EQ(load_seq(good_seq_, good_seq_.size(), 2), 0u) << "dest outside n_seq_max";
+    EXPECT_EQ(load_seq(good_seq_, good_seq_.size(), LCTX_MAX_SEQ), 0u) << "dest outside [0, LCTX_MAX_SEQ)";
     EXPECT_EQ(load_seq(good_seq_, good_seq_.size(), -1), 0u) << "negative dest";
     EXPECT_EQ(state_bytes(dst_), before_);
     bad = good_seq_;
