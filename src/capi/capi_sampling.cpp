@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capi/capi_internal.h"
+#include "sampling/grammar_sampler.h"
 #include "sampling/samplers.h"
 #include "util/error.h"
 
@@ -109,6 +110,31 @@ template <typename T, typename... Args>
 llama_sampler *make(const char *fn, Args &&...args) {
     return guard(fn, static_cast<llama_sampler *>(nullptr),
                  [&] { return wrap(std::make_unique<T>(std::forward<Args>(args)...)); });
+}
+
+// Each token's text as the grammar sees it (its piece with special tokens rendered, as b4748).
+std::shared_ptr<const lctx::TokenTexts> token_texts(const lctx::Vocab &v) {
+    auto t = std::make_shared<lctx::TokenTexts>();
+    t->piece.resize(v.n_tokens());
+    t->is_eog.resize(v.n_tokens());
+    for (int32_t id = 0; id < v.n_tokens(); ++id) {
+        t->piece[id] = v.token_to_piece(id, /*special=*/true);
+        t->is_eog[id] = v.is_eog(id);
+    }
+    return t;
+}
+
+// No grammar text: a sampler that lets everything through (as b4748). A grammar that cannot be used: NULL
+// with the reason logged.
+llama_sampler *init_grammar(const char *fn, const llama_vocab *vocab, const char *grammar_str,
+                            const char *grammar_root, lctx::GrammarTriggers triggers) {
+    if (!grammar_str || !*grammar_str) return make<PassThroughGrammar>(fn);
+    LCTX_CAPI_REQUIRE(vocab, nullptr);
+    const std::string root = grammar_root && *grammar_root ? grammar_root : "root";
+    return guard(fn, static_cast<llama_sampler *>(nullptr), [&] {
+        return wrap(std::make_unique<lctx::GrammarSampler>(token_texts(lctx::capi::vocab_of(vocab)), grammar_str,
+                                                           root, std::move(triggers)));
+    });
 }
 
 }  // namespace
@@ -273,19 +299,21 @@ struct llama_sampler *llama_sampler_init_logit_bias(int32_t n_vocab, int32_t n_l
                                         reinterpret_cast<const lctx::LogitBias *>(logit_bias), n);
 }
 
-struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *, const char *grammar_str,
-                                                 const char *) {
-    if (!grammar_str || !*grammar_str) return make<PassThroughGrammar>(__func__);
-    not_supported(__func__, "grammar-constrained sampling");
-    return nullptr;
+struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *vocab, const char *grammar_str,
+                                                 const char *grammar_root) {
+    return init_grammar(__func__, vocab, grammar_str, grammar_root, {});
 }
 
-struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *, const char *grammar_str,
-                                                      const char *, const char **, size_t,
-                                                      const llama_token *, size_t) {
-    if (!grammar_str || !*grammar_str) return make<PassThroughGrammar>(__func__);
-    not_supported(__func__, "grammar-constrained sampling");
-    return nullptr;
+struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *vocab, const char *grammar_str,
+                                                      const char *grammar_root, const char **trigger_words,
+                                                      size_t num_trigger_words, const llama_token *trigger_tokens,
+                                                      size_t num_trigger_tokens) {
+    lctx::GrammarTriggers t;
+    t.lazy = true;
+    for (size_t i = 0; trigger_words && i < num_trigger_words; ++i)
+        if (trigger_words[i]) t.words.emplace_back(trigger_words[i]);
+    if (trigger_tokens) t.tokens.assign(trigger_tokens, trigger_tokens + num_trigger_tokens);
+    return init_grammar(__func__, vocab, grammar_str, grammar_root, std::move(t));
 }
 
 struct llama_sampler *llama_sampler_init_dry(const struct llama_vocab *, int32_t, float, float, int32_t,

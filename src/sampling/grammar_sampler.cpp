@@ -1,0 +1,191 @@
+#include "sampling/grammar_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+#include "util/log.h"
+
+namespace lctx {
+
+// Every token text as a path of bytes; node 0 is the root.
+struct GrammarSampler::Trie {
+    struct Node {
+        std::vector<std::pair<uint8_t, uint32_t>> children;  // sorted by byte
+        std::vector<Token> tokens;                           // tokens whose text ends here
+    };
+    std::vector<Node> nodes;
+
+    explicit Trie(const TokenTexts &t) {
+        nodes.emplace_back();
+        for (size_t id = 0; id < t.piece.size(); ++id) {
+            const std::string &p = t.piece[id];
+            if (p.empty() || t.is_eog[id]) continue;  // judged apart
+            uint32_t n = 0;
+            for (unsigned char b : p) {
+                auto &ch = nodes[n].children;
+                auto it = std::lower_bound(ch.begin(), ch.end(), std::make_pair(b, uint32_t{0}),
+                                           [](const auto &x, const auto &y) { return x.first < y.first; });
+                if (it == ch.end() || it->first != b) {
+                    const auto next = static_cast<uint32_t>(nodes.size());
+                    it = ch.insert(it, {b, next});
+                    nodes.emplace_back();  // invalidates `ch`: not used after this
+                    n = next;
+                } else {
+                    n = it->second;
+                }
+            }
+            nodes[n].tokens.push_back(static_cast<Token>(id));
+        }
+    }
+};
+
+GrammarSampler::GrammarSampler(std::shared_ptr<const TokenTexts> texts, const std::string &gbnf,
+                               const std::string &root, GrammarTriggers triggers)
+    : texts_(std::move(texts)),
+      grammar_(std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf, root))),
+      matcher_(grammar_),
+      triggers_(std::move(triggers)),
+      awaiting_trigger_(triggers_.lazy) {}
+
+void GrammarSampler::reset() {
+    matcher_.reset();
+    partial_ = {};
+    awaiting_trigger_ = triggers_.lazy;
+    trigger_buffer_.clear();
+}
+
+std::unique_ptr<Sampler> GrammarSampler::clone() const {
+    return std::unique_ptr<Sampler>(new GrammarSampler(*this));
+}
+
+namespace {
+
+// The smallest code point a UTF-8 character of n bytes may hold (shorter forms are overlong, invalid).
+constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+
+// Advances a UTF-8 decoder by one byte: the completed code point, or -1 while a character is unfinished,
+// or -2 for a byte that cannot continue the text (a stray continuation, an overlong form).
+template <typename P>
+int64_t utf8_step(P &p, unsigned char b) {
+    if (p.remaining > 0) {
+        if ((b & 0xC0) != 0x80) return -2;
+        p.value = (p.value << 6) | (b & 0x3F);
+        if (--p.remaining > 0) return -1;
+        if (p.value < kMinOfLength[p.length] || p.value > kMaxCodePoint) return -2;
+        return p.value;
+    }
+    if (b < 0x80) return b;
+    const int extra = (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : (b & 0xF8) == 0xF0 ? 3 : -1;
+    if (extra < 0) return -2;
+    p.value = b & (0x3Fu >> extra);
+    p.remaining = extra;
+    p.length = extra + 1;
+    return -1;
+}
+
+// The code points an unfinished character can still become (lo > hi: none).
+template <typename P>
+std::pair<uint32_t, uint32_t> completions(const P &p) {
+    const uint32_t lo = p.value << (6 * p.remaining);
+    const uint32_t hi = lo + (1u << (6 * p.remaining)) - 1;
+    return {std::max(lo, kMinOfLength[p.length]), std::min(hi, kMaxCodePoint)};
+}
+
+}  // namespace
+
+bool GrammarSampler::accept_bytes(const std::string &bytes) {
+    std::vector<grammar::Stack> stacks = matcher_.stacks();
+    Partial p = partial_;
+    for (unsigned char b : bytes) {
+        const int64_t cp = utf8_step(p, b);
+        if (cp == -2) return false;
+        if (cp < 0) continue;
+        stacks = matcher_.step(stacks, static_cast<uint32_t>(cp));
+        if (stacks.empty()) return false;
+    }
+    if (p.remaining > 0) {
+        const auto [lo, hi] = completions(p);
+        if (lo > hi || !matcher_.may_continue_with(stacks, lo, hi)) return false;
+    }
+    matcher_.set_stacks(std::move(stacks));
+    partial_ = p;
+    return true;
+}
+
+void GrammarSampler::accept(Token token) {
+    if (token < 0 || static_cast<size_t>(token) >= texts_->piece.size())
+        throw Error("grammar sampler: token " + std::to_string(token) + " is outside the vocabulary");
+    const std::string &piece = texts_->piece[token];
+    if (awaiting_trigger_) {
+        if (std::find(triggers_.tokens.begin(), triggers_.tokens.end(), token) != triggers_.tokens.end()) {
+            awaiting_trigger_ = false;
+            trigger_buffer_.clear();
+            if (!accept_bytes(piece))
+                LCTX_LOG_WARN("grammar sampler: the trigger token's text does not start the grammar");
+            return;
+        }
+        trigger_buffer_ += piece;
+        size_t best = std::string::npos;
+        for (const std::string &w : triggers_.words) {
+            const size_t at = w.empty() ? std::string::npos : trigger_buffer_.find(w);
+            best = std::min(best, at);
+        }
+        if (best == std::string::npos) return;
+        awaiting_trigger_ = false;
+        const std::string constrained = trigger_buffer_.substr(best);
+        trigger_buffer_.clear();
+        if (!accept_bytes(constrained))
+            LCTX_LOG_WARN("grammar sampler: the text from the trigger word on does not start the grammar");
+        return;
+    }
+    if (texts_->is_eog[token]) return;  // ends the output; nothing to match
+    if (!accept_bytes(piece))
+        LCTX_LOG_ERROR("grammar sampler: token %d does not continue the grammar; ignored", token);
+}
+
+void GrammarSampler::walk(const Trie &trie, uint32_t node, const std::vector<grammar::Stack> &stacks,
+                          Partial partial, std::vector<char> &allowed) const {
+    for (const auto &[byte, child] : trie.nodes[node].children) {
+        Partial p = partial;
+        const int64_t cp = utf8_step(p, byte);
+        if (cp == -2) continue;
+        if (cp >= 0) {
+            std::vector<grammar::Stack> next = matcher_.step(stacks, static_cast<uint32_t>(cp));
+            if (next.empty()) continue;
+            for (Token t : trie.nodes[child].tokens) allowed[t] = 1;
+            walk(trie, child, next, p, allowed);
+        } else {
+            const auto [lo, hi] = completions(p);
+            if (lo > hi || !matcher_.may_continue_with(stacks, lo, hi)) continue;
+            for (Token t : trie.nodes[child].tokens) allowed[t] = 1;
+            walk(trie, child, stacks, p, allowed);
+        }
+    }
+}
+
+void GrammarSampler::allowed_tokens(std::vector<char> &allowed) const {
+    if (!trie_) trie_ = std::make_shared<const Trie>(*texts_);
+    allowed.assign(texts_->piece.size(), 0);
+    walk(*trie_, 0, matcher_.stacks(), partial_, allowed);
+    const bool may_end = partial_.remaining == 0 && matcher_.complete();
+    for (size_t id = 0; id < allowed.size(); ++id)
+        if (texts_->is_eog[id]) allowed[id] = may_end;
+}
+
+void GrammarSampler::apply(TokenDataArray &cur) {
+    if (awaiting_trigger_) return;
+    allowed_tokens(allowed_);
+    for (size_t i = 0; i < cur.size; ++i) {
+        const Token id = cur.data[i].id;
+        if ((id < 0 || static_cast<size_t>(id) >= allowed_.size() || !allowed_[id]) &&
+            cur.data[i].logit != -std::numeric_limits<float>::infinity()) {
+            cur.data[i].logit = -std::numeric_limits<float>::infinity();
+            cur.sorted = false;
+        }
+    }
+}
+
+}  // namespace lctx
