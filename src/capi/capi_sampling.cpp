@@ -2,11 +2,15 @@
 // iface whose ctx is the lctx::Sampler it owns. A chain is an lctx::SamplerChain whose members are
 // CSampler adapters, each owning the llama_sampler that was added, so chain_get / chain_remove hand back
 // the very pointer the caller added, and user samplers (llama_sampler_init) mix freely with built-ins.
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "capi/capi_internal.h"
+#include "sampling/dry.h"
 #include "sampling/grammar_sampler.h"
+#include "sampling/infill.h"
 #include "sampling/samplers.h"
 #include "util/error.h"
 
@@ -124,6 +128,49 @@ std::shared_ptr<const lctx::TokenTexts> token_texts(const lctx::Vocab &v) {
     return t;
 }
 
+// DRY sequence breakers as tokens (b4748's reading): for every token whose text holds the breaker, the token
+// alone; for every token whose text ends with a beginning of the breaker, the token and the tokens of the
+// breaker's rest (at most 20). Breakers are cut to 40 bytes; empty ones are skipped with a warning.
+std::vector<lctx::DryBreaker> dry_breakers(const lctx::Vocab &v, const char **strs, size_t n) {
+    constexpr size_t kMaxBreakerBytes = 40, kMaxTailTokens = 20;
+    std::vector<lctx::DryBreaker> out;
+    std::vector<std::string> words(v.n_tokens());
+    for (int32_t id = 0; id < v.n_tokens(); ++id)
+        words[id] = v.detokenize({id}, /*remove_special=*/false, /*unparse_special=*/true);
+    for (size_t b = 0; b < n; ++b) {
+        if (!strs[b] || !*strs[b]) {
+            LCTX_LOG_WARN("llama_sampler_init_dry: skipping empty sequence breaker %zu", b);
+            continue;
+        }
+        std::string str(strs[b]);
+        if (str.size() > kMaxBreakerBytes) {
+            LCTX_LOG_WARN("llama_sampler_init_dry: sequence breaker %zu cut to %zu bytes", b,
+                          kMaxBreakerBytes);
+            str.resize(kMaxBreakerBytes);
+        }
+        for (int32_t id = 0; id < v.n_tokens(); ++id) {
+            const std::string &w = words[id];
+            if (w.find(str) != std::string::npos) {
+                out.push_back({id, {}});
+                continue;
+            }
+            // Each place the breaker's first byte starts a suffix of the word that begins the breaker.
+            for (size_t pos = w.find(str[0]); pos != std::string::npos; pos = w.find(str[0], pos + 1)) {
+                const size_t len = w.size() - pos;
+                if (len >= str.size() || w.compare(pos, len, str, 0, len) != 0) continue;
+                std::vector<int32_t> tail =
+                    v.tokenize(str.substr(len), /*add_special=*/false, /*parse_special=*/false);
+                if (tail.size() > kMaxTailTokens) tail.resize(kMaxTailTokens);
+                const bool dup = std::any_of(out.begin(), out.end(), [&](const lctx::DryBreaker &d) {
+                    return d.first == id && d.second == tail;
+                });
+                if (!dup) out.push_back({id, std::move(tail)});
+            }
+        }
+    }
+    return out;
+}
+
 // No grammar text: a sampler that lets everything through (as b4748). A grammar that cannot be used: NULL
 // with the reason logged.
 llama_sampler *init_grammar(const char *fn, const llama_vocab *vocab, const char *grammar_str,
@@ -132,8 +179,8 @@ llama_sampler *init_grammar(const char *fn, const llama_vocab *vocab, const char
     LCTX_CAPI_REQUIRE(vocab, nullptr);
     const std::string root = grammar_root && *grammar_root ? grammar_root : "root";
     return guard(fn, static_cast<llama_sampler *>(nullptr), [&] {
-        return wrap(std::make_unique<lctx::GrammarSampler>(token_texts(lctx::capi::vocab_of(vocab)), grammar_str,
-                                                           root, std::move(triggers)));
+        return wrap(std::make_unique<lctx::GrammarSampler>(token_texts(lctx::capi::vocab_of(vocab)),
+                                                           grammar_str, root, std::move(triggers)));
     });
 }
 
@@ -304,9 +351,10 @@ struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *vocab
     return init_grammar(__func__, vocab, grammar_str, grammar_root, {});
 }
 
-struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *vocab, const char *grammar_str,
-                                                      const char *grammar_root, const char **trigger_words,
-                                                      size_t num_trigger_words, const llama_token *trigger_tokens,
+struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *vocab,
+                                                      const char *grammar_str, const char *grammar_root,
+                                                      const char **trigger_words, size_t num_trigger_words,
+                                                      const llama_token *trigger_tokens,
                                                       size_t num_trigger_tokens) {
     lctx::GrammarTriggers t;
     t.lazy = true;
@@ -316,15 +364,45 @@ struct llama_sampler *llama_sampler_init_grammar_lazy(const struct llama_vocab *
     return init_grammar(__func__, vocab, grammar_str, grammar_root, std::move(t));
 }
 
-struct llama_sampler *llama_sampler_init_dry(const struct llama_vocab *, int32_t, float, float, int32_t,
-                                             int32_t, const char **, size_t) {
-    not_supported(__func__, "the DRY sampler");
-    return nullptr;
+struct llama_sampler *llama_sampler_init_dry(const struct llama_vocab *vocab, int32_t context_size,
+                                             float dry_multiplier, float dry_base, int32_t dry_allowed_length,
+                                             int32_t dry_penalty_last_n, const char **seq_breakers,
+                                             size_t num_breakers) {
+    lctx::DryParams p;
+    p.context_size = context_size;
+    p.multiplier = dry_multiplier;
+    p.base = dry_base;
+    p.allowed_length = dry_allowed_length;
+    p.penalty_last_n = dry_penalty_last_n;
+    const bool enabled = dry_multiplier != 0.0f && dry_base >= 1.0f && dry_penalty_last_n != 0;
+    return guard(__func__, static_cast<llama_sampler *>(nullptr), [&]() -> llama_sampler * {
+        std::vector<lctx::DryBreaker> breakers;
+        if (enabled && seq_breakers && num_breakers > 0) {
+            if (!vocab) {
+                LCTX_LOG_ERROR(
+                    "llama_sampler_init_dry: sequence breakers need the vocabulary; vocab is NULL");
+                return nullptr;
+            }
+            breakers = dry_breakers(lctx::capi::vocab_of(vocab), seq_breakers, num_breakers);
+        }
+        return wrap(std::make_unique<lctx::DrySampler>(p, std::move(breakers)));
+    });
 }
 
-struct llama_sampler *llama_sampler_init_infill(const struct llama_vocab *) {
-    not_supported(__func__, "the infill sampler");
-    return nullptr;
+struct llama_sampler *llama_sampler_init_infill(const struct llama_vocab *vocab) {
+    LCTX_CAPI_REQUIRE(vocab, nullptr);
+    return guard(__func__, static_cast<llama_sampler *>(nullptr), [&] {
+        const lctx::Vocab &v = lctx::capi::vocab_of(vocab);
+        auto iv = std::make_shared<lctx::InfillVocab>();
+        iv->piece.resize(v.n_tokens());
+        iv->is_eog.resize(v.n_tokens());
+        for (int32_t id = 0; id < v.n_tokens(); ++id) {
+            iv->piece[id] = v.token_to_piece(id, /*special=*/false);
+            iv->is_eog[id] = v.is_eog(id);
+        }
+        iv->eot = llama_vocab_eot(vocab);
+        return wrap(std::make_unique<lctx::InfillSampler>(std::move(iv)));
+    });
 }
 
 uint32_t llama_sampler_get_seed(const struct llama_sampler *smpl) {
