@@ -1047,8 +1047,8 @@ LLAMA_API struct llama_sampler *llama_sampler_init_top_p(float p, size_t min_kee
 /* Drops candidates below p times the top probability (keeping at least min_keep). */
 LLAMA_API struct llama_sampler *llama_sampler_init_min_p(float p, size_t min_keep);
 
-/* Locally typical sampling with mass p, keeping at least min_keep; min_keep = 0 keeps every candidate (b4748's
- * min_keep - 1 wraps around; common code passes 0), in typical order. */
+/* Locally typical sampling with mass p, keeping at least min_keep; min_keep = 0 keeps every candidate
+ * (b4748's min_keep - 1 wraps around; common code passes 0), in typical order. */
 LLAMA_API struct llama_sampler *llama_sampler_init_typical(float p, size_t min_keep);
 
 /* Divides the logits by t; t <= 0 keeps only the maximum. */
@@ -1065,7 +1065,7 @@ LLAMA_API struct llama_sampler *llama_sampler_init_xtc(float p, float t, size_t 
 LLAMA_API struct llama_sampler *llama_sampler_init_top_n_sigma(float n);
 
 /* Mirostat v1 (target surprise tau, learning rate eta, m tokens for the estimate); selects a token. A
- * computed k below 1, beyond INT32_MAX or not a number keeps one candidate (b4748's max(int(k), 1) on x86). */
+ * computed k below 1, beyond INT32_MAX or not a number keeps one candidate (b4748: max(int(k), 1), x86). */
 LLAMA_API struct llama_sampler *llama_sampler_init_mirostat(int32_t n_vocab, uint32_t seed, float tau,
                                                             float eta, int32_t m);
 
