@@ -472,6 +472,7 @@ TEST_F(Capi, VocabOnlyLoadCountsTensorsLeavesDescEmptyAndNeverCallsProgress) {
     EXPECT_EQ(llama_model_desc(m, desc, sizeof desc), 0);
     EXPECT_STREQ(desc, "");
     EXPECT_EQ(llama_model_n_layer(m), 0);  // b4748 reads no hyper-parameter but the vocabulary size
+    EXPECT_EQ(llama_model_rope_type(m), LLAMA_ROPE_TYPE_NORM);  // by architecture, as b4748
     EXPECT_EQ(llama_vocab_n_tokens(llama_model_get_vocab(m)), 512);
     llama_model_free(m);
 }
