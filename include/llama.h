@@ -305,7 +305,8 @@ struct llama_model_params {
     /* Share of the model per device, llama_max_devices() entries; NULL = automatic. */
     const float *tensor_split;
 
-    /* Called with a value in [0, 1] during load; returning false cancels it. */
+    /* Called with a value in [0, 1] during load; returning false cancels it. Never called for a vocab_only
+     * load (as b4748). */
     llama_progress_callback progress_callback;
 
     void *progress_callback_user_data;
@@ -313,7 +314,8 @@ struct llama_model_params {
     /* Metadata overrides (terminated array) or NULL. */
     const struct llama_model_kv_override *kv_overrides;
 
-    bool vocab_only;    /* load hyper-parameters and vocabulary only */
+    bool vocab_only;    /* load the vocabulary only: as b4748, no hyper-parameter but the vocabulary size is
+                           read (the others report 0), no tensor is bound (their statistics are counted) */
     bool use_mmap;      /* memory-map the file when possible */
     bool use_mlock;     /* lock model memory in RAM */
     bool check_tensors; /* validate tensor data while loading */
@@ -549,16 +551,19 @@ LLAMA_API int32_t llama_model_meta_key_by_index(const struct llama_model *model,
 LLAMA_API int32_t llama_model_meta_val_str_by_index(const struct llama_model *model, int32_t i, char *buf,
                                                     size_t buf_size);
 
-/* Short description such as "llama 7B Q4_0"; returns the full length. */
+/* b4748's description "<arch> <size class> <file type>": the size class from the family's rules on the
+ * hyper-parameters ("7B", "?B" when none applies), the file type from general.file_type or, when the file
+ * has none, guessed from its most common tensor type ("all F32 (guessed)"); e.g. "llama 7B Q4_0". Empty for
+ * a vocab_only load (b4748 never sets it there). Returns the full length. */
 LLAMA_API int32_t llama_model_desc(const struct llama_model *model, char *buf, size_t buf_size);
 
-/* Total bytes of all weight tensors. */
+/* Total bytes of all the file's tensors (also for a vocab_only load, as b4748). */
 LLAMA_API uint64_t llama_model_size(const struct llama_model *model);
 
 /* The model's chat template, or the named variant when name is non-NULL; NULL when absent. */
 LLAMA_API const char *llama_model_chat_template(const struct llama_model *model, const char *name);
 
-/* Total number of weight elements. */
+/* Total number of elements of all the file's tensors (also for a vocab_only load, as b4748). */
 LLAMA_API uint64_t llama_model_n_params(const struct llama_model *model);
 
 /* True for encoder and encoder-decoder models (they need llama_encode). */
@@ -819,7 +824,11 @@ LLAMA_API float *llama_get_embeddings_seq(struct llama_context *ctx, llama_seq_i
 
 /* ---------------------------------------------------------------------------------------------------
  * Vocabulary (token ids outside [0, n_vocab) are invalid)
- * Special-token getters return LLAMA_TOKEN_NULL when the vocabulary lacks the token.
+ * Special-token getters return LLAMA_TOKEN_NULL when the vocabulary lacks the token. Special tokens the
+ * metadata does not name (EOT, EOM, FIM, end-of-generation) are found by their text with b4748's lists;
+ * where a vocabulary holds several texts of one list the earlier text in the list wins (b4748 takes
+ * whichever its hash map visits first). A BPE token's piece marks each character outside the byte-level
+ * alphabet as b4748 does: "[UNK_BYTE_0x<its UTF-8 bytes in hex><the token's text>]".
  * ------------------------------------------------------------------------------------------------- */
 
 /* Raw stored token text, in the tokenizer's internal encoding. */
@@ -831,7 +840,8 @@ LLAMA_API float llama_vocab_get_score(const struct llama_vocab *vocab, llama_tok
 /* Attribute bits of a token. */
 LLAMA_API enum llama_token_attr llama_vocab_get_attr(const struct llama_vocab *vocab, llama_token token);
 
-/* True when the token ends generation (EOS, EOT, EOM, ...). */
+/* True when the token ends generation (EOS, EOT, EOM, ...). Any id outside the vocabulary, LLAMA_TOKEN_NULL
+ * included, is false without an error logged (as b4748): `is_eog(vocab, llama_vocab_eot(vocab))` is safe. */
 LLAMA_API bool llama_vocab_is_eog(const struct llama_vocab *vocab, llama_token token);
 
 /* True for control tokens. */
@@ -968,6 +978,25 @@ LLAMA_API int32_t llama_chat_builtin_templates(const char **output, size_t len);
  *     llama_sampler_free(smpl);
  * ------------------------------------------------------------------------------------------------- */
 
+/* Samplers: where lctx differs from b4748. Everything b4748's code defines is matched (its algorithms and
+ * the edge cases its defaults reach: typical with min_keep = 0 keeps all, top-n-sigma
+ * with n = 0 keeps the maximal logits, Mirostat v1 with a k no int holds keeps one candidate). The
+ * remaining differences, each where b4748 is undefined, aborts or is an acknowledged bug:
+ * - every sort breaks logit ties by ascending id (b4748 leaves ties unspecified); NaN orders as -inf;
+ *   typical sampling orders equally typical candidates stably (b4748: std::sort, unspecified) and counts
+ *   0 * log 0 as 0 in the entropy (b4748 gets NaN, and then an unspecified order);
+ * - empty arrays are harmless everywhere (b4748 asserts or reads data[0]); greedy/dist leave
+ *   selected = -1, and dist selects nothing when every logit is -inf (b4748: NaN probabilities);
+ * - clone copies all state (b4748's penalties clone loses its counts; its Mirostat v1 clone writes mu
+ *   into the source);
+ * - min-p never empties the array (b4748 can with p > 1 and min_keep = 0);
+ * - top-n-sigma leaves -inf logits out of its statistics (b4748 includes them, gets NaN and masks nothing:
+ *   later llama.cpp fixed this), sums them in double (b4748: float) and does nothing for n < 0 (b4748
+ *   masks every candidate);
+ * - logit-bias marks the array unsorted when it changes a logit, and duplicate entries all apply;
+ * - llama_sampler_sample logs an error and returns LLAMA_TOKEN_NULL on NaN logits or when nothing was
+ *   selected (b4748 aborts). */
+
 typedef void *llama_sampler_context_t;
 
 /* Interface a sampler implements; user code may supply its own. */
@@ -1032,7 +1061,8 @@ LLAMA_API struct llama_sampler *llama_sampler_init_top_p(float p, size_t min_kee
 /* Drops candidates below p times the top probability (keeping at least min_keep). */
 LLAMA_API struct llama_sampler *llama_sampler_init_min_p(float p, size_t min_keep);
 
-/* Locally typical sampling with mass p. */
+/* Locally typical sampling with mass p, keeping at least min_keep; min_keep = 0 keeps every candidate
+ * (b4748's min_keep - 1 wraps around; common code passes 0), in typical order. */
 LLAMA_API struct llama_sampler *llama_sampler_init_typical(float p, size_t min_keep);
 
 /* Divides the logits by t; t <= 0 keeps only the maximum. */
@@ -1044,10 +1074,12 @@ LLAMA_API struct llama_sampler *llama_sampler_init_temp_ext(float t, float delta
 /* Exclude-top-choices: with probability p removes every candidate above threshold t but the least likely. */
 LLAMA_API struct llama_sampler *llama_sampler_init_xtc(float p, float t, size_t min_keep, uint32_t seed);
 
-/* Masks logits more than n standard deviations below the maximum, then applies softmax. */
+/* Masks logits more than n standard deviations below the maximum, then applies softmax. n = 0 keeps only
+ * the maximal logits; n < 0 does nothing (see the differences from b4748 below). */
 LLAMA_API struct llama_sampler *llama_sampler_init_top_n_sigma(float n);
 
-/* Mirostat v1 (target surprise tau, learning rate eta, m tokens for the estimate); selects a token. */
+/* Mirostat v1 (target surprise tau, learning rate eta, m tokens for the estimate); selects a token. A
+ * computed k below 1, beyond INT32_MAX or not a number keeps one candidate (b4748: max(int(k), 1), x86). */
 LLAMA_API struct llama_sampler *llama_sampler_init_mirostat(int32_t n_vocab, uint32_t seed, float tau,
                                                             float eta, int32_t m);
 

@@ -114,7 +114,8 @@ const struct llama_vocab *llama_model_get_vocab(const struct llama_model *model)
 enum llama_rope_type llama_model_rope_type(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, LLAMA_ROPE_TYPE_NONE);
     const lctx::kernels::RopeParams &r = hp(model).rope;
-    if (r.n_rot == 0) return LLAMA_ROPE_TYPE_NONE;
+    // A vocab-only load reads no rotary dimensions; b4748 answers by architecture alone (llama: NORM).
+    if (r.n_rot == 0 && !model->vocab_only) return LLAMA_ROPE_TYPE_NONE;
     return r.mode == lctx::kernels::RopeMode::Neox ? LLAMA_ROPE_TYPE_NEOX : LLAMA_ROPE_TYPE_NORM;
 }
 

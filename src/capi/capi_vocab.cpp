@@ -62,7 +62,7 @@ enum llama_token_attr llama_vocab_get_attr(const struct llama_vocab *vocab, llam
 
 bool llama_vocab_is_eog(const struct llama_vocab *vocab, llama_token token) {
     LCTX_CAPI_REQUIRE(vocab, false);
-    return guard(__func__, false, [&] { return vocab_of(vocab).is_eog(token); });
+    return vocab_of(vocab).is_eog(token);  // false, silently, for ids outside the vocabulary
 }
 
 bool llama_vocab_is_control(const struct llama_vocab *vocab, llama_token token) {

@@ -40,13 +40,66 @@ float get_f32(const gguf::File &f, const std::string &key, float def) {
 
 }  // namespace
 
-HParams HParams::load(const gguf::File &f) {
+namespace {
+
+// The vocabulary size: <arch>.vocab_size, else the token list's length (the output matrix is checked against
+// it).
+uint32_t vocab_size(const gguf::File &f, const std::string &p) {
+    uint32_t n = 0;
+    if (const gguf::Value *toks = f.find("tokenizer.ggml.tokens"))
+        n = static_cast<uint32_t>(toks->array_size());
+    return get_u32(f, p + "vocab_size", false, n);
+}
+
+HParams load_arch(const gguf::File &f) {
     HParams hp;
     std::optional<std::string> arch = f.get_string("general.architecture");
     if (!arch) throw Error("model metadata is missing 'general.architecture'");
     hp.arch_name = *arch;
     hp.arch = arch_from_name(*arch);
-    const std::string p = *arch + ".";
+    return hp;
+}
+
+}  // namespace
+
+HParams HParams::load_vocab_only(const gguf::File &f) {
+    HParams hp = load_arch(f);
+    hp.n_vocab = vocab_size(f, hp.arch_name + ".");
+    return hp;
+}
+
+const char *model_size_name(const HParams &hp) {
+    switch (hp.arch) {
+        case Arch::Llama:  // b4748's rules for llama without experts (lctx loads none)
+            switch (hp.n_layer) {
+                case 16:
+                case 22:
+                    return "1B";
+                case 26:
+                case 28:
+                    return "3B";
+                case 32:  // granite's vocabulary has 49152 tokens
+                    return hp.n_vocab == 49152 ? "3B" : hp.n_vocab < 40000 ? "7B" : "8B";
+                case 36:
+                    return "8B";
+                case 40:
+                    return "13B";
+                case 48:
+                    return "34B";
+                case 60:
+                    return "30B";
+                case 80:
+                    return hp.n_head == hp.n_head_kv ? "65B" : "70B";
+                default:
+                    return "?B";
+            }
+    }
+    return "?B";
+}
+
+HParams HParams::load(const gguf::File &f) {
+    HParams hp = load_arch(f);
+    const std::string p = hp.arch_name + ".";
 
     hp.n_ctx_train = get_u32(f, p + "context_length", true);
     hp.n_embd = get_u32(f, p + "embedding_length", true);
@@ -86,10 +139,7 @@ HParams HParams::load(const gguf::File &f) {
         static_cast<int>(get_u32(f, p + "rope.scaling.original_context_length", false, hp.n_ctx_train));
     hp.rope.mode = kernels::RopeMode::Normal;  // llama family: adjacent pairs
 
-    // The vocabulary size is the token list's length (the output matrix is checked against it).
-    if (const gguf::Value *toks = f.find("tokenizer.ggml.tokens"))
-        hp.n_vocab = static_cast<uint32_t>(toks->array_size());
-    hp.n_vocab = get_u32(f, p + "vocab_size", false, hp.n_vocab);
+    hp.n_vocab = vocab_size(f, p);
     return hp;
 }
 

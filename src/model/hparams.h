@@ -43,6 +43,13 @@ struct HParams {
     // Reads the hyper-parameters of `arch` from the file and validates them (non-zero sizes,
     // heads dividing evenly, rotary dims within the head); throws lctx::Error.
     static HParams load(const gguf::File &file);
+    // What a vocab-only load reads, as b4748: the architecture (it must be supported) and the vocabulary
+    // size; every other field keeps its default (zero sizes).
+    static HParams load_vocab_only(const gguf::File &file);
 };
+
+// b4748's size class of a model ("1B", "7B", "70B", ...) from its family's rules on the hyper-parameters;
+// "?B" when no rule matches (also for a vocab-only load).
+const char *model_size_name(const HParams &hp);
 
 }  // namespace lctx

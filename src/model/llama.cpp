@@ -6,6 +6,7 @@
 //     x += attention(q, cached K, cached V, mask) Wo
 //     h = rmsnorm(x) * ffn_norm
 //     x += (silu(h Wgate) * (h Wup)) Wdown
+//   (each product adds the file's optional bias, if it has one: project())
 //   logits = (rmsnorm(x) * output_norm) Woutput      (only for the rows that were asked for)
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "kernels/rows.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/projection.h"
 #include "util/error.h"
 
 namespace lctx {
@@ -133,9 +135,10 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
         // ---- attention block ----
         prefetch_kv_store(kv, static_cast<int>(il), b, v_dim);
         kernels::rms_norm_rows(x, l.attn_norm.data(), s.cur.data(), n_tokens, n_embd, hp.norm_rms_eps, pool);
-        const kernels::MatmulOutput qkv[] = {
-            {&l.wq, s.q.data(), q_dim}, {&l.wk, s.k.data(), k_dim}, {&l.wv, s.v.data(), v_dim}};
-        kernels::matmul_shared_input(qkv, 3, s.cur.data(), n_embd, n_tokens, pool, s.mm);
+        project({{&l.wq, &l.bq, s.q.data(), q_dim},
+                 {&l.wk, &l.bk, s.k.data(), k_dim},
+                 {&l.wv, &l.bv, s.v.data(), v_dim}},
+                s.cur.data(), n_embd, n_tokens, pool, s.mm);
         kernels::rope_rows(s.q.data(), n_tokens, q_dim, hp.n_head, hp.n_embd_head_k, s.rope_cs.data(), rope,
                            pool);
         kernels::rope_rows(s.k.data(), n_tokens, k_dim, hp.n_head_kv, hp.n_embd_head_k, s.rope_cs.data(),
@@ -173,16 +176,17 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
                 std::memmove(x + i * n_embd, x + static_cast<int64_t>(rows[i]) * n_embd,
                              sizeof(float) * n_embd);
 
-        kernels::matmul(l.wo, s.attn.data(), o_dim, n_rows, s.out.data(), n_embd, pool, s.mm);
+        project({{&l.wo, &l.bo, s.out.data(), n_embd}}, s.attn.data(), o_dim, n_rows, pool, s.mm);
         kernels::add_rows(x, s.out.data(), n_rows, n_embd, pool);
 
         // ---- feed-forward block (SwiGLU) ----
         kernels::rms_norm_rows(x, l.ffn_norm.data(), s.cur.data(), n_rows, n_embd, hp.norm_rms_eps, pool);
-        const kernels::MatmulOutput gate_up[] = {{&l.ffn_gate, s.ffn_a.data(), n_ff},
-                                                 {&l.ffn_up, s.ffn_b.data(), n_ff}};
-        kernels::matmul_shared_input(gate_up, 2, s.cur.data(), n_embd, n_rows, pool, s.mm);
+        project({{&l.ffn_gate, &l.ffn_gate_b, s.ffn_a.data(), n_ff},
+                 {&l.ffn_up, &l.ffn_up_b, s.ffn_b.data(), n_ff}},
+                s.cur.data(), n_embd, n_rows, pool, s.mm);
         kernels::swiglu_rows(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows, n_ff, pool);
-        kernels::matmul(l.ffn_down, s.ffn_a.data(), n_ff, n_rows, s.out.data(), n_embd, pool, s.mm);
+        project({{&l.ffn_down, &l.ffn_down_b, s.out.data(), n_embd}}, s.ffn_a.data(), n_ff, n_rows, pool,
+                s.mm);
         kernels::add_rows(x, s.out.data(), n_rows, n_embd, pool);
 
         if (b.abort_cb && b.abort_cb(b.abort_data)) return false;

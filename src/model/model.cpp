@@ -16,94 +16,143 @@ namespace lctx {
 
 Model::~Model() = default;
 
-namespace {
-
-// Looks up a tensor and checks its shape (ne[0] = columns, ne[1] = rows) and that lctx can compute
-// with its type.
-class TensorBinder {
-  public:
-    explicit TensorBinder(const gguf::File &f) : f_(f) {}
-
-    const gguf::TensorInfo *find(const std::string &name) const { return f_.find_tensor(name); }
-
-    kernels::WeightView matrix(const std::string &name, int64_t cols, int64_t rows, bool required = true) {
-        const gguf::TensorInfo *t = f_.find_tensor(name);
-        if (!t) {
-            if (required) throw Error("model is missing tensor '" + name + "'");
-            return {};
-        }
-        if (t->ne.size() > 2 && t->n_elements() != t->ne[0] * t->ne[1])
-            throw Error("tensor '" + name + "' has more than 2 dimensions");
-        const int64_t ne1 = t->ne.size() > 1 ? t->ne[1] : 1;
-        if (t->ne[0] != cols || ne1 != rows)
-            throw Error("tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) + ", " +
-                        std::to_string(ne1) + "], expected [" + std::to_string(cols) + ", " +
-                        std::to_string(rows) + "]");
-        if (!type_traits(t->type).has_compute)
-            throw Error("tensor '" + name + "' has type " + type_name(t->type) +
-                        ", which lctx cannot compute with yet");
-        kernels::WeightView w;
-        w.type = t->type;
-        w.data = f_.tensor_data(*t);
-        w.rows = rows;
-        w.cols = cols;
-        w.row_bytes = row_size(t->type, cols);
-        bytes_ += t->nbytes;
-        params_ += static_cast<uint64_t>(t->n_elements());
-        return w;
-    }
-
-    ParamVector vector(const std::string &name, int64_t n, bool required = true) {
-        const gguf::TensorInfo *t = f_.find_tensor(name);
-        if (!t) {
-            if (required) throw Error("model is missing tensor '" + name + "'");
-            return {};
-        }
-        if (t->n_elements() != n)
-            throw Error("tensor '" + name + "' has " + std::to_string(t->n_elements()) +
-                        " elements, expected " + std::to_string(n));
-        if (!type_traits(t->type).has_compute || n % type_traits(t->type).block_size != 0)
-            throw Error("tensor '" + name + "' has unsupported type " + type_name(t->type));
-        ParamVector v(static_cast<size_t>(n));
-        dequantize_row(t->type, f_.tensor_data(*t), v.data(), n);
-        bytes_ += t->nbytes;
-        params_ += static_cast<uint64_t>(n);
-        return v;
-    }
-
-    uint64_t bytes() const { return bytes_; }
-    uint64_t params() const { return params_; }
-
-  private:
-    const gguf::File &f_;
-    uint64_t bytes_ = 0;
-    uint64_t params_ = 0;
-};
-
-}  // namespace
-
 std::unique_ptr<Model> Model::load(const std::string &path, const ModelLoadOptions &opts) {
     std::unique_ptr<Model> m(new Model());
     m->path_ = path;
+    m->vocab_only_ = opts.vocab_only;
     m->file_ = gguf::File::open(path);
-    m->hparams_ = HParams::load(*m->file_);
+    // A vocab-only load reads what b4748's does: the architecture and vocabulary size, the vocabulary, and
+    // the file's tensor statistics; it never reports progress.
+    m->hparams_ = opts.vocab_only ? HParams::load_vocab_only(*m->file_) : HParams::load(*m->file_);
     m->vocab_ = Vocab::load(*m->file_);
     if (m->hparams_.n_vocab == 0) m->hparams_.n_vocab = static_cast<uint32_t>(m->vocab_->n_tokens());
+    m->count_tensors();
+    if (opts.vocab_only) return m;
     if (opts.progress && !opts.progress(0.0f, opts.progress_user_data))
         throw Error("model loading cancelled");
-    if (!opts.vocab_only) {
-        m->bind_weights();
-        const char *env = std::getenv("LCTX_REPACK");
-        if (opts.repack && !(env && std::string(env) == "0")) m->repack_weights(opts, 0.5f);
-    }
+    m->bind_weights();
+    const char *env = std::getenv("LCTX_REPACK");
+    if (opts.repack && !(env && std::string(env) == "0")) m->repack_weights(opts, 0.5f);
     if (opts.progress && !opts.progress(1.0f, opts.progress_user_data))
         throw Error("model loading cancelled");
     return m;
 }
 
+namespace {
+
+// llama_ftype of a file whose tensors are mostly of type t (b4748's guess when general.file_type is
+// absent); -1 for a type b4748 has no entry for (it then guesses all F32).
+int64_t ftype_of_type(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32:
+            return 0;
+        case GgmlType::F16:
+            return 1;
+        case GgmlType::BF16:
+            return 32;
+        case GgmlType::Q4_0:
+            return 2;
+        case GgmlType::Q4_1:
+            return 3;
+        case GgmlType::Q5_0:
+            return 8;
+        case GgmlType::Q5_1:
+            return 9;
+        case GgmlType::Q8_0:
+            return 7;
+        case GgmlType::Q2_K:
+            return 10;
+        case GgmlType::Q3_K:
+            return 12;  // Q3_K - Medium
+        case GgmlType::Q4_K:
+            return 15;  // Q4_K - Medium
+        case GgmlType::Q5_K:
+            return 17;  // Q5_K - Medium
+        case GgmlType::Q6_K:
+            return 18;
+        case GgmlType::TQ1_0:
+            return 36;
+        case GgmlType::TQ2_0:
+            return 37;
+        case GgmlType::IQ2_XXS:
+            return 19;
+        case GgmlType::IQ2_XS:
+            return 20;
+        case GgmlType::IQ2_S:
+            return 28;
+        case GgmlType::IQ3_XXS:
+            return 23;
+        case GgmlType::IQ1_S:
+            return 24;
+        case GgmlType::IQ1_M:
+            return 31;
+        case GgmlType::IQ4_NL:
+            return 25;
+        case GgmlType::IQ4_XS:
+            return 30;
+        case GgmlType::IQ3_S:
+            return 26;
+        default:
+            return -1;
+    }
+}
+
+constexpr int64_t kFtypeGuessed = 1024;  // LLAMA_FTYPE_GUESSED
+
+// The layer of a "blk.<n>." tensor name, -1 for the others.
+int layer_of(const std::string &name) {
+    int layer = -1;
+    if (name.rfind("blk.", 0) == 0) {
+        const char *p = name.c_str() + 4;
+        if (*p >= '0' && *p <= '9') {
+            long v = 0;
+            while (*p >= '0' && *p <= '9' && v < 1000000000) v = v * 10 + (*p++ - '0');
+            if (*p == '.') layer = static_cast<int>(v);
+        }
+    }
+    return layer;
+}
+
+}  // namespace
+
+void Model::count_tensors() {
+    const std::vector<gguf::TensorInfo> &ts = file_->tensors();
+    size_bytes_ = 0;
+    n_params_ = 0;
+    for (const gguf::TensorInfo &t : ts) {
+        size_bytes_ += t.nbytes;
+        n_params_ += static_cast<uint64_t>(t.n_elements());
+    }
+    // b4748 visits the tensors by layer, then by name (its weight map's order), and takes the first type to
+    // reach a new maximal count.
+    std::vector<const gguf::TensorInfo *> order;
+    order.reserve(ts.size());
+    for (const gguf::TensorInfo &t : ts) order.push_back(&t);
+    std::sort(order.begin(), order.end(), [](const gguf::TensorInfo *a, const gguf::TensorInfo *b) {
+        const int la = layer_of(a->name), lb = layer_of(b->name);
+        return la != lb ? la < lb : a->name < b->name;
+    });
+    std::vector<uint32_t> n_type(kGgmlTypeCount, 0);
+    uint32_t n_max = 0;
+    GgmlType type_max = GgmlType::F32;
+    for (const gguf::TensorInfo *t : order) {
+        const uint32_t n = ++n_type[static_cast<size_t>(t->type)];
+        if (n > n_max) {
+            n_max = n;
+            type_max = t->type;
+        }
+    }
+    const int64_t guess = ftype_of_type(type_max);
+    ftype_ = (guess < 0 ? 0 : guess) | kFtypeGuessed;
+    try {
+        if (const std::optional<int64_t> ft = file_->get_int("general.file_type")) ftype_ = *ft;
+    } catch (const std::exception &) {  // present with a non-integer type: keep the guess
+    }
+}
+
 void Model::bind_weights() {
     const HParams &hp = hparams_;
-    TensorBinder b(*file_);
+    WeightBinder b(*file_);
     const int64_t n_embd = hp.n_embd;
     const int64_t n_vocab = hp.n_vocab;
     const int64_t q_dim = static_cast<int64_t>(hp.n_embd_head_k) * hp.n_head;
@@ -111,11 +160,11 @@ void Model::bind_weights() {
     const int64_t v_dim = hp.n_embd_v_gqa();
     const int64_t o_dim = static_cast<int64_t>(hp.n_embd_head_v) * hp.n_head;
 
+    // The llama family's tensors, required and optional, as b4748 declares them (without experts).
     weights_.token_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
     weights_.output_norm = b.vector("output_norm.weight", n_embd);
-    weights_.output = b.matrix("output.weight", n_embd, n_vocab, /*required=*/false);
+    weights_.output = b.matrix("output.weight", n_embd, n_vocab, Need::Optional);
     if (!weights_.output.data) weights_.output = weights_.token_embd;  // tied embeddings
-    weights_.rope_freqs = b.vector("rope_freqs.weight", hp.rope.n_rot / 2, /*required=*/false);
 
     // Each layer has at least 9 tensors: a block_count the file cannot back is refused before anything is
     // sized from it.
@@ -131,13 +180,21 @@ void Model::bind_weights() {
         l.wk = b.matrix(p + "attn_k.weight", n_embd, k_dim);
         l.wv = b.matrix(p + "attn_v.weight", n_embd, v_dim);
         l.wo = b.matrix(p + "attn_output.weight", o_dim, n_embd);
+        l.bq = b.vector(p + "attn_q.bias", q_dim, Need::Optional);
+        l.bk = b.vector(p + "attn_k.bias", k_dim, Need::Optional);
+        l.bv = b.vector(p + "attn_v.bias", v_dim, Need::Optional);
+        l.bo = b.vector(p + "attn_output.bias", n_embd, Need::Optional);
         l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
         l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
-        l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
         l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
+        l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
+        l.ffn_gate_b = b.vector(p + "ffn_gate.bias", hp.n_ff, Need::Optional);
+        l.ffn_down_b = b.vector(p + "ffn_down.bias", n_embd, Need::Optional);
+        l.ffn_up_b = b.vector(p + "ffn_up.bias", hp.n_ff, Need::Optional);
     }
-    size_bytes_ = b.bytes();
-    n_params_ = b.params();
+    // One table of per-pair frequency divisors, shared by every layer.
+    weights_.rope_freqs = b.vector("rope_freqs.weight", hp.rope.n_rot / 2, Need::Optional);
+    b.finish();
 }
 
 void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
@@ -201,26 +258,30 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
 
 namespace {
 
-// llama.cpp's names of the llama_ftype values a file declares in general.file_type (a mixture names its
-// main type and size, e.g. "Q4_K - Medium"); nullptr for a value without one.
-const char *file_type_name(int64_t ftype) {
+// b4748's names of the llama_ftype values (llama_model_ftype_name); a guessed type gets " (guessed)".
+std::string ftype_name(int64_t ftype) {
+    if (ftype & kFtypeGuessed) return ftype_name(ftype & ~kFtypeGuessed) + " (guessed)";
     switch (ftype) {
         case 0:
             return "all F32";
         case 1:
             return "F16";
+        case 32:
+            return "BF16";
         case 2:
             return "Q4_0";
         case 3:
             return "Q4_1";
-        case 7:
-            return "Q8_0";
         case 8:
             return "Q5_0";
         case 9:
             return "Q5_1";
+        case 7:
+            return "Q8_0";
         case 10:
             return "Q2_K - Medium";
+        case 21:
+            return "Q2_K - Small";
         case 11:
             return "Q3_K - Small";
         case 12:
@@ -237,41 +298,44 @@ const char *file_type_name(int64_t ftype) {
             return "Q5_K - Medium";
         case 18:
             return "Q6_K";
-        case 21:
-            return "Q2_K - Small";
+        case 36:
+            return "TQ1_0 - 1.69 bpw ternary";
+        case 37:
+            return "TQ2_0 - 2.06 bpw ternary";
+        case 19:
+            return "IQ2_XXS - 2.0625 bpw";
+        case 20:
+            return "IQ2_XS - 2.3125 bpw";
+        case 28:
+            return "IQ2_S - 2.5 bpw";
+        case 29:
+            return "IQ2_M - 2.7 bpw";
+        case 22:
+            return "IQ3_XS - 3.3 bpw";
+        case 23:
+            return "IQ3_XXS - 3.0625 bpw";
+        case 24:
+            return "IQ1_S - 1.5625 bpw";
+        case 31:
+            return "IQ1_M - 1.75 bpw";
         case 25:
             return "IQ4_NL - 4.5 bpw";
         case 30:
             return "IQ4_XS - 4.25 bpw";
-        case 32:
-            return "BF16";
+        case 26:
+            return "IQ3_S - 3.4375 bpw";
+        case 27:
+            return "IQ3_S mix - 3.66 bpw";
         default:
-            return nullptr;
+            return "unknown, may not work";
     }
 }
 
 }  // namespace
 
 std::string Model::description() const {
-    // "<arch> <params> <type>" like llama.cpp's model desc: the file's declared type, else the type of the
-    // first attention weight
-    char buf[128];
-    const double p = static_cast<double>(n_params_);
-    const char *type = weights_.layers.empty() ? "?" : type_name(weights_.layers[0].wq.type);
-    std::optional<int64_t> ftype;
-    try {
-        ftype = file_->get_int("general.file_type");
-    } catch (const std::exception &) {  // present with a non-integer type: ignore it here
-    }
-    if (ftype)
-        if (const char *name = file_type_name(*ftype)) type = name;
-    if (p >= 1e9)
-        std::snprintf(buf, sizeof buf, "%s %.1fB %s", hparams_.arch_name.c_str(), p / 1e9, type);
-    else if (p >= 1e6)
-        std::snprintf(buf, sizeof buf, "%s %.0fM %s", hparams_.arch_name.c_str(), p / 1e6, type);
-    else
-        std::snprintf(buf, sizeof buf, "%s %.0fK %s", hparams_.arch_name.c_str(), p / 1e3, type);
-    return buf;
+    if (vocab_only_) return {};
+    return hparams_.arch_name + " " + model_size_name(hparams_) + " " + ftype_name(ftype_);
 }
 
 }  // namespace lctx

@@ -9,25 +9,26 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "model/hparams.h"
+#include "model/weight_binder.h"
 #include "util/page_buffer.h"
 
 namespace lctx {
 
 class Vocab;
 
-// A 1-D parameter vector (norm weight, bias) in f32.
-using ParamVector = std::vector<float>;
-
+// Optional tensors (biases) are empty when the file has none: applying them then costs nothing.
 struct LayerWeights {
-    ParamVector attn_norm;         // [n_embd]
-    kernels::WeightView wq;        // [n_head * head_dim_k, n_embd]
-    kernels::WeightView wk;        // [n_head_kv * head_dim_k, n_embd]
-    kernels::WeightView wv;        // [n_head_kv * head_dim_v, n_embd]
-    kernels::WeightView wo;        // [n_embd, n_head * head_dim_v]
-    ParamVector ffn_norm;          // [n_embd]
-    kernels::WeightView ffn_gate;  // [n_ff, n_embd]
-    kernels::WeightView ffn_up;    // [n_ff, n_embd]
-    kernels::WeightView ffn_down;  // [n_embd, n_ff]
+    ParamVector attn_norm;                         // [n_embd]
+    kernels::WeightView wq;                        // [n_head * head_dim_k, n_embd]
+    kernels::WeightView wk;                        // [n_head_kv * head_dim_k, n_embd]
+    kernels::WeightView wv;                        // [n_head_kv * head_dim_v, n_embd]
+    kernels::WeightView wo;                        // [n_embd, n_head * head_dim_v]
+    ParamVector bq, bk, bv, bo;                    // optional biases of the four projections
+    ParamVector ffn_norm;                          // [n_embd]
+    kernels::WeightView ffn_gate;                  // [n_ff, n_embd]
+    kernels::WeightView ffn_up;                    // [n_ff, n_embd]
+    kernels::WeightView ffn_down;                  // [n_embd, n_ff]
+    ParamVector ffn_gate_b, ffn_up_b, ffn_down_b;  // optional biases
 };
 
 struct ModelWeights {
@@ -59,15 +60,22 @@ class Model {
     const ModelWeights &weights() const { return weights_; }
     const Vocab &vocab() const { return *vocab_; }
     const gguf::File &file() const { return *file_; }
-    // Bytes and parameter count of the weight tensors.
+    // Bytes and element count of all the file's tensors (as b4748 counts them, also for vocab-only loads).
     uint64_t size_bytes() const { return size_bytes_; }
     uint64_t n_params() const { return n_params_; }
-    std::string description() const;  // e.g. "llama 260K F32"
+    // b4748's llama_model_desc: "<arch> <size class> <file type>", e.g. "llama 7B Q4_0" or
+    // "llama ?B all F32 (guessed)"; empty for a vocab-only load (b4748 never sets it there).
+    std::string description() const;
+    // The file's llama_ftype: general.file_type, else guessed from its most common tensor type, with
+    // LLAMA_FTYPE_GUESSED (1024) set.
+    int64_t file_type() const { return ftype_; }
+    bool vocab_only() const { return vocab_only_; }
     const std::string &path() const { return path_; }
 
   private:
     Model() = default;
     void bind_weights();
+    void count_tensors();
     // Moves eligible matrices into interleaved copies; progress goes from `p0` to 1.
     void repack_weights(const ModelLoadOptions &opts, float p0);
 
@@ -79,6 +87,8 @@ class Model {
     PageBuffer repacked_;  // the interleaved copies the views point into, in the order they are read
     uint64_t size_bytes_ = 0;
     uint64_t n_params_ = 0;
+    int64_t ftype_ = 0;
+    bool vocab_only_ = false;
 };
 
 }  // namespace lctx

@@ -50,10 +50,12 @@ void MirostatSampler::apply(TokenDataArray &cur) {
     const float k =
         std::pow((e_hat * std::pow(2.0f, mu_)) / (1.0f - std::pow(static_cast<float>(n_vocab_), -e_hat)),
                  1.0f / s_hat);
-    // Out-of-range or undefined k (too few candidates to estimate, p = 0 pairs): clamp or keep all.
-    int64_t k_int = static_cast<int64_t>(cur.size);
-    if (std::isfinite(k) && k < static_cast<float>(cur.size))
-        k_int = std::max<int64_t>(1, static_cast<int64_t>(k));
+    // b4748 keeps max(int(k), 1): a k that no int holds (huge, infinite, NaN: too few candidates to
+    // estimate, p = 0 pairs) converts to INT_MIN on x86 and keeps one candidate. That is done here
+    // explicitly, without the undefined conversion.
+    int64_t k_int = 1;
+    if (k >= 1.0f && k < 2147483648.0f)
+        k_int = std::min(static_cast<int64_t>(k), static_cast<int64_t>(cur.size));
     candidates_top_k(cur, k_int);
     candidates_softmax(cur);
 

@@ -10,7 +10,8 @@ namespace lctx {
 // llama_sampler_init_mirostat(n_vocab, seed, tau, eta, m). Softmax; estimates the Zipf exponent s_hat
 // from the top m candidates by least squares of log(p_i / p_i+1) against log((i+2)/(i+1)); keeps the
 // top k = (e_hat * 2^mu / (1 - n_vocab^-e_hat))^(1/s_hat) candidates (e_hat = s_hat - 1, k clamped
-// to [1, size]; k = size when s_hat cannot be estimated); softmax again; draws one; then
+// to [1, size]; a k below 1, at or above 2^31 or NaN keeps one, as b4748's max(int(k), 1) does on
+// x86); softmax again; draws one; then
 // mu -= eta * (-log2 p_chosen - tau).
 class MirostatSampler final : public Sampler {
   public:

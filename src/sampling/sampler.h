@@ -4,17 +4,8 @@
 // llama_sampler_get_seed -> Sampler::seed(), llama_perf_sampler* -> SamplerChain's perf counters.
 // Samplers are not thread-safe; use one per thread.
 //
-// Deliberate differences from llama.cpp b4748 (each where upstream is undefined or a bug):
-// - every sort breaks logit ties by ascending id (upstream leaves ties unspecified), NaN orders as -inf;
-// - empty arrays are harmless everywhere (upstream asserts or reads data[0]); greedy/dist leave
-//   selected = -1, and dist selects nothing when every logit is -inf (upstream: NaN probabilities);
-// - clone() copies all state (upstream's penalties clone loses its counts; mirostat's clone writes
-//   mu into the source);
-// - typical with min_keep = 0 truncates (upstream's `i >= min_keep - 1` underflows and keeps all);
-// - min-p never empties the array (upstream can with p > 1 and min_keep = 0);
-// - top-n-sigma ignores -inf logits in its statistics and does nothing for n <= 0 (the later upstream
-//   fix); logit-bias marks the array unsorted when it changes a logit, and duplicate entries all apply;
-// - sample() throws lctx::Error on NaN logits or when nothing was selected (upstream aborts).
+// Where these samplers deliberately differ from llama.cpp b4748 is listed in one place: include/llama.h,
+// "Samplers: where lctx differs from b4748".
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -72,9 +72,11 @@ void TypicalSampler::apply(TokenDataArray &cur) {
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
 
+    // min_keep = 0 keeps every candidate (only reordered), as b4748 does: its `i >= min_keep - 1` wraps
+    // around to SIZE_MAX, and llama.cpp's common code passes 0 by default.
     size_t keep = cur.size;
     float cum = 0.0f;
-    for (size_t i = 0; i < order.size(); ++i) {
+    for (size_t i = 0; i < order.size() && min_keep_ > 0; ++i) {
         cum += cur.data[order[i]].p;
         if (cum > p_ && i + 1 >= min_keep_) {
             keep = i + 1;
@@ -90,7 +92,9 @@ void TypicalSampler::apply(TokenDataArray &cur) {
 }
 
 void TopNSigmaSampler::apply(TokenDataArray &cur) {
-    if (n_ <= 0.0f || cur.size <= 1) return;
+    // n = 0 keeps only the maximal logits (the cut is the maximum itself), as in b4748; a negative n would
+    // mask every candidate there (the cut lies above the maximum): here it does nothing.
+    if (n_ < 0.0f || cur.size <= 1) return;
     const float neg_inf = -std::numeric_limits<float>::infinity();
 
     float max_l = neg_inf;

@@ -54,8 +54,8 @@ class MinPSampler final : public Sampler {
 
 // llama_sampler_init_typical: locally typical sampling. Softmax; entropy H = -sum p log p; candidates
 // ordered by |(-log p) - H| (closest to typical first; ties keep the previous order), and the
-// shortest such prefix whose cumulative probability exceeds p is kept (at least min_keep). The result
-// is in that typical order, marked unsorted. p >= 1 does nothing.
+// shortest such prefix whose cumulative probability exceeds p is kept (at least min_keep; min_keep = 0
+// keeps all, as in b4748). The result is in that typical order, marked unsorted. p >= 1 does nothing.
 class TypicalSampler final : public Sampler {
   public:
     TypicalSampler(float p, size_t min_keep) : p_(p), min_keep_(min_keep) {}
@@ -71,7 +71,7 @@ class TypicalSampler final : public Sampler {
 
 // llama_sampler_init_top_n_sigma: sets to -inf every logit below max - n * sigma, where max, the mean
 // and the (population) standard deviation sigma are taken over the finite logits; then softmax.
-// n <= 0 or fewer than two candidates does nothing.
+// n = 0 keeps only the maximal logits; n < 0 or fewer than two candidates does nothing.
 class TopNSigmaSampler final : public Sampler {
   public:
     explicit TopNSigmaSampler(float n) : n_(n) {}

@@ -12,7 +12,7 @@ namespace lctx {
 
 namespace {
 
-const char *const kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
+const char *const kSpaceMarker = "▁";  // U+2581, SentencePiece's visible space
 
 std::string merge_key(std::string_view left, std::string_view right) {
     // length-prefixed so that pieces containing spaces cannot collide
@@ -114,7 +114,8 @@ int32_t Vocab::text_to_token(std::string_view text) const {
 }
 
 bool Vocab::is_eog(int32_t id) const {
-    token(id);  // range check
+    // No range check: an id outside the vocabulary (LLAMA_TOKEN_NULL from llama_vocab_eot() on a model
+    // without EOT, say) is simply not an end-of-generation token, as in b4748.
     return std::binary_search(eog_.begin(), eog_.end(), id);
 }
 
@@ -301,8 +302,9 @@ void Vocab::finish_load(const gguf::File &f) {
         if (*id >= int32_t(n)) *id = -1;
     }
 
-    // Older conversions do not name these tokens; find them by their text (earlier names in each list
-    // win) and make them control tokens.
+    // Older conversions do not name these tokens; find them by their text and make them control tokens.
+    // The lists are b4748's (llama-vocab.cpp), not later llama.cpp's. Where a vocabulary holds several
+    // texts of one list, the earlier text wins (b4748 takes whichever its hash map visits first).
     const auto find_by_text = [&](int32_t &id, std::initializer_list<const char *> names) {
         if (id >= 0) return;
         for (const char *name : names) {
@@ -312,22 +314,18 @@ void Vocab::finish_load(const gguf::File &f) {
         if (id >= 0 && !(tokens_[size_t(id)].attr & kAttrControl)) tokens_[size_t(id)].attr = kAttrControl;
     };
     find_by_text(eot_, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-                        "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>"});
+                        "<｜end▁of▁sentence｜>"});
     find_by_text(eom_, {"<|eom_id|>"});
-    find_by_text(fim_pre_,
-                 {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>"});
-    find_by_text(fim_suf_,
-                 {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>"});
-    find_by_text(fim_mid_,
-                 {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>"});
-    find_by_text(fim_pad_, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>"});
-    find_by_text(fim_rep_, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
-    find_by_text(fim_sep_, {"<|file_sep|>", "<fim-sep>", "<file_sep>"});
+    find_by_text(fim_pre_, {"<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>"});
+    find_by_text(fim_suf_, {"<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>"});
+    find_by_text(fim_mid_, {"<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>"});
+    find_by_text(fim_pad_, {"<|fim_pad|>", "<fim-pad>", "<PAD>"});
+    find_by_text(fim_rep_, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"});
+    find_by_text(fim_sep_, {"<|file_sep|>"});
 
-    // End-of-generation tokens: EOS/EOT/EOM, FIM pad/repo/sep, and tokens whose text says so.
-    static const char *const kEogTexts[] = {
-        "<|eot_id|>",    "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",        "<end_of_turn>",
-        "<|endoftext|>", "<|eom_id|>", "<EOT>",   "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>"};
+    // End-of-generation tokens: FIM pad/repo/sep, tokens whose text says so (b4748's list), and EOS/EOT/EOM.
+    static const char *const kEogTexts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                            "<|endoftext|>", "<|eom_id|>", "<EOT>"};
     for (size_t i = 0; i < n; ++i) {
         for (const char *t : kEogTexts) {
             if (text_of(tokens_[i]) == t) {
@@ -415,14 +413,25 @@ std::string Vocab::render_piece(int32_t id) const {
             return {};
         case VocabType::kBpe:
             if (t.attr & kAttrNormal) {
-                // undo the byte-level alphabet; a code point outside it is kept as it is
+                // Undo the byte-level alphabet. A code point outside it is marked as b4748's decoder does:
+                // "[UNK_BYTE_0x" + its UTF-8 bytes in lowercase hex + the whole token text + "]".
                 std::string s;
                 for (uint32_t c : unicode::decode_utf8(text)) {
                     const int b = unicode::codepoint_to_byte(c);
-                    if (b >= 0)
+                    if (b >= 0) {
                         s += char(b);
-                    else
-                        unicode::append_utf8(s, c);
+                        continue;
+                    }
+                    std::string utf8;
+                    unicode::append_utf8(utf8, c);
+                    s += "[UNK_BYTE_0x";
+                    for (unsigned char u : utf8) {
+                        char hex[3];
+                        std::snprintf(hex, sizeof hex, "%02x", u);
+                        s += hex;
+                    }
+                    s.append(text);
+                    s += ']';
                 }
                 return s;
             }

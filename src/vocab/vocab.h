@@ -79,7 +79,7 @@ class Vocab {
     int32_t token_attr(int32_t id) const { return token(id).attr; }
     bool is_control(int32_t id) const { return (token(id).attr & kAttrControl) != 0; }
     bool is_byte(int32_t id) const { return (token(id).attr & kAttrByte) != 0; }
-    bool is_eog(int32_t id) const;
+    bool is_eog(int32_t id) const;  // false for any id outside the vocabulary (never throws)
     // The id whose text is exactly `text`, or -1.
     int32_t text_to_token(std::string_view text) const;
 

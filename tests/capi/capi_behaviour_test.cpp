@@ -451,6 +451,54 @@ TEST_F(Capi, PerfCountersCount) {
     llama_free(ctx);
 }
 
+TEST_F(Capi, ModelDescFollowsB4748) {
+    // stories260K: 5 layers (no size class), no general.file_type, all tensors f32.
+    char desc[128];
+    EXPECT_EQ(llama_model_desc(model(), desc, sizeof desc), 26);
+    EXPECT_STREQ(desc, "llama ?B all F32 (guessed)");
+}
+
+TEST_F(Capi, VocabOnlyLoadCountsTensorsLeavesDescEmptyAndNeverCallsProgress) {
+    llama_model_params p = llama_model_default_params();
+    p.vocab_only = true;
+    int calls = 0;
+    p.progress_callback = [](float, void *ud) {
+        ++*static_cast<int *>(ud);
+        return false;  // would cancel a load that asked
+    };
+    p.progress_callback_user_data = &calls;
+    llama_model *m = llama_model_load_from_file(model_path().c_str(), p);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(calls, 0);
+    EXPECT_EQ(llama_model_size(m), llama_model_size(model()));
+    EXPECT_EQ(llama_model_n_params(m), llama_model_n_params(model()));
+    EXPECT_GT(llama_model_n_params(m), 200000u);
+    char desc[64] = "x";
+    EXPECT_EQ(llama_model_desc(m, desc, sizeof desc), 0);
+    EXPECT_STREQ(desc, "");
+    EXPECT_EQ(llama_model_n_layer(m), 0);  // b4748 reads no hyper-parameter but the vocabulary size
+    EXPECT_EQ(llama_model_rope_type(m), LLAMA_ROPE_TYPE_NORM);  // by architecture, as b4748
+    EXPECT_EQ(llama_vocab_n_tokens(llama_model_get_vocab(m)), 512);
+    llama_model_free(m);
+}
+
+TEST_F(Capi, IsEogOfAnIdOutsideTheVocabularyIsFalseAndSilent) {
+    // Programs call is_eog(vocab, llama_vocab_eot(vocab)) on models without EOT: b4748 answers false and
+    // logs nothing.
+    std::string got;
+    llama_log_set(
+        [](enum ggml_log_level level, const char *text, void *ud) {
+            if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN)
+                *static_cast<std::string *>(ud) += text;
+        },
+        &got);
+    for (llama_token t : {LLAMA_TOKEN_NULL, -100, llama_vocab_n_tokens(vocab()), 1 << 30}) {
+        EXPECT_FALSE(llama_vocab_is_eog(vocab(), t)) << t;
+    }
+    EXPECT_TRUE(llama_vocab_is_eog(vocab(), llama_vocab_eos(vocab())));
+    EXPECT_TRUE(got.empty()) << got;
+}
+
 TEST_F(Capi, LogCallbackReceivesMessages) {
     std::string got;
     llama_log_set(

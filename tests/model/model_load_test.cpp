@@ -183,5 +183,143 @@ TEST(ModelLoad, VocabOnlySkipsWeights) {
     EXPECT_TRUE(m->weights().layers.empty());
 }
 
+TEST(ModelLoad, VocabOnlyCountsTheFilesTensorsAndNeverReportsProgress) {
+    // b4748 counts every tensor of the file (its loader's statistics), reads no hyper-parameter but the
+    // vocabulary size, leaves the description empty and never calls the progress callback.
+    auto full = Model::load(kStories);
+    int calls = 0;
+    ModelLoadOptions o;
+    o.vocab_only = true;
+    o.progress = [](float, void *ud) {
+        ++*static_cast<int *>(ud);
+        return false;  // would cancel a load that asked
+    };
+    o.progress_user_data = &calls;
+    auto m = Model::load(kStories, o);
+    EXPECT_EQ(calls, 0);
+    EXPECT_EQ(m->n_params(), full->n_params());
+    EXPECT_EQ(m->size_bytes(), full->size_bytes());
+    uint64_t bytes = 0;
+    for (const gguf::TensorInfo &t : full->file().tensors()) bytes += t.nbytes;
+    EXPECT_EQ(m->size_bytes(), bytes);
+    EXPECT_EQ(m->description(), "");
+    EXPECT_EQ(m->hparams().n_layer, 0u);
+    EXPECT_EQ(m->hparams().n_vocab, 512u);
+    EXPECT_EQ(m->hparams().arch_name, "llama");
+}
+
+TEST(ModelLoad, VocabOnlyNeedsNoHyperParameters) {
+    // No tensors and none of the sizes HParams::load requires.
+    const std::string p = temp_model_path("vocabonly");
+    {
+        auto f = gguf::File::open(kStories);
+        gguf::Writer w;
+        for (const gguf::KeyValue &kv : f->metadata())
+            if (kv.key.rfind("llama.", 0) != 0) w.set(kv.key, kv.value);
+        w.write_file(p);
+    }
+    ModelLoadOptions o;
+    o.vocab_only = true;
+    auto m = Model::load(p, o);
+    EXPECT_EQ(m->vocab().n_tokens(), 512);
+    EXPECT_EQ(m->n_params(), 0u);
+    std::remove(p.c_str());
+}
+
+// ---- the tensors a family binds ----------------------------------------------------------------------
+
+TEST(ModelLoad, TensorsNoDeclarationBindsAreRefusedByName) {
+    std::vector<float> junk(64, 1.0f);
+    const std::string p = temp_model_path("junk");
+    {
+        auto f = gguf::File::open(kStories);
+        gguf::Writer w;
+        for (const gguf::KeyValue &kv : f->metadata()) w.set(kv.key, kv.value);
+        for (const gguf::TensorInfo &t : f->tensors())
+            w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
+        w.add_tensor("blk.0.junk.weight", GgmlType::F32, {64}, junk.data(), junk.size() * sizeof(float));
+        w.add_tensor("blk.9.attn_q.weight", GgmlType::F32, {64}, junk.data(), junk.size() * sizeof(float));
+        w.write_file(p);
+    }
+    try {
+        Model::load(p);
+        FAIL() << "a file with unused tensors must be refused";
+    } catch (const Error &e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("2 tensors"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("'blk.0.junk.weight'"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("'blk.9.attn_q.weight'"), std::string::npos) << msg;
+    }
+    std::remove(p.c_str());
+}
+
+TEST(ModelLoad, MisShapedOptionalBiasIsNamed) {
+    std::vector<float> b(5, 0.0f);
+    const std::string p = temp_model_path("badbias");
+    {
+        auto f = gguf::File::open(kStories);
+        gguf::Writer w;
+        for (const gguf::KeyValue &kv : f->metadata()) w.set(kv.key, kv.value);
+        for (const gguf::TensorInfo &t : f->tensors())
+            w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
+        w.add_tensor("blk.2.attn_output.bias", GgmlType::F32, {5}, b.data(), b.size() * sizeof(float));
+        w.write_file(p);
+    }
+    expect_load_error(p, "blk.2.attn_output.bias");
+}
+
+// ---- llama_model_desc: b4748's "<arch> <size class> <file type>" -------------------------------------
+
+// stories260K with its layers repeated up to n_layer (the size class follows the layer count).
+std::string with_layers(const std::string &tag, uint32_t n_layer,
+                        const std::function<void(gguf::Writer &)> &edit) {
+    auto f = gguf::File::open(kStories);
+    gguf::Writer w;
+    for (const gguf::KeyValue &kv : f->metadata()) w.set(kv.key, kv.value);
+    w.set_u32("llama.block_count", n_layer);
+    edit(w);
+    for (const gguf::TensorInfo &t : f->tensors()) {
+        if (t.name.rfind("blk.", 0) != 0) {
+            w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
+            continue;
+        }
+        const size_t dot = t.name.find('.', 4);
+        const int src = std::stoi(t.name.substr(4, dot - 4));
+        for (uint32_t il = static_cast<uint32_t>(src); il < n_layer; il += 5)
+            w.add_tensor("blk." + std::to_string(il) + t.name.substr(dot), t.type, t.ne, f->tensor_data(t),
+                         t.nbytes);
+    }
+    const std::string path = temp_model_path(tag);
+    w.write_file(path);
+    return path;
+}
+
+TEST(ModelDesc, GuessedFileTypeAndUnknownSize) {
+    // stories260K has no general.file_type and 5 layers: b4748 prints "llama ?B all F32 (guessed)".
+    auto m = Model::load(kStories);
+    EXPECT_EQ(m->description(), "llama ?B all F32 (guessed)");
+    EXPECT_EQ(m->file_type(), 0 | 1024);
+}
+
+TEST(ModelDesc, SizeClassFromTheLayerCountAndDeclaredFileType) {
+    struct Case {
+        uint32_t n_layer;
+        int64_t ftype;  // -1: none declared
+        const char *want;
+    };
+    for (const Case &c :
+         {Case{32, 15, "llama 7B Q4_K - Medium"}, Case{22, 2, "llama 1B Q4_0"},
+          Case{40, -1, "llama 13B all F32 (guessed)"}, Case{26, 27, "llama 3B IQ3_S mix - 3.66 bpw"},
+          Case{12, 99, "llama ?B unknown, may not work"}}) {
+        const std::string p =
+            with_layers("desc" + std::to_string(c.n_layer), c.n_layer, [&](gguf::Writer &w) {
+                if (c.ftype >= 0) w.set_u32("general.file_type", static_cast<uint32_t>(c.ftype));
+            });
+        auto m = Model::load(p);
+        EXPECT_EQ(m->description(), c.want);
+        std::remove(p.c_str());
+    }
+}
+
 }  // namespace
 }  // namespace lctx

@@ -191,6 +191,22 @@ TEST(Mirostat, ZipfCandidatesGiveTheExpectedK) {
     EXPECT_EQ(d.arr.size, 16u);
 }
 
+TEST(Mirostat, KBeyondAnyIntOrUndefinedKeepsOneCandidate) {
+    // b4748 keeps max(int(k), 1): a k no int holds converts to INT_MIN (x86) and one candidate is left.
+    std::vector<float> probs;
+    for (int i = 0; i < 1000; ++i) probs.push_back(1.0f / static_cast<float>((i + 1) * (i + 1)));
+    // tau = 100: mu = 200, k = sqrt(2^200 / 0.999) ~ 1e30 (or +inf in float): far beyond INT_MAX.
+    auto huge = Cands::from_probs(probs);
+    MirostatSampler(1000, 11, 100.0f, 0.1f, 100).apply(huge.arr);
+    EXPECT_EQ(huge.arr.size, 1u);
+    EXPECT_EQ(huge.arr.selected, 0);
+    // m = 1: no pair to fit, s_hat = 0 / 0, k is NaN.
+    auto nan_k = Cands::from_probs(probs);
+    MirostatSampler(1000, 11, 2.5f, 0.1f, 1).apply(nan_k.arr);
+    EXPECT_EQ(nan_k.arr.size, 1u);
+    EXPECT_EQ(nan_k.arr.data[0].id, 0);
+}
+
 TEST(Mirostat, SingleCandidateAndCloneState) {
     MirostatSampler s(10, 4, 3.0f, 0.2f, 100);
     Cands one({1.0f});

@@ -208,6 +208,14 @@ TEST(Typical, MinKeepWins) {
     EXPECT_EQ(c.ids(), (std::vector<Token>{1, 2, 0}));
 }
 
+TEST(Typical, MinKeepZeroKeepsEveryCandidateInTypicalOrder) {
+    // b4748 tests i >= min_keep - 1 on size_t: with 0 that is SIZE_MAX, so nothing is cut (common's default).
+    auto c = Cands::from_probs({0.4f, 0.3f, 0.2f, 0.1f});
+    TypicalSampler(0.1f, 0).apply(c.arr);
+    EXPECT_EQ(c.ids(), (std::vector<Token>{1, 2, 0, 3}));
+    EXPECT_FALSE(c.arr.sorted);
+}
+
 TEST(Typical, POfOneDoesNothing) {
     auto c = Cands::from_probs({0.4f, 0.3f, 0.2f, 0.1f});
     TypicalSampler(1.0f, 1).apply(c.arr);
@@ -455,9 +463,22 @@ TEST(TopNSigma, MinusInfinityIsLeftOutOfTheStatistics) {
     EXPECT_GT(c.find(3).p, 0.0f);
 }
 
-TEST(TopNSigma, NonPositiveNDoesNothing) {
-    Cands c({0.0f, 10.0f});
+TEST(TopNSigma, ZeroNKeepsOnlyTheMaximalLogits) {
+    // b4748: the cut is max - 0 * sigma = max, so every smaller logit is masked (ties with the maximum stay).
+    Cands c({0.0f, 10.0f, 3.0f, 10.0f});
     TopNSigmaSampler(0.0f).apply(c.arr);
+    EXPECT_EQ(c.find(1).logit, 10.0f);
+    EXPECT_EQ(c.find(3).logit, 10.0f);
+    EXPECT_EQ(c.find(0).logit, -kInf);
+    EXPECT_EQ(c.find(2).logit, -kInf);
+    EXPECT_EQ(c.find(1).p, 0.5f);
+    EXPECT_TRUE(c.arr.sorted);
+}
+
+TEST(TopNSigma, NegativeNDoesNothing) {
+    // A deliberate difference (llama.h): b4748 masks every candidate, leaving no probability to draw from.
+    Cands c({0.0f, 10.0f});
+    TopNSigmaSampler(-1.0f).apply(c.arr);
     EXPECT_EQ(c.logits(), (std::vector<float>{0.0f, 10.0f}));
     EXPECT_FALSE(c.arr.sorted);
 }

@@ -212,7 +212,7 @@ TEST(VocabBadInput, OutOfRangeIdsThrow) {
         EXPECT_THROW(v.token_text(bad), Error) << bad;
         EXPECT_THROW(v.score(bad), Error) << bad;
         EXPECT_THROW(v.token_attr(bad), Error) << bad;
-        EXPECT_THROW(v.is_eog(bad), Error) << bad;
+        EXPECT_FALSE(v.is_eog(bad)) << bad;  // "not end-of-generation", as b4748 answers
         EXPECT_THROW(v.detokenize({1, bad}, false, false), Error) << bad;
     }
 }
@@ -301,6 +301,67 @@ TEST(VocabLoad, TinyInMemoryBpe) {
     EXPECT_EQ(v->eos(), 3);
     EXPECT_EQ(v->bos(), -1);  // default id 11 is outside this vocabulary
     EXPECT_TRUE(v->is_eog(3));
+}
+
+TEST(VocabPieces, BpeCodePointOutsideTheByteAlphabetIsMarked) {
+    // b4748's BPE decode: each code point outside the byte-level alphabet becomes "[UNK_BYTE_0x" + its
+    // UTF-8 bytes in lowercase hex + the whole token text + "]"; the others decode to their bytes.
+    gguf::Writer w = tiny_bpe();
+    w.set_string_array("tokenizer.ggml.tokens", {"a", "b", "ab", "<|endoftext|>", "\xE2\x96\x81re"});
+    w.set_i32_array("tokenizer.ggml.token_type", {1, 1, 1, 3, 1});
+    const auto v = load_from(w);
+    EXPECT_EQ(v->token_to_piece(4, false), "[UNK_BYTE_0xe29681\xE2\x96\x81re]re");
+    EXPECT_EQ(v->token_to_piece(2, false), "ab");
+    EXPECT_EQ(v->detokenize({2, 4}, false, false), "ab[UNK_BYTE_0xe29681\xE2\x96\x81re]re");
+}
+
+// ---- special tokens found by their text (b4748's lists) -----------------------------------------
+
+TEST(VocabSpecialByText, RefactFimTextsAreNotInB4748sLists) {
+    // Refact spells its FIM tokens "<fim_prefix>", ...: b4748 knows only "<fim-prefix>" and the others, so
+    // no FIM token is found, and only "<|endoftext|>" (id 0: EOS and EOT) ends generation.
+    const Vocab &v = fixture_vocab("refact");
+    for (int32_t id : {v.fim_pre(), v.fim_suf(), v.fim_mid(), v.fim_pad(), v.fim_rep(), v.fim_sep()})
+        EXPECT_EQ(id, -1);
+    EXPECT_EQ(v.eog_tokens(), (std::vector<int32_t>{0}));
+    EXPECT_EQ(v.eot(), 0);
+}
+
+TEST(VocabSpecialByText, SpmPadTokenIsFimPadControlAndEog) {
+    gguf::Writer w;
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "<PAD>", "a"});
+    w.set_i32_array("tokenizer.ggml.token_type", {2, 3, 3, 1, 1});
+    const auto v = load_from(w);
+    EXPECT_EQ(v->fim_pad(), 3);
+    EXPECT_TRUE(v->is_control(3));
+    EXPECT_TRUE(v->is_eog(3));
+    EXPECT_EQ(v->eog_tokens(), (std::vector<int32_t>{2, 3}));
+}
+
+TEST(VocabSpecialByText, OnlyB4748sTextsEndGeneration) {
+    // Texts later llama.cpp added ("<|end_of_text|>", "<end_of_utterance>", "_<EOT>", "<|return|>",
+    // "<|call|>", "<fim_pad>", "<reponame>", "<file_sep>") are plain tokens in b4748.
+    gguf::Writer w;
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", "gpt-2");
+    const std::vector<std::string> texts = {
+        "a",          "b",          "ab",       "<|end_of_text|>", "<end_of_utterance>",
+        "_<EOT>",     "<|return|>", "<|call|>", "<fim_pad>",       "<reponame>",
+        "<file_sep>", "<|eom_id|>", "<REPO>",   "<|file_sep|>"};
+    w.set_string_array("tokenizer.ggml.tokens", texts);
+    w.set_i32_array("tokenizer.ggml.token_type", std::vector<int32_t>(texts.size(), 1));
+    w.set_string_array("tokenizer.ggml.merges", {"a b"});
+    w.set_u32("tokenizer.ggml.eos_token_id", 0);
+    const auto v = load_from(w);
+    EXPECT_EQ(v->eot(), -1);
+    EXPECT_EQ(v->eom(), 11);
+    EXPECT_EQ(v->fim_pad(), -1);
+    EXPECT_EQ(v->fim_rep(), 12);
+    EXPECT_EQ(v->fim_sep(), 13);
+    EXPECT_EQ(v->eog_tokens(), (std::vector<int32_t>{0, 11, 12, 13}));
+    for (int32_t id = 3; id <= 10; ++id) EXPECT_FALSE(v->is_control(id)) << texts[size_t(id)];
+    EXPECT_TRUE(v->is_control(12));
 }
 
 TEST(VocabLoad, BadMetadataIsAnError) {
