@@ -257,11 +257,13 @@ int32_t llama_rm_adapter_lora(struct llama_context *, struct llama_adapter_lora 
 
 void llama_clear_adapter_lora(struct llama_context *) {}
 
-int32_t llama_apply_adapter_cvec(struct llama_context *, const float *data, size_t, int32_t, int32_t,
-                                 int32_t) {
-    if (!data) return 0;  // removing the (absent) control vector succeeds
-    not_supported(__func__, "control vectors");
-    return 1;
+int32_t llama_apply_adapter_cvec(struct llama_context *ctx, const float *data, size_t len, int32_t n_embd,
+                                 int32_t il_start, int32_t il_end) {
+    LCTX_CAPI_REQUIRE(ctx, 1);
+    return guard(__func__, 1, [&] {
+        ctx->impl->set_control_vector(data, len, n_embd, il_start, il_end);
+        return 0;
+    });
 }
 
 }  // extern "C"

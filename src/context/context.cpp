@@ -69,6 +69,26 @@ kernels::ThreadPool &Context::pool_for(int32_t n_tokens) {
     return *p;
 }
 
+void Context::set_control_vector(const float *data, size_t len, int32_t n_embd, int32_t il_start,
+                                 int32_t il_end) {
+    const HParams &hp = model_.hparams();
+    if (!data) {
+        cvec_.clear();
+        return;
+    }
+    if (n_embd != static_cast<int32_t>(hp.n_embd))
+        throw Error("control vector n_embd = " + std::to_string(n_embd) + " does not match the model's " +
+                    std::to_string(hp.n_embd));
+    std::vector<float> v(static_cast<size_t>(hp.n_layer) * hp.n_embd, 0.0f);
+    for (uint32_t il = 1; il < hp.n_layer; ++il) {
+        const size_t off = static_cast<size_t>(hp.n_embd) * (il - 1);
+        if (off + hp.n_embd <= len) std::copy(data + off, data + off + hp.n_embd, v.begin() + il * hp.n_embd);
+    }
+    cvec_ = std::move(v);
+    cvec_first_ = il_start;
+    cvec_last_ = il_end;
+}
+
 void Context::perf_reset() {
     perf_ = PerfCounters{};
     perf_.t_start_ms = now_ms();
@@ -294,6 +314,9 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.out_rows = out_rows_.data();
         fb.logits = want_logits ? logits_.data() + static_cast<size_t>(out_row) * hp.n_vocab : nullptr;
         fb.hidden = params_.embeddings ? embd_.data() + static_cast<size_t>(out_row) * hp.n_embd : nullptr;
+        fb.cvec = cvec_.empty() ? nullptr : cvec_.data();
+        fb.cvec_first = cvec_first_;
+        fb.cvec_last = cvec_last_;
         fb.abort_cb = params_.abort_callback;
         fb.abort_data = params_.abort_callback_data;
         if (!forward(model_, kv_->view(), fb, scratch_, pool)) return stop(DecodeStatus::Aborted);

@@ -101,6 +101,11 @@ class Context {
     // rest and moves the remainder back so that decoding can go on. Returns the positions dropped.
     int32_t shift_context(int32_t seq, int32_t n_keep);
 
+    // Control vector (llama_apply_adapter_cvec): data holds n_embd values per layer from layer 1 on (layer 0
+    // has none, as llama.cpp), as many layers as `len` covers; applied to layers [il_start, il_end]. Null
+    // data switches it off. Throws Error when n_embd is not the model's.
+    void set_control_vector(const float *data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);
+
     PerfCounters perf() const { return perf_; }
     void perf_reset();
 
@@ -129,6 +134,8 @@ class Context {
     std::vector<int32_t> cls_missing_;                // sequences of the last batch without position 0
     int32_t n_outputs_ = 0;
 
+    std::vector<float> cvec_;  // [n_layer][n_embd] control vector, empty when none
+    int32_t cvec_first_ = 0, cvec_last_ = -1;
     std::vector<float> mask_;        // [n_ubatch][n_kv]
     std::vector<uint32_t> cells_;    // cells of the current micro-batch
     std::vector<uint32_t> placed_;   // cells of every micro-batch of the current call (for rollback)

@@ -41,6 +41,10 @@ struct ForwardBatch {
     const int32_t *out_rows = nullptr;  // [n_outputs] ubatch rows whose outputs are wanted (ascending)
     float *logits = nullptr;            // [n_outputs][n_vocab], or null
     float *hidden = nullptr;            // [n_outputs][n_embd] normalized final hidden state, or null
+    // Control vector (llama_apply_adapter_cvec): [n_layer][n_embd], added to the residual stream after
+    // layer il's feed-forward block for il in [cvec_first, cvec_last]; null when none is applied.
+    const float *cvec = nullptr;
+    int32_t cvec_first = 0, cvec_last = -1;
     // Polled between layers; returning true stops the pass (the caller discards the micro-batch).
     bool (*abort_cb)(void *) = nullptr;
     void *abort_data = nullptr;
@@ -58,6 +62,9 @@ struct ForwardScratch {
 // pass and the K-shift of the cache both take them from here, so a shifted key is rotated exactly as a key
 // computed at its new position would be.
 kernels::RopeParams layer_rope(const Model &model, uint32_t il);
+
+// Adds the batch's control vector of layer il (if any) to each of the n_rows rows of x.
+void add_control_vector(const ForwardBatch &b, uint32_t il, float *x, int64_t n_rows, int64_t n_embd);
 
 // Returns false when aborted through abort_cb.
 bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,

@@ -188,6 +188,7 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
         project({{&l.ffn_down, &l.ffn_down_b, s.out.data(), n_embd}}, s.ffn_a.data(), n_ff, n_rows, pool,
                 s.mm);
         kernels::add_rows(x, s.out.data(), n_rows, n_embd, pool);
+        add_control_vector(b, il, x, n_rows, n_embd);
 
         if (b.abort_cb && b.abort_cb(b.abort_data)) return false;
     }

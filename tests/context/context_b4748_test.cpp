@@ -548,3 +548,74 @@ TEST(FlashAttn, StateFilesHaveVByRowsAndRoundTrip) {
 }
 
 }  // namespace
+
+// ---- control vectors (llama_apply_adapter_cvec) ----
+
+namespace {
+
+TEST(ControlVector, AddsToTheResidualStreamOfTheLayersInRange) {
+    quiet_log();
+    const int32_t n_embd = llama_model_n_embd(model());
+    const int32_t n_layer = llama_model_n_layer(model());
+    const std::vector<llama_token> toks = tokenize("Once upon a time");
+    auto run = [&](const std::function<void(llama_context *)> &setup, bool embeddings) {
+        Ctx ctx(ctx_with([&](llama_context_params &p) { p.embeddings = embeddings; }));
+        setup(ctx.get());
+        EXPECT_EQ(decode_seq(ctx.get(), toks, 0, 0), 0);
+        const float *o =
+            embeddings ? llama_get_embeddings_ith(ctx.get(), -1) : llama_get_logits_ith(ctx.get(), -1);
+        const int32_t n = embeddings ? n_embd : kVocab;
+        return o ? std::vector<float>(o, o + n) : std::vector<float>();
+    };
+    const auto plain = run([](llama_context *) {}, false);
+    // Layer il's vector sits at (il - 1) * n_embd; layer 0 never has one.
+    std::vector<float> v(static_cast<size_t>(n_embd) * (n_layer - 1), 0.0f);
+    EXPECT_EQ(run(
+                  [&](llama_context *c) {
+                      EXPECT_EQ(llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 0, n_layer), 0);
+                  },
+                  false),
+              plain);  // zeros change nothing
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+    EXPECT_EQ(
+        run([&](llama_context *c) { llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, n_layer, 99); },
+            false),
+        plain);  // no layer in range
+    EXPECT_EQ(run([&](llama_context *c) { llama_apply_adapter_cvec(c, v.data(), n_embd - 1, n_embd, 0, 99); },
+                  false),
+              plain);  // too short to cover layer 1
+    EXPECT_GT(
+        max_abs_diff(
+            run([&](llama_context *c) { llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1, 99); },
+                false),
+            plain),
+        1e-3f);
+    EXPECT_EQ(run(
+                  [&](llama_context *c) {
+                      llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1, 99);
+                      EXPECT_EQ(llama_apply_adapter_cvec(c, nullptr, 0, 0, 0, 0), 0);  // off again
+                  },
+                  false),
+              plain);
+    Ctx ctx(ctx_with([](llama_context_params &) {}));
+    EXPECT_EQ(llama_apply_adapter_cvec(ctx.get(), v.data(), v.size(), n_embd + 1, 1, 99), 1);  // wrong width
+
+    // A huge vector along one axis on the last layer dominates the final norm: the normalized hidden state
+    // becomes sqrt(n_embd) * output_norm[k] on that axis and ~0 elsewhere.
+    const int k = 5;
+    std::vector<float> axis(static_cast<size_t>(n_embd) * (n_layer - 1), 0.0f);
+    axis[static_cast<size_t>(n_layer - 2) * n_embd + k] = 1e6f;
+    const auto h = run(
+        [&](llama_context *c) {
+            llama_apply_adapter_cvec(c, axis.data(), axis.size(), n_embd, n_layer - 1, n_layer - 1);
+        },
+        true);
+    ASSERT_EQ(h.size(), static_cast<size_t>(n_embd));
+    const float w_k = model()->impl->weights().output_norm[k];
+    EXPECT_NEAR(h[k], std::sqrt(static_cast<float>(n_embd)) * w_k, 1e-3f * std::fabs(w_k) * 8);
+    for (int j = 0; j < n_embd; ++j) {
+        if (j != k) EXPECT_LT(std::fabs(h[j]), 1e-3f) << j;
+    }
+}
+
+}  // namespace
