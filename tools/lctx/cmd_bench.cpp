@@ -41,32 +41,28 @@ bool parse_int_list(const std::string &s, std::vector<int> *out) {
 
 int cmd_bench(int argc, char **argv) {
     CLI::App app{"Measure prompt processing and generation speed (like llama-bench)", "lctx bench"};
+    configure_app(app);
     std::string model_path = default_model_path();
     std::string threads_arg = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
     std::string peer_dir;
     bench::Settings s;
     bool json = false;
     double bw_mib = 1024;
-    app.add_option("-m,--model", model_path, "GGUF model file (default: the model shipped in models/)");
+    app.add_option("-m,--model", model_path, "GGUF model file");
     app.add_option("-p,--n-prompt", s.n_prompt, "prompt tokens of the pp test (0: skip it)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("-n,--n-gen", s.n_gen, "generated tokens of the tg test (0: skip it)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("-t,--threads", threads_arg, "comma-separated thread counts, e.g. 1,2");
     app.add_option("-r,--repetitions", s.reps, "timed repetitions of each test")->check(CLI::PositiveNumber);
-    app.add_option("-b,--batch-size", s.n_batch, "logical batch size (default 2048)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("-u,--ubatch-size", s.n_ubatch, "physical batch size (default 512)")
-        ->check(CLI::PositiveNumber);
+    app.add_option("-b,--batch-size", s.n_batch, "logical batch size")->check(CLI::PositiveNumber);
+    app.add_option("-u,--ubatch-size", s.n_ubatch, "physical batch size")->check(CLI::PositiveNumber);
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
     app.add_option("--peer", peer_dir,
                    "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
     app.add_flag("--json", json, "print a JSON list of results (llama-bench field names) instead of a table");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
+    const int st = parse_or_report(app, "bench", normalize_args(argc, argv));
+    if (st >= 0) return st;
     std::vector<int> threads;
     if (!parse_int_list(threads_arg, &threads)) {
         std::fprintf(stderr, "lctx bench: -t wants positive thread counts separated by commas, not '%s'\n",
