@@ -287,14 +287,18 @@ int cmd_chat(int argc, char **argv) {
 
     if (o.prompt_given && !o.prompt.empty() && !turn(o.prompt)) return 1;
 
-    const std::string marker = color ? "\033[32m> \033[0m" : "> ";
+    // Colors in a readline prompt sit between \001 and \002 so that it knows the prompt's width.
+    const bool rl = std::string(LineReader::backend()) != "none";
+    auto paint = [&](const char *text) {
+        if (!color) return std::string(text);
+        return std::string(rl ? "\001\033[32m\002" : "\033[32m") + text +
+               (rl ? "\001\033[0m\002" : "\033[0m");
+    };
+    const std::string marker = paint("> "), more = paint(". ");
     for (;;) {
-        std::optional<std::string> in = reader.read(marker, color ? "\033[32m. \033[0m" : ". ");
+        std::optional<std::string> in = reader.read(marker, more);
         if (!in) break;
         std::string line = *in;
-        if (!reader.interactive()) {
-            // A pipe: one turn per line (a trailing backslash already joined lines).
-        }
         if (line.empty()) continue;
         if (line[0] == '/' && line.rfind("//", 0) != 0) {
             const size_t sp = line.find(' ');
