@@ -298,3 +298,37 @@ TEST(BenchCli, ListsFormatsAndTheBatchThatRan) {
 
 }  // namespace
 }  // namespace lctx::bench
+
+namespace lctx::bench {
+namespace {
+
+// `lctx bench --peer` without a folder prefers the native build of install-peer.sh --native over the npm
+// library, and says which one it runs against.
+TEST(BenchPeerChoice, NativeBuildFirstThenNpmThenNone) {
+    namespace fs = std::filesystem;
+    const fs::path cache = fs::temp_directory_path() / ("lctx_peer_cache_" + std::to_string(getpid()));
+    const char *old = std::getenv("XDG_CACHE_HOME");
+    const std::string saved = old ? old : "";
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    EXPECT_EQ(default_peer_dir(), "");
+    const fs::path npm =
+        cache / "lctx" / "peer" / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64";
+    fs::create_directories(npm);
+    std::ofstream(npm / "libllama.v0.5.0.so") << "";
+    EXPECT_EQ(default_peer_dir(), npm.string());
+    EXPECT_NE(describe_peer(npm.string()).find("npm"), std::string::npos);
+    const fs::path native = cache / "lctx" / "peer-native" / "build" / "bin";
+    fs::create_directories(native);
+    std::ofstream(native / "libllama.so") << "";
+    std::ofstream(cache / "lctx" / "peer-native" / "lctx-peer-native") << "native build of llama.cpp abc\n";
+    EXPECT_EQ(default_peer_dir(), native.string());
+    EXPECT_EQ(describe_peer(native.string()), "native build of llama.cpp abc in " + native.string());
+    if (old)
+        setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    fs::remove_all(cache);
+}
+
+}  // namespace
+}  // namespace lctx::bench

@@ -77,6 +77,17 @@ int cmd_bench(int argc, char **argv) {
     const int st = parse_or_report(app, "bench", normalize_args(argc, argv));
     if (st >= 0) return st;
     if (json) output = "json";
+    const bool want_peer = app.count("--peer") > 0;
+    if (want_peer && peer_dir.empty()) {
+        peer_dir = bench::default_peer_dir();
+        if (peer_dir.empty()) {
+            std::fprintf(
+                stderr,
+                "lctx bench: --peer: no llama.cpp installed (run scripts/install-peer.sh --native, or "
+                "scripts/install-peer.sh for the npm library)\n");
+            return 1;
+        }
+    }
 
     std::vector<int> threads, prompts, gens, batches, ubatches, depths;
     struct ListArg {
@@ -274,8 +285,13 @@ int cmd_bench(int argc, char **argv) {
                             r.mem_bw / static_cast<double>(facts.bytes_per_token));
         std::printf("\n");
         if (!peer_dir.empty())
-            std::printf("llama.cpp: %s (build %s)\n", peer_dir.c_str(), peer_build.commit.c_str());
+            std::printf("llama.cpp: %s (build %s)\n",
+                        bench::describe_peer(bench::resolve_peer_lib_dir(peer_dir)).c_str(),
+                        peer_build.commit.c_str());
     }
+    if (!peer_dir.empty() && output != "md")
+        std::fprintf(stderr, "lctx bench: llama.cpp: %s\n",
+                     bench::describe_peer(bench::resolve_peer_lib_dir(peer_dir)).c_str());
     for (const std::string &w : bench::plausibility_warnings(results))
         std::fprintf(stderr, "lctx bench: warning: %s\n", w.c_str());
     return 0;
