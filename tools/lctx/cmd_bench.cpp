@@ -40,6 +40,8 @@ bool parse_int_list(const std::string &s, int min, std::vector<int> *out) {
     return !out->empty() && s.back() != ',';
 }
 
+const char *const kInstalledPeer = "<installed>";
+
 struct Test {
     int n_prompt, n_gen;
 };
@@ -74,11 +76,16 @@ int cmd_bench(int argc, char **argv) {
     app.add_option("--peer", peer_dir,
                    "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
     app.add_flag("--json", json, "the same as -o json");
-    const int st = parse_or_report(app, "bench", normalize_args(argc, argv));
+    // A bare --peer (last, or before another option) means the installed peer.
+    std::vector<std::string> args = normalize_args(argc, argv);
+    for (size_t i = 1; i < args.size(); ++i)
+        if (args[i] == "--peer" &&
+            (i + 1 == args.size() || (args[i + 1].size() > 1 && args[i + 1][0] == '-')))
+            args[i] = "--peer=" + std::string(kInstalledPeer);
+    const int st = parse_or_report(app, "bench", args);
     if (st >= 0) return st;
     if (json) output = "json";
-    const bool want_peer = app.count("--peer") > 0;
-    if (want_peer && peer_dir.empty()) {
+    if (peer_dir == kInstalledPeer) {
         peer_dir = bench::default_peer_dir();
         if (peer_dir.empty()) {
             std::fprintf(
