@@ -332,3 +332,25 @@ TEST(BenchPeerChoice, NativeBuildFirstThenNpmThenNone) {
 
 }  // namespace
 }  // namespace lctx::bench
+
+namespace lctx::bench {
+namespace {
+
+TEST(BenchMarkdown, RatioPerBatchSettingNamedOnlyWhenThereAreSeveral) {
+    Result a = fake("lctx", 64, 0, {1000, 1000});
+    Result b = fake("llama.cpp", 64, 0, {2000, 2000});
+    EXPECT_NE(markdown({a, b}).find("pp64 @ 2 threads: lctx/llama.cpp = 2.00\n"), std::string::npos);
+    Result c = a, d = b;
+    c.n_batch = d.n_batch = 32;
+    d.samples_ns = {4000, 4000};
+    const std::string md = markdown({a, b, c, d});
+    EXPECT_NE(md.find("pp64 @ 2 threads (n_batch 512, n_ubatch 512): lctx/llama.cpp = 2.00"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("pp64 @ 2 threads (n_batch 32, n_ubatch 512): lctx/llama.cpp = 4.00"),
+              std::string::npos)
+        << md;
+}
+
+}  // namespace
+}  // namespace lctx::bench

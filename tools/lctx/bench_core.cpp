@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "util/error.h"
 #include "util/page_buffer.h"
@@ -321,8 +323,9 @@ std::string markdown(const std::vector<Result> &results) {
         "| model | size | params | backend | threads | n_batch | n_ubatch | test | t/s | engine | GB/s | % "
         "of limit |\n"
         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
-    // (test, threads) -> engine -> mean t/s, for the ratio lines
-    std::map<std::pair<std::string, int>, std::map<std::string, double>> means;
+    // (test, threads, n_batch, n_ubatch) -> engine -> mean t/s, for the ratio lines
+    std::map<std::tuple<std::string, int, uint32_t, uint32_t>, std::map<std::string, double>> means;
+    std::map<std::pair<std::string, int>, std::set<std::pair<uint32_t, uint32_t>>> batches;
     for (const Result &r : results) {
         const Stats st = compute_stats(r.samples_ns, r.n_tokens());
         std::string gbps = "-", frac = "-";
@@ -337,17 +340,21 @@ std::string markdown(const std::vector<Result> &results) {
                std::to_string(r.n_batch) + " | " + std::to_string(r.n_ubatch) + " | " + r.test_name() +
                " | " + fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine + " | " + gbps + " | " +
                frac + " |\n";
-        means[{r.test_name() + (r.n_batch != results.front().n_batch || r.n_ubatch != results.front().n_ubatch
-                                    ? " b" + std::to_string(r.n_batch) + "/" + std::to_string(r.n_ubatch)
-                                    : ""),
-               r.n_threads}][r.engine] = st.avg_ts;
+        means[{r.test_name(), r.n_threads, r.n_batch, r.n_ubatch}][r.engine] = st.avg_ts;
+        batches[{r.test_name(), r.n_threads}].insert({r.n_batch, r.n_ubatch});
     }
     std::string ratios;
     for (const auto &[key, by_engine] : means) {
+        const auto &[test, threads, n_batch, n_ubatch] = key;
         const auto a = by_engine.find("lctx"), b = by_engine.find("llama.cpp");
         if (a == by_engine.end() || b == by_engine.end() || b->second <= 0) continue;
-        ratios += key.first + " @ " + std::to_string(key.second) +
-                  " threads: lctx/llama.cpp = " + fmt("%.2f", a->second / b->second) + "\n";
+        // The batch sizes only when this test ran with several.
+        const std::string batch =
+            batches[{test, threads}].size() > 1
+                ? " (n_batch " + std::to_string(n_batch) + ", n_ubatch " + std::to_string(n_ubatch) + ")"
+                : "";
+        ratios += test + " @ " + std::to_string(threads) + " threads" + batch +
+                  ": lctx/llama.cpp = " + fmt("%.2f", a->second / b->second) + "\n";
     }
     if (!ratios.empty()) out += "\n" + ratios;
     return out;
