@@ -321,3 +321,18 @@ TEST(CliChat, ContextShiftNoteIsOnItsOwnLine) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliChat, NPredictMinusTwoStopsAtAFullContext) {
+    for (const char *opts : {"-n -2", "-n -1 --no-context-shift"}) {
+        const auto r = lctx::testing::run_cli(std::string("chat -c 48 --ignore-eos --json -q ") + opts +
+                                              " <<< 'Once upon a time'");
+        ASSERT_EQ(r.status, 0) << opts << ": " << r.out;
+        const nlohmann::json j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["stop"], "context full") << opts;
+        EXPECT_GT(j["n_tokens"].get<int>(), 30) << opts;
+    }
+}
+
+}  // namespace

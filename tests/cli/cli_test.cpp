@@ -1,8 +1,6 @@
 // The lctx command-line tool, run as a user runs it.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 

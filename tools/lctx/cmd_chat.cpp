@@ -43,6 +43,7 @@ struct ChatSession {
     Context &ctx;
     std::vector<int32_t> tokens;     // what the KV cache holds, position by position
     int32_t n_keep = 0;              // tokens never dropped by a shift (BOS and the system prompt)
+    bool allow_shift = true;         // false with --no-context-shift or -n -2
     std::vector<std::string> notes;  // context-shift notes, printed after the reply (never inside a word)
 
     int32_t n_past() const { return static_cast<int32_t>(tokens.size()); }
@@ -52,7 +53,7 @@ struct ChatSession {
         const int32_t n_ctx = static_cast<int32_t>(ctx.kv().size());
         if (n > n_ctx - n_keep - 1) return false;
         while (n_past() + n > n_ctx) {
-            const int32_t dropped = ctx.shift_context(0, n_keep);
+            const int32_t dropped = allow_shift ? ctx.shift_context(0, n_keep) : 0;
             if (dropped == 0) return false;
             tokens.erase(tokens.begin() + n_keep, tokens.begin() + n_keep + dropped);
             notes.push_back("[context shift: dropped " + std::to_string(dropped) + " tokens, kept " +
@@ -173,6 +174,7 @@ int cmd_chat(int argc, char **argv) {
         std::fprintf(stderr, "lctx chat: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const int32_t n_ctx = static_cast<int32_t>(ctx->params().n_ctx);
     ChatSession session(*model, *ctx);
+    session.allow_shift = !o.no_context_shift && o.n_predict != -2;
     std::unique_ptr<SamplerChain> sampler = make_sampler_chain(o.sampling, vocab, n_ctx);
 
     LineReader reader(isatty(STDIN_FILENO) != 0);
@@ -233,10 +235,6 @@ int cmd_chat(int argc, char **argv) {
                 stop = "interrupted";
                 break;
             }
-            if (o.n_predict == -2 && session.n_past() >= n_ctx) {
-                stop = "context full";
-                break;
-            }
             const int32_t id =
                 sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
             sampler->accept(id);
@@ -248,7 +246,7 @@ int cmd_chat(int argc, char **argv) {
             reply += piece;
             ++n_tokens;
             if (!o.json) out.write(piece);
-            if ((o.no_context_shift || o.n_predict == -2) && session.n_past() >= n_ctx) {
+            if (!session.allow_shift && session.n_past() >= n_ctx) {
                 stop = "context full";
                 break;
             }
