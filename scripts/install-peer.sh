@@ -1,18 +1,66 @@
 #!/usr/bin/env bash
-# Installs the llama.cpp peer for `lctx bench --peer`: llama.cpp's prebuilt CPU libraries as shipped in the npm
-# package @node-llama-cpp/linux-x64 (see /work/shared/PEER.md), into a cache folder, and prints the folder that
-# holds libllama (pass it to `lctx bench --peer`).
-#   usage: scripts/install-peer.sh [FOLDER]      (default: ~/.cache/lctx/peer)
+# Installs the llama.cpp peer for `lctx bench --peer`, into a cache folder (never the repo), and prints the folder
+# that holds libllama (pass it to `lctx bench --peer`, which also finds both installs by itself).
+#   usage: scripts/install-peer.sh [FOLDER]            llama.cpp's prebuilt CPU libraries from the npm package
+#                                                      @node-llama-cpp/linux-x64 (see /work/shared/PEER.md);
+#                                                      default FOLDER: ~/.cache/lctx/peer
+#          scripts/install-peer.sh --native [FOLDER]   llama.cpp built from source for this machine (-march=native):
+#                                                      the source is the git bundle node-llama-cpp@3.22.1 ships
+#                                                      (package/llama/gitRelease.bundle); builds libllama and
+#                                                      llama-bench (about 10 minutes on 2 cores; JOBS=N sets the
+#                                                      parallel jobs, default 1, at nice 19);
+#                                                      default FOLDER: ~/.cache/lctx/peer-native
+# The prebuilt libraries are generic builds (on an AVX2-only EPYC their F16 prompt speed is 40% of a native
+# build's), so speed is best reported against the native build.
 set -euo pipefail
 
-PKG="@node-llama-cpp/linux-x64@3.22.1"
-DIR="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/lctx/peer}"
-BINS="$DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/lctx"
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-peer: npm is not installed (apt-get install npm)" >&2
     exit 1
 fi
+
+if [ "${1:-}" = "--native" ]; then
+    DIR="${2:-$CACHE/peer-native}"
+    OUT="$DIR/build/bin"
+    if [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-bench" ] && [ -f "$DIR/lctx-peer-native" ]; then
+        echo "$OUT"
+        exit 0
+    fi
+    for tool in git cmake; do
+        command -v "$tool" >/dev/null 2>&1 || { echo "install-peer: $tool is not installed" >&2; exit 1; }
+    done
+    mkdir -p "$DIR"
+    if [ ! -d "$DIR/src/.git" ]; then
+        echo "install-peer: fetching node-llama-cpp@3.22.1 for llama.cpp's source" >&2
+        rm -rf "$DIR/pkg" "$DIR/src"
+        mkdir -p "$DIR/pkg"
+        (cd "$DIR/pkg" && npm pack --silent node-llama-cpp@3.22.1 >/dev/null && tar xzf node-llama-cpp-3.22.1.tgz)
+        bundle="$DIR/pkg/package/llama/gitRelease.bundle"
+        [ -f "$bundle" ] || { echo "install-peer: $bundle is missing from the package" >&2; exit 1; }
+        git clone --quiet "$bundle" "$DIR/src"
+        rm -rf "$DIR/pkg"
+    fi
+    echo "install-peer: building llama.cpp $(git -C "$DIR/src" describe --tags --always 2>/dev/null) for this CPU in $DIR/build (JOBS=${JOBS:-1})" >&2
+    nice -n 19 cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+        -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+    nice -n 19 cmake --build "$DIR/build" -j"${JOBS:-1}" --target llama llama-bench >&2
+    if [ ! -f "$OUT/libllama.so" ]; then
+        echo "install-peer: $OUT/libllama.so is missing after the build" >&2
+        exit 1
+    fi
+    # What `lctx bench --peer` reports as the build it ran against.
+    printf 'native build of llama.cpp %s (node-llama-cpp@3.22.1 source), -march=native\n' \
+        "$(git -C "$DIR/src" describe --tags --always 2>/dev/null)" > "$DIR/lctx-peer-native"
+    echo "$OUT"
+    exit 0
+fi
+
+PKG="@node-llama-cpp/linux-x64@3.22.1"
+DIR="${1:-$CACHE/peer}"
+BINS="$DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+
 mkdir -p "$DIR"
 if [ ! -f "$BINS/libllama.v0.5.0.so" ]; then
     echo "install-peer: installing $PKG into $DIR" >&2

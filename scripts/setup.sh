@@ -7,6 +7,8 @@ packages=(
   libpcre2-dev                            # Unicode pre-tokenizer regexes (BPE vocabularies)
   nlohmann-json3-dev                      # JSON: CLI --json, golden fixtures, server
   libcli11-dev                            # command-line parsing
+  libreadline-dev                         # line editing and history in `lctx chat` on a terminal
+  tmux                                    # the test that drives `lctx chat` in a terminal
   libcpp-httplib-dev                      # HTTP server
   libgtest-dev libgmock-dev               # unit tests
   libbenchmark-dev                        # micro-benchmarks

@@ -1,32 +1,17 @@
 // The lctx command-line tool, run as a user runs it.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/cli_run.h"
 #include "golden_runner.h"
 
 namespace {
 
-struct Result {
-    int status;
-    std::string out;
-};
-
-// Runs `lctx ARGS`; with merge_stderr the output holds stderr too, else stderr is dropped.
+using Result = lctx::testing::CliResult;
 Result run(const std::string &args, bool merge_stderr = false) {
-    const std::string cmd = std::string(LCTX_BIN_DIR) + "/lctx " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-    Result r{-1, {}};
-    FILE *p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
+    return lctx::testing::run_cli(args, merge_stderr);
 }
 
 TEST(Cli, RunGreedyJsonMatchesLlamaCppGolden) {
@@ -68,7 +53,9 @@ TEST(Cli, MissingModelIsAClearError) {
     EXPECT_NE(r.out.find("/nonexistent.gguf"), std::string::npos) << r.out;
 }
 
-TEST(Cli, UnknownCommandFails) { EXPECT_NE(run("frobnicate").status, 0); }
+TEST(Cli, UnknownCommandFails) {
+    EXPECT_NE(run("frobnicate").status, 0);
+}
 
 }  // namespace
 
@@ -76,8 +63,9 @@ namespace {
 
 TEST(Cli, ChatShiftsTheContextAndGoesOn) {
     // A 64-token context cannot hold four turns of 40 tokens: the chat must shift and keep answering.
-    const Result r = run("chat -c 64 -n 40 --temp 0 -v < " + std::string(LCTX_FIXTURES_DIR) + "/../tests/cli/chat_input.txt",
-                         true);
+    const Result r = run(
+        "chat -c 64 -n 40 --temp 0 -v < " + std::string(LCTX_FIXTURES_DIR) + "/../tests/cli/chat_input.txt",
+        true);
     const std::string &out = r.out;
     EXPECT_EQ(r.status, 0) << out;
     EXPECT_NE(out.find("[context shift"), std::string::npos) << out;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -190,6 +191,165 @@ TEST(BenchPeer, LlamaCppRunsASynthesizedModel) {
         EXPECT_THROW(peer.run_pp(64, 1), Error);  // more than n_ctx: the peer reports an error
     }
     std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace lctx::bench
+
+namespace lctx::bench {
+namespace {
+
+Result fake(const std::string &engine, int n_prompt, int n_gen, std::vector<uint64_t> samples) {
+    Result r;
+    r.engine = engine;
+    r.n_prompt = n_prompt;
+    r.n_gen = n_gen;
+    r.n_threads = 2;
+    r.n_batch = r.n_ubatch = 512;
+    r.samples_ns = std::move(samples);
+    return r;
+}
+
+TEST(BenchWarnings, ImplausibleResultsAreFlaggedAndPlausibleOnesNot) {
+    const Result ok_lctx = fake("lctx", 512, 0, {1000000, 1010000, 990000});
+    const Result ok_peer = fake("llama.cpp", 512, 0, {2000000, 2020000, 1980000});
+    EXPECT_TRUE(plausibility_warnings({ok_lctx, ok_peer}).empty());
+
+    const Result slow_peer = fake("llama.cpp", 512, 0, {25000000, 25100000, 24900000});  // ratio 25x
+    const auto ratio = plausibility_warnings({ok_lctx, slow_peer});
+    ASSERT_EQ(ratio.size(), 1u);
+    EXPECT_NE(ratio[0].find("implausible"), std::string::npos) << ratio[0];
+    const Result fast_peer = fake("llama.cpp", 512, 0, {40000, 40000, 40001});  // ratio 1/25
+    EXPECT_EQ(plausibility_warnings({ok_lctx, fast_peer}).size(), 1u);
+
+    const auto same = plausibility_warnings({fake("lctx", 0, 128, {5000, 5000, 5000, 5000})});
+    ASSERT_EQ(same.size(), 1u);
+    EXPECT_NE(same[0].find("exactly the same"), std::string::npos) << same[0];
+    EXPECT_TRUE(plausibility_warnings({fake("lctx", 0, 128, {5000, 5000})}).empty());  // two runs: too few
+
+    const auto outlier = plausibility_warnings({fake("lctx", 0, 128, {1000, 1010, 3500, 990})});
+    ASSERT_EQ(outlier.size(), 1u);
+    EXPECT_NE(outlier[0].find("3.5x the median"), std::string::npos) << outlier[0];
+}
+
+TEST(BenchCsv, HeaderThenOneQuotedLinePerRow) {
+    nlohmann::ordered_json a = {{"model", "a \"b\""}, {"n", 1}, {"samples", {1, 2}}};
+    nlohmann::ordered_json b = {{"model", "c"}, {"n", 2}, {"samples", {3}}};
+    EXPECT_EQ(csv({a, b}), "model,n,samples\n\"a \"\"b\"\"\",\"1\",\"1 2\"\n\"c\",\"2\",\"3\"\n");
+    EXPECT_EQ(csv({}), "");
+}
+
+TEST(BenchRun, DepthAndPromptThenGeneration) {
+    std::unique_ptr<Model> m = Model::load(kStories);
+    Settings s;
+    s.n_prompt = 8;
+    s.n_gen = 4;
+    s.n_depth = 16;
+    EXPECT_EQ(s.n_ctx(), 28u);
+    LctxRunner run(*m, s);
+    run.set_threads(1);
+    EXPECT_GT(run.run_pg(8, 4, 16), 0u);
+    EXPECT_THROW(run.run_pg(8, 4, 17), Error);  // one token more than the context
+    Result r;
+    r.n_prompt = 8;
+    r.n_gen = 4;
+    r.n_depth = 16;
+    EXPECT_EQ(r.test_name(), "pp8+tg4 @ d16");
+}
+
+std::string lctx_out(const std::string &args) {
+    std::string out;
+    FILE *p = popen(
+        (std::string(LCTX_BIN_DIR) + "/lctx bench -m " + kStories + " " + args + " 2>/dev/null").c_str(),
+        "r");
+    if (!p) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << args;
+    return out;
+}
+
+TEST(BenchCli, ListsFormatsAndTheBatchThatRan) {
+    const std::string jsonl = lctx_out("-p 8,16 -n 4 -t 1 -r 1 --bw-mib 0 -b 12,2048 -ub 4 -o jsonl");
+    std::vector<nlohmann::json> rows;
+    std::stringstream ss(jsonl);
+    for (std::string line; std::getline(ss, line);) rows.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(rows.size(), 6u) << jsonl;  // (pp8, pp16, tg4) x (-b 12, -b 2048)
+    EXPECT_EQ(rows[0]["n_prompt"], 8);
+    EXPECT_EQ(rows[1]["n_prompt"], 16);
+    EXPECT_EQ(rows[2]["n_gen"], 4);
+    EXPECT_EQ(rows[0]["n_batch"], 8);   // -b 12 capped by the context of pp8
+    EXPECT_EQ(rows[1]["n_batch"], 12);  // as asked
+    EXPECT_EQ(rows[4]["n_batch"], 16);  // -b 2048 capped by the context of pp16
+    EXPECT_EQ(rows[1]["n_ubatch"], 4);
+    const std::string csv_out = lctx_out("-p 8 -n 4 -t 1 -r 1 --bw-mib 0 -o csv");
+    EXPECT_EQ(std::count(csv_out.begin(), csv_out.end(), '\n'), 3) << csv_out;
+    EXPECT_EQ(csv_out.rfind("build_commit,", 0), 0u) << csv_out;
+    const nlohmann::json pg =
+        nlohmann::json::parse(lctx_out("-p 0 -n 0 -pg 8,4 -d 0,8 -t 1 -r 1 --bw-mib 0 -o json"));
+    ASSERT_EQ(pg.size(), 2u);
+    EXPECT_EQ(pg[1]["n_depth"], 8);
+    EXPECT_EQ(pg[1]["n_prompt"], 8);
+    EXPECT_EQ(pg[1]["n_gen"], 4);
+    const std::string md = lctx_out("-p 8 -n 0 -t 1,2 -r 1 --bw-mib 0");
+    EXPECT_NE(md.find("| n_batch | n_ubatch |"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace lctx::bench
+
+namespace lctx::bench {
+namespace {
+
+// `lctx bench --peer` without a folder prefers the native build of install-peer.sh --native over the npm
+// library, and says which one it runs against.
+TEST(BenchPeerChoice, NativeBuildFirstThenNpmThenNone) {
+    namespace fs = std::filesystem;
+    const fs::path cache = fs::temp_directory_path() / ("lctx_peer_cache_" + std::to_string(getpid()));
+    const char *old = std::getenv("XDG_CACHE_HOME");
+    const std::string saved = old ? old : "";
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    EXPECT_EQ(default_peer_dir(), "");
+    const fs::path npm =
+        cache / "lctx" / "peer" / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64";
+    fs::create_directories(npm);
+    std::ofstream(npm / "libllama.v0.5.0.so") << "";
+    EXPECT_EQ(default_peer_dir(), npm.string());
+    EXPECT_NE(describe_peer(npm.string()).find("npm"), std::string::npos);
+    const fs::path native = cache / "lctx" / "peer-native" / "build" / "bin";
+    fs::create_directories(native);
+    std::ofstream(native / "libllama.so") << "";
+    std::ofstream(cache / "lctx" / "peer-native" / "lctx-peer-native") << "native build of llama.cpp abc\n";
+    EXPECT_EQ(default_peer_dir(), native.string());
+    EXPECT_EQ(describe_peer(native.string()), "native build of llama.cpp abc in " + native.string());
+    if (old)
+        setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    fs::remove_all(cache);
+}
+
+}  // namespace
+}  // namespace lctx::bench
+
+namespace lctx::bench {
+namespace {
+
+TEST(BenchMarkdown, RatioPerBatchSettingNamedOnlyWhenThereAreSeveral) {
+    Result a = fake("lctx", 64, 0, {1000, 1000});
+    Result b = fake("llama.cpp", 64, 0, {2000, 2000});
+    EXPECT_NE(markdown({a, b}).find("pp64 @ 2 threads: lctx/llama.cpp = 2.00\n"), std::string::npos);
+    Result c = a, d = b;
+    c.n_batch = d.n_batch = 32;
+    d.samples_ns = {4000, 4000};
+    const std::string md = markdown({a, b, c, d});
+    EXPECT_NE(md.find("pp64 @ 2 threads (n_batch 512, n_ubatch 512): lctx/llama.cpp = 2.00"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("pp64 @ 2 threads (n_batch 32, n_ubatch 512): lctx/llama.cpp = 4.00"),
+              std::string::npos)
+        << md;
 }
 
 }  // namespace

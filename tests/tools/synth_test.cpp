@@ -228,3 +228,26 @@ TEST(SynthErrors, UnknownNamesAndMissingVocab) {
 
 }  // namespace
 }  // namespace lctx::synth
+
+namespace lctx::synth {
+namespace {
+
+// A write that fails at its last step (the rename onto a directory) leaves no partial file behind.
+TEST(SynthFailure, FailedWriteRemovesThePartialFile) {
+    const Shape *shape = find_shape("tiny");
+    ASSERT_NE(shape, nullptr);
+    TypeChoice type;
+    ASSERT_TRUE(parse_type("Q4_0", &type));
+    Options opts;
+    opts.vocab_path = vocab_path(*shape);
+    opts.n_threads = 1;
+    const std::string dir = temp_path("dir");
+    std::filesystem::create_directories(dir + "/inside");  // not empty: rename cannot replace it
+    EXPECT_THROW(write_model(*shape, type, dir, opts), std::exception);
+    EXPECT_FALSE(std::filesystem::exists(dir + ".part"));
+    EXPECT_TRUE(std::filesystem::is_directory(dir + "/inside"));
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lctx::synth

@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "util/error.h"
 #include "util/page_buffer.h"
@@ -99,17 +101,18 @@ void LctxRunner::decode_or_throw(const Batch &b) {
         throw Error("lctx decode failed with status " + std::to_string(static_cast<int>(st)));
 }
 
-uint64_t LctxRunner::run_pp(int n) {
+void LctxRunner::fill_prompt(int n, int pos0) {
     const int32_t n_vocab = static_cast<int32_t>(model_.hparams().n_vocab);
     tokens_.resize(static_cast<size_t>(n));
     pos_.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
-        tokens_[i] = next_token(rng_, n_vocab);
-        pos_[i] = i;
+        tokens_[static_cast<size_t>(i)] = next_token(rng_, n_vocab);
+        pos_[static_cast<size_t>(i)] = pos0 + i;
     }
-    ctx_->kv().clear();
+}
+
+void LctxRunner::decode_prompt(int n) {
     const int step = static_cast<int>(s_.eff_batch());
-    const uint64_t t0 = now_ns();
     for (int i = 0; i < n; i += step) {
         Batch b;
         b.n_tokens = std::min(step, n - i);
@@ -117,19 +120,28 @@ uint64_t LctxRunner::run_pp(int n) {
         b.pos = pos_.data() + i;
         decode_or_throw(b);  // null logits flags: only the last token gives an output, like llama-bench
     }
-    return now_ns() - t0;
 }
 
-uint64_t LctxRunner::run_tg(int n) {
+uint64_t LctxRunner::run_pg(int n_pp, int n_tg, int depth) {
     const int32_t n_vocab = static_cast<int32_t>(model_.hparams().n_vocab);
+    if (static_cast<uint32_t>(depth + n_pp + n_tg) > ctx_->params().n_ctx)
+        throw Error("bench test of " + std::to_string(depth + n_pp + n_tg) +
+                    " tokens exceeds the context of " + std::to_string(ctx_->params().n_ctx));
     ctx_->kv().clear();
+    if (depth > 0) {  // untimed
+        fill_prompt(depth, 0);
+        decode_prompt(depth);
+    }
+    fill_prompt(n_pp, depth);
     const uint64_t t0 = now_ns();
-    for (int i = 0; i < n; ++i) {
+    decode_prompt(n_pp);
+    for (int i = 0; i < n_tg; ++i) {
         const int32_t tok = next_token(rng_, n_vocab);
+        int32_t pos = depth + n_pp + i;
         Batch b;
         b.n_tokens = 1;
         b.token = &tok;
-        b.pos = &i;
+        b.pos = &pos;
         decode_or_throw(b);
     }
     return now_ns() - t0;
@@ -208,9 +220,10 @@ Stats compute_stats(const std::vector<uint64_t> &samples_ns, int n_tokens) {
 }
 
 std::string Result::test_name() const {
-    if (n_prompt > 0 && n_gen == 0) return "pp" + std::to_string(n_prompt);
-    if (n_gen > 0 && n_prompt == 0) return "tg" + std::to_string(n_gen);
-    return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
+    const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
+    if (n_prompt > 0 && n_gen == 0) return "pp" + std::to_string(n_prompt) + depth;
+    if (n_gen > 0 && n_prompt == 0) return "tg" + std::to_string(n_gen) + depth;
+    return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen) + depth;
 }
 
 BuildInfo lctx_build_info() {
@@ -281,7 +294,7 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
         {"embeddings", false},
         {"n_prompt", r.n_prompt},
         {"n_gen", r.n_gen},
-        {"n_depth", 0},
+        {"n_depth", r.n_depth},
         {"test_time", r.test_time},
         {"avg_ns", static_cast<uint64_t>(std::llround(st.avg_ns))},
         {"stddev_ns", static_cast<uint64_t>(std::llround(st.stddev_ns))},
@@ -307,10 +320,12 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
 
 std::string markdown(const std::vector<Result> &results) {
     std::string out =
-        "| model | size | params | backend | threads | test | t/s | engine | GB/s | % of limit |\n"
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: |\n";
-    // (test, threads) -> engine -> mean t/s, for the ratio lines
-    std::map<std::pair<std::string, int>, std::map<std::string, double>> means;
+        "| model | size | params | backend | threads | n_batch | n_ubatch | test | t/s | engine | GB/s | % "
+        "of limit |\n"
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
+    // (test, threads, n_batch, n_ubatch) -> engine -> mean t/s, for the ratio lines
+    std::map<std::tuple<std::string, int, uint32_t, uint32_t>, std::map<std::string, double>> means;
+    std::map<std::pair<std::string, int>, std::set<std::pair<uint32_t, uint32_t>>> batches;
     for (const Result &r : results) {
         const Stats st = compute_stats(r.samples_ns, r.n_tokens());
         std::string gbps = "-", frac = "-";
@@ -322,19 +337,96 @@ std::string markdown(const std::vector<Result> &results) {
         }
         out += "| " + r.model.type + " | " + human_size(r.model.size) + " | " +
                human_count(r.model.n_params) + " | CPU | " + std::to_string(r.n_threads) + " | " +
-               r.test_name() + " | " + fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine +
-               " | " + gbps + " | " + frac + " |\n";
-        means[{r.test_name(), r.n_threads}][r.engine] = st.avg_ts;
+               std::to_string(r.n_batch) + " | " + std::to_string(r.n_ubatch) + " | " + r.test_name() +
+               " | " + fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine + " | " + gbps + " | " +
+               frac + " |\n";
+        means[{r.test_name(), r.n_threads, r.n_batch, r.n_ubatch}][r.engine] = st.avg_ts;
+        batches[{r.test_name(), r.n_threads}].insert({r.n_batch, r.n_ubatch});
     }
     std::string ratios;
     for (const auto &[key, by_engine] : means) {
+        const auto &[test, threads, n_batch, n_ubatch] = key;
         const auto a = by_engine.find("lctx"), b = by_engine.find("llama.cpp");
         if (a == by_engine.end() || b == by_engine.end() || b->second <= 0) continue;
-        ratios += key.first + " @ " + std::to_string(key.second) +
-                  " threads: lctx/llama.cpp = " + fmt("%.2f", a->second / b->second) + "\n";
+        // The batch sizes only when this test ran with several.
+        const std::string batch =
+            batches[{test, threads}].size() > 1
+                ? " (n_batch " + std::to_string(n_batch) + ", n_ubatch " + std::to_string(n_ubatch) + ")"
+                : "";
+        ratios += test + " @ " + std::to_string(threads) + " threads" + batch +
+                  ": lctx/llama.cpp = " + fmt("%.2f", a->second / b->second) + "\n";
     }
     if (!ratios.empty()) out += "\n" + ratios;
     return out;
+}
+
+std::string csv(const std::vector<nlohmann::ordered_json> &rows) {
+    if (rows.empty()) return "";
+    auto cell = [](const nlohmann::ordered_json &v) {
+        std::string s;
+        if (v.is_string()) {
+            s = v.get<std::string>();
+        } else if (v.is_array()) {
+            for (const auto &x : v) s += (s.empty() ? "" : " ") + x.dump();
+        } else {
+            s = v.dump();
+        }
+        std::string q = "\"";
+        for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return q + "\"";
+    };
+    std::string out;
+    for (auto it = rows.front().begin(); it != rows.front().end(); ++it)
+        out += (it == rows.front().begin() ? "" : ",") + it.key();
+    out += "\n";
+    for (const nlohmann::ordered_json &r : rows) {
+        bool first = true;
+        for (auto it = rows.front().begin(); it != rows.front().end(); ++it) {
+            out += (first ? "" : ",") + (r.contains(it.key()) ? cell(r[it.key()]) : std::string("\"\""));
+            first = false;
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+std::vector<std::string> plausibility_warnings(const std::vector<Result> &results) {
+    std::vector<std::string> w;
+    auto label = [](const Result &r) {
+        return r.engine + " " + r.test_name() + " @ " + std::to_string(r.n_threads) + " threads";
+    };
+    for (const Result &r : results) {
+        const size_t n = r.samples_ns.size();
+        if (n >= 3) {
+            if (compute_stats(r.samples_ns, r.n_tokens()).stddev_ns == 0.0)
+                w.push_back(label(r) + ": all " + std::to_string(n) +
+                            " runs took exactly the same time (is the timer working?)");
+            std::vector<uint64_t> sorted = r.samples_ns;
+            std::sort(sorted.begin(), sorted.end());
+            const double median = static_cast<double>(sorted[n / 2]);
+            const double slowest = static_cast<double>(sorted.back());
+            if (median > 0 && slowest > 2.0 * median)
+                w.push_back(label(r) + ": one run took " + fmt("%.1f", slowest / median) +
+                            "x the median (a busy machine? rerun with more -r)");
+        }
+    }
+    for (const Result &a : results) {
+        if (a.engine != "lctx") continue;
+        for (const Result &b : results) {
+            if (b.engine != "llama.cpp" || b.test_name() != a.test_name() || b.n_threads != a.n_threads ||
+                b.n_batch != a.n_batch || b.n_ubatch != a.n_ubatch)
+                continue;
+            const double ta = compute_stats(a.samples_ns, a.n_tokens()).avg_ts;
+            const double tb = compute_stats(b.samples_ns, b.n_tokens()).avg_ts;
+            if (ta <= 0 || tb <= 0) continue;
+            const double ratio = ta / tb;
+            if (ratio > 20.0 || ratio < 1.0 / 20.0)
+                w.push_back(a.test_name() + " @ " + std::to_string(a.n_threads) +
+                            " threads: lctx/llama.cpp = " + fmt("%.2f", ratio) +
+                            " is implausible (a broken or mismatched peer build?)");
+        }
+    }
+    return w;
 }
 
 }  // namespace lctx::bench

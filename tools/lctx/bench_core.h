@@ -18,9 +18,11 @@ struct Settings {
     int reps = 5;
     uint32_t n_batch = 2048;
     uint32_t n_ubatch = 512;
+    int n_depth = 0;       // tokens already in the cache when a test starts (llama-bench -d)
     uint64_t seed = 1234;  // of the random token ids
-    // n_ctx = n_prompt + n_gen; n_batch is clamped to n_ctx and n_ubatch to n_batch, as llama.cpp does.
-    uint32_t n_ctx() const { return static_cast<uint32_t>(std::max(1, n_prompt + n_gen)); }
+    // n_ctx = n_depth + n_prompt + n_gen; n_batch is clamped to n_ctx and n_ubatch to n_batch, as llama.cpp
+    // does.
+    uint32_t n_ctx() const { return static_cast<uint32_t>(std::max(1, n_depth + n_prompt + n_gen)); }
     uint32_t eff_batch() const { return std::min(n_batch, n_ctx()); }
     uint32_t eff_ubatch() const { return std::min(n_ubatch, eff_batch()); }
 };
@@ -46,11 +48,16 @@ class LctxRunner {
     LctxRunner(const Model &model, const Settings &s);
     void set_threads(int n_threads);
     // One prompt of n tokens on an empty cache, in batches of n_batch; wall nanoseconds.
-    uint64_t run_pp(int n);
+    uint64_t run_pp(int n) { return run_pg(n, 0, 0); }
     // n single-token decodes from an empty cache; wall nanoseconds.
-    uint64_t run_tg(int n);
+    uint64_t run_tg(int n) { return run_pg(0, n, 0); }
+    // After `depth` untimed tokens in the cache: a prompt of n_pp tokens, then n_tg single-token decodes
+    // (llama-bench's pp, tg, -pg and -d tests); wall nanoseconds of the timed part.
+    uint64_t run_pg(int n_pp, int n_tg, int depth);
 
   private:
+    void fill_prompt(int n, int pos0);  // random tokens_ at positions pos0.. in batches
+    void decode_prompt(int n);
     void decode_or_throw(const Batch &b);
     const Model &model_;
     Settings s_;
@@ -73,12 +80,12 @@ struct Result {
     std::string engine;  // "lctx" or "llama.cpp"
     ModelFacts model;
     int n_threads = 1;
-    int n_prompt = 0, n_gen = 0;
-    uint32_t n_batch = 0, n_ubatch = 0;
-    std::string test_time;  // ISO 8601, UTC
+    int n_prompt = 0, n_gen = 0, n_depth = 0;
+    uint32_t n_batch = 0, n_ubatch = 0;  // as used: n_batch capped by the context, n_ubatch by n_batch
+    std::string test_time;               // ISO 8601, UTC
     std::vector<uint64_t> samples_ns;
     double mem_bw = 0;              // bytes/s for n_threads, the mean of one probe per repetition (0: none)
-    std::string test_name() const;  // "pp512" / "tg128"
+    std::string test_name() const;  // "pp512" / "tg128" / "pp512+tg128", " @ d1024" after a depth
     int n_tokens() const { return n_prompt + n_gen; }
 };
 
@@ -96,5 +103,12 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
 
 // The markdown table: one row per result, then a ratio line per test when both engines ran it.
 std::string markdown(const std::vector<Result> &results);
+// llama-bench's other outputs: csv (a header line, then one line per result), json (a list), jsonl (one
+// object per line); the fields of to_json.
+std::string csv(const std::vector<nlohmann::ordered_json> &rows);
+
+// Results that do not look like a measurement: an lctx/llama.cpp ratio beyond 20x either way, a standard
+// deviation of zero over three or more runs, a run more than twice the median of the others. One line each.
+std::vector<std::string> plausibility_warnings(const std::vector<Result> &results);
 
 }  // namespace lctx::bench

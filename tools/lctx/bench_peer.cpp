@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "util/error.h"
@@ -23,6 +25,33 @@ std::string resolve_peer_lib_dir(const std::string &dir) {
         for (const char *lib : {"libllama.so", "libllama.v0.5.0.so"})
             if (fs::exists(p / lib, ec)) return p.string();
     return "";
+}
+
+namespace {
+fs::path cache_dir() {
+    const char *xdg = std::getenv("XDG_CACHE_HOME");
+    const char *home = std::getenv("HOME");
+    if (xdg && *xdg) return fs::path(xdg) / "lctx";
+    return fs::path(home && *home ? home : "/tmp") / ".cache" / "lctx";
+}
+}  // namespace
+
+std::string default_peer_dir() {
+    for (const fs::path &d : {cache_dir() / "peer-native" / "build" / "bin", cache_dir() / "peer"}) {
+        const std::string lib = resolve_peer_lib_dir(d.string());
+        if (!lib.empty()) return lib;
+    }
+    return "";
+}
+
+std::string describe_peer(const std::string &lib_dir) {
+    // install-peer.sh --native leaves its description two levels up (DIR/build/bin -> DIR/lctx-peer-native).
+    std::ifstream in(fs::path(lib_dir).parent_path().parent_path() / "lctx-peer-native");
+    std::string line;
+    if (in && std::getline(in, line) && !line.empty()) return line + " in " + lib_dir;
+    if (lib_dir.find("@node-llama-cpp") != std::string::npos)
+        return "llama.cpp's prebuilt npm library (@node-llama-cpp/linux-x64) in " + lib_dir;
+    return "libllama in " + lib_dir;
 }
 
 std::string find_peer_binary() {

@@ -14,6 +14,12 @@ namespace lctx::bench {
 // The folder with libllama: DIR itself, or DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64 (the
 // layout scripts/install-peer.sh leaves). Empty when neither holds libllama.
 std::string resolve_peer_lib_dir(const std::string &dir);
+// The peer `lctx bench --peer` (without a folder) uses: the native build of scripts/install-peer.sh --native
+// when present, else its npm install; empty when neither is installed. The cache is $XDG_CACHE_HOME/lctx or
+// ~/.cache/lctx.
+std::string default_peer_dir();
+// What a peer folder holds, for the output: the native build's description, or the npm package's name.
+std::string describe_peer(const std::string &lib_dir);
 // lctx-peer-bench next to the running binary; empty when missing.
 std::string find_peer_binary();
 

@@ -1,6 +1,7 @@
-// lctx bench: llama-bench style speed tests (pp: one prompt batch on an empty cache; tg: single-token decodes
-// from an empty cache), with the memory-bandwidth limit of generation, optionally against llama.cpp itself
-// (--peer) with the runs of the two engines alternating.
+// lctx bench: llama-bench style speed tests (pp: one prompt batch; tg: single-token decodes; -pg: a prompt
+// then generation; -d: after that many tokens already in the cache), over lists of sizes, thread counts and
+// batch sizes, with the memory-bandwidth limit of generation, optionally against llama.cpp itself (--peer)
+// with the runs of the two engines alternating. Output as llama-bench's: md, csv, json or jsonl.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "tools/lctx/args.h"
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
 #include "tools/lctx/commands.h"
@@ -20,7 +22,8 @@ namespace lctx::cli {
 
 namespace {
 
-bool parse_int_list(const std::string &s, std::vector<int> *out) {
+// "1,2,4" -> {1, 2, 4}; every value at least `min`. False when malformed.
+bool parse_int_list(const std::string &s, int min, std::vector<int> *out) {
     std::stringstream ss(s);
     std::string item;
     out->clear();
@@ -28,53 +31,124 @@ bool parse_int_list(const std::string &s, std::vector<int> *out) {
         try {
             size_t used = 0;
             const int v = std::stoi(item, &used);
-            if (used != item.size() || v < 1) return false;
+            if (used != item.size() || v < min) return false;
             out->push_back(v);
         } catch (const std::exception &) {
             return false;
         }
     }
-    return !out->empty();
+    return !out->empty() && s.back() != ',';
 }
+
+const char *const kInstalledPeer = "<installed>";
+
+struct Test {
+    int n_prompt, n_gen;
+};
 
 }  // namespace
 
 int cmd_bench(int argc, char **argv) {
     CLI::App app{"Measure prompt processing and generation speed (like llama-bench)", "lctx bench"};
+    configure_app(app);
     std::string model_path = default_model_path();
     std::string threads_arg = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
-    std::string peer_dir;
-    bench::Settings s;
+    std::string prompt_arg = "512", gen_arg = "128", batch_arg = "2048", ubatch_arg = "512", depth_arg = "0";
+    std::vector<std::string> pg_args;
+    std::string peer_dir, output = "md";
+    int reps = 5;
     bool json = false;
     double bw_mib = 1024;
-    app.add_option("-m,--model", model_path, "GGUF model file (default: the model shipped in models/)");
-    app.add_option("-p,--n-prompt", s.n_prompt, "prompt tokens of the pp test (0: skip it)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("-n,--n-gen", s.n_gen, "generated tokens of the tg test (0: skip it)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("-t,--threads", threads_arg, "comma-separated thread counts, e.g. 1,2");
-    app.add_option("-r,--repetitions", s.reps, "timed repetitions of each test")->check(CLI::PositiveNumber);
-    app.add_option("-b,--batch-size", s.n_batch, "logical batch size (default 2048)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("-u,--ubatch-size", s.n_ubatch, "physical batch size (default 512)")
-        ->check(CLI::PositiveNumber);
+    app.add_option("-m,--model", model_path, "GGUF model file");
+    app.add_option("-p,--n-prompt", prompt_arg, "prompt sizes of the pp tests, e.g. 128,512 (0: none)");
+    app.add_option("-n,--n-gen", gen_arg, "generated tokens of the tg tests, e.g. 64,128 (0: none)");
+    app.add_option("--pg", pg_args, "(-pg) a prompt then generation test PP,TG, e.g. 512,128 (repeatable)")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_option("-d,--n-depth", depth_arg, "tokens already in the cache when a test starts, e.g. 0,1024");
+    app.add_option("-t,--threads", threads_arg, "thread counts, e.g. 1,2");
+    app.add_option("-r,--repetitions", reps, "timed repetitions of each test");
+    app.add_option("-b,--batch-size", batch_arg,
+                   "logical batch sizes, e.g. 512,2048 (capped by the context)");
+    app.add_option("-u,--ubatch-size", ubatch_arg,
+                   "physical batch sizes (-ub), e.g. 128,512 (capped by the batch)");
+    app.add_option("-o,--output", output, "output format: md, csv, json or jsonl");
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
     app.add_option("--peer", peer_dir,
                    "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
-    app.add_flag("--json", json, "print a JSON list of results (llama-bench field names) instead of a table");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
+    app.add_flag("--json", json, "the same as -o json");
+    // A bare --peer (last, or before another option) means the installed peer.
+    std::vector<std::string> args = normalize_args(argc, argv);
+    for (size_t i = 1; i < args.size(); ++i)
+        if (args[i] == "--peer" &&
+            (i + 1 == args.size() || (args[i + 1].size() > 1 && args[i + 1][0] == '-')))
+            args[i] = "--peer=" + std::string(kInstalledPeer);
+    const int st = parse_or_report(app, "bench", args);
+    if (st >= 0) return st;
+    if (json) output = "json";
+    if (peer_dir == kInstalledPeer) {
+        peer_dir = bench::default_peer_dir();
+        if (peer_dir.empty()) {
+            std::fprintf(
+                stderr,
+                "lctx bench: --peer: no llama.cpp installed (run scripts/install-peer.sh --native, or "
+                "scripts/install-peer.sh for the npm library)\n");
+            return 1;
+        }
     }
-    std::vector<int> threads;
-    if (!parse_int_list(threads_arg, &threads)) {
-        std::fprintf(stderr, "lctx bench: -t wants positive thread counts separated by commas, not '%s'\n",
-                     threads_arg.c_str());
+
+    std::vector<int> threads, prompts, gens, batches, ubatches, depths;
+    struct ListArg {
+        const char *name;
+        const std::string &arg;
+        int min;
+        std::vector<int> *out;
+    };
+    for (const ListArg &l :
+         {ListArg{"-t", threads_arg, 1, &threads}, ListArg{"-p", prompt_arg, 0, &prompts},
+          ListArg{"-n", gen_arg, 0, &gens}, ListArg{"-b", batch_arg, 1, &batches},
+          ListArg{"-ub", ubatch_arg, 1, &ubatches}, ListArg{"-d", depth_arg, 0, &depths}}) {
+        if (!parse_int_list(l.arg, l.min, l.out)) {
+            std::fprintf(stderr, "lctx bench: %s wants %s numbers separated by commas, not '%s'\n", l.name,
+                         l.min > 0 ? "positive" : "non-negative", l.arg.c_str());
+            return 1;
+        }
+    }
+    std::vector<Test> tests;
+    for (int p : prompts)
+        if (p > 0) tests.push_back({p, 0});
+    for (int n : gens)
+        if (n > 0) tests.push_back({0, n});
+    for (const std::string &pg : pg_args) {
+        std::vector<int> v;
+        if (!parse_int_list(pg, 1, &v) || v.size() != 2) {
+            std::fprintf(stderr, "lctx bench: -pg wants PP,TG (two positive numbers), not '%s'\n",
+                         pg.c_str());
+            return 1;
+        }
+        tests.push_back({v[0], v[1]});
+    }
+    if (tests.empty()) {
+        std::fprintf(stderr, "lctx bench: nothing to do (-p 0 and -n 0, no -pg)\n");
         return 1;
     }
-    if (s.n_prompt == 0 && s.n_gen == 0) {
-        std::fprintf(stderr, "lctx bench: nothing to do (-p 0 and -n 0)\n");
+    if (reps < 1 || reps > 1000) {
+        std::fprintf(stderr, "lctx bench: -r: %d is out of range (1 to 1000)\n", reps);
+        return 1;
+    }
+    if (output != "md" && output != "csv" && output != "json" && output != "jsonl") {
+        std::fprintf(stderr, "lctx bench: -o: unknown format '%s' (md, csv, json or jsonl)\n",
+                     output.c_str());
+        return 1;
+    }
+    if (!(bw_mib >= 0 && bw_mib <= 1 << 20)) {
+        std::fprintf(stderr, "lctx bench: --bw-mib: out of range (0 to 1048576)\n");
+        return 1;
+    }
+    bool needs_pg_or_depth = !pg_args.empty();
+    for (int d : depths) needs_pg_or_depth = needs_pg_or_depth || d > 0;
+    if (!peer_dir.empty() && needs_pg_or_depth) {
+        std::fprintf(stderr,
+                     "lctx bench: -pg and -d are not supported with --peer yet (its runner has pp and tg)\n");
         return 1;
     }
 
@@ -87,17 +161,17 @@ int cmd_bench(int argc, char **argv) {
         if (rep == 0)
             std::fprintf(stderr, "\r\033[Kbench: %s %s t=%d warm-up", engine, test.c_str(), t);
         else
-            std::fprintf(stderr, "\r\033[Kbench: %s %s t=%d rep %d/%d", engine, test.c_str(), t, rep, s.reps);
+            std::fprintf(stderr, "\r\033[Kbench: %s %s t=%d rep %d/%d", engine, test.c_str(), t, rep, reps);
     };
 
-    std::unique_ptr<bench::PeerProcess> peer;
     bench::ModelFacts peer_facts;
     bench::BuildInfo peer_build;
     std::vector<bench::Result> results;
     try {
+        std::string peer_lib, peer_exe;
         if (!peer_dir.empty()) {
-            const std::string lib = bench::resolve_peer_lib_dir(peer_dir);
-            if (lib.empty()) {
+            peer_lib = bench::resolve_peer_lib_dir(peer_dir);
+            if (peer_lib.empty()) {
                 std::fprintf(
                     stderr,
                     "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
@@ -105,72 +179,90 @@ int cmd_bench(int argc, char **argv) {
                     peer_dir.c_str());
                 return 1;
             }
-            const std::string exe = bench::find_peer_binary();
-            if (exe.empty()) {
-                std::fprintf(stderr,
-                             "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench "
-                             "target)\n");
+            peer_exe = bench::find_peer_binary();
+            if (peer_exe.empty()) {
+                std::fprintf(
+                    stderr,
+                    "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench target)\n");
                 return 1;
             }
-            peer = std::make_unique<bench::PeerProcess>(exe, lib, model_path, s);
-            peer_facts = peer->facts();
-            peer_build = peer->build();
         }
-        bench::LctxRunner lctx_run(*model, s);
-        for (int t : threads) {
-            lctx_run.set_threads(t);
-            for (const bool is_pp : {true, false}) {
-                const int n = is_pp ? s.n_prompt : s.n_gen;
-                if (n == 0) continue;
-                bench::Result base;
-                base.n_threads = t;
-                base.n_prompt = is_pp ? n : 0;
-                base.n_gen = is_pp ? 0 : n;
-                base.n_batch = s.eff_batch();
-                base.n_ubatch = s.eff_ubatch();
-                base.test_time = bench::iso_time_now();
-                bench::Result mine = base, theirs = base;
-                mine.engine = "lctx";
-                mine.model = facts;
-                theirs.engine = "llama.cpp";
-                theirs.model = peer_facts;
-                theirs.model.bytes_per_token = facts.bytes_per_token;  // same file
-                const std::string test = mine.test_name();
-                auto run_lctx = [&] { return is_pp ? lctx_run.run_pp(n) : lctx_run.run_tg(n); };
-                auto run_peer = [&] { return is_pp ? peer->run_pp(n, t) : peer->run_tg(n, t); };
-                // One uncounted warm-up each, then the repetitions alternate engine by engine.
-                progress("lctx", test, t, 0);
-                run_lctx();
-                if (peer) {
-                    progress("llama.cpp", test, t, 0);
-                    run_peer();
-                }
-                // The bandwidth of a shared machine drifts over minutes: generation tests measure it next to
-                // every repetition and keep the mean, so that the limit belongs to the same minutes.
-                std::vector<double> bw;
-                for (int rep = 1; rep <= s.reps; ++rep) {
-                    if (!is_pp && bw_mib > 0) {
-                        if (tty)
-                            std::fprintf(stderr, "\r\033[Kbench: memory bandwidth t=%d, %d/%d", t, rep,
-                                         s.reps);
-                        bw.push_back(bench::read_bandwidth(t, static_cast<size_t>(bw_mib * 1048576.0), 2));
+        // One context (and peer process) per batch setting and test, sized for it, as llama-bench does.
+        for (int n_batch : batches)
+            for (int n_ubatch : ubatches)
+                for (int depth : depths)
+                    for (const Test &test : tests) {
+                        bench::Settings s;
+                        s.n_prompt = test.n_prompt;
+                        s.n_gen = test.n_gen;
+                        s.n_depth = depth;
+                        s.reps = reps;
+                        s.n_batch = static_cast<uint32_t>(n_batch);
+                        s.n_ubatch = static_cast<uint32_t>(n_ubatch);
+                        std::unique_ptr<bench::PeerProcess> peer;
+                        if (!peer_dir.empty()) {
+                            peer = std::make_unique<bench::PeerProcess>(peer_exe, peer_lib, model_path, s);
+                            peer_facts = peer->facts();
+                            peer_build = peer->build();
+                        }
+                        bench::LctxRunner lctx_run(*model, s);
+                        for (int t : threads) {
+                            lctx_run.set_threads(t);
+                            bench::Result base;
+                            base.n_threads = t;
+                            base.n_prompt = test.n_prompt;
+                            base.n_gen = test.n_gen;
+                            base.n_depth = depth;
+                            base.n_batch = s.eff_batch();  // what ran, not what was asked
+                            base.n_ubatch = s.eff_ubatch();
+                            base.test_time = bench::iso_time_now();
+                            bench::Result mine = base, theirs = base;
+                            mine.engine = "lctx";
+                            mine.model = facts;
+                            theirs.engine = "llama.cpp";
+                            theirs.model = peer_facts;
+                            theirs.model.bytes_per_token = facts.bytes_per_token;  // same file
+                            const std::string name = mine.test_name();
+                            const bool is_tg = test.n_prompt == 0;
+                            auto run_lctx = [&] { return lctx_run.run_pg(test.n_prompt, test.n_gen, depth); };
+                            auto run_peer = [&] {
+                                return is_tg ? peer->run_tg(test.n_gen, t) : peer->run_pp(test.n_prompt, t);
+                            };
+                            // One uncounted warm-up each, then the repetitions alternate engine by engine.
+                            progress("lctx", name, t, 0);
+                            run_lctx();
+                            if (peer) {
+                                progress("llama.cpp", name, t, 0);
+                                run_peer();
+                            }
+                            // The bandwidth of a shared machine drifts over minutes: generation tests measure
+                            // it next to every repetition and keep the mean, so that the limit belongs to the
+                            // same minutes.
+                            std::vector<double> bw;
+                            for (int rep = 1; rep <= reps; ++rep) {
+                                if (is_tg && bw_mib > 0) {
+                                    if (tty)
+                                        std::fprintf(stderr, "\r\033[Kbench: memory bandwidth t=%d, %d/%d", t,
+                                                     rep, reps);
+                                    bw.push_back(
+                                        bench::read_bandwidth(t, static_cast<size_t>(bw_mib * 1048576.0), 2));
+                                }
+                                progress("lctx", name, t, rep);
+                                mine.samples_ns.push_back(run_lctx());
+                                if (peer) {
+                                    progress("llama.cpp", name, t, rep);
+                                    theirs.samples_ns.push_back(run_peer());
+                                }
+                            }
+                            if (!bw.empty()) {
+                                double sum = 0;
+                                for (double b : bw) sum += b;
+                                mine.mem_bw = theirs.mem_bw = sum / static_cast<double>(bw.size());
+                            }
+                            results.push_back(mine);
+                            if (peer) results.push_back(theirs);
+                        }
                     }
-                    progress("lctx", test, t, rep);
-                    mine.samples_ns.push_back(run_lctx());
-                    if (peer) {
-                        progress("llama.cpp", test, t, rep);
-                        theirs.samples_ns.push_back(run_peer());
-                    }
-                }
-                if (!bw.empty()) {
-                    double sum = 0;
-                    for (double b : bw) sum += b;
-                    mine.mem_bw = theirs.mem_bw = sum / static_cast<double>(bw.size());
-                }
-                results.push_back(mine);
-                if (peer) results.push_back(theirs);
-            }
-        }
     } catch (const std::exception &e) {
         if (tty) std::fprintf(stderr, "\n");
         std::fprintf(stderr, "lctx bench: %s\n", e.what());
@@ -178,22 +270,37 @@ int cmd_bench(int argc, char **argv) {
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
 
-    if (json) {
+    if (output != "md") {
         const std::string cpu = bench::cpu_info();
-        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        std::vector<nlohmann::ordered_json> rows;
         for (const bench::Result &r : results)
-            list.push_back(
+            rows.push_back(
                 bench::to_json(r, r.engine == "lctx" ? bench::lctx_build_info() : peer_build, cpu));
-        std::printf("%s\n", list.dump(2).c_str());
-        return 0;
+        if (output == "json") {
+            std::printf("%s\n", nlohmann::ordered_json(rows).dump(2).c_str());
+        } else if (output == "jsonl") {
+            for (const auto &r : rows) std::printf("%s\n", r.dump().c_str());
+        } else {
+            std::printf("%s", bench::csv(rows).c_str());
+        }
+    } else {
+        std::printf("%s", bench::markdown(results).c_str());
+        std::printf("\nbytes read per generated token: %.2f MiB", facts.bytes_per_token / 1048576.0);
+        for (const bench::Result &r : results)
+            if (r.engine == "lctx" && r.n_gen > 0 && r.n_prompt == 0 && r.mem_bw > 0)
+                std::printf("; t=%d: read bandwidth %.1f GB/s, limit %.1f t/s", r.n_threads, r.mem_bw / 1e9,
+                            r.mem_bw / static_cast<double>(facts.bytes_per_token));
+        std::printf("\n");
+        if (!peer_dir.empty())
+            std::printf("llama.cpp: %s (build %s)\n",
+                        bench::describe_peer(bench::resolve_peer_lib_dir(peer_dir)).c_str(),
+                        peer_build.commit.c_str());
     }
-    std::printf("%s", bench::markdown(results).c_str());
-    std::printf("\nbytes read per generated token: %.2f MiB", facts.bytes_per_token / 1048576.0);
-    for (const bench::Result &r : results)
-        if (r.engine == "lctx" && r.n_gen > 0 && r.mem_bw > 0)
-            std::printf("; t=%d: read bandwidth %.1f GB/s, limit %.1f t/s", r.n_threads, r.mem_bw / 1e9,
-                        r.mem_bw / static_cast<double>(facts.bytes_per_token));
-    std::printf("\n");
+    if (!peer_dir.empty() && output != "md")
+        std::fprintf(stderr, "lctx bench: llama.cpp: %s\n",
+                     bench::describe_peer(bench::resolve_peer_lib_dir(peer_dir)).c_str());
+    for (const std::string &w : bench::plausibility_warnings(results))
+        std::fprintf(stderr, "lctx bench: warning: %s\n", w.c_str());
     return 0;
 }
 

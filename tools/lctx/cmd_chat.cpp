@@ -1,145 +1,352 @@
-// lctx chat: a conversation on standard input. Each user line is rendered in the model's chat format,
-// the new part of the conversation is decoded on top of the cached one, and the reply is streamed.
-// When the KV cache is full, the context shifts: the first n_keep tokens (the system prompt) stay,
-// half of the rest is dropped, and the conversation goes on.
+// lctx chat: a conversation. On a terminal: a prompt marker, line editing and history, multi-line input
+// (a trailing backslash), /commands, and Ctrl-C that stops the current reply. Through a pipe: one reply
+// per input line (--json: one JSON object per reply). Each user turn is rendered in the model's chat
+// format, the new part of the conversation is decoded on top of the cached one, and the reply is
+// streamed. When the KV cache is full, the context shifts: the first n_keep tokens (the system prompt)
+// stay, half of the rest is dropped, and the conversation goes on.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "chat/chat_format.h"
 #include "context/context.h"
+#include "context/state.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
+#include "tools/lctx/interrupt.h"
+#include "tools/lctx/line_reader.h"
+#include "tools/lctx/utf8_stream.h"
 #include "vocab/vocab.h"
 
 namespace lctx::cli {
 
 namespace {
 
+const char *const kFormatNames = "chatml, llama2, llama3, phi3, gemma, zephyr, mistral, raw";
+
+// A format by its name; false for an unknown name.
+bool format_by_name(const std::string &name, ChatFormat *out) {
+    const ChatFormat f = chat_format_detect(name);
+    if (name != chat_format_name(f)) return false;
+    *out = f;
+    return true;
+}
+
 struct ChatSession {
+    ChatSession(const Model &m, Context &c) : model(m), ctx(c) {}
     const Model &model;
     Context &ctx;
-    int32_t n_keep = 0;     // tokens never dropped by a shift (BOS and the system prompt)
-    int32_t n_past = 0;     // next position
-    bool verbose = false;
+    std::vector<int32_t> tokens;     // what the KV cache holds, position by position
+    int32_t n_keep = 0;              // tokens never dropped by a shift (BOS and the system prompt)
+    bool allow_shift = true;         // false with --no-context-shift or -n -2
+    std::vector<std::string> notes;  // context-shift notes, printed after the reply (never inside a word)
+
+    int32_t n_past() const { return static_cast<int32_t>(tokens.size()); }
 
     // Makes room for n more tokens, shifting as often as needed. False if even a shift cannot help.
     bool make_room(int32_t n) {
         const int32_t n_ctx = static_cast<int32_t>(ctx.kv().size());
         if (n > n_ctx - n_keep - 1) return false;
-        while (n_past + n > n_ctx) {
-            const int32_t dropped = ctx.shift_context(0, n_keep);
+        while (n_past() + n > n_ctx) {
+            const int32_t dropped = allow_shift ? ctx.shift_context(0, n_keep) : 0;
             if (dropped == 0) return false;
-            n_past -= dropped;
-            if (verbose) std::fprintf(stderr, "[context shift: dropped %d tokens, kept %d]\n", dropped, n_keep);
+            tokens.erase(tokens.begin() + n_keep, tokens.begin() + n_keep + dropped);
+            notes.push_back("[context shift: dropped " + std::to_string(dropped) + " tokens, kept " +
+                            std::to_string(n_keep) + "]");
         }
         return true;
     }
 
-    bool feed(const std::vector<int32_t> &tokens) {
+    bool feed(const std::vector<int32_t> &toks) {
         const int32_t n_batch = static_cast<int32_t>(ctx.params().n_batch);
-        for (size_t i = 0; i < tokens.size(); i += n_batch) {
-            const int32_t n = std::min<int32_t>(n_batch, static_cast<int32_t>(tokens.size() - i));
+        for (size_t i = 0; i < toks.size(); i += static_cast<size_t>(n_batch)) {
+            const int32_t n = std::min<int32_t>(n_batch, static_cast<int32_t>(toks.size() - i));
             if (!make_room(n)) return false;
-            std::vector<int32_t> pos(n);
-            for (int32_t k = 0; k < n; ++k) pos[k] = n_past + k;
+            std::vector<int32_t> pos(static_cast<size_t>(n));
+            for (int32_t k = 0; k < n; ++k) pos[static_cast<size_t>(k)] = n_past() + k;
             Batch b;
             b.n_tokens = n;
-            b.token = tokens.data() + i;
+            b.token = toks.data() + i;
             b.pos = pos.data();
             if (ctx.decode(b) != DecodeStatus::Ok) return false;
-            n_past += n;
+            tokens.insert(tokens.end(), toks.begin() + static_cast<std::ptrdiff_t>(i),
+                          toks.begin() + static_cast<std::ptrdiff_t>(i) + n);
         }
         return true;
     }
+
+    void clear() {
+        ctx.kv().clear();
+        tokens.clear();
+        n_keep = 0;
+    }
 };
+
+const char *const kHelp =
+    "commands:\n"
+    "  /help         this list\n"
+    "  /clear        forget the conversation (the system prompt stays)\n"
+    "  /save FILE    save the conversation's state (a llama.cpp session file)\n"
+    "  /load FILE    load a state saved by /save\n"
+    "  /quit         leave (also Ctrl-D, or Ctrl-C at the prompt)\n"
+    "a line ending in \\ continues on the next line; Ctrl-C stops a reply; //text sends /text\n";
 
 }  // namespace
 
 int cmd_chat(int argc, char **argv) {
-    CLI::App app{"Talk with a model: one user turn per line of standard input", "lctx chat"};
-    std::string model_path = default_model_path();
-    std::string system;
-    std::string format_name;
-    int32_t n_predict = 256;
-    int32_t n_ctx = 0;
-    int32_t n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-    bool verbose = false;
-    SamplingOptions so;
-    app.add_option("-m,--model", model_path, "GGUF model file (default: the model shipped in models/)");
-    app.add_option("--system", system, "system prompt (kept through context shifts)");
-    app.add_option("--format", format_name, "chat format: chatml, llama2, llama3, phi3, gemma, zephyr, mistral, raw "
-                                            "(default: recognized from the model's template)");
-    app.add_option("-n,--n-predict", n_predict, "most tokens per reply");
-    app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (0: the model's training context)");
-    app.add_option("-t,--threads", n_threads, "threads")->check(CLI::PositiveNumber);
-    add_sampling_options(app, so);
-    app.add_flag("-v,--verbose", verbose, "report context shifts on stderr");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
+    CLI::App app{
+        "Talk with a model: on a terminal with line editing and /commands, else one user turn per "
+        "line of standard input",
+        "lctx chat"};
+    configure_app(app);
+    GenOptions o;
+    o.n_predict = 256;
+    std::string system, format_name, chat_template;
+    bool verbose = false, verbose_prompt = false, conversation = false, interactive = false;
+    add_gen_options(app, o);
+    app.add_option("--system,--system-prompt", system, "system prompt (-sys; kept through context shifts)");
+    app.add_option(
+        "--format", format_name,
+        std::string("chat format: ") + kFormatNames + " (default: recognized from the model's template)");
+    app.add_option(
+        "--chat-template", chat_template,
+        std::string("a chat format by name (") + kFormatNames + ") or a template's text to recognize");
+    app.add_flag("-v,--verbose", verbose, "say which chat format is used, and report context shifts");
+    app.add_flag("--verbose-prompt", verbose_prompt, "print each rendered prompt on stderr");
+    app.add_flag("--conversation", conversation, "(-cnv) accepted: chat is always a conversation");
+    app.add_flag("-i,--interactive,--interactive-first", interactive, "accepted: chat is always interactive");
+    app.add_flag("--json", o.json, "print one JSON object {reply, n_tokens, stop} per reply");
+    const int st = parse_or_report(app, "chat", normalize_args(argc, argv));
+    if (st >= 0) return st;
+    o.prompt_given = app.count("--prompt") > 0;
+    if (const std::string e = check_gen_options(o); !e.empty()) {
+        std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
+        return 1;
     }
-
-    std::unique_ptr<Model> model = load_model_or_report(model_path);
-    if (!model) return 1;
-    const Vocab &vocab = model->vocab();
-    std::string tmpl = format_name;
-    if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template").value_or("");
-    const ChatFormat format = chat_format_detect(tmpl);
-
-    std::unique_ptr<Context> ctx = make_context_or_report(*model, n_ctx, 2048, n_threads);
-    if (!ctx) return 1;
-    ChatSession session{*model, *ctx};
-    session.verbose = verbose;
-    std::unique_ptr<SamplerChain> sampler = make_sampler_chain(so);
-
-    std::vector<ChatMessage> messages;
-    if (!system.empty()) messages.push_back({"system", system});
-    // The system prompt (and BOS) is decoded first and kept through every shift.
-    std::string rendered = chat_format_apply(format, messages, false);
-    {
-        std::vector<int32_t> head = vocab.tokenize(rendered, true, true);
-        if (!session.feed(head)) {
-            std::fprintf(stderr, "lctx: the system prompt does not fit the context\n");
+    ChatFormat format = ChatFormat::Raw;
+    std::string format_source;
+    if (!format_name.empty()) {
+        if (!format_by_name(format_name, &format)) {
+            std::fprintf(stderr, "lctx chat: --format: unknown chat format '%s' (known: %s)\n",
+                         format_name.c_str(), kFormatNames);
             return 1;
         }
-        session.n_keep = session.n_past;
+        format_source = "--format";
+    } else if (!chat_template.empty()) {
+        const bool is_text =
+            chat_template.find("{%") != std::string::npos || chat_template.find("{{") != std::string::npos;
+        if (is_text) {
+            format = chat_format_detect(chat_template);
+        } else if (!format_by_name(chat_template, &format)) {
+            std::fprintf(stderr, "lctx chat: --chat-template: unknown chat format '%s' (known: %s)\n",
+                         chat_template.c_str(), kFormatNames);
+            return 1;
+        }
+        format_source = "--chat-template";
+    }
+    if (!resolve_prompt(o, "chat", /*stdin_allowed=*/false)) return 1;
+    note_compat_options(o, "chat");
+    const uint32_t seed = resolve_seed(o.sampling);
+    interrupt_install();
+
+    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
+    if (!model) return 1;
+    const Vocab &vocab = model->vocab();
+    if (format_source.empty()) {
+        const std::string tmpl = model->file().get_string("tokenizer.chat_template").value_or("");
+        format = chat_format_detect(tmpl);
+        format_source =
+            tmpl.empty() ? "the model has no chat template" : "recognized from the model's template";
     }
 
-    std::string line;
-    while (std::getline(std::cin, line)) {
-        if (line.empty()) continue;
-        messages.push_back({"user", line});
+    const int n_threads = resolved_threads(o.n_threads);
+    std::unique_ptr<Context> ctx = make_context_or_report(
+        *model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
+        static_cast<uint32_t>(o.n_ubatch),
+        resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v);
+    if (!ctx) return 1;
+    if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
+        std::fprintf(stderr, "lctx chat: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
+    const int32_t n_ctx = static_cast<int32_t>(ctx->params().n_ctx);
+    ChatSession session(*model, *ctx);
+    session.allow_shift = !o.no_context_shift && o.n_predict != -2;
+    std::unique_ptr<SamplerChain> sampler = make_sampler_chain(o.sampling, vocab, n_ctx);
+
+    LineReader reader(isatty(STDIN_FILENO) != 0);
+    const bool tty_out = isatty(STDOUT_FILENO) != 0;
+    const bool color = o.color && tty_out;
+    if (verbose || (reader.interactive() && !o.quiet))
+        std::fprintf(stderr, "lctx chat: format %s (%s), seed %u, context %d tokens\n",
+                     chat_format_name(format), format_source.c_str(), seed, n_ctx);
+    if (reader.interactive() && !o.quiet)
+        std::fprintf(stderr, "lctx chat: /help lists the commands; Ctrl-C stops a reply, Ctrl-D leaves\n");
+
+    std::vector<ChatMessage> messages;
+    std::string rendered;
+    // The system prompt (and BOS) is decoded first and kept through every shift.
+    auto start = [&]() -> bool {
+        session.clear();
+        messages.clear();
+        if (!system.empty()) messages.push_back({"system", system});
+        rendered = chat_format_apply(format, messages, false);
+        if (verbose_prompt) std::fprintf(stderr, "[prompt] %s\n", rendered.c_str());
+        if (!session.feed(vocab.tokenize(rendered, true, true))) return false;
+        session.n_keep = session.n_past();
+        return true;
+    };
+    if (!start()) {
+        std::fprintf(stderr, "lctx chat: the system prompt does not fit the context of %d tokens\n", n_ctx);
+        return 1;
+    }
+    const std::vector<int32_t> head = session.tokens;
+
+    auto flush_notes = [&] {
+        if (!o.quiet)
+            for (const std::string &n : session.notes) std::fprintf(stderr, "%s\n", n.c_str());
+        session.notes.clear();
+    };
+
+    // One user turn: render, decode, stream the reply.
+    auto turn = [&](const std::string &user) -> bool {
+        messages.push_back({"user", user});
         const std::string full = chat_format_apply(format, messages, true);
         const std::string delta = full.substr(std::min(rendered.size(), full.size()));
+        if (verbose_prompt) std::fprintf(stderr, "[prompt] %s\n", delta.c_str());
         const std::vector<int32_t> toks = vocab.tokenize(delta, false, true);
         if (!session.feed(toks)) {
-            std::fprintf(stderr, "lctx: this message (%zu tokens) does not fit the context\n", toks.size());
+            flush_notes();
+            std::fprintf(stderr, "lctx chat: this message (%zu tokens) does not fit the context\n",
+                         toks.size());
             messages.pop_back();
-            continue;
+            return true;
         }
         std::string reply;
-        for (int32_t i = 0; i < n_predict; ++i) {
-            const int32_t id = sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
-            if (vocab.is_eog(id)) break;
+        std::string stop = "-n reached";
+        int32_t n_tokens = 0;
+        Utf8Stream out(stdout);
+        interrupt_begin_reply();
+        for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
+            if (interrupt_requested()) {
+                stop = "interrupted";
+                break;
+            }
+            const int32_t id =
+                sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
+            sampler->accept(id);
+            if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
+                stop = "end of text";
+                break;
+            }
             const std::string piece = vocab.token_to_piece(id, false);
             reply += piece;
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
+            ++n_tokens;
+            if (!o.json) out.write(piece);
+            if (!session.allow_shift && session.n_past() >= n_ctx) {
+                stop = "context full";
+                break;
+            }
             if (!session.feed({id})) {
-                std::fprintf(stderr, "\nlctx: decode failed\n");
-                return 1;
+                interrupt_end_reply();
+                std::fprintf(stderr, "\nlctx chat: decode failed\n");
+                return false;
+            }
+            bool reversed = false;
+            for (const std::string &r : o.reverse_prompts)
+                reversed = reversed || (reply.size() >= r.size() &&
+                                        reply.compare(reply.size() - r.size(), r.size(), r) == 0);
+            if (reversed) {
+                stop = "reverse prompt";
+                break;
             }
         }
-        std::printf("\n");
+        interrupt_end_reply();
+        if (o.json) {
+            nlohmann::json j;
+            j["reply"] = reply;
+            j["n_tokens"] = n_tokens;
+            j["stop"] = stop;
+            std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        } else {
+            out.flush();
+            std::printf("\n");
+        }
         std::fflush(stdout);
+        flush_notes();
+        if (stop == "interrupted" && !o.quiet && !o.json) std::fprintf(stderr, "[reply stopped]\n");
         messages.push_back({"assistant", reply});
         rendered = chat_format_apply(format, messages, false);
+        return true;
+    };
+
+    if (o.prompt_given && !o.prompt.empty() && !turn(o.prompt)) return 1;
+
+    // Colors in a readline prompt sit between \001 and \002 so that it knows the prompt's width.
+    const bool rl = std::string(LineReader::backend()) != "none";
+    auto paint = [&](const char *text) {
+        if (!color) return std::string(text);
+        return std::string(rl ? "\001\033[32m\002" : "\033[32m") + text +
+               (rl ? "\001\033[0m\002" : "\033[0m");
+    };
+    const std::string marker = paint("> "), more = paint(". ");
+    for (;;) {
+        std::optional<std::string> in = reader.read(marker, more);
+        if (!in) break;
+        std::string line = *in;
+        if (line.empty()) continue;
+        if (line[0] == '/' && line.rfind("//", 0) != 0) {
+            const size_t sp = line.find(' ');
+            const std::string cmd = line.substr(0, sp);
+            std::string arg = sp == std::string::npos ? "" : line.substr(sp + 1);
+            while (!arg.empty() && arg.back() == ' ') arg.pop_back();
+            if (cmd == "/quit" || cmd == "/exit") break;
+            if (cmd == "/help") {
+                std::fputs(kHelp, stderr);
+            } else if (cmd == "/clear") {
+                if (!start()) return 1;
+                sampler->reset();
+                std::fprintf(stderr, "[conversation cleared]\n");
+            } else if (cmd == "/save" || cmd == "/load") {
+                if (arg.empty()) {
+                    std::fprintf(stderr, "%s needs a file name\n", cmd.c_str());
+                    continue;
+                }
+                try {
+                    if (cmd == "/save") {
+                        ContextState::save_file(*ctx, arg, session.tokens.data(), session.tokens.size());
+                        std::fprintf(stderr, "[saved %d tokens to %s]\n", session.n_past(), arg.c_str());
+                    } else {
+                        std::vector<int32_t> toks =
+                            ContextState::load_file(*ctx, arg, static_cast<size_t>(n_ctx));
+                        session.tokens = std::move(toks);
+                        // The loaded conversation's own head is kept if it starts with this one's.
+                        const bool same_head = session.tokens.size() >= head.size() &&
+                                               std::equal(head.begin(), head.end(), session.tokens.begin());
+                        session.n_keep = same_head ? static_cast<int32_t>(head.size()) : 0;
+                        // Later turns are rendered on their own, after the loaded text.
+                        messages.clear();
+                        rendered.clear();
+                        sampler->reset();
+                        for (int32_t id : session.tokens) sampler->accept(id);
+                        std::fprintf(stderr, "[loaded %d tokens from %s]\n", session.n_past(), arg.c_str());
+                    }
+                } catch (const std::exception &e) {
+                    std::fprintf(stderr, "%s: %s\n", cmd.c_str(), e.what());
+                }
+            } else {
+                std::fprintf(stderr, "unknown command '%s' (/help lists them; //text sends /text)\n",
+                             cmd.c_str());
+            }
+            continue;
+        }
+        if (line.rfind("//", 0) == 0) line.erase(0, 1);
+        if (!turn(line)) return 1;
     }
+    if (reader.interactive()) std::printf("\n");
     return 0;
 }
 

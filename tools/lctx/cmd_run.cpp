@@ -1,151 +1,191 @@
-// lctx run: tokenize a prompt, decode it as one batch, then sample and decode one token at a time,
-// streaming the text; ends with a timing line (or prints one JSON object with --json).
+// lctx run: tokenize a prompt, decode it in batches of -b tokens, then sample and decode one token at a
+// time, streaming the text; says why it stopped and ends with a timing line (or prints one JSON object
+// with --json). -n -1 shifts the context when it is full and goes on until end of text.
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "context/context.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
+#include "tools/lctx/interrupt.h"
+#include "tools/lctx/utf8_stream.h"
 #include "vocab/vocab.h"
 
 namespace lctx::cli {
 
-int cmd_run(int argc, char **argv) {
-    CLI::App app{"Generate text from a prompt", "lctx run"};
-    std::string model_path = default_model_path();
-    std::string prompt = "Once upon a time";
-    int32_t n_predict = 128;
-    int32_t n_ctx = 0;
-    int32_t n_threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-    bool json = false;
-    SamplingOptions so;
-    app.add_option("-m,--model", model_path, "GGUF model file (default: the model shipped in models/)");
-    app.add_option("-p,--prompt", prompt, "prompt text");
-    app.add_option("-n,--n-predict", n_predict, "tokens to generate (stops earlier at end of generation)");
-    app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (0: the model's training context)");
-    app.add_option("-t,--threads", n_threads, "threads")->check(CLI::PositiveNumber);
-    add_sampling_options(app, so);
-    app.add_flag("--json", json, "print one JSON object {prompt_ids, ids, text} instead of streaming");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
-    if (n_predict < 0) n_predict = 0;
+namespace {
 
-    std::unique_ptr<Model> model = load_model_or_report(model_path);
+bool ends_with(const std::string &s, const std::string &tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+int cmd_run(int argc, char **argv) {
+    CLI::App app{
+        "Generate text from a prompt (the prompt: -p, -f, or standard input when it is not a terminal)",
+        "lctx run"};
+    configure_app(app);
+    GenOptions o;
+    o.prompt = "Once upon a time";
+    add_gen_options(app, o);
+    app.add_flag("--json", o.json,
+                 "print one JSON object {prompt_ids, ids, text, seed, stop} instead of streaming");
+    const int st = parse_or_report(app, "run", normalize_args(argc, argv));
+    if (st >= 0) return st;
+    o.prompt_given = app.count("--prompt") > 0;
+    if (const std::string e = check_gen_options(o); !e.empty()) {
+        std::fprintf(stderr, "lctx run: %s\n", e.c_str());
+        return 1;
+    }
+    if (!resolve_prompt(o, "run", /*stdin_allowed=*/true)) return 1;
+    note_compat_options(o, "run");
+    const uint32_t seed = resolve_seed(o.sampling);
+
+    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
     if (!model) return 1;
     const Vocab &vocab = model->vocab();
 
-    std::vector<int32_t> prompt_ids;
-    try {
-        prompt_ids = vocab.tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "lctx: cannot tokenize the prompt: %s\n", e.what());
-        return 1;
-    }
+    std::vector<int32_t> prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);
     if (prompt_ids.empty()) {
-        std::fprintf(stderr, "lctx: the prompt is empty and the model adds no BOS token\n");
+        std::fprintf(stderr, "lctx run: the prompt is empty and the model adds no BOS token\n");
         return 1;
     }
-
-    // The whole prompt goes in one batch.
-    std::unique_ptr<Context> ctx = make_context_or_report(*model, n_ctx, UINT32_MAX, n_threads);
+    const int n_threads = resolved_threads(o.n_threads);
+    std::unique_ptr<Context> ctx = make_context_or_report(
+        *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
+        resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v);
     if (!ctx) return 1;
+    if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
+        std::fprintf(stderr, "lctx run: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const ContextParams &cp = ctx->params();
+    const int32_t n_ctx = static_cast<int32_t>(cp.n_ctx);
     if (prompt_ids.size() >= cp.n_ctx) {
-        std::fprintf(stderr, "lctx: the prompt has %zu tokens, which does not fit a context of %u (use -c)\n",
+        std::fprintf(stderr,
+                     "lctx run: the prompt has %zu tokens, which does not fit a context of %u (use -c)\n",
                      prompt_ids.size(), cp.n_ctx);
         return 1;
     }
+    const int32_t n_prompt = static_cast<int32_t>(prompt_ids.size());
+    const int32_t n_keep = o.n_keep < 0 ? n_prompt : std::min(n_prompt, o.n_keep + (vocab.add_bos() ? 1 : 0));
+    // -n -2 stops when the context is full; -n -1 and counts shift it (unless --no-context-shift).
+    const bool shift = o.n_predict != -2 && !o.no_context_shift;
 
-    std::unique_ptr<SamplerChain> sampler = make_sampler_chain(so);
+    std::unique_ptr<SamplerChain> sampler = make_sampler_chain(o.sampling, vocab, n_ctx);
     for (int32_t id : prompt_ids) sampler->accept(id);
+    if (!o.quiet && !o.json) std::fprintf(stderr, "seed: %u\n", seed);
 
-    if (!json) {
-        std::fputs(prompt.c_str(), stdout);
+    const bool color = o.color && isatty(STDOUT_FILENO) && !o.json;
+    if (!o.json && !o.no_display_prompt) {
+        if (color) std::fputs("\033[33m", stdout);
+        std::fputs(o.prompt.c_str(), stdout);
+        if (color) std::fputs("\033[0m", stdout);
         std::fflush(stdout);
     }
 
+    for (int32_t i = 0; i < n_prompt; i += static_cast<int32_t>(cp.n_batch)) {
+        Batch b;
+        b.n_tokens = std::min<int32_t>(static_cast<int32_t>(cp.n_batch), n_prompt - i);
+        b.token = prompt_ids.data() + i;
+        std::vector<int32_t> pos(static_cast<size_t>(b.n_tokens));
+        for (int32_t k = 0; k < b.n_tokens; ++k) pos[static_cast<size_t>(k)] = i + k;
+        b.pos = pos.data();
+        if (ctx->decode(b) != DecodeStatus::Ok) {
+            std::fprintf(stderr, "lctx run: decoding the prompt failed\n");
+            return 1;
+        }
+    }
+
+    interrupt_install();
+    interrupt_begin_reply();
     std::vector<int32_t> ids;
     std::string text;
-    Batch b;
-    b.n_tokens = static_cast<int32_t>(prompt_ids.size());
-    b.token = prompt_ids.data();
-    if (ctx->decode(b) != DecodeStatus::Ok) {
-        std::fprintf(stderr, "lctx: decoding the prompt failed\n");
-        return 1;
-    }
-    int32_t pos = b.n_tokens;
-    std::string pending;  // bytes of an incomplete UTF-8 character are held back while streaming
-    for (int32_t i = 0; i < n_predict && static_cast<uint32_t>(pos) < cp.n_ctx; ++i) {
+    Utf8Stream out(stdout);
+    int32_t pos = n_prompt;
+    int32_t n_shifted = 0;
+    std::string stop = "-n reached";
+    for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
+        if (interrupt_requested()) {
+            stop = "interrupted";
+            break;
+        }
+        if (pos >= n_ctx) {
+            const int32_t dropped = shift ? ctx->shift_context(0, n_keep) : 0;
+            if (dropped == 0) {
+                stop = "context full";
+                break;
+            }
+            pos -= dropped;
+            n_shifted += dropped;
+        }
         const int32_t id =
             sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
         sampler->accept(id);
-        if (vocab.is_eog(id)) break;
+        if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
+            stop = "end of text";
+            break;
+        }
         ids.push_back(id);
         const std::string piece = vocab.token_to_piece(id, /*special=*/false);
         text += piece;
-        if (!json) {
-            pending += piece;
-            // print whole characters only
-            size_t cut = pending.size();
-            for (size_t k = 1; k <= std::min<size_t>(3, pending.size()); ++k) {
-                const unsigned char c = static_cast<unsigned char>(pending[pending.size() - k]);
-                if ((c & 0xC0) == 0x80) continue;
-                const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-                if (need > k) cut = pending.size() - k;
-                break;
-            }
-            std::fwrite(pending.data(), 1, cut, stdout);
-            std::fflush(stdout);
-            pending.erase(0, cut);
-        }
+        if (!o.json) out.write(piece);
         Batch one;
         int32_t tok = id;
         one.n_tokens = 1;
         one.token = &tok;
         one.pos = &pos;
-        const DecodeStatus st = ctx->decode(one);
-        if (st != DecodeStatus::Ok) {
-            std::fprintf(stderr, "\nlctx: decode failed (status %d)\n", static_cast<int>(st));
+        const DecodeStatus ds = ctx->decode(one);
+        if (ds != DecodeStatus::Ok) {
+            std::fprintf(stderr, "\nlctx run: decode failed (status %d)\n", static_cast<int>(ds));
             return 1;
         }
         ++pos;
+        bool reversed = false;
+        for (const std::string &r : o.reverse_prompts) reversed = reversed || ends_with(text, r);
+        if (reversed) {
+            stop = "reverse prompt";
+            break;
+        }
     }
+    interrupt_end_reply();
 
     const PerfCounters perf = ctx->perf();
-    if (json) {
-        nlohmann::json out;
-        out["prompt_ids"] = prompt_ids;
-        out["ids"] = ids;
-        out["text"] = text;
-        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else {
-        std::fwrite(pending.data(), 1, pending.size(), stdout);
-        std::printf("\n");
-        std::fflush(stdout);
-        const double pp = perf.t_p_eval_ms > 0 ? 1e3 * perf.n_p_eval / perf.t_p_eval_ms : 0.0;
-        const double tg = perf.t_eval_ms > 0 ? 1e3 * perf.n_eval / perf.t_eval_ms : 0.0;
-        // Peak resident memory against what a run needs: the mapped model file and the KV cache.
-        struct rusage ru {};
-        getrusage(RUSAGE_SELF, &ru);
-        const double mib = 1024.0 * 1024.0;
-        std::fprintf(
-            stderr,
-            "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s | peak memory %.1f MiB "
-            "(model file %.1f MiB + KV cache %.1f MiB)\n",
-            perf.n_p_eval, pp, perf.n_eval, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
-            static_cast<double>(model->file().size()) / mib,
-            static_cast<double>(ctx->kv().memory_bytes()) / mib);
+    if (o.json) {
+        nlohmann::json j;
+        j["prompt_ids"] = prompt_ids;
+        j["ids"] = ids;
+        j["text"] = text;
+        j["seed"] = seed;
+        j["stop"] = stop;
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        return 0;
     }
+    out.flush();
+    std::printf("\n");
+    std::fflush(stdout);
+    if (o.quiet) return 0;
+    std::fprintf(stderr, "stopped: %s", stop.c_str());
+    if (n_shifted > 0) std::fprintf(stderr, " (context shifted, %d tokens dropped)", n_shifted);
+    std::fprintf(stderr, "\n");
+    const double pp = perf.t_p_eval_ms > 0 ? 1e3 * perf.n_p_eval / perf.t_p_eval_ms : 0.0;
+    const double tg = perf.t_eval_ms > 0 ? 1e3 * perf.n_eval / perf.t_eval_ms : 0.0;
+    // Peak resident memory against what a run needs: the mapped model file and the KV cache.
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    const double mib = 1024.0 * 1024.0;
+    std::fprintf(
+        stderr,
+        "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s | peak memory %.1f MiB "
+        "(model file %.1f MiB + KV cache %.1f MiB)\n",
+        perf.n_p_eval, pp, perf.n_eval, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
+        static_cast<double>(model->file().size()) / mib, static_cast<double>(ctx->kv().memory_bytes()) / mib);
     return 0;
 }
 

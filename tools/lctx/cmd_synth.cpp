@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/synth_model.h"
 
@@ -41,19 +42,24 @@ std::string find_vocab(const std::string &file) {
 
 int cmd_synth(int argc, char **argv) {
     CLI::App app{"Write a GGUF with random weights in the shape of a real model", "lctx synth"};
+    configure_app(app);
     std::string shape_name, type_arg = "Q4_0", out, vocab_path;
     uint64_t seed = 42;
     int n_threads = 0;
     app.add_option("--shape", shape_name, "model shape: " + join(synth::shape_names()))->required();
-    app.add_option("--type", type_arg, "weight type: " + join(synth::type_names()) + " (default Q4_0)");
+    app.add_option("--type", type_arg, "weight type: " + join(synth::type_names()));
     app.add_option("-o,--output", out, "output GGUF file")->required();
-    app.add_option("--seed", seed, "random seed (default 42)");
+    app.add_option("--seed", seed, "random seed");
     app.add_option("--vocab", vocab_path, "vocabulary GGUF to copy tokenizer.* from (default: the shape's)");
-    app.add_option("-t,--threads", n_threads, "threads (default: all)");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
+    app.add_option("-t,--threads", n_threads, "threads (0: all)");
+    const int st = parse_or_report(app, "synth", normalize_args(argc, argv));
+    if (st >= 0) return st;
+    {
+        std::error_code ec;
+        if (std::filesystem::is_directory(out, ec)) {
+            std::fprintf(stderr, "lctx synth: -o: '%s' is a directory; give a file name\n", out.c_str());
+            return 1;
+        }
     }
     const synth::Shape *shape = synth::find_shape(shape_name);
     if (!shape) {

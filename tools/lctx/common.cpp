@@ -1,11 +1,23 @@
 #include "tools/lctx/common.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <thread>
 
+#include "gguf/gguf.h"
 #include "util/error.h"
+#include "vocab/vocab.h"
 
 namespace lctx::cli {
 
@@ -27,26 +39,47 @@ bool draw_progress(float progress, void *) {
     if (progress >= 1.0f) std::fprintf(stderr, "\r\033[K");
     return true;
 }
+
+// A GGUF that opens but holds no tensors (a vocabulary-only file) cannot run.
+bool has_no_weights(const std::string &path) {
+    try {
+        return gguf::File::open(path)->tensors().empty();
+    } catch (const std::exception &) {
+        return false;
+    }
+}
 }  // namespace
 
-std::unique_ptr<Model> load_model_or_report(const std::string &path) {
+std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet) {
     ModelLoadOptions opts;
-    if (isatty(STDERR_FILENO)) opts.progress = draw_progress;
+    const bool progress = !quiet && isatty(STDERR_FILENO);
+    if (progress) opts.progress = draw_progress;
     try {
         return Model::load(path, opts);
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "\nlctx: cannot load model '%s': %s\n", path.c_str(), e.what());
+        if (progress) std::fprintf(stderr, "\r\033[K");
+        if (has_no_weights(path))
+            std::fprintf(stderr,
+                         "lctx: cannot load model '%s': this file has no weights (a vocabulary-only GGUF? "
+                         "'lctx tokenize' works with it)\n",
+                         path.c_str());
+        else
+            std::fprintf(stderr, "lctx: cannot load model '%s': %s\n", path.c_str(), e.what());
         return nullptr;
     }
 }
 
 std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
-                                                int n_threads) {
+                                                int n_threads, uint32_t n_ubatch, int n_threads_batch,
+                                                GgmlType type_k, GgmlType type_v) {
     ContextParams cp;
     cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model.hparams().n_ctx_train;
     cp.n_batch = std::max<uint32_t>(1, std::min(cp.n_ctx, n_batch_max));
-    cp.n_ubatch = std::min<uint32_t>(512, cp.n_batch);
-    cp.n_threads = cp.n_threads_batch = n_threads;
+    cp.n_ubatch = std::max<uint32_t>(1, std::min(n_ubatch, cp.n_batch));
+    cp.n_threads = n_threads;
+    cp.n_threads_batch = n_threads_batch > 0 ? n_threads_batch : n_threads;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     try {
         return std::make_unique<Context>(model, cp);
     } catch (const std::exception &e) {
@@ -58,32 +91,247 @@ std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ct
 void add_sampling_options(CLI::App &app, SamplingOptions &o) {
     app.add_option("--temp", o.temp, "temperature (0: greedy)");
     app.add_option("--top-k", o.top_k, "keep the k most likely tokens (<= 0: all)");
-    app.add_option("--top-p", o.top_p, "keep the most likely tokens up to this probability mass");
-    app.add_option("--min-p", o.min_p, "drop tokens below this fraction of the top probability");
+    app.add_option("--top-p", o.top_p, "keep the most likely tokens up to this probability mass (1: off)");
+    app.add_option("--min-p", o.min_p, "drop tokens below this fraction of the top probability (0: off)");
     app.add_option("--typical", o.typical_p, "locally typical sampling mass (1: off)");
     app.add_option("--repeat-penalty", o.repeat_penalty, "penalty for repeated tokens (1: off)");
-    app.add_option("--repeat-last-n", o.repeat_last_n, "window of the penalties");
+    app.add_option("--repeat-last-n", o.repeat_last_n,
+                   "window of the penalties (0: off, -1: the whole context)");
     app.add_option("--frequency-penalty", o.frequency_penalty, "frequency penalty (0: off)");
     app.add_option("--presence-penalty", o.presence_penalty, "presence penalty (0: off)");
-    app.add_option("-s,--seed", o.seed, "random seed (default: random)");
+    app.add_option("-s,--seed", o.seed, "random seed (-1: a random one, printed)");
+    app.add_option("--dynatemp-range", o.dynatemp_range, "dynamic temperature range (0: off)");
+    app.add_option("--dynatemp-exp", o.dynatemp_exp, "dynamic temperature exponent");
+    app.add_option("--mirostat", o.mirostat, "Mirostat sampling (0: off, 1: Mirostat, 2: Mirostat 2.0)");
+    app.add_option("--mirostat-lr", o.mirostat_lr, "Mirostat learning rate, eta");
+    app.add_option("--mirostat-ent", o.mirostat_ent, "Mirostat target entropy, tau");
+    app.add_option("--xtc-probability", o.xtc_probability, "XTC probability (0: off)");
+    app.add_option("--xtc-threshold", o.xtc_threshold, "XTC threshold (> 0.5: off)");
+    app.add_option("--dry-multiplier", o.dry_multiplier, "DRY multiplier (0: off)");
+    app.add_option("--dry-base", o.dry_base, "DRY base");
+    app.add_option("--dry-allowed-length", o.dry_allowed_length, "DRY allowed length");
+    app.add_option("--dry-penalty-last-n", o.dry_penalty_last_n,
+                   "DRY window (0: off, -1: the whole context)");
+    app.add_option("--dry-sequence-breaker", o.dry_sequence_breakers, "DRY sequence breaker (repeatable)")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_option("-l,--logit-bias", o.logit_bias,
+                   "TOKEN+BIAS or TOKEN-BIAS, e.g. 15043+1 or 2-inf (repeatable)")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_flag("--ignore-eos", o.ignore_eos, "never stop at an end-of-generation token");
+    app.add_option("--grammar", o.grammar, "GBNF grammar (not supported yet)");
+    app.add_option("--grammar-file", o.grammar_file, "GBNF grammar file (not supported yet)");
+    app.add_option("-j,--json-schema", o.json_schema,
+                   "JSON schema to constrain the output (not supported yet)");
 }
 
-std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o) {
+namespace {
+
+// "--name: value V is not finite" and the like, or "".
+std::string check_float(const char *name, float v, float lo, float hi, const char *range) {
+    if (!std::isfinite(v)) return std::string(name) + ": " + std::to_string(v) + " is not a finite number";
+    if (v < lo || v > hi) {
+        std::ostringstream s;
+        s << name << ": " << v << " is out of range (" << range << ")";
+        return s.str();
+    }
+    return "";
+}
+
+std::string check_int(const char *name, int64_t v, int64_t lo, int64_t hi, const char *range) {
+    if (v < lo || v > hi)
+        return std::string(name) + ": " + std::to_string(v) + " is out of range (" + range + ")";
+    return "";
+}
+
+}  // namespace
+
+std::string check_sampling_options(const SamplingOptions &o) {
+    const float big = 1e6f;
+    for (const std::string &e : {
+             check_float("--temp", o.temp, -big, big, "a finite number; <= 0 is greedy"),
+             check_float("--top-p", o.top_p, 0.0f, 1.0f, "0 to 1"),
+             check_float("--min-p", o.min_p, 0.0f, 1.0f, "0 to 1"),
+             check_float("--typical", o.typical_p, 0.0f, 1.0f, "0 to 1"),
+             check_float("--repeat-penalty", o.repeat_penalty, 0.0f, big, "0 or more; 1 is off"),
+             check_int("--repeat-last-n", o.repeat_last_n, -1, INT32_MAX, "-1 or more"),
+             check_float("--frequency-penalty", o.frequency_penalty, -big, big, "a finite number"),
+             check_float("--presence-penalty", o.presence_penalty, -big, big, "a finite number"),
+             check_int("--seed", o.seed, -1, 0xFFFFFFFEll, "-1 for a random seed, or 0 to 4294967294"),
+             check_float("--dynatemp-range", o.dynatemp_range, 0.0f, big, "0 or more"),
+             check_float("--dynatemp-exp", o.dynatemp_exp, 0.0f, big, "0 or more"),
+             check_int("--mirostat", o.mirostat, 0, 2, "0, 1 or 2"),
+             check_float("--mirostat-lr", o.mirostat_lr, 0.0f, big, "0 or more"),
+             check_float("--mirostat-ent", o.mirostat_ent, 0.0f, big, "0 or more"),
+             check_float("--xtc-probability", o.xtc_probability, 0.0f, 1.0f, "0 to 1"),
+             check_float("--xtc-threshold", o.xtc_threshold, 0.0f, 1.0f, "0 to 1"),
+             check_float("--dry-multiplier", o.dry_multiplier, 0.0f, big, "0 or more"),
+             check_float("--dry-base", o.dry_base, 1.0f, big, "1 or more"),
+             check_int("--dry-allowed-length", o.dry_allowed_length, 0, INT32_MAX, "0 or more"),
+             check_int("--dry-penalty-last-n", o.dry_penalty_last_n, -1, INT32_MAX, "-1 or more"),
+         })
+        if (!e.empty()) return e;
+    TokenBias tb;
+    std::string why;
+    for (const std::string &b : o.logit_bias)
+        if (!parse_logit_bias(b, &tb, &why)) return "--logit-bias: " + why;
+    // Accepted for llama.cpp's command lines, refused until the samplers exist (issue 16 for grammars).
+    if (!o.grammar.empty() || !o.grammar_file.empty())
+        return "--grammar: grammar-constrained sampling is not supported yet";
+    if (!o.json_schema.empty()) return "--json-schema: schema-constrained sampling is not supported yet";
+    if (o.dry_multiplier > 0.0f)
+        return "--dry-multiplier: DRY sampling is not supported yet (0 turns it off)";
+    return "";
+}
+
+uint32_t resolve_seed(SamplingOptions &o) {
+    if (o.seed < 0) {
+        std::random_device rd;
+        o.seed = static_cast<int64_t>(rd() % 0xFFFFFFFFu);  // never 0xFFFFFFFF, which means "random"
+    }
+    return static_cast<uint32_t>(o.seed);
+}
+
+std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const Vocab &vocab,
+                                                 int32_t n_ctx) {
+    const uint32_t seed = static_cast<uint32_t>(o.seed);
+    const int32_t n_vocab = vocab.n_tokens();
     auto chain = std::make_unique<SamplerChain>();
+    std::vector<LogitBias> biases;
+    for (const std::string &s : o.logit_bias) {
+        TokenBias tb{};
+        std::string why;
+        parse_logit_bias(s, &tb, &why);
+        if (tb.token < 0 || tb.token >= n_vocab)
+            throw Error("--logit-bias: token " + std::to_string(tb.token) +
+                        " is outside the vocabulary (0 to " + std::to_string(n_vocab - 1) + ")");
+        biases.push_back({tb.token, tb.bias});
+    }
+    if (o.ignore_eos)
+        for (int32_t id = 0; id < n_vocab; ++id)
+            if (vocab.is_eog(id)) biases.push_back({id, -INFINITY});
+    if (!biases.empty())
+        chain->add(std::make_unique<LogitBiasSampler>(n_vocab, biases.data(), biases.size()));
+    const int32_t last_n = o.repeat_last_n < 0 ? n_ctx : o.repeat_last_n;
     if (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f)
-        chain->add(std::make_unique<PenaltiesSampler>(o.repeat_last_n, o.repeat_penalty, o.frequency_penalty,
+        chain->add(std::make_unique<PenaltiesSampler>(last_n, o.repeat_penalty, o.frequency_penalty,
                                                       o.presence_penalty));
     if (o.temp <= 0.0f) {
         chain->add(std::make_unique<GreedySampler>());
+        return chain;
+    }
+    if (o.mirostat != 0) {
+        chain->add(std::make_unique<TempSampler>(o.temp));
+        if (o.mirostat == 1)
+            chain->add(std::make_unique<MirostatSampler>(n_vocab, seed, o.mirostat_ent, o.mirostat_lr, 100));
+        else
+            chain->add(std::make_unique<MirostatV2Sampler>(seed, o.mirostat_ent, o.mirostat_lr));
         return chain;
     }
     chain->add(std::make_unique<TopKSampler>(o.top_k));
     chain->add(std::make_unique<TypicalSampler>(o.typical_p, 1));
     chain->add(std::make_unique<TopPSampler>(o.top_p, 1));
     chain->add(std::make_unique<MinPSampler>(o.min_p, 1));
-    chain->add(std::make_unique<TempSampler>(o.temp));
-    chain->add(std::make_unique<DistSampler>(o.seed));
+    if (o.xtc_probability > 0.0f)
+        chain->add(std::make_unique<XtcSampler>(o.xtc_probability, o.xtc_threshold, 1, seed));
+    if (o.dynatemp_range > 0.0f)
+        chain->add(std::make_unique<TempExtSampler>(o.temp, o.dynatemp_range, o.dynatemp_exp));
+    else
+        chain->add(std::make_unique<TempSampler>(o.temp));
+    chain->add(std::make_unique<DistSampler>(seed));
     return chain;
+}
+
+int resolved_threads(int32_t n) {
+    return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void add_gen_options(CLI::App &app, GenOptions &o) {
+    app.add_option("-m,--model", o.model_path, "GGUF model file");
+    app.add_option("-p,--prompt", o.prompt, "prompt text ('-': read it from standard input)");
+    app.add_option("-f,--file", o.prompt_file, "read the prompt from this file");
+    app.add_flag("-e,--escape", o.escape, "process escapes (\\n, \\t, \\\\, \\xHH, ...) in the prompt");
+    app.add_flag("--no-display-prompt", o.no_display_prompt, "do not print the prompt before the output");
+    app.add_option("-n,--n-predict", o.n_predict,
+                   "tokens to generate (-1: until end of text, shifting the context when full; -2: until the "
+                   "context is full)");
+    app.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: the model's training context)");
+    app.add_option("-b,--batch-size", o.n_batch, "logical batch size (most tokens per decode call)");
+    app.add_option("--ubatch-size", o.n_ubatch, "physical batch size (-ub)");
+    app.add_option("-t,--threads", o.n_threads, "threads for generation (0: every core)");
+    app.add_option("--threads-batch", o.n_threads_batch, "threads for the prompt (-tb; 0: as --threads)");
+    app.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K (-ctk): f32, f16, bf16, q8_0, ...");
+    app.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V (-ctv): f32, f16, bf16, q8_0, ...");
+    app.add_option("--keep", o.n_keep, "prompt tokens kept when the context shifts (-1: the whole prompt)");
+    app.add_flag("--no-context-shift", o.no_context_shift,
+                 "stop when the context is full instead of shifting");
+    app.add_option("-r,--reverse-prompt", o.reverse_prompts,
+                   "stop when the output ends with this text (repeatable)")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_flag("--flash-attn", o.flash_attn, "(-fa) accepted: lctx's attention is always one fused pass");
+    app.add_flag("--no-mmap", o.no_mmap, "accepted: lctx maps the file and copies the weights it repacks");
+    app.add_flag("--mlock", o.mlock, "lock the model and buffers in memory");
+    app.add_option("--n-gpu-layers", o.n_gpu_layers, "(-ngl) accepted: lctx runs on the CPU");
+    app.add_flag("--color", o.color, "color the prompt and the user input on a terminal");
+    app.add_flag("-q,--log-disable", o.quiet, "no notes, progress or timings on stderr");
+    add_sampling_options(app, o.sampling);
+}
+
+std::string check_gen_options(GenOptions &o) {
+    if (o.n_predict < -2)
+        return "--n-predict: " + std::to_string(o.n_predict) +
+               " is out of range (a count, -1: until end of text, -2: until the context is full)";
+    for (const std::string &e : {
+             check_int("--ctx-size", o.n_ctx, 0, 1 << 24, "0 for the model's, or up to 16777216"),
+             check_int("--batch-size", o.n_batch, 1, INT32_MAX, "1 or more"),
+             check_int("--ubatch-size", o.n_ubatch, 1, INT32_MAX, "1 or more"),
+             check_int("--threads", o.n_threads, 0, 1024, "0 for every core, or up to 1024"),
+             check_int("--threads-batch", o.n_threads_batch, 0, 1024, "0 for --threads, or up to 1024"),
+             check_int("--keep", o.n_keep, -1, INT32_MAX, "-1 or more"),
+         })
+        if (!e.empty()) return e;
+    if (!type_from_name(o.cache_type_k.c_str(), &o.type_k))
+        return "--cache-type-k: unknown type '" + o.cache_type_k + "'";
+    if (!type_from_name(o.cache_type_v.c_str(), &o.type_v))
+        return "--cache-type-v: unknown type '" + o.cache_type_v + "'";
+    for (const std::string &r : o.reverse_prompts)
+        if (r.empty()) return "--reverse-prompt: the text is empty";
+    return check_sampling_options(o.sampling);
+}
+
+void note_compat_options(const GenOptions &o, const char *cmd) {
+    if (o.quiet) return;
+    if (o.n_gpu_layers >= 0) std::fprintf(stderr, "lctx %s: note: -ngl ignored, lctx runs on the CPU\n", cmd);
+    if (o.no_mmap)
+        std::fprintf(stderr,
+                     "lctx %s: note: --no-mmap ignored, lctx maps the file (weights it repacks are copied)\n",
+                     cmd);
+}
+
+bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed) {
+    if (!o.prompt_file.empty()) {
+        std::ifstream in(o.prompt_file, std::ios::binary);
+        if (!in) {
+            std::fprintf(stderr, "lctx %s: -f: cannot read '%s': %s\n", cmd, o.prompt_file.c_str(),
+                         std::strerror(errno));
+            return false;
+        }
+        o.prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        o.prompt_given = true;
+    } else if (o.prompt_given && o.prompt == "-") {
+        if (!stdin_allowed) {
+            std::fprintf(stderr, "lctx %s: -p -: standard input carries the conversation here\n", cmd);
+            return false;
+        }
+        o.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else if (!o.prompt_given && stdin_allowed && !isatty(STDIN_FILENO)) {
+        std::string in((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        if (!in.empty()) {
+            o.prompt = std::move(in);
+            o.prompt_given = true;
+        }
+    }
+    if (o.escape) o.prompt = process_escapes(o.prompt);
+    return true;
 }
 
 }  // namespace lctx::cli

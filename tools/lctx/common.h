@@ -1,26 +1,33 @@
-// Pieces shared by the CLI subcommands: locating the default model, loading with progress, and
-// the sampler chain built from the usual options.
+// Pieces shared by the CLI subcommands: locating the default model, loading with progress, the
+// options of the generating commands (run, chat) with their checks, and the sampler chain they build.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "context/context.h"
 #include "model/model.h"
 #include "sampling/samplers.h"
+#include "tools/lctx/args.h"
 
 namespace lctx::cli {
 
 // The model shipped in the repo: the build's source tree, then ./models, then next to the binary.
 std::string default_model_path();
-// Loads a model, drawing a progress line on a terminal; prints the error and returns null on failure.
-std::unique_ptr<Model> load_model_or_report(const std::string &path);
+// Loads a model, drawing a progress line on a terminal (unless quiet); prints the error (saying so
+// when the file holds no weights, like a vocabulary-only GGUF) and returns null on failure.
+std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet = false);
 
 // A context of n_ctx cells (0: the model's training context), batches of at most n_batch_max tokens
-// (capped by n_ctx), micro-batches of 512; prints the error and returns null on failure.
+// (capped by n_ctx), micro-batches of n_ubatch (capped by the batch); prints the error and returns
+// null on failure.
 std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
-                                                int n_threads);
+                                                int n_threads, uint32_t n_ubatch = 512,
+                                                int n_threads_batch = 0, GgmlType type_k = GgmlType::F16,
+                                                GgmlType type_v = GgmlType::F16);
 
+// llama.cpp's defaults (common_params_sampling at b4748).
 struct SamplingOptions {
     float temp = 0.8f;
     int32_t top_k = 40;
@@ -28,16 +35,75 @@ struct SamplingOptions {
     float min_p = 0.05f;
     float typical_p = 1.0f;
     float repeat_penalty = 1.0f;
-    int32_t repeat_last_n = 64;
+    int32_t repeat_last_n = 64;  // -1: the whole context
     float frequency_penalty = 0.0f;
     float presence_penalty = 0.0f;
-    uint32_t seed = 0xFFFFFFFFu;  // random
+    int64_t seed = -1;  // -1: random (resolve_seed picks one)
+    float dynatemp_range = 0.0f;
+    float dynatemp_exp = 1.0f;
+    int32_t mirostat = 0;  // 0 off, 1 v1, 2 v2
+    float mirostat_lr = 0.1f;
+    float mirostat_ent = 5.0f;
+    float xtc_probability = 0.0f;
+    float xtc_threshold = 0.1f;
+    float dry_multiplier = 0.0f;
+    float dry_base = 1.75f;
+    int32_t dry_allowed_length = 2;
+    int32_t dry_penalty_last_n = -1;
+    std::vector<std::string> dry_sequence_breakers;
+    std::vector<std::string> logit_bias;  // TOKEN+BIAS
+    bool ignore_eos = false;
+    std::string grammar, grammar_file, json_schema;
 };
 
-// Registers --temp, --top-k, --top-p, --min-p, --typical, the penalties and --seed.
+// Registers the sampling options with llama.cpp's names.
 void add_sampling_options(CLI::App &app, SamplingOptions &o);
+// Range and finiteness of every value; the first problem as one line ("--temp: ..."), or "".
+std::string check_sampling_options(const SamplingOptions &o);
+// A seed of -1 becomes a random one; returns the seed in use.
+uint32_t resolve_seed(SamplingOptions &o);
 
-// temp <= 0: greedy. Otherwise penalties -> top-k -> typical -> top-p -> min-p -> temperature -> dist.
-std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o);
+// temp <= 0: greedy. Otherwise logit bias -> penalties -> top-k -> typical -> top-p -> min-p -> xtc ->
+// temperature (dynamic with --dynatemp-range) -> dist, or temperature -> mirostat. n_ctx resolves
+// --repeat-last-n -1; --ignore-eos biases every end-of-generation token to -inf. Throws on a
+// --logit-bias token outside the vocabulary. The seed must be resolved.
+std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const Vocab &vocab, int32_t n_ctx);
+
+// What run and chat share: model, context, threads, prompt sources, llama.cpp compatibility options.
+struct GenOptions {
+    std::string model_path = default_model_path();
+    int32_t n_predict = 128;  // -1: until end of text (shifting the context), -2: until the context is full
+    int32_t n_ctx = 0;
+    int32_t n_batch = 2048;
+    int32_t n_ubatch = 512;
+    int32_t n_threads = 0;        // 0: every core
+    int32_t n_threads_batch = 0;  // 0: as n_threads
+    std::string cache_type_k = "f16", cache_type_v = "f16";
+    int32_t n_keep = 0;  // -1: the whole prompt
+    bool no_context_shift = false;
+    std::string prompt;
+    bool prompt_given = false;
+    std::string prompt_file;
+    bool escape = false;
+    bool no_display_prompt = false;
+    std::vector<std::string> reverse_prompts;
+    bool flash_attn = false, no_mmap = false, mlock = false, color = false, quiet = false;
+    int32_t n_gpu_layers = -1;
+    bool json = false;
+    SamplingOptions sampling;
+
+    GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;  // from cache_type_k / _v by check()
+};
+
+void add_gen_options(CLI::App &app, GenOptions &o);
+// Checks every value (and resolves the cache types); the first problem as one line, or "".
+std::string check_gen_options(GenOptions &o);
+// Prints the one-line notes of options lctx accepts but does not need (-ngl, --no-mmap, -fa), unless
+// quiet; applies --mlock after loading.
+void note_compat_options(const GenOptions &o, const char *cmd);
+// The prompt from -f, -p (- reads stdin), or stdin when it is not a terminal and no -p was given;
+// -e applied. False with the error printed.
+bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed);
+int resolved_threads(int32_t n);
 
 }  // namespace lctx::cli

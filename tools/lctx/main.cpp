@@ -1,21 +1,42 @@
 // lctx: the command-line front end. Each subcommand lives in its own file (cmd_*.cpp).
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 
+#include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 
 namespace {
 void usage() {
-    std::fprintf(stderr,
-                 "usage: lctx <command> [options]\n"
-                 "commands:\n"
-                 "  run        generate text from a prompt\n"
-                 "  chat       talk with a model (context shift keeps long chats going)\n"
-                 "  tokenize   print the token ids of a text\n"
-                 "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
-                 "  synth      write a GGUF with random weights in a real model's shape\n"
-                 "run 'lctx <command> --help' for the options of a command\n");
+    std::fprintf(
+        stderr,
+        "usage: lctx <command> [options]\n"
+        "commands:\n"
+        "  run        generate text from a prompt (-cnv or -i: chat instead)\n"
+        "  chat       talk with a model (context shift keeps long chats going)\n"
+        "  tokenize   print the token ids of a text\n"
+        "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
+        "  synth      write a GGUF with random weights in a real model's shape\n"
+        "run 'lctx <command> --help' for the options of a command; 'lctx --version' for the build\n");
+}
+
+int dispatch(int argc, char **argv) {
+    const std::string cmd = argv[1];
+    if (cmd == "run") {
+        // llama-cli habits: `run -cnv` / `run -i` is a conversation.
+        for (int i = 2; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
+            for (const char *flag : {"-cnv", "--conversation", "-i", "--interactive", "--interactive-first"})
+                if (!std::strcmp(argv[i], flag)) return lctx::cli::cmd_chat(argc - 1, argv + 1);
+        return lctx::cli::cmd_run(argc - 1, argv + 1);
+    }
+    if (cmd == "chat") return lctx::cli::cmd_chat(argc - 1, argv + 1);
+    if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
+    if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
+    if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
+    std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
+    usage();
+    return 1;
 }
 }  // namespace
 
@@ -24,13 +45,20 @@ int main(int argc, char **argv) {
         usage();
         return argc < 2 ? 1 : 0;
     }
-    const std::string cmd = argv[1];
-    if (cmd == "run") return lctx::cli::cmd_run(argc - 1, argv + 1);
-    if (cmd == "chat") return lctx::cli::cmd_chat(argc - 1, argv + 1);
-    if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
-    if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
-    if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
-    std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
-    usage();
+    if (!std::strcmp(argv[1], "--version")) {
+        std::printf("%s\n", lctx::cli::version_string().c_str());
+        return 0;
+    }
+    // Every error that escapes a command (a model producing NaN, a failed allocation, ...) is reported
+    // here in one line: the CLI never ends in an abort or a core dump.
+    try {
+        return dispatch(argc, argv);
+    } catch (const std::exception &e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "\nlctx %s: error: %s\n", argv[1], e.what());
+    } catch (...) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "\nlctx %s: error: unknown exception\n", argv[1]);
+    }
     return 1;
 }

@@ -280,6 +280,18 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     const std::string tmp = path + ".part";
     std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
     if (!f) throw Error(tmp + ": cannot create: " + std::strerror(errno));
+    // Every way out before the rename (a failed write, the rename itself, an exception from a
+    // worker or the progress callback) removes the partial file.
+    struct PartRemover {
+        const std::string &tmp;
+        std::unique_ptr<std::FILE, FileCloser> &f;
+        bool done = false;
+        ~PartRemover() {
+            if (done) return;
+            f.reset();
+            std::remove(tmp.c_str());
+        }
+    } remover{tmp, f};
     auto write = [&](const void *p, size_t n) {
         if (n && std::fwrite(p, 1, n, f.get()) != n) {
             const int err = errno;
@@ -338,6 +350,7 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
     if (ec) throw Error(path + ": cannot rename from " + tmp + ": " + ec.message());
+    remover.done = true;
     sum.file_bytes = head.size() + offset;
     return sum;
 }

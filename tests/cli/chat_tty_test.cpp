@@ -1,0 +1,111 @@
+// `lctx chat` on a terminal, driven through tmux: prompt marker, line editing and history, multi-line
+// input, /commands, and Ctrl-C (stops a reply; at the prompt, leaves).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "cli/cli_run.h"
+
+namespace {
+
+std::string sh(const std::string &cmd) {
+    std::string out;
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+    return out;
+}
+
+class TmuxChat : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (std::system("command -v tmux >/dev/null 2>&1") != 0)
+            GTEST_SKIP() << "tmux is not installed (scripts/setup.sh installs it)";
+        static int n = 0;  // one server per test: a killed server's socket may linger a moment
+        sock_ = "lctx_test_" + std::to_string(getpid()) + "_" + std::to_string(n++);
+    }
+    void TearDown() override {
+        if (!sock_.empty()) sh(tmux("kill-server"));
+    }
+    std::string tmux(const std::string &args) const {
+        return "tmux -L " + sock_ + " " + args + " 2>/dev/null";
+    }
+    // Starts `lctx ARGS` as the only process of a 120x40 terminal (no shell, which a Ctrl-C would also
+    // reach); the pane stays after it ends so that its exit status can be read.
+    void start(const std::string &args) {
+        const std::string cmd = "exec " + lctx::testing::lctx_bin() + " " + args;
+        sh("tmux -L " + sock_ + " -f /dev/null new-session -d -x 120 -y 40 -s chat \"" + cmd +
+           "\" \\; set-option -t chat remain-on-exit on");
+    }
+    // The exit status once the program has ended, or -1 after the timeout.
+    int wait_exit(double timeout_s = 30) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end) {
+            const std::string s = sh(tmux("display -p -t chat '#{pane_dead} #{pane_dead_status}'"));
+            if (s.rfind("1 ", 0) == 0) return std::atoi(s.c_str() + 2);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return -1;
+    }
+    void keys(const std::string &k) { sh(tmux("send-keys -t chat " + k)); }
+    std::string screen() { return sh(tmux("capture-pane -p -J -S -200 -t chat")); }
+    // Waits until the screen holds `needle` `count` times.
+    bool wait_screen(const std::string &needle, int count = 1, double timeout_s = 30) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end) {
+            const std::string s = screen();
+            int n = 0;
+            for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
+            if (n >= count) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+    std::string sock_;
+};
+
+TEST_F(TmuxChat, PromptHistoryMultiLineCommandsAndCtrlC) {
+    start("chat -n -1 --ignore-eos -c 128 --seed 3");
+    ASSERT_TRUE(wait_screen("/help lists the commands")) << screen();
+    ASSERT_TRUE(wait_screen("> ")) << screen();
+    keys("/help Enter");
+    ASSERT_TRUE(wait_screen("/save FILE")) << screen();
+    // Multi-line input: a trailing backslash continues on a ". " line.
+    keys("'Once upon' '\\' Enter");
+    ASSERT_TRUE(wait_screen(". ")) << screen();
+    keys("'a time' Enter");
+    // An endless reply (-n -1, --ignore-eos); Ctrl-C stops it and the prompt comes back.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    keys("C-c");
+    ASSERT_TRUE(wait_screen("[reply stopped]")) << screen();
+    ASSERT_TRUE(wait_screen("[context shift")) << screen();
+    // History: Up brings back the last input, line editing moves within it.
+    keys("/hlp Left Left BSpace BSpace '/he' End Enter");  // "/hlp": the cursor goes back, "/h" out, "/he" in
+    ASSERT_TRUE(wait_screen("/save FILE", 2)) << screen();
+    keys("Up");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    keys("Enter");
+    ASSERT_TRUE(wait_screen("/save FILE", 3)) << screen();
+    // Ctrl-C at the prompt leaves with status 130.
+    keys("C-c");
+    EXPECT_EQ(wait_exit(), 130) << screen();
+}
+
+TEST_F(TmuxChat, QuitCommandLeavesNormally) {
+    start("chat -n 4 --temp 0");
+    ASSERT_TRUE(wait_screen("> ")) << screen();
+    keys("Hello Enter");
+    ASSERT_TRUE(wait_screen("> ", 2)) << screen();
+    keys("/quit Enter");
+    EXPECT_EQ(wait_exit(), 0) << screen();
+}
+
+}  // namespace

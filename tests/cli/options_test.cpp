@@ -1,0 +1,123 @@
+// The CLI's option helpers: llama.cpp spellings, escapes, --logit-bias, and the range checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tools/lctx/args.h"
+#include "tools/lctx/common.h"
+
+namespace lctx::cli {
+namespace {
+
+std::vector<std::string> norm(std::vector<const char *> v) {
+    return normalize_args(static_cast<int>(v.size()), v.data());
+}
+
+TEST(NormalizeArgs, MultiLetterShortOptionsBecomeLongOnes) {
+    EXPECT_EQ(
+        norm({"lctx", "-ub", "8", "-ctk", "q8_0", "-ctv=f32", "-fa", "-cnv", "-sys", "hi", "-ngl", "99",
+              "-tb", "2"}),
+        (std::vector<std::string>{"lctx", "--ubatch-size", "8", "--cache-type-k", "q8_0",
+                                  "--cache-type-v=f32", "--flash-attn", "--conversation", "--system-prompt",
+                                  "hi", "--n-gpu-layers", "99", "--threads-batch", "2"}));
+}
+
+TEST(NormalizeArgs, LeavesOtherArgumentsAndEverythingAfterDoubleDash) {
+    EXPECT_EQ(norm({"-ub", "-n", "-1", "-p", "-ub", "--", "-ctk"}),
+              (std::vector<std::string>{"-ub", "-n", "-1", "-p", "--ubatch-size", "--", "-ctk"}));
+}
+
+TEST(ProcessEscapes, KnownEscapesAndTheRestKept) {
+    EXPECT_EQ(process_escapes("a\\nb\\tc\\\\d\\\"e\\'"), "a\nb\tc\\d\"e'");
+    EXPECT_EQ(process_escapes("\\x41\\102\\x4"), "AB\\x4");
+    EXPECT_EQ(process_escapes("end\\"), "end\\");
+    EXPECT_EQ(process_escapes("\\q"), "\\q");
+}
+
+TEST(LogitBias, ParsesPlusMinusAndInfinity) {
+    TokenBias b{};
+    std::string why;
+    ASSERT_TRUE(parse_logit_bias("15043+1", &b, &why)) << why;
+    EXPECT_EQ(b.token, 15043);
+    EXPECT_FLOAT_EQ(b.bias, 1.0f);
+    ASSERT_TRUE(parse_logit_bias("2-inf", &b, &why)) << why;
+    EXPECT_EQ(b.token, 2);
+    EXPECT_TRUE(std::isinf(b.bias) && b.bias < 0);
+    ASSERT_TRUE(parse_logit_bias("7 -0.5", &b, &why)) << why;
+    EXPECT_FLOAT_EQ(b.bias, -0.5f);
+    for (const char *bad : {"", "+1", "-3+1", "abc", "12", "12*3", "12+x", "12+nan"})
+        EXPECT_FALSE(parse_logit_bias(bad, &b, &why)) << bad;
+}
+
+TEST(SamplingChecks, DefaultsPassAndEachBadValueIsNamed) {
+    EXPECT_EQ(check_sampling_options(SamplingOptions{}), "");
+    struct Case {
+        void (*set)(SamplingOptions &);
+        const char *name;
+    };
+    const Case cases[] = {
+        {[](SamplingOptions &o) { o.temp = NAN; }, "--temp"},
+        {[](SamplingOptions &o) { o.temp = INFINITY; }, "--temp"},
+        {[](SamplingOptions &o) { o.top_p = 1.5f; }, "--top-p"},
+        {[](SamplingOptions &o) { o.top_p = NAN; }, "--top-p"},
+        {[](SamplingOptions &o) { o.min_p = -0.1f; }, "--min-p"},
+        {[](SamplingOptions &o) { o.typical_p = NAN; }, "--typical"},
+        {[](SamplingOptions &o) { o.repeat_penalty = -1.0f; }, "--repeat-penalty"},
+        {[](SamplingOptions &o) { o.repeat_last_n = -2; }, "--repeat-last-n"},
+        {[](SamplingOptions &o) { o.frequency_penalty = NAN; }, "--frequency-penalty"},
+        {[](SamplingOptions &o) { o.presence_penalty = INFINITY; }, "--presence-penalty"},
+        {[](SamplingOptions &o) { o.seed = -2; }, "--seed"},
+        {[](SamplingOptions &o) { o.seed = 0xFFFFFFFFll; }, "--seed"},
+        {[](SamplingOptions &o) { o.mirostat = 3; }, "--mirostat"},
+        {[](SamplingOptions &o) { o.mirostat_lr = NAN; }, "--mirostat-lr"},
+        {[](SamplingOptions &o) { o.xtc_probability = 2.0f; }, "--xtc-probability"},
+        {[](SamplingOptions &o) { o.dynatemp_range = -1.0f; }, "--dynatemp-range"},
+        {[](SamplingOptions &o) { o.dry_base = 0.5f; }, "--dry-base"},
+        {[](SamplingOptions &o) { o.logit_bias = {"x"}; }, "--logit-bias"},
+        {[](SamplingOptions &o) { o.grammar = "root ::= \"a\""; }, "--grammar"},
+        {[](SamplingOptions &o) { o.json_schema = "{}"; }, "--json-schema"},
+        {[](SamplingOptions &o) { o.dry_multiplier = 0.8f; }, "--dry-multiplier"},
+    };
+    for (const Case &c : cases) {
+        SamplingOptions o;
+        c.set(o);
+        const std::string e = check_sampling_options(o);
+        EXPECT_EQ(e.rfind(c.name, 0), 0u) << c.name << ": " << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    }
+}
+
+TEST(GenChecks, NPredictSemanticsAndCacheTypes) {
+    for (int n : {-2, -1, 0, 1, 1000}) {
+        GenOptions o;
+        o.n_predict = n;
+        EXPECT_EQ(check_gen_options(o), "") << n;
+    }
+    GenOptions o;
+    o.n_predict = -3;
+    EXPECT_EQ(check_gen_options(o).rfind("--n-predict", 0), 0u);
+    GenOptions k;
+    k.cache_type_k = "q8_0";
+    EXPECT_EQ(check_gen_options(k), "");
+    EXPECT_EQ(k.type_k, GgmlType::Q8_0);
+    k.cache_type_v = "q9";
+    EXPECT_EQ(check_gen_options(k).rfind("--cache-type-v", 0), 0u);
+    GenOptions b;
+    b.n_ubatch = 0;
+    EXPECT_EQ(check_gen_options(b).rfind("--ubatch-size", 0), 0u);
+}
+
+TEST(Seed, MinusOneBecomesARandomSeedAndOthersStay) {
+    SamplingOptions o;
+    const uint32_t s = resolve_seed(o);
+    EXPECT_EQ(o.seed, static_cast<int64_t>(s));
+    EXPECT_NE(s, 0xFFFFFFFFu);
+    SamplingOptions fixed;
+    fixed.seed = 42;
+    EXPECT_EQ(resolve_seed(fixed), 42u);
+}
+
+}  // namespace
+}  // namespace lctx::cli
