@@ -128,49 +128,6 @@ std::shared_ptr<const lctx::TokenTexts> token_texts(const lctx::Vocab &v) {
     return t;
 }
 
-// DRY sequence breakers as tokens (b4748's reading): for every token whose text holds the breaker, the token
-// alone; for every token whose text ends with a beginning of the breaker, the token and the tokens of the
-// breaker's rest (at most 20). Breakers are cut to 40 bytes; empty ones are skipped with a warning.
-std::vector<lctx::DryBreaker> dry_breakers(const lctx::Vocab &v, const char **strs, size_t n) {
-    constexpr size_t kMaxBreakerBytes = 40, kMaxTailTokens = 20;
-    std::vector<lctx::DryBreaker> out;
-    std::vector<std::string> words(v.n_tokens());
-    for (int32_t id = 0; id < v.n_tokens(); ++id)
-        words[id] = v.detokenize({id}, /*remove_special=*/false, /*unparse_special=*/true);
-    for (size_t b = 0; b < n; ++b) {
-        if (!strs[b] || !*strs[b]) {
-            LCTX_LOG_WARN("llama_sampler_init_dry: skipping empty sequence breaker %zu", b);
-            continue;
-        }
-        std::string str(strs[b]);
-        if (str.size() > kMaxBreakerBytes) {
-            LCTX_LOG_WARN("llama_sampler_init_dry: sequence breaker %zu cut to %zu bytes", b,
-                          kMaxBreakerBytes);
-            str.resize(kMaxBreakerBytes);
-        }
-        for (int32_t id = 0; id < v.n_tokens(); ++id) {
-            const std::string &w = words[id];
-            if (w.find(str) != std::string::npos) {
-                out.push_back({id, {}});
-                continue;
-            }
-            // Each place the breaker's first byte starts a suffix of the word that begins the breaker.
-            for (size_t pos = w.find(str[0]); pos != std::string::npos; pos = w.find(str[0], pos + 1)) {
-                const size_t len = w.size() - pos;
-                if (len >= str.size() || w.compare(pos, len, str, 0, len) != 0) continue;
-                std::vector<int32_t> tail =
-                    v.tokenize(str.substr(len), /*add_special=*/false, /*parse_special=*/false);
-                if (tail.size() > kMaxTailTokens) tail.resize(kMaxTailTokens);
-                const bool dup = std::any_of(out.begin(), out.end(), [&](const lctx::DryBreaker &d) {
-                    return d.first == id && d.second == tail;
-                });
-                if (!dup) out.push_back({id, std::move(tail)});
-            }
-        }
-    }
-    return out;
-}
-
 // No grammar text: a sampler that lets everything through (as b4748). A grammar that cannot be used: NULL
 // with the reason logged.
 llama_sampler *init_grammar(const char *fn, const llama_vocab *vocab, const char *grammar_str,
@@ -383,7 +340,13 @@ struct llama_sampler *llama_sampler_init_dry(const struct llama_vocab *vocab, in
                     "llama_sampler_init_dry: sequence breakers need the vocabulary; vocab is NULL");
                 return nullptr;
             }
-            breakers = dry_breakers(lctx::capi::vocab_of(vocab), seq_breakers, num_breakers);
+            const lctx::Vocab &v = lctx::capi::vocab_of(vocab);
+            std::vector<std::string> strs;
+            for (size_t i = 0; i < num_breakers; ++i)
+                strs.emplace_back(seq_breakers[i] ? seq_breakers[i] : "");
+            breakers = lctx::dry_breakers(
+                v.n_tokens(), [&](lctx::Token id) { return v.detokenize({id}, false, true); },
+                [&](const std::string &text) { return v.tokenize(text, false, false); }, strs);
         }
         return wrap(std::make_unique<lctx::DrySampler>(p, std::move(breakers)));
     });

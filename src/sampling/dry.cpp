@@ -3,7 +3,48 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/log.h"
+
 namespace lctx {
+
+std::vector<DryBreaker> dry_breakers(int32_t n_vocab, const std::function<std::string(Token)> &detokenize,
+                                     const std::function<std::vector<Token>(const std::string &)> &tokenize,
+                                     const std::vector<std::string> &breakers) {
+    constexpr size_t kMaxBreakerBytes = 40, kMaxTailTokens = 20;
+    std::vector<DryBreaker> out;
+    std::vector<std::string> words(static_cast<size_t>(std::max(n_vocab, 0)));
+    for (Token id = 0; id < n_vocab; ++id) words[id] = detokenize(id);
+    for (size_t b = 0; b < breakers.size(); ++b) {
+        std::string str = breakers[b];
+        if (str.empty()) {
+            LCTX_LOG_WARN("dry: skipping empty sequence breaker %zu", b);
+            continue;
+        }
+        if (str.size() > kMaxBreakerBytes) {
+            LCTX_LOG_WARN("dry: sequence breaker %zu cut to %zu bytes", b, kMaxBreakerBytes);
+            str.resize(kMaxBreakerBytes);
+        }
+        for (Token id = 0; id < n_vocab; ++id) {
+            const std::string &w = words[id];
+            if (w.find(str) != std::string::npos) {
+                out.push_back({id, {}});
+                continue;
+            }
+            // Each place the breaker's first byte starts a suffix of the word that begins the breaker.
+            for (size_t pos = w.find(str[0]); pos != std::string::npos; pos = w.find(str[0], pos + 1)) {
+                const size_t len = w.size() - pos;
+                if (len >= str.size() || w.compare(pos, len, str, 0, len) != 0) continue;
+                std::vector<Token> tail = tokenize(str.substr(len));
+                if (tail.size() > kMaxTailTokens) tail.resize(kMaxTailTokens);
+                const bool dup = std::any_of(out.begin(), out.end(), [&](const DryBreaker &d) {
+                    return d.first == id && d.second == tail;
+                });
+                if (!dup) out.push_back({id, std::move(tail)});
+            }
+        }
+    }
+    return out;
+}
 
 DrySampler::DrySampler(const DryParams &p, std::vector<DryBreaker> breakers) : p_(p) {
     const int32_t last_n = p.penalty_last_n == -1 ? p.context_size : std::max(p.penalty_last_n, 0);

@@ -4,6 +4,8 @@
 // (by default newlines, ':', '"', '*') end the repetition a match may reach back over.
 #pragma once
 #include <deque>
+#include <functional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -15,6 +17,19 @@ namespace lctx {
 // A sequence breaker as tokens: its first token and the tokens that must follow it (empty for a breaker
 // that one token holds whole). The C API derives them from the breaker strings and the vocabulary.
 using DryBreaker = std::pair<Token, std::vector<Token>>;
+
+// Breaker strings as token sequences (b4748's reading): for every token whose text (`detokenize`) holds the
+// breaker, the token alone; for every token whose text ends with a beginning of the breaker, the token and
+// the tokens of the breaker's rest (`tokenize`, at most 20). Breakers are cut to 40 bytes; empty ones are
+// skipped with a warning. The vocabulary comes in as the two functions (this layer does not know it).
+std::vector<DryBreaker> dry_breakers(int32_t n_vocab, const std::function<std::string(Token)> &detokenize,
+                                     const std::function<std::vector<Token>(const std::string &)> &tokenize,
+                                     const std::vector<std::string> &breakers);
+
+// llama.cpp's default breakers: newline, ':', '"', '*'.
+inline std::vector<std::string> dry_default_breakers() {
+    return {"\n", ":", "\"", "*"};
+}
 
 struct DryParams {
     int32_t context_size = 0;     // the history limit that penalty_last_n = -1 stands for

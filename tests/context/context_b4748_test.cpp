@@ -614,7 +614,9 @@ TEST(ControlVector, AddsToTheResidualStreamOfTheLayersInRange) {
     const float w_k = model()->impl->weights().output_norm[k];
     EXPECT_NEAR(h[k], std::sqrt(static_cast<float>(n_embd)) * w_k, 1e-3f * std::fabs(w_k) * 8);
     for (int j = 0; j < n_embd; ++j) {
-        if (j != k) EXPECT_LT(std::fabs(h[j]), 1e-3f) << j;
+        if (j != k) {
+            EXPECT_LT(std::fabs(h[j]), 1e-3f) << j;
+        }
     }
 }
 

@@ -16,6 +16,9 @@
 #include <thread>
 
 #include "gguf/gguf.h"
+#include "grammar/gbnf.h"
+#include "sampling/dry.h"
+#include "sampling/grammar_sampler.h"
 #include "util/error.h"
 #include "vocab/vocab.h"
 
@@ -118,10 +121,10 @@ void add_sampling_options(CLI::App &app, SamplingOptions &o) {
                    "TOKEN+BIAS or TOKEN-BIAS, e.g. 15043+1 or 2-inf (repeatable)")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_flag("--ignore-eos", o.ignore_eos, "never stop at an end-of-generation token");
-    app.add_option("--grammar", o.grammar, "GBNF grammar (not supported yet)");
-    app.add_option("--grammar-file", o.grammar_file, "GBNF grammar file (not supported yet)");
+    app.add_option("--grammar", o.grammar, "GBNF grammar the output must follow (start rule: root)");
+    app.add_option("--grammar-file", o.grammar_file, "file with a GBNF grammar the output must follow");
     app.add_option("-j,--json-schema", o.json_schema,
-                   "JSON schema to constrain the output (not supported yet)");
+                   "JSON schema to constrain the output (not supported yet: the converter is to come)");
 }
 
 namespace {
@@ -174,12 +177,11 @@ std::string check_sampling_options(const SamplingOptions &o) {
     std::string why;
     for (const std::string &b : o.logit_bias)
         if (!parse_logit_bias(b, &tb, &why)) return "--logit-bias: " + why;
-    // Accepted for llama.cpp's command lines, refused until the samplers exist (issue 16 for grammars).
-    if (!o.grammar.empty() || !o.grammar_file.empty())
-        return "--grammar: grammar-constrained sampling is not supported yet";
-    if (!o.json_schema.empty()) return "--json-schema: schema-constrained sampling is not supported yet";
-    if (o.dry_multiplier > 0.0f)
-        return "--dry-multiplier: DRY sampling is not supported yet (0 turns it off)";
+    if (!o.grammar.empty() && !o.grammar_file.empty())
+        return "--grammar and --grammar-file: give one of them";
+    // Accepted for llama.cpp's command lines, refused until the converter exists (issue 16).
+    if (!o.json_schema.empty())
+        return "--json-schema: the JSON-schema converter is not there yet; give its GBNF with --grammar-file";
     return "";
 }
 
@@ -211,10 +213,45 @@ std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const
             if (vocab.is_eog(id)) biases.push_back({id, -INFINITY});
     if (!biases.empty())
         chain->add(std::make_unique<LogitBiasSampler>(n_vocab, biases.data(), biases.size()));
+    // A grammar first: every later sampler sees only the tokens it allows.
+    if (!o.grammar.empty() || !o.grammar_file.empty()) {
+        std::string gbnf = o.grammar;
+        if (!o.grammar_file.empty()) {
+            std::ifstream f(o.grammar_file, std::ios::binary);
+            if (!f) throw Error("--grammar-file: cannot read " + o.grammar_file);
+            gbnf.assign(std::istreambuf_iterator<char>(f), {});
+        }
+        auto texts = std::make_shared<TokenTexts>();
+        texts->piece.resize(n_vocab);
+        texts->is_eog.resize(n_vocab);
+        for (int32_t id = 0; id < n_vocab; ++id) {
+            texts->piece[id] = vocab.token_to_piece(id, /*special=*/true);
+            texts->is_eog[id] = vocab.is_eog(id);
+        }
+        try {
+            chain->add(std::make_unique<GrammarSampler>(texts, gbnf, "root"));
+        } catch (const grammar::GrammarError &e) {
+            throw Error(std::string("--grammar: ") + e.what());
+        }
+    }
     const int32_t last_n = o.repeat_last_n < 0 ? n_ctx : o.repeat_last_n;
     if (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f)
         chain->add(std::make_unique<PenaltiesSampler>(last_n, o.repeat_penalty, o.frequency_penalty,
                                                       o.presence_penalty));
+    if (o.dry_multiplier > 0.0f) {
+        DryParams dp;
+        dp.context_size = n_ctx;
+        dp.multiplier = o.dry_multiplier;
+        dp.base = o.dry_base;
+        dp.allowed_length = o.dry_allowed_length;
+        dp.penalty_last_n = o.dry_penalty_last_n;
+        const std::vector<std::string> strs =
+            o.dry_sequence_breakers.empty() ? dry_default_breakers() : o.dry_sequence_breakers;
+        chain->add(std::make_unique<DrySampler>(
+            dp, dry_breakers(
+                    n_vocab, [&](Token id) { return vocab.detokenize({id}, false, true); },
+                    [&](const std::string &t) { return vocab.tokenize(t, false, false); }, strs)));
+    }
     if (o.temp <= 0.0f) {
         chain->add(std::make_unique<GreedySampler>());
         return chain;
