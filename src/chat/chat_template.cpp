@@ -1,5 +1,6 @@
 #include "chat/chat_template.h"
 
+#include "chat/builtin_templates.h"
 #include "chat/jinja_eval.h"
 
 namespace lctx::chat {
@@ -71,14 +72,13 @@ std::string patch_source(std::string src) {
 }
 
 std::string render_plain(const jinja::Template &t, const nlohmann::ordered_json &messages, bool add_gen,
-                         const std::optional<bool> &thinking) {
+                         const std::optional<bool> &thinking, jinja::Environment env = {}) {
     jinja::Value ctx = jinja::Value::object();
     ctx.set("messages", to_jinja_value(messages));
     ctx.set("bos_token", jinja::Value(""));
     ctx.set("eos_token", jinja::Value(""));
     if (add_gen) ctx.set("add_generation_prompt", jinja::Value(true));
     if (thinking) ctx.set("enable_thinking", jinja::Value(*thinking));
-    jinja::Environment env;
     env.now = system_now;
     return t.render(ctx, env);
 }
@@ -93,12 +93,16 @@ jinja::Value to_jinja_value(const nlohmann::json &j) {
 }
 
 bool jinja_supports_system_role(const std::string &source) {
+    return jinja_supports_system_role(source, {});
+}
+
+bool jinja_supports_system_role(const std::string &source, const jinja::Environment &limits) {
     static const char *probe = "<lctx system probe>";
     try {
         const jinja::Template t = jinja::Template::parse(patch_source(source));
         const nlohmann::ordered_json msgs = {{{"role", "system"}, {"content", probe}},
                                              {{"role", "user"}, {"content", "Hello"}}};
-        return render_plain(t, msgs, true, false).find(probe) != std::string::npos;
+        return render_plain(t, msgs, true, false, limits).find(probe) != std::string::npos;
     } catch (const jinja::JinjaError &) {
         return false;
     }
@@ -117,6 +121,8 @@ std::string jinja_chat_render(const std::string &source, const nlohmann::ordered
     const std::function<std::tm()> now = opts.now ? opts.now : system_now;
     jinja::Environment env;
     env.now = now;
+    env.max_steps = opts.max_steps;
+    env.max_string = opts.max_string;
     jinja::Value ctx = jinja::Value::object();
     if (!opts.pipeline) {
         const jinja::Template t = jinja::Template::parse(source);
@@ -133,7 +139,7 @@ std::string jinja_chat_render(const std::string &source, const nlohmann::ordered
     // The pipeline re-serializes each message; a template without a system role gets the system
     // text prepended to the next message ("system\nuser") instead of failing.
     nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
-    const bool merge_system = !jinja_supports_system_role(source);
+    const bool merge_system = !jinja_supports_system_role(source, env);
     std::string pending_system;
     bool has_pending = false;
     for (const auto &m : messages) {
@@ -164,6 +170,35 @@ std::string jinja_chat_render(const std::string &source, const nlohmann::ordered
     for (auto it = opts.extra.begin(); it != opts.extra.end(); ++it)
         ctx.set(it.key(), to_jinja_value(it.value()));
     return t.render(ctx, env);
+}
+
+ChatRenderResult chat_render(const std::string &model_template, const std::vector<ChatMessage> &messages,
+                             const ChatRenderOptions &opts) {
+    ChatRenderResult r;
+    if (!model_template.empty()) {
+        nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+        for (const ChatMessage &m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+        JinjaChatOptions jo;
+        jo.add_generation_prompt = opts.add_generation_prompt;
+        jo.bos_token = opts.bos_token;
+        jo.eos_token = opts.eos_token;
+        jo.now = opts.now;
+        try {
+            r.prompt = jinja_chat_render(model_template, msgs, jo);
+            r.format = "jinja";
+            return r;
+        } catch (const jinja::JinjaError &e) {
+            r.jinja_error = e.what();
+        }
+    }
+    std::string name = model_template.empty() ? "" : builtin_template_detect(model_template);
+    if (name.empty()) name = opts.fallback;
+    if (!builtin_template_apply(name, messages, opts.add_generation_prompt, r.prompt))
+        throw jinja::JinjaError(
+            "unknown built-in chat template '" + name + "'" +
+            (r.jinja_error.empty() ? "" : " (the model's template failed: " + r.jinja_error + ")"));
+    r.format = name;
+    return r;
 }
 
 }  // namespace lctx::chat

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_format.h"
+#include "chat/jinja_eval.h"
 #include "chat/jinja_value.h"
 
 namespace lctx::chat {
@@ -25,6 +27,9 @@ struct JinjaChatOptions {
     // true: the context and fixes of llama.cpp's chat pipeline (see chat_template.cpp); false: a plain
     // render with messages, bos_token, eos_token and add_generation_prompt only.
     bool pipeline = true;
+    // Bounds for a hostile template (jinja::Environment).
+    uint64_t max_steps = 50'000'000;
+    size_t max_string = 256u << 20;
 };
 
 // Renders `messages` (an OpenAI-style array of {role, content, ...}) with the Jinja template `source`.
@@ -34,7 +39,26 @@ std::string jinja_chat_render(const std::string &source, const nlohmann::ordered
 
 // What llama.cpp detects about a template by rendering probe conversations.
 bool jinja_supports_system_role(const std::string &source);
+bool jinja_supports_system_role(const std::string &source, const jinja::Environment &limits);
 bool jinja_supports_enable_thinking(const std::string &source);
+
+// The chat layer's entry point: the model's own template through the Jinja engine; when the model has
+// none, or it cannot be rendered, the built-in format its text stands for (llama.cpp's heuristics), else
+// the built-in format `fallback`.
+struct ChatRenderOptions {
+    bool add_generation_prompt = true;
+    std::string bos_token, eos_token;
+    std::string fallback = "chatml";
+    std::function<std::tm()> now;  // null: the system clock
+};
+struct ChatRenderResult {
+    std::string prompt;
+    std::string format;       // "jinja", or the name of the built-in format used
+    std::string jinja_error;  // why the model's template was not used, when it was given but failed
+};
+// Throws jinja::JinjaError when no format applies (an unknown fallback name).
+ChatRenderResult chat_render(const std::string &model_template, const std::vector<ChatMessage> &messages,
+                             const ChatRenderOptions &opts = {});
 
 // JSON -> template value, keeping the key order of the JSON object.
 jinja::Value to_jinja_value(const nlohmann::ordered_json &j);

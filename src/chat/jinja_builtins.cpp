@@ -6,6 +6,11 @@
 
 namespace lctx::jinja {
 
+size_t &builtin_string_limit() {
+    thread_local size_t limit = 256u << 20;
+    return limit;
+}
+
 std::vector<std::string> utf8_chars(const std::string &s) {
     std::vector<std::string> out;
     for (size_t i = 0; i < s.size();) {
@@ -28,6 +33,12 @@ namespace {
 
 [[noreturn]] void fail(const std::string &msg) {
     throw JinjaError(msg);
+}
+
+// Appends and fails once the text passes the limit.
+void grow(std::string &out, const std::string &more) {
+    if (out.size() + more.size() > builtin_string_limit()) fail("string too long");
+    out += more;
 }
 
 const Value &arg_or(CallArgs &a, size_t i, const char *name, const Value &def) {
@@ -87,7 +98,7 @@ std::string replace(const std::string &s, const std::string &from, const std::st
     if (from.empty()) {
         // Python inserts `to` around every character.
         for (const std::string &ch : utf8_chars(s)) {
-            if (count < 0 || n++ < count) out += to;
+            if (count < 0 || n++ < count) grow(out, to);
             out += ch;
         }
         if (count < 0 || n < count) out += to;
@@ -97,7 +108,7 @@ std::string replace(const std::string &s, const std::string &from, const std::st
         size_t q = s.find(from, p);
         if (q == std::string::npos) break;
         out.append(s, p, q - p);
-        out += to;
+        grow(out, to);
         p = q + from.size();
         ++n;
     }
@@ -310,9 +321,9 @@ Value string_method(const Value &self, const std::string &name) {
             std::string out;
             bool first = true;
             for (const Value &v : iterate(a.pos[0], "join")) {
-                if (!first) out += s;
+                if (!first) grow(out, s);
                 first = false;
-                out += v.to_string();
+                grow(out, v.to_string());
             }
             return Value(out);
         });
@@ -460,7 +471,7 @@ std::string indent(const std::string &s, const std::string &pad, bool first, boo
         const bool last = q == std::string::npos;
         const std::string line = s.substr(p, last ? std::string::npos : q - p);
         if ((is_first ? first : true) && (blank || !line.empty()) && !(last && line.empty() && !is_first))
-            out += pad;
+            grow(out, pad);
         out += line;
         if (last) break;
         out += '\n';
@@ -563,9 +574,9 @@ Value apply_filter(const std::string &name, const Value &v, CallArgs &a) {
         std::string out;
         bool first = true;
         for (const Value &x : iterate(v, "join")) {
-            if (!first) out += sep;
+            if (!first) grow(out, sep);
             first = false;
-            out += (attr ? get_attr(x, attr->to_string()) : x).to_string();
+            grow(out, (attr ? get_attr(x, attr->to_string()) : x).to_string());
         }
         return Value(out);
     }

@@ -19,6 +19,10 @@ Value bound_method(const Value &v, const std::string &name);
 // Globals every template sees; `now` gives the local time for strftime_now (tests freeze it).
 Object builtin_globals(std::function<std::tm()> now);
 
+// The longest string a built-in may build (the render sets it from Environment::max_string for its
+// thread), so that `replace`, `join` and friends cannot be made to allocate without bound.
+size_t &builtin_string_limit();
+
 // The UTF-8 characters of s (Python's str counts and slices code points, not bytes).
 std::vector<std::string> utf8_chars(const std::string &s);
 

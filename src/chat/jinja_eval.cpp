@@ -34,16 +34,39 @@ bool has_location(const JinjaError &e) {
 
 class Evaluator {
   public:
+    explicit Evaluator(const Environment &env) : env_(env) {}
+
     Flow exec(const Body &body, const FramePtr &f, std::string &out) {
+        Nesting n(*this, body.empty() ? 0 : body.front()->line, body.empty() ? 0 : body.front()->col);
         for (const StmtPtr &s : body) {
+            step(*s);
             Flow fl = exec_stmt(*s, f, out);
+            if (out.size() > env_.max_string) fail_at(s->line, s->col, "template output too large");
             if (fl != Flow::Normal) return fl;
         }
         return Flow::Normal;
     }
 
   private:
+    const Environment &env_;
     int depth_ = 0;  // macro recursion bound
+    uint64_t steps_ = 0;
+    int nesting_ = 0;  // bodies and expressions being evaluated, bounded to bound the C++ stack
+
+    struct Nesting {
+        Evaluator &ev;
+        Nesting(Evaluator &e, int line, int col) : ev(e) {
+            if (++ev.nesting_ > 1000) {
+                --ev.nesting_;
+                fail_at(line, col, "template nested too deeply when run (recursion?)");
+            }
+        }
+        ~Nesting() { --ev.nesting_; }
+    };
+
+    void step(const Stmt &s) {
+        if (++steps_ > env_.max_steps) fail_at(s.line, s.col, "template runs too long (step limit)");
+    }
 
     [[noreturn]] static void fail_at(int line, int col, const std::string &msg) {
         throw JinjaError(where(line, col) + ": " + msg);
@@ -165,6 +188,7 @@ class Evaluator {
             auto scope = std::make_shared<Frame>();
             scope->parent = f;
             bind(scope, items[static_cast<size_t>(i)]);
+            step(s);
             Value loop = Value::object();
             loop.set("index", Value(i + 1));
             loop.set("index0", Value(i));
@@ -266,6 +290,7 @@ class Evaluator {
     }
 
     Value eval(const Expr &e, const FramePtr &f) {
+        Nesting n(*this, e.line, e.col);
         try {
             return eval_inner(e, f);
         } catch (const JinjaError &err) {
@@ -403,7 +428,7 @@ class Evaluator {
             return l.truthy() ? l : eval(*e.b, f);
         }
         const Value l = eval(*e.a, f), r = eval(*e.b, f);
-        if (op == "~") return Value(l.to_string() + r.to_string());
+        if (op == "~") return Value(checked(l.to_string() + r.to_string()));
         if (op == "==") return Value(values_equal(l, r));
         if (op == "!=") return Value(!values_equal(l, r));
         if (op == "<") return Value(values_compare(l, r) < 0);
@@ -421,7 +446,7 @@ class Evaluator {
             // An undefined operand next to a string counts as "" (llama.cpp renders such templates).
             if ((l.is_string() || l.is_undefined()) && (r.is_string() || r.is_undefined()) &&
                 (l.is_string() || r.is_string()))
-                return Value(l.to_string() + r.to_string());
+                return Value(checked(l.to_string() + r.to_string()));
             if (l.is_array() && r.is_array()) {
                 Array out = l.arr();
                 out.insert(out.end(), r.arr().begin(), r.arr().end());
@@ -430,6 +455,9 @@ class Evaluator {
         }
         if (op == "*" && (l.is_string() || l.is_array()) && r.is_int()) return repeat(l, r.as_int());
         if (op == "*" && (r.is_string() || r.is_array()) && l.is_int()) return repeat(r, l.as_int());
+        if (op == "+" && l.is_array() && r.is_array() &&
+            l.arr().size() + r.arr().size() > env_.max_string / 16)
+            throw JinjaError("list too long");
         const bool ln = l.is_number() || l.is_bool(), rn = r.is_number() || r.is_bool();
         if (!ln || !rn)
             throw JinjaError("unsupported operand types for " + op + ": " + l.type_name() + " and " +
@@ -471,8 +499,15 @@ class Evaluator {
         throw JinjaError("unknown operator " + op);
     }
 
-    static Value repeat(const Value &v, int64_t n) {
-        if (n > 100000) throw JinjaError("repetition too large");
+    std::string checked(std::string s) const {
+        if (s.size() > env_.max_string) throw JinjaError("string too long");
+        return s;
+    }
+
+    Value repeat(const Value &v, int64_t n) const {
+        const size_t unit = v.is_string() ? v.str().size() : v.arr().size() * 16;
+        if (n > 0 && unit > 0 && static_cast<uint64_t>(n) > env_.max_string / unit)
+            throw JinjaError("repetition too large");
         if (v.is_string()) {
             std::string out;
             for (int64_t i = 0; i < n; ++i) out += v.str();
@@ -507,7 +542,12 @@ std::string Template::render(const Value &context, const Environment &env) const
     if (context.is_object())
         for (const auto &[k, v] : context.obj()) top->vars[k] = v;
     std::string out;
-    Evaluator ev;
+    Evaluator ev(env);
+    struct LimitScope {  // the built-ins' string bound for this render, restored after it
+        size_t saved;
+        explicit LimitScope(size_t v) : saved(builtin_string_limit()) { builtin_string_limit() = v; }
+        ~LimitScope() { builtin_string_limit() = saved; }
+    } limit(env.max_string);
     ev.exec(*body_, top, out);
     return out;
 }

@@ -3,6 +3,7 @@
 //   auto t = jinja::Template::parse(src);           // throws JinjaError with line and column
 //   std::string s = t.render(context, env);         // context: a dict Value (messages, bos_token, ...)
 #pragma once
+#include <cstdint>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -17,6 +18,10 @@ namespace lctx::jinja {
 struct Environment {
     // The local time strftime_now() formats; null means the system clock.
     std::function<std::tm()> now;
+    // Bounds for a hostile template (a model file's template is outside input): statements and loop
+    // iterations executed, and the bytes of any one string or of the output.
+    uint64_t max_steps = 50'000'000;
+    size_t max_string = 256u << 20;
 };
 
 class Template {

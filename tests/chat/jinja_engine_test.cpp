@@ -217,5 +217,35 @@ TEST(JinjaEngine, RuntimeErrorsSayWhere) {
               std::string::npos);
 }
 
+TEST(JinjaEngine, HostileTemplatesAreBounded) {
+    auto run = [](const std::string &src, uint64_t steps, size_t bytes) -> std::string {
+        Environment env;
+        env.max_steps = steps;
+        env.max_string = bytes;
+        try {
+            Template::parse(src).render(Value::object(), env);
+        } catch (const JinjaError &e) {
+            return e.what();
+        }
+        return "";
+    };
+    EXPECT_EQ(
+        run("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", 1000, 1 << 20),
+        "line 1, column 26: template runs too long (step limit)");
+    EXPECT_EQ(run("{% for i in range(100) %}{% endfor %}", 1000, 1 << 20), "");
+    EXPECT_EQ(run("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% "
+                  "endfor %}",
+                  1000, 1 << 20),
+              "line 1, column 76: string too long");
+    EXPECT_EQ(run("{{ 'x' * 2000 }}", 1000, 1000), "line 1, column 8: repetition too large");
+    EXPECT_EQ(run("{{ 'abc' | replace('', 'yyyyyyyyyy') }}", 1000, 20), "line 1, column 12: string too long");
+    EXPECT_EQ(run("{% for i in range(50) %}{{ 'x' * 100 }}{% endfor %}", 1000, 1000).substr(0, 18),
+              "line 1, column 25:");
+    // Unbounded recursion through a macro ends as an error, not a stack overflow.
+    EXPECT_NE(
+        run("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", 1000000, 1 << 20).find("too deep"),
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace lctx::jinja
