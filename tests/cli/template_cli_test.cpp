@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "gguf/gguf.h"
+
 namespace {
 
 struct Result {
@@ -55,6 +57,30 @@ TEST(CliTemplate, PrintsTheGoldenRenderingExactly) {
             << conv["id"];
         std::remove(msgs.c_str());
     }
+}
+
+TEST(CliTemplate, ModelTemplateAndTokensComeFromTheGguf) {
+    // The Phi-3 vocabulary carries a chat template; -m must render exactly what --file does with that
+    // template and the vocabulary's BOS/EOS pieces.
+    const std::string model = kFixtures + "/vocab/ggml-vocab-phi-3.gguf";
+    const auto file = lctx::gguf::File::open(model);
+    const auto tmpl = file->get_string("tokenizer.chat_template");
+    ASSERT_TRUE(tmpl.has_value());
+    const std::string t = write_temp("phi3.jinja", *tmpl);
+    const std::string msgs =
+        write_temp("pm.json", R"([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])");
+    const Result from_model =
+        run_lctx("template -m " + model + " --messages " + msgs + " --add-generation-prompt", false);
+    const Result from_file =
+        run_lctx("template --file " + t + " --bos '<s>' --eos '<|endoftext|>' --messages " + msgs +
+                     " --add-generation-prompt",
+                 false);
+    EXPECT_EQ(from_model.status, 0);
+    EXPECT_EQ(from_file.status, 0);
+    EXPECT_EQ(from_model.out, from_file.out);
+    EXPECT_EQ(from_model.out.rfind("<s>", 0), 0u) << from_model.out;  // the template prints bos_token
+    std::remove(t.c_str());
+    std::remove(msgs.c_str());
 }
 
 TEST(CliTemplate, ErrorsExitOneWithTheLocation) {
