@@ -1,5 +1,6 @@
 // llama_chat_apply_template and llama_chat_builtin_templates against b4748's outputs for each of its 33
-// built-in formats (fixtures/chat/builtin_b4748.json: the expected texts and where each comes from), the
+// built-in formats (tests/chat/builtin_b4748.json, beside this file and not under fixtures/, which
+// mirrors ../shared: the expected texts and where each comes from), the
 // detection from template text, and the header's buffer contract.
 #include "chat/builtin_templates.h"
 
@@ -27,7 +28,7 @@ std::string slurp(const std::string &path) {
 }
 
 const nlohmann::json &fixture() {
-    static const nlohmann::json j = nlohmann::json::parse(slurp(kDir + "/chat/builtin_b4748.json"));
+    static const nlohmann::json j = nlohmann::json::parse(slurp(kDir + "/../tests/chat/builtin_b4748.json"));
     return j;
 }
 
