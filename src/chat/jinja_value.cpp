@@ -1,5 +1,6 @@
 #include "chat/jinja_value.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -130,14 +131,38 @@ const char *Value::type_name() const {
 std::string float_repr(double v) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    // The shortest digits that read back to v, laid out as Python's repr does: positional for exponents
+    // from -4 to 15 ("1e+16" but "1000000000000000.0", "0.0001" but "1e-05").
     char buf[64];
-    for (int prec = 1; prec <= 17; ++prec) {
-        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (std::strtod(buf, nullptr) == v) break;
+    const auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    const std::string sci(buf, res.ptr);
+    const size_t e = sci.find('e');
+    std::string mant = sci.substr(0, e);
+    const int exp = std::atoi(sci.c_str() + e + 1);
+    std::string sign;
+    if (mant[0] == '-') {
+        sign = "-";
+        mant.erase(0, 1);
     }
-    std::string s = buf;
-    if (s.find_first_of(".einn") == std::string::npos) s += ".0";
-    return s;
+    std::string digits;
+    for (char c : mant)
+        if (c != '.') digits += c;
+    const int nd = static_cast<int>(digits.size());
+    if (exp >= -4 && exp < 16) {
+        std::string out;
+        if (exp < 0) {
+            out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+        } else if (exp >= nd - 1) {
+            out = digits + std::string(static_cast<size_t>(exp - (nd - 1)), '0') + ".0";
+        } else {
+            out = digits.substr(0, static_cast<size_t>(exp + 1)) + "." +
+                  digits.substr(static_cast<size_t>(exp + 1));
+        }
+        return sign + out;
+    }
+    char ebuf[16];
+    std::snprintf(ebuf, sizeof ebuf, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    return sign + digits.substr(0, 1) + (nd > 1 ? "." + digits.substr(1) : "") + ebuf;
 }
 
 static std::string repr_string(const std::string &s) {

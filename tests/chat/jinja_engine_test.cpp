@@ -39,6 +39,10 @@ TEST(JinjaEngine, TextAndExpressions) {
     EXPECT_EQ(render("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }}"),
               "7 3 -4 1 2 1024");
     EXPECT_EQ(render("{{ 1 / 2 }} {{ 4 / 2 }} {{ 0.1 + 0.2 }}"), "0.5 2.0 0.30000000000000004");
+    // Floats print as Python's repr does.
+    EXPECT_EQ(
+        render("{{ 1e10 }} {{ 1e16 }} {{ 0.0001 }} {{ 0.00001 }} {{ -2.5e-7 }} {{ 123.456 }} {{ 1.5e300 }}"),
+        "10000000000.0 1e+16 0.0001 1e-05 -2.5e-07 123.456 1.5e+300");
     EXPECT_EQ(render("{{ 'a' ~ 1 ~ none }} {{ 'ab' * 3 }} {{ [1] + [2] }}"), "a1None ababab [1, 2]");
     EXPECT_EQ(render("{{ true }} {{ none }} {{ undefined_name }}|"), "True None |");
     EXPECT_EQ(render("{{ {'a': [1, 'x', none, true]} }}"), "{'a': [1, 'x', None, True]}");
