@@ -41,7 +41,8 @@ void grow(std::string &out, const std::string &more) {
     out += more;
 }
 
-const Value &arg_or(CallArgs &a, size_t i, const char *name, const Value &def) {
+// By value: `def` is often a temporary of the caller's full expression.
+Value arg_or(CallArgs &a, size_t i, const char *name, const Value &def) {
     const Value *v = a.get(i, name);
     return v ? *v : def;
 }
