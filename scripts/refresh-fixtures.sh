@@ -3,7 +3,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${1:-$root/../shared/fixtures}
-for d in golden vocab state; do
+for d in golden vocab state chat templates; do
   rm -rf "$root/fixtures/$d"
   cp -r "$shared/$d" "$root/fixtures/$d"
 done

@@ -1,11 +1,14 @@
-// C API: process-wide setup, clocks, logging, system info, split-path helpers, chat-template stubs and
-// the slice of ggml that llama.h programs call.
+// C API: process-wide setup, clocks, logging, system info, split-path helpers, the built-in chat templates
+// and the slice of ggml that llama.h programs call.
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "capi/capi_internal.h"
+#include "chat/builtin_templates.h"
 #include "kernels/cpu_features.h"
 
 namespace lctx::capi {
@@ -147,17 +150,31 @@ int llama_split_prefix(char *split_prefix, size_t maxlen, const char *split_path
     return static_cast<int>(prefix.size());
 }
 
-// ---- chat templates: no formatter yet ----
+// ---- chat templates: b4748's built-in formats (src/chat/builtin_templates.h) ----
 
-int32_t llama_chat_apply_template(const char *, const struct llama_chat_message *, size_t, bool, char *,
-                                  int32_t) {
-    lctx::capi::not_supported(__func__, "chat template formatting");
-    return -1;
+int32_t llama_chat_apply_template(const char *tmpl, const struct llama_chat_message *chat, size_t n_msg,
+                                  bool add_ass, char *buf, int32_t length) {
+    // NULL means chatml in b4748 (the function lost its model argument; see LLAMA-API.md section 12).
+    const std::string name = lctx::chat::builtin_template_detect(tmpl ? tmpl : "chatml");
+    if (name.empty()) return -1;
+    std::vector<lctx::ChatMessage> messages;
+    messages.reserve(n_msg);
+    for (size_t i = 0; i < n_msg; ++i) {
+        if (!chat || !chat[i].role || !chat[i].content) return -1;
+        messages.push_back({chat[i].role, chat[i].content});
+    }
+    std::string out;
+    if (!lctx::chat::builtin_template_apply(name, messages, add_ass, out)) return -1;
+    if (out.size() > static_cast<size_t>(INT32_MAX)) return -1;
+    // strncpy semantics: NUL-terminated only when it fits; the caller grows the buffer on a larger result.
+    if (buf && length > 0) std::strncpy(buf, out.c_str(), static_cast<size_t>(length));
+    return static_cast<int32_t>(out.size());
 }
 
-int32_t llama_chat_builtin_templates(const char **, size_t) {
-    lctx::capi::not_supported(__func__, "chat template formatting");
-    return 0;
+int32_t llama_chat_builtin_templates(const char **output, size_t len) {
+    const auto &names = lctx::chat::builtin_template_names();
+    for (size_t i = 0; output && i < len && i < names.size(); ++i) output[i] = names[i];
+    return static_cast<int32_t>(names.size());
 }
 
 }  // extern "C"

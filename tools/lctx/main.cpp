@@ -18,6 +18,7 @@ void usage() {
         "  tokenize   print the token ids of a text\n"
         "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
         "  synth      write a GGUF with random weights in a real model's shape\n"
+        "  template   render a conversation with a chat template (Jinja) and print the prompt\n"
         "run 'lctx <command> --help' for the options of a command; 'lctx --version' for the build\n");
 }
 
@@ -34,6 +35,7 @@ int dispatch(int argc, char **argv) {
     if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
     if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
     if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
+    if (cmd == "template") return lctx::cli::cmd_template(argc - 1, argv + 1);
     std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
     usage();
     return 1;
