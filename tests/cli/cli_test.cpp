@@ -75,3 +75,39 @@ TEST(Cli, ChatShiftsTheContextAndGoesOn) {
 }
 
 }  // namespace
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "gguf/gguf.h"
+
+namespace {
+
+// stories260K with a Jinja chat template of its own: lctx chat renders each turn through it.
+TEST(Cli, ChatRendersTheModelsOwnTemplateThroughJinja) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx-chat-jinja-" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    {
+        auto f = lctx::gguf::File::open(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
+        lctx::gguf::Writer w;
+        for (const lctx::gguf::KeyValue &kv : f->metadata()) w.set(kv.key, kv.value);
+        w.set_string("tokenizer.chat_template",
+                     "{{ bos_token }}{% for m in messages %}[{{ m.role | upper }}] {{ m.content | trim }}\n"
+                     "{% endfor %}{% if add_generation_prompt %}[ASSISTANT]{% endif %}");
+        for (const lctx::gguf::TensorInfo &t : f->tensors())
+            w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
+        w.write_file(path);
+    }
+    const Result r =
+        run("chat -m " + path + " -n 4 --temp 0 -v --verbose-prompt -sys 'Be brief.' <<< '  hello  '", true);
+    std::remove(path.c_str());
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("jinja"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[SYSTEM] Be brief."), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[USER] hello\n[ASSISTANT]"), std::string::npos) << r.out;
+}
+
+}  // namespace

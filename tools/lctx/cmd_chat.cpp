@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chat/chat_format.h"
+#include "chat/chat_template.h"
 #include "context/context.h"
 #include "context/state.h"
 #include "tools/lctx/commands.h"
@@ -157,12 +158,38 @@ int cmd_chat(int argc, char **argv) {
     std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
     if (!model) return 1;
     const Vocab &vocab = model->vocab();
+    // The model's own template runs through the Jinja engine (chat/chat_template.h), as llama.cpp's chat
+    // pipeline renders it; a name given on the command line, or a model without a template, uses the
+    // built-in formats.
+    std::string model_template;
+    std::string format_label;
     if (format_source.empty()) {
-        const std::string tmpl = model->file().get_string("tokenizer.chat_template").value_or("");
-        format = chat_format_detect(tmpl);
+        model_template = model->file().get_string("tokenizer.chat_template").value_or("");
+        format = chat_format_detect(model_template);
         format_source =
-            tmpl.empty() ? "the model has no chat template" : "recognized from the model's template";
+            model_template.empty() ? "the model has no chat template" : "the model's template, through Jinja";
     }
+    chat::ChatRenderOptions render_opts;
+    render_opts.bos_token = vocab.bos() >= 0 ? vocab.token_to_piece(vocab.bos(), true) : "";
+    render_opts.eos_token = vocab.eos() >= 0 ? vocab.token_to_piece(vocab.eos(), true) : "";
+    render_opts.fallback = chat_format_name(format);
+    auto render = [&](const std::vector<ChatMessage> &msgs, bool add_assistant) {
+        if (model_template.empty()) return chat_format_apply(format, msgs, add_assistant);
+        chat::ChatRenderOptions ro = render_opts;
+        ro.add_generation_prompt = add_assistant;
+        chat::ChatRenderResult r = chat::chat_render(model_template, msgs, ro);
+        if (format_label.empty()) {
+            format_label = r.format;
+            if (!r.jinja_error.empty() && !o.quiet)
+                std::fprintf(stderr, "lctx chat: the model's template failed (%s); using the %s format\n",
+                             r.jinja_error.c_str(), r.format.c_str());
+        }
+        return r.prompt;
+    };
+    // Text that starts with the BOS the template printed must not get a second one from the tokenizer.
+    auto starts_with_bos = [&](const std::string &text) {
+        return !render_opts.bos_token.empty() && text.rfind(render_opts.bos_token, 0) == 0;
+    };
 
     const int n_threads = resolved_threads(o.n_threads);
     std::unique_ptr<Context> ctx = make_context_or_report(
@@ -182,7 +209,8 @@ int cmd_chat(int argc, char **argv) {
     const bool color = o.color && tty_out;
     if (verbose || (reader.interactive() && !o.quiet))
         std::fprintf(stderr, "lctx chat: format %s (%s), seed %u, context %d tokens\n",
-                     chat_format_name(format), format_source.c_str(), seed, n_ctx);
+                     model_template.empty() ? chat_format_name(format) : "jinja", format_source.c_str(), seed,
+                     n_ctx);
     if (reader.interactive() && !o.quiet)
         std::fprintf(stderr, "lctx chat: /help lists the commands; Ctrl-C stops a reply, Ctrl-D leaves\n");
 
@@ -193,9 +221,9 @@ int cmd_chat(int argc, char **argv) {
         session.clear();
         messages.clear();
         if (!system.empty()) messages.push_back({"system", system});
-        rendered = chat_format_apply(format, messages, false);
+        rendered = render(messages, false);
         if (verbose_prompt) std::fprintf(stderr, "[prompt] %s\n", rendered.c_str());
-        if (!session.feed(vocab.tokenize(rendered, true, true))) return false;
+        if (!session.feed(vocab.tokenize(rendered, !starts_with_bos(rendered), true))) return false;
         session.n_keep = session.n_past();
         return true;
     };
@@ -214,7 +242,7 @@ int cmd_chat(int argc, char **argv) {
     // One user turn: render, decode, stream the reply.
     auto turn = [&](const std::string &user) -> bool {
         messages.push_back({"user", user});
-        const std::string full = chat_format_apply(format, messages, true);
+        const std::string full = render(messages, true);
         const std::string delta = full.substr(std::min(rendered.size(), full.size()));
         if (verbose_prompt) std::fprintf(stderr, "[prompt] %s\n", delta.c_str());
         const std::vector<int32_t> toks = vocab.tokenize(delta, false, true);
@@ -279,7 +307,7 @@ int cmd_chat(int argc, char **argv) {
         flush_notes();
         if (stop == "interrupted" && !o.quiet && !o.json) std::fprintf(stderr, "[reply stopped]\n");
         messages.push_back({"assistant", reply});
-        rendered = chat_format_apply(format, messages, false);
+        rendered = render(messages, false);
         return true;
     };
 
