@@ -51,7 +51,9 @@ Problem make_problem(GgmlType t, int64_t cols, uint32_t seed) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> expo(-12.0f, 1.0f), mant(1.0f, 2.0f), spread(-3.0f, 3.0f);
     const GgmlType at = type_traits(t).vec_dot_type;
-    Problem p{t, cols, row_size(t, cols) + 6, row_size(at, cols) + 8, {}, {}};
+    // Strides keep each row at its block's alignment (2 bytes; 4 for F32), no more.
+    const size_t w_gap = t == GgmlType::F32 ? 8 : 6;
+    Problem p{t, cols, row_size(t, cols) + w_gap, row_size(at, cols) + 8, {}, {}};
     p.w.resize(p.w_stride * kMaxRows);
     p.act.resize(p.a_stride * kMaxAct);
     for (uint8_t &b : p.w) b = static_cast<uint8_t>(rng());
