@@ -109,7 +109,9 @@ for h in "${harnesses[@]}"; do
     "$bin" -merge=1 ${extra[$h]} "$seeds" "$work" >"$build/fuzz_${h}_merge.log" 2>&1 || true
   fi
   added=$(( $(ls "$seeds" | wc -l) - before ))
-  execs=$(grep -E "^stat::number_of_executed_units" "$build/fuzz_$h.log" | tail -1 | awk '{print $2}')
+  # The run count: the final stats, or in fork mode the last status line's #N.
+  execs=$( (grep -E "^stat::number_of_executed_units" "$build/fuzz_$h.log" || true) | tail -1 | awk '{print $2}')
+  [ -n "$execs" ] || execs=$( (grep -oE "^#[0-9]+" "$build/fuzz_$h.log" || true) | tail -1 | tr -d '#')
   summary+=("fuzz_$h: ${seconds}s, ${execs:-?} runs, $crashes finding(s), corpus $before -> $((before + added))")
   if [ $status != 0 ] || [ $crashes -gt 0 ]; then
     tail -n 60 "$build/fuzz_$h.log"
