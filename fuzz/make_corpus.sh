@@ -1,19 +1,52 @@
 #!/usr/bin/env bash
-# Regenerates the seed corpora in fuzz/corpus/<harness>/ from the fixtures. Binary seeds (GGUF files,
-# tiny models, saved states) come from fuzz_make_seeds, which scripts/fuzz.sh builds in build-fuzz/;
-# text seeds for the tokenizers are written here. Keeps every seed small (the corpus stays under 5 MB).
+# Writes the seeds of the corpora in fuzz/corpus/<harness>/ from the fixtures; what scripts/fuzz.sh kept
+# there from earlier runs stays. Binary seeds (GGUF files, tiny models, saved states) come from
+# fuzz_make_seeds, which scripts/fuzz.sh builds in build-fuzz/; text seeds for the tokenizers and the seeds
+# from every fixture file are written here. Keeps every seed small (the corpus stays under 5 MB).
 #   fuzz/make_corpus.sh [build dir, default build-fuzz]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-fuzz}
 out="$root/fuzz/corpus"
 seeds="$build/fuzz/fuzz_make_seeds"
+
+# Seeds from every fixture file: each GGUF's first 64 KiB (header, metadata, vocabulary: what the reader
+# parses before any tensor data) for the reader and every vocabulary test text for each tokenizer family
+# (the saved states of fixtures/state are fuzz_make_seeds' llama_cpp_* seeds).
+fixture_seeds() {  # fixture_seeds ROOT OUT
+  local r=$1 o=$2 f v
+  mkdir -p "$o"/{gguf,tokenize}
+  for f in "$r"/fixtures/golden/models/*.gguf "$r"/fixtures/vocab/*.gguf "$r"/models/*.gguf; do
+    head -c 65536 "$f" > "$o/gguf/fixture_$(basename "$f" .gguf)"
+  done
+  for f in "$r"/fixtures/vocab/*.inp; do
+    for v in 0 1 2; do
+      { printf "\\x0$v"; head -c 65535 "$f"; } > "$o/tokenize/inp_$(basename "$f" .gguf.inp)_$v"
+    done
+  done
+}
+# fuzz_chat: a template (the marker strings of each format, or a format name), a 0 byte, then messages
+# separated by 1 bytes (system, user, assistant, ...).
+chat_seeds() {  # chat_seeds OUT
+  local o=$1/chat m
+  mkdir -p "$o"
+  local -a markers=("{% for m in messages %}<|im_start|>{{ m.role }}" "<|start_header_id|>x<|end_header_id|>"
+    "<|assistant|><|end|>" "<start_of_turn>" "<|user|></s>" "[SYSTEM_PROMPT][INST]" "[INST]" "chatml" "gemma" "")
+  for m in "${markers[@]}"; do
+    printf '%s\x00Be brief.\x01Hello\x01Hi! How can I help?\x01Tell me a story.' "$m" \
+      > "$o/$(printf '%s' "$m" | md5sum | cut -c1-12)"
+  done
+}
+if [ "${1:-}" = "--fixtures-only" ]; then  # the seeds that need no build
+  fixture_seeds "$root" "$out"
+  chat_seeds "$out"
+  exit 0
+fi
 if [ ! -x "$seeds" ]; then
   echo "make_corpus: $seeds is missing; run scripts/fuzz.sh once (it builds it)" >&2
   exit 1
 fi
-rm -rf "$out"
-mkdir -p "$out"/{gguf,model_load,tokenize,state}
+mkdir -p "$out"/{gguf,model_load,tokenize,state,chat}
 ASAN_OPTIONS=detect_leaks=0 "$seeds" "$out"
 
 # fuzz_tokenize: byte 0 = vocabulary (0 SPM, 1 BPE, 2 WPM) | 0x04 add_special | 0x08 parse_special
@@ -31,4 +64,6 @@ for v in 0 1 2; do
   printf ' \t\n\r\x00\x0b\x0c\xc2\xa0\xe3\x80\x80  x  ' | tok "spaces_$v" $((v | 0x04))
   printf '\x01\x00\x00\x00\xff\xff\xff\xff\x00\x01\x00\x00\xff\xff\xff\x7f\x02\x00\x00\x00' | tok "ids_$v" $((v | 0x60))
 done
+fixture_seeds "$root" "$out"
+chat_seeds "$out"
 du -sh "$out"

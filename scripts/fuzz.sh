@@ -2,13 +2,36 @@
 # Builds the libFuzzer harnesses (fuzz/) with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
 # build-fuzz/, then runs each for a bounded time. Any finding (crash, sanitizer report, leak, timeout,
 # out-of-memory) fails the script; the reproducer is kept in build-fuzz/findings/<harness>/.
-#   scripts/fuzz.sh [seconds per harness, default 60] [harness ...]   (harnesses: gguf model_load tokenize state)
+#   scripts/fuzz.sh [--long] [seconds per harness, default 60] [harness ...]
+#     harnesses: gguf model_load tokenize state chat grammar template
+#     --long: an hour per harness (unless seconds are given) in fork mode, which goes on after a finding;
+#             the summary gives each harness's finding count.
+# The corpus is kept: each run starts from fuzz/corpus/<harness> (committed) and merges into it what it found
+# that reaches new code (libFuzzer -merge=1, so the corpus stays minimal for its coverage); commit it.
+# LCTX_FUZZ_KEEP=0 leaves fuzz/corpus untouched (CI). scripts/fuzz.sh --minimize rewrites each committed
+# corpus as the smallest subset with the same coverage.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=${1:-60}
-shift || true
+long=0
+minimize=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --long) long=1; shift ;;
+    --minimize) minimize=1; shift ;;
+    *) break ;;
+  esac
+done
+if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then
+  seconds=$1
+  shift
+elif [ $long = 1 ]; then
+  seconds=3600
+else
+  seconds=60
+fi
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf model_load tokenize state)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf model_load tokenize state chat grammar template)
+keep=${LCTX_FUZZ_KEEP:-1}
 # LCTX_FUZZ_BUILD names an already configured sanitizer build with LCTX_FUZZ=ON (scripts/test.sh shares
 # its ASan build this way, so CI compiles the library once for tests and fuzzing).
 build="${LCTX_FUZZ_BUILD:-$root/build-fuzz}"
@@ -49,25 +72,55 @@ cmake --build "$build" -j"$jobs" "${targets[@]}"
 
 # Small, quick runs: 64 KiB inputs for the tokenizer (long texts), whole seed files elsewhere.
 declare -A extra=([gguf]="-max_len=65536" [model_load]="-max_len=131072" [tokenize]="-max_len=65536"
-                  [state]="-max_len=65536")
+                  [state]="-max_len=65536" [chat]="-max_len=65536" [grammar]="-max_len=65536"
+                  [template]="-max_len=65536")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Findings libFuzzer left in a folder (not its slow-unit reports).
+count_findings() { find "$1" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+  -o -name 'oom-*' \) | wc -l; }
 failed=()
+summary=()
 for h in "${harnesses[@]}"; do
+  bin="$build/fuzz/fuzz_$h"
+  seeds="$root/fuzz/corpus/$h"
   work="$build/corpus/$h"
   findings="$build/findings/$h"
-  mkdir -p "$work" "$findings"
+  mkdir -p "$work" "$findings" "$seeds"
+  if [ $minimize = 1 ]; then
+    # The smallest subset of the committed corpus with its coverage, in place of it.
+    fresh="$build/corpus-min/$h"
+    rm -rf "$fresh" && mkdir -p "$fresh"
+    "$bin" -merge=1 ${extra[$h]} "$fresh" "$seeds" >"$build/fuzz_${h}_minimize.log" 2>&1
+    rm -rf "$seeds" && mv "$fresh" "$seeds"
+    echo "== fuzz_$h corpus minimized: $(ls "$seeds" | wc -l) inputs, $(du -sh "$seeds" | cut -f1)"
+    continue
+  fi
+  before=$(ls "$seeds" | wc -l)
+  crashes_before=$(count_findings "$findings")
   echo "== fuzz_$h for ${seconds}s"
-  # New inputs go to the work corpus; the seeds in fuzz/corpus are only read.
-  if ! "$build/fuzz/fuzz_$h" "$work" "$root/fuzz/corpus/$h" -max_total_time="$seconds" -timeout=25 \
-        ${extra[$h]} -artifact_prefix="$findings/" -print_final_stats=1 \
-        >"$build/fuzz_$h.log" 2>&1; then
+  # New inputs go to the work corpus; the committed seeds are read, and merged into below.
+  mode=()
+  [ $long = 1 ] && mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  status=0
+  "$bin" "$work" "$seeds" "${mode[@]}" -max_total_time="$seconds" -timeout=25 ${extra[$h]} \
+      -artifact_prefix="$findings/" -print_final_stats=1 >"$build/fuzz_$h.log" 2>&1 || status=$?
+  crashes=$(( $(count_findings "$findings") - crashes_before ))
+  if [ "$keep" = 1 ]; then
+    "$bin" -merge=1 ${extra[$h]} "$seeds" "$work" >"$build/fuzz_${h}_merge.log" 2>&1 || true
+  fi
+  added=$(( $(ls "$seeds" | wc -l) - before ))
+  # The run count: the final stats, or in fork mode the last status line's #N.
+  execs=$( (grep -E "^stat::number_of_executed_units" "$build/fuzz_$h.log" || true) | tail -1 | awk '{print $2}')
+  [ -n "$execs" ] || execs=$( (grep -oE "^#[0-9]+" "$build/fuzz_$h.log" || true) | tail -1 | tr -d '#')
+  summary+=("fuzz_$h: ${seconds}s, ${execs:-?} runs, $crashes finding(s), corpus $before -> $((before + added))")
+  if [ $status != 0 ] || [ $crashes -gt 0 ]; then
     tail -n 60 "$build/fuzz_$h.log"
     failed+=("$h")
-  else
-    grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|Done " "$build/fuzz_$h.log" || true
   fi
 done
+[ $minimize = 1 ] && exit 0
+printf '%s\n' "${summary[@]}"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: findings in: ${failed[*]} (reproducers in $build/findings/)" >&2
   exit 1

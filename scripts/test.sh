@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite. With --sanitize (what CI runs) it then builds the suite
 # again with clang under AddressSanitizer + UndefinedBehaviorSanitizer, runs it, and runs each libFuzzer
-# harness for a bounded time (LCTX_FUZZ_SECONDS, default 30) from the same instrumented build.
+# harness for a bounded time (LCTX_FUZZ_SECONDS, default 30) from the same instrumented build. With --tsan
+# (CI too) it builds the suites whose code runs on several threads (kernels with the thread pool, context)
+# under ThreadSanitizer and runs them at the CPU's best level.
+#   scripts/test.sh [--sanitize] [--tsan]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+sanitize=0
+tsan=0
+for a in "$@"; do
+  case "$a" in
+    --sanitize) sanitize=1 ;;
+    --tsan) tsan=1 ;;
+    *) echo "usage: $0 [--sanitize] [--tsan]" >&2; exit 2 ;;
+  esac
+done
 "$root/scripts/build.sh"
 ctest --test-dir "$root/build" --output-on-failure -j"$(nproc)"
-if [ "${1:-}" = "--sanitize" ]; then
+if [ $sanitize = 1 ] || [ $tsan = 1 ]; then
   "$root/scripts/setup.sh"
+fi
+if [ $sanitize = 1 ]; then
   # fuzzer-no-link only adds coverage hooks (served by the ASan runtime in test binaries), so one
   # instrumented library serves both the tests and the fuzz harnesses.
   flags="-fsanitize=fuzzer-no-link -fno-omit-frame-pointer"
@@ -17,5 +31,16 @@ if [ "${1:-}" = "--sanitize" ]; then
   cmake --build "$root/build-asan" -j"$(nproc)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$(nproc)"
-  LCTX_FUZZ_BUILD="$root/build-asan" "$root/scripts/fuzz.sh" "${LCTX_FUZZ_SECONDS:-30}"
+  # A bounded smoke run that leaves the committed corpus as it is.
+  LCTX_FUZZ_KEEP=0 LCTX_FUZZ_BUILD="$root/build-asan" "$root/scripts/fuzz.sh" "${LCTX_FUZZ_SECONDS:-30}"
+fi
+if [ $tsan = 1 ]; then
+  cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_TSAN=ON \
+        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  cmake --build "$root/build-tsan" -j"$(nproc)" --target test_kernels test_context
+  # The unprefixed copies only (labelled by layer; the level copies carry their level's label: the same
+  # threads over other kernels), less the kernel tests that call kernels directly on one thread.
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir "$root/build-tsan" --output-on-failure -j"$(nproc)" -L '^(kernels|context)$' \
+          -E '^[A-Za-z]+/(GemmInterleavedTest|GemmIsaTest|DotTest|QuantizeActTest|FloatActTest)\.'
 fi

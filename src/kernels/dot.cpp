@@ -9,6 +9,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/interleave.h"
+#include "kernels/isa_request.h"
 #include "util/error.h"
 
 namespace lctx::kernels {
@@ -151,20 +152,25 @@ const Tables &tables() {
 
 }  // namespace
 
-Isa detail::isa_lowered_by(const char *env, Isa detected) {
-    if (!env || !*env) return detected;
-    Isa want;
+bool detail::isa_requested(const char *env, Isa *isa) {
+    if (!env || !*env) return false;
     if (std::strcmp(env, "scalar") == 0) {
-        want = Isa::Scalar;
+        *isa = Isa::Scalar;
     } else if (std::strcmp(env, "avx2") == 0) {
-        want = Isa::Avx2;
+        *isa = Isa::Avx2;
     } else if (std::strcmp(env, "avx512") == 0) {
-        want = Isa::Avx512;
+        *isa = Isa::Avx512;
     } else if (std::strcmp(env, "amx") == 0) {
-        want = Isa::Amx;
+        *isa = Isa::Amx;
     } else {
         throw Error(std::string("LCTX_ISA='") + env + "' is not one of scalar, avx2, avx512, amx");
     }
+    return true;
+}
+
+Isa detail::isa_lowered_by(const char *env, Isa detected) {
+    Isa want;
+    if (!isa_requested(env, &want)) return detected;
     return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
 }
 

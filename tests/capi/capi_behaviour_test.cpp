@@ -6,6 +6,8 @@
 #include <string>
 
 #include "capi/capi_test_util.h"
+#include "kernels/dot.h"
+#include "kernels/isa_request.h"
 
 using namespace capi_test;
 
@@ -448,7 +450,14 @@ TEST_F(Capi, PerfCountersCount) {
     const llama_perf_context_data z = llama_perf_context(nullptr);
     EXPECT_EQ(z.n_eval, 0);
     EXPECT_GT(llama_time_us(), 0);
-    EXPECT_NE(std::string(llama_print_system_info()).find("AVX2"), std::string::npos);
+    // The kernel level it names is a level (on any CPU, ARM64's scalar one included) this CPU has.
+    const std::string info = llama_print_system_info();
+    const size_t at = info.find("KERNELS = ");
+    ASSERT_NE(at, std::string::npos) << info;
+    const std::string level = info.substr(at + 10, info.find(' ', at + 10) - (at + 10));
+    lctx::kernels::Isa isa;
+    ASSERT_TRUE(lctx::kernels::detail::isa_requested(level.c_str(), &isa)) << info;
+    EXPECT_LE(static_cast<int>(isa), static_cast<int>(lctx::kernels::isa_detected())) << info;
     llama_free(ctx);
 }
 

@@ -8,6 +8,7 @@
 
 #include "context/context.h"
 #include "model/model.h"
+#include "state_snapshot.h"
 
 namespace lctx {
 namespace {
@@ -122,24 +123,25 @@ TEST(Batch, InvalidBatchChangesNothing) {
     ok.n_tokens = 2;
     ok.token = tok;
     ASSERT_EQ(ctx.decode(ok), DecodeStatus::Ok);
-    const uint32_t used = ctx.kv().used();
+    const std::vector<uint8_t> before = state_test::snapshot(ctx);  // cells, K/V and the outputs
 
     int32_t bad_tok[2] = {1, 512};  // outside the 512-token vocabulary
     Batch b1 = ok;
     b1.token = bad_tok;
     EXPECT_EQ(ctx.decode(b1), DecodeStatus::Error);
+    EXPECT_EQ(state_test::snapshot(ctx), before);
 
     int32_t s0 = 0, s_big = kMaxSeqs;  // no cell can hold it (ids >= n_seq_max below it are accepted)
     int32_t *seqs[2] = {&s0, &s_big};
     Batch b2 = ok;
     b2.seq_id = seqs;
     EXPECT_EQ(ctx.decode(b2), DecodeStatus::Error);
+    EXPECT_EQ(state_test::snapshot(ctx), before);
 
     Batch empty;
     empty.token = tok;
     EXPECT_EQ(ctx.decode(empty), DecodeStatus::Error);
-
-    EXPECT_EQ(ctx.kv().used(), used);
+    EXPECT_EQ(state_test::snapshot(ctx), before);
     EXPECT_NE(ctx.logits_ith(-1), nullptr);  // the last good outputs are still there
 }
 
@@ -148,11 +150,21 @@ TEST(Batch, TooLongForTheCacheReportsNoSlot) {
     ContextParams p;
     p.n_ctx = 8;
     Context ctx(*m, p);
-    std::vector<int32_t> tok(9, 1);
+    const int32_t n_cells = static_cast<int32_t>(ctx.kv().size());
+    std::vector<int32_t> tok(n_cells + 1, 1);
     Batch b;
-    b.n_tokens = 9;
+    b.n_tokens = 3;
     b.token = tok.data();
+    ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+    // The cache keeps every cell and its K/V bytes. (The outputs become those of the micro-batches that
+    // completed, none here, as in llama.cpp: the last decode's are gone.)
+    const std::vector<uint8_t> before = state_test::kv_part(state_test::snapshot(ctx));
+    b.n_tokens = n_cells - 2;  // one more than the free cells
     EXPECT_EQ(ctx.decode(b), DecodeStatus::NoKvSlot);
+    EXPECT_EQ(state_test::kv_part(state_test::snapshot(ctx)), before);
+    b.n_tokens = n_cells + 1;  // more than the whole cache
+    EXPECT_EQ(ctx.decode(b), DecodeStatus::NoKvSlot);
+    EXPECT_EQ(state_test::kv_part(state_test::snapshot(ctx)), before);
 }
 
 TEST(Batch, LogitsIthRejectsBadIndices) {

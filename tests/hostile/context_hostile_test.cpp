@@ -11,6 +11,7 @@
 #include "hostile/hostile_util.h"
 #include "llama.h"
 #include "model/model.h"
+#include "state_snapshot.h"
 
 namespace lctx {
 namespace {
@@ -66,6 +67,18 @@ struct Toks {
     }
 };
 
+// A context with cells of both sequences and the outputs of its last decode, so that a refused batch has
+// something to change.
+void prefill(Context &ctx) {
+    ASSERT_EQ(ctx.decode(Toks({{1, 0, 0}, {300, 1, 0}, {1, 0, 1}, {301, 1, 1}, {302, 2, 1}}).batch()),
+              DecodeStatus::Ok);
+    ASSERT_EQ(ctx.kv().used(), 5u);
+}
+
+// Address space the allocation tests leave the process beyond what it maps when they start: enough for a
+// small context, far below the terabytes they ask for.
+constexpr uint64_t kAllocationBudget = uint64_t{4} << 30;
+
 // ---- context sizes ----
 
 TEST(HostileContext, NctxZeroTakesTheTrainingContextOrIsRefused) {
@@ -91,9 +104,11 @@ TEST(HostileContext, NctxZeroTakesTheTrainingContextOrIsRefused) {
 // "A context that cannot be allocated": 2^31 cells of stories260K's cache need 1.3 TiB of K/V (and the
 // cell table alone 80 GiB). It must be a lctx::Error naming the KV cache, not std::bad_alloc or an abort.
 TEST(HostileContext, KvCacheThatCannotBeAllocatedIsAnError) {
-    if (!hostile::huge_allocations_fail())
-        GTEST_SKIP() << "vm.overcommit_memory = 1: huge allocations succeed";
     hostile::quiet();
+    (void)stories();  // loaded before the cap
+    (void)stories_c();
+    const hostile::AddressSpaceCap cap(kAllocationBudget);
+    ASSERT_TRUE(cap.ok());
     for (uint32_t n_ctx : {1u << 31, 0xffffffe0u}) {
         ContextParams p = small_params();
         p.n_ctx = n_ctx;
@@ -107,9 +122,10 @@ TEST(HostileContext, KvCacheThatCannotBeAllocatedIsAnError) {
 // n_ctx near 2^32: rounding up to a multiple of 32 must not wrap around to a small (or zero, meaning
 // "the training context") size. The request is refused or yields at least what was asked for.
 TEST(HostileContext, NctxNearTwoToThe32DoesNotWrap) {
-    if (!hostile::huge_allocations_fail())
-        GTEST_SKIP() << "vm.overcommit_memory = 1: huge allocations succeed";
     hostile::quiet();
+    (void)stories_c();
+    const hostile::AddressSpaceCap cap(kAllocationBudget);
+    ASSERT_TRUE(cap.ok());
     for (uint32_t n_ctx : {0xffffffffu, 0xfffffff0u, 0xffffffe1u}) {
         llama_context_params cp = llama_context_default_params();
         cp.n_ctx = n_ctx;
@@ -174,44 +190,53 @@ TEST(HostileContext, UbatchLargerThanBatchIsClamped) {
 TEST(HostileBatch, TooLargeOrEmptyBatchIsRefusedWithoutChange) {
     hostile::quiet();
     Context ctx(stories(), small_params());
-    const Toks first({{1, 0, 0}, {300, 1, 0}});
-    ASSERT_EQ(ctx.decode(first.batch()), DecodeStatus::Ok);
-    const uint32_t used = ctx.kv().used();
+    prefill(ctx);
+    const std::vector<uint8_t> before = state_test::snapshot(ctx);
     std::vector<int32_t> many(33, 300);  // n_batch is 32
     for (int32_t n : {33, INT32_MAX, -1, INT32_MIN, 0}) {
         Batch b;
         b.n_tokens = n;
         b.token = many.data();  // only read when n passes the checks, which it must not
         EXPECT_EQ(ctx.decode(b), DecodeStatus::Error) << n;
+        EXPECT_EQ(state_test::snapshot(ctx), before) << n;
     }
-    EXPECT_EQ(ctx.kv().used(), used);
     EXPECT_NE(ctx.logits_ith(-1), nullptr);
 }
 
 TEST(HostileBatch, TokenAndSequenceIdsOutOfRangeAreRefused) {
     hostile::quiet();
     Context ctx(stories(), small_params());
+    prefill(ctx);
+    const std::vector<uint8_t> before = state_test::snapshot(ctx);
     const int32_t n_vocab = static_cast<int32_t>(stories().hparams().n_vocab);
-    for (int32_t tok : {-1, n_vocab, INT32_MAX, INT32_MIN})
-        EXPECT_EQ(ctx.decode(Toks({{1, 0, 0}, {tok, 1, 0}}).batch()), DecodeStatus::Error) << tok;
+    // A valid token first in each batch: the refusal must come before any of the batch is decoded.
+    for (int32_t tok : {-1, n_vocab, INT32_MAX, INT32_MIN}) {
+        EXPECT_EQ(ctx.decode(Toks({{1, 3, 0}, {tok, 4, 0}}).batch()), DecodeStatus::Error) << tok;
+        EXPECT_EQ(state_test::snapshot(ctx), before) << tok;
+    }
     // Ids a cell cannot hold ([0, kMaxSeqs) are accepted whatever n_seq_max, as b4748).
-    for (int32_t seq : {-1, kMaxSeqs, INT32_MAX, INT32_MIN})
-        EXPECT_EQ(ctx.decode(Toks({{1, 0, seq}}).batch()), DecodeStatus::Error) << seq;
+    for (int32_t seq : {-1, kMaxSeqs, INT32_MAX, INT32_MIN}) {
+        EXPECT_EQ(ctx.decode(Toks({{1, 3, 0}, {1, 0, seq}}).batch()), DecodeStatus::Error) << seq;
+        EXPECT_EQ(state_test::snapshot(ctx), before) << seq;
+    }
     // n_seq_id outside [1, kMaxSeqs]
     for (int32_t ns : {0, -1, kMaxSeqs + 1, INT32_MAX}) {
-        Toks t({{1, 0, 0}});
-        t.n_seq[0] = ns;
+        Toks t({{1, 3, 0}, {1, 4, 0}});
+        t.n_seq[1] = ns;
         EXPECT_EQ(ctx.decode(t.batch()), DecodeStatus::Error) << ns;
+        EXPECT_EQ(state_test::snapshot(ctx), before) << ns;
     }
-    EXPECT_EQ(ctx.kv().used(), 0u);
 }
 
 TEST(HostileBatch, NegativePositionsAreRefused) {
     hostile::quiet();
     Context ctx(stories(), small_params());
-    for (int32_t pos : {-1, INT32_MIN})
-        EXPECT_EQ(ctx.decode(Toks({{1, 0, 0}, {300, pos, 0}}).batch()), DecodeStatus::Error) << pos;
-    EXPECT_EQ(ctx.kv().used(), 0u);
+    prefill(ctx);
+    const std::vector<uint8_t> before = state_test::snapshot(ctx);
+    for (int32_t pos : {-1, INT32_MIN}) {
+        EXPECT_EQ(ctx.decode(Toks({{1, 3, 0}, {300, pos, 0}}).batch()), DecodeStatus::Error) << pos;
+        EXPECT_EQ(state_test::snapshot(ctx), before) << pos;
+    }
 }
 
 // Positions going backwards within a sequence are accepted (llama.cpp b4748 accepts them too): the
@@ -232,18 +257,20 @@ TEST(HostileBatch, PositionsGoingBackwardsDecodeToFiniteLogits) {
 TEST(HostileBatch, DefaultPositionAfterInt32MaxIsRefused) {
     hostile::quiet();
     Context ctx(stories(), small_params());
-    ASSERT_EQ(ctx.decode(Toks({{1, INT32_MAX, 0}}).batch()), DecodeStatus::Ok);
-    const uint32_t used = ctx.kv().used();
+    ASSERT_EQ(ctx.decode(Toks({{1, 0, 1}, {1, INT32_MAX, 0}}).batch()), DecodeStatus::Ok);
+    const std::vector<uint8_t> before = state_test::snapshot(ctx);
     int32_t tok = 300;
     Batch b;
     b.n_tokens = 1;
     b.token = &tok;  // pos = null: continue sequence 0
     EXPECT_EQ(ctx.decode(b), DecodeStatus::Error);
-    EXPECT_EQ(ctx.kv().used(), used);
+    EXPECT_EQ(state_test::snapshot(ctx), before);
     for (const KvCell &c : ctx.kv().cells()) EXPECT_TRUE(c.pos >= 0 || c.empty());
 }
 
-// Shifting positions past INT32_MAX / below INT32_MIN through the C API must not overflow.
+// Shifting positions past INT32_MAX / below INT32_MIN through the C API must not overflow: a cell that would
+// leave [0, INT32_MAX] is dropped (as one shifted below 0 is), the others move by exactly the delta, and the
+// cache keeps decoding.
 TEST(HostileBatch, SequenceShiftsNearInt32LimitsDoNotOverflow) {
     hostile::quiet();
     llama_context_params cp = llama_context_default_params();
@@ -252,16 +279,43 @@ TEST(HostileBatch, SequenceShiftsNearInt32LimitsDoNotOverflow) {
     llama_context *c = llama_init_from_model(stories_c(), cp);
     ASSERT_NE(c, nullptr);
     llama_token toks[2] = {1, 300};
-    ASSERT_EQ(llama_decode(c, llama_batch_get_one(toks, 2)), 0);
+    ASSERT_EQ(llama_decode(c, llama_batch_get_one(toks, 2)), 0);  // positions 0, 1
+    llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MAX);               // 0 -> INT32_MAX; 1 would pass it: dropped
+    EXPECT_EQ(llama_get_kv_cache_used_cells(c), 1);
+    EXPECT_EQ(llama_kv_cache_seq_pos_max(c, 0), INT32_MAX);
+    // A cell at INT32_MAX lies outside every range [p0, p1) (p1 < 0 stands for INT32_MAX, as in llama.cpp):
+    // further shifts leave it where it is.
     llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MAX);
-    llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MAX);
-    const llama_pos pmax = llama_kv_cache_seq_pos_max(c, 0);
-    EXPECT_TRUE(pmax == -1 || pmax >= 0) << pmax;
     llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MIN);
-    llama_kv_cache_seq_div(c, 0, 0, -1, 0);   // division by zero must be refused
-    llama_kv_cache_seq_div(c, 0, 0, -1, -3);  // negative divisor: refused or defined
+    EXPECT_EQ(llama_get_kv_cache_used_cells(c), 1);
+    EXPECT_EQ(llama_kv_cache_seq_pos_max(c, 0), INT32_MAX);
+    llama_kv_cache_clear(c);
+
+    ASSERT_EQ(llama_decode(c, llama_batch_get_one(toks, 2)), 0);  // positions 0, 1 again
+    llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MAX - 2);           // INT32_MAX - 2, INT32_MAX - 1: both fit
+    EXPECT_EQ(llama_get_kv_cache_used_cells(c), 2);
+    EXPECT_EQ(llama_kv_cache_seq_pos_max(c, 0), INT32_MAX - 1);
+    llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MIN + 2);  // -1 (dropped) and 0
+    EXPECT_EQ(llama_get_kv_cache_used_cells(c), 1);
+    EXPECT_EQ(llama_kv_cache_seq_pos_max(c, 0), 0);
+    llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MIN);  // below 0: dropped
+    EXPECT_EQ(llama_get_kv_cache_used_cells(c), 0);
+    EXPECT_EQ(llama_kv_cache_seq_pos_max(c, 0), -1);
+
+    ASSERT_EQ(llama_decode(c, llama_batch_get_one(toks, 2)), 0);
+    llama_kv_cache_seq_div(c, 0, 0, -1, 0);  // division by zero is refused: positions stay 0, 1
+    EXPECT_EQ(llama_kv_cache_seq_pos_max(c, 0), 1);
+    EXPECT_EQ(llama_get_kv_cache_used_cells(c), 2);
+    // The shifted keys are re-rotated by the accumulated deltas on the next decode, which must stay finite.
+    llama_kv_cache_seq_add(c, 0, 0, -1, INT32_MAX - 2);
+    llama_kv_cache_seq_add(c, 0, 0, -1, -(INT32_MAX - 2));
     llama_token t = 301;
-    (void)llama_decode(c, llama_batch_get_one(&t, 1));
+    ASSERT_EQ(llama_decode(c, llama_batch_get_one(&t, 1)), 0);
+    EXPECT_EQ(llama_kv_cache_seq_pos_max(c, 0), 2);
+    const float *l = llama_get_logits_ith(c, -1);
+    ASSERT_NE(l, nullptr);
+    for (int32_t i = 0; i < llama_vocab_n_tokens(llama_model_get_vocab(stories_c())); ++i)
+        ASSERT_TRUE(std::isfinite(l[i])) << i;
     llama_free(c);
 }
 

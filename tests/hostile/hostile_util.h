@@ -3,6 +3,7 @@
 // message names the problem.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -80,14 +81,50 @@ void expect_error(F &&fn, std::initializer_list<std::string> needles, const std:
     }
 }
 
-// Whether the kernel refuses allocations larger than memory (overcommit modes 0 and 2). Under mode 1 an
-// absurd allocation "succeeds" and the first write to it summons the OOM killer, so tests of allocation
-// failure cannot run safely there.
-inline bool huge_allocations_fail() {
-    std::ifstream f("/proc/sys/vm/overcommit_memory");
-    int mode = 0;
-    f >> mode;
-    return mode != 1;
-}
+// While alive, caps this process's address space at what it maps now plus `budget` bytes, so that an absurd
+// allocation fails whatever the kernel's overcommit mode (under vm.overcommit_memory = 1 it would "succeed"
+// and the first write to it would summon the OOM killer). Relative to the current size because a sanitizer
+// build has already reserved terabytes of shadow memory.
+class AddressSpaceCap {
+  public:
+    explicit AddressSpaceCap(uint64_t budget) {
+        ok_ = getrlimit(RLIMIT_AS, &old_) == 0;
+        if (!ok_) return;
+        const uint64_t mapped = mapped_bytes();
+        if (mapped == 0) {  // no /proc: no base to cap from
+            ok_ = false;
+            return;
+        }
+        rlimit cap = old_;
+        const uint64_t want = mapped + budget;
+        if (cap.rlim_max == RLIM_INFINITY || want < cap.rlim_max) cap.rlim_cur = want;
+        ok_ = setrlimit(RLIMIT_AS, &cap) == 0;
+    }
+    ~AddressSpaceCap() {
+        if (ok_) setrlimit(RLIMIT_AS, &old_);
+    }
+    AddressSpaceCap(const AddressSpaceCap &) = delete;
+    AddressSpaceCap &operator=(const AddressSpaceCap &) = delete;
+    bool ok() const { return ok_; }
+
+    // VmSize of this process (/proc/self/status, kB).
+    static uint64_t mapped_bytes() {
+        std::ifstream f("/proc/self/status");
+        std::string key;
+        while (f >> key) {
+            if (key == "VmSize:") {
+                uint64_t kb = 0;
+                f >> kb;
+                return kb * 1024;
+            }
+            f.ignore(1 << 20, '\n');
+        }
+        return 0;
+    }
+
+  private:
+    rlimit old_{};
+    bool ok_ = false;
+};
 
 }  // namespace hostile

@@ -157,7 +157,8 @@ TEST_F(HostileState, PathsThatAreNotStateFilesAreRefused) {
     size_t n = 0;
     const std::string model = hostile::stories_path();
     for (const std::string &path :
-         {std::string("/nonexistent/session.bin"), std::string("/tmp"), std::string("/dev/null"), model}) {
+         {std::string("/nonexistent/session.bin"), std::string("/tmp"), std::string("/dev/null"),
+          std::string("/dev/zero") /* endless: must be refused before reading */, model}) {
         EXPECT_FALSE(llama_state_load_file(ctx_, path.c_str(), toks.data(), toks.size(), &n)) << path;
         EXPECT_EQ(llama_state_seq_load_file(ctx_, path.c_str(), 0, toks.data(), toks.size(), &n), 0u) << path;
     }

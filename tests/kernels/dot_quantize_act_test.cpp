@@ -121,15 +121,25 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>>
     return std::string(type_name(std::get<0>(info.param))) + "_" + isa_name(std::get<1>(info.param));
 }
 
+// The vector levels only: the scalar level's converter is quantize_row itself (a copy for F32), which the
+// tensor suite checks against the formats.
+std::vector<Isa> vector_isas() {
+    std::vector<Isa> v = test::available_isas();
+    v.erase(v.begin());
+    return v;
+}
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(QuantizeActTest);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FloatActTest);
+
 INSTANTIATE_TEST_SUITE_P(AllActTypes, QuantizeActTest,
                          ::testing::Combine(::testing::ValuesIn(kActTypes),
-                                            ::testing::ValuesIn(test::available_isas())),
+                                            ::testing::ValuesIn(vector_isas())),
                          param_name);
 
 const GgmlType kFloatActTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16};
 INSTANTIATE_TEST_SUITE_P(FloatActTypes, FloatActTest,
                          ::testing::Combine(::testing::ValuesIn(kFloatActTypes),
-                                            ::testing::ValuesIn(test::available_isas())),
+                                            ::testing::ValuesIn(vector_isas())),
                          param_name);
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dot_test_util.h"
+#include "isa_level.h"
 #include "tensor/block_layouts.h"
 #include "tensor/fp16.h"
 #include "tensor/types.h"
@@ -271,6 +272,33 @@ TEST(DotDispatch, EnvironmentOnlyLowersTheLevel) {
     EXPECT_EQ(isa_lowered_by("avx512", Isa::Amx), Isa::Avx512);
     EXPECT_EQ(isa_lowered_by("amx", Isa::Avx512), Isa::Avx512);
     EXPECT_THROW(isa_lowered_by("sse", Isa::Avx2), Error);
+}
+
+// A level copy of a suite (LCTX_ISA=level) runs when the CPU has the level and skips, naming both levels,
+// when it lacks it: an AVX2-only CPU skips the avx512 and amx copies, an AVX-512 one without AMX the amx
+// copy.
+TEST(DotDispatch, LevelCopiesAboveTheCpuSkip) {
+    using isa_level::skip_reason;
+    const Isa all[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
+    for (Isa cpu : all) {
+        EXPECT_EQ(skip_reason(nullptr, cpu), "") << isa_name(cpu);
+        EXPECT_EQ(skip_reason("", cpu), "") << isa_name(cpu);
+        for (Isa want : all) {
+            const std::string why = skip_reason(isa_name(want), cpu);
+            if (static_cast<int>(want) <= static_cast<int>(cpu)) {
+                EXPECT_EQ(why, "") << isa_name(want) << " on " << isa_name(cpu);
+            } else {
+                EXPECT_NE(why.find(std::string("LCTX_ISA=") + isa_name(want)), std::string::npos) << why;
+                EXPECT_NE(why.find(std::string("best is ") + isa_name(cpu)), std::string::npos) << why;
+            }
+        }
+    }
+    EXPECT_THROW(skip_reason("avx", Isa::Avx2), Error);
+    Isa got = Isa::Scalar;
+    EXPECT_FALSE(detail::isa_requested(nullptr, &got));
+    EXPECT_FALSE(detail::isa_requested("", &got));
+    ASSERT_TRUE(detail::isa_requested("amx", &got));
+    EXPECT_EQ(got, Isa::Amx);
 }
 
 TEST(DotDispatch, TypesWithoutKernelsThrow) {

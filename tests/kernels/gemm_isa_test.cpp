@@ -1,5 +1,6 @@
-// The gemm kernels of the K super-block types at every ISA level this CPU runs, called directly on odd
-// shapes (1..13 weight rows x 1..7 activation rows, strided, several super-blocks):
+// The plain (not interleaved) gemm kernels of every weight type at every ISA level this CPU runs, called
+// directly on odd shapes (1..13 weight rows x 1..7 activation rows, strided, rows of several blocks with
+// tails: an odd block count for the 32-element types, lengths off every vector width for the float types):
 // * every output is within the float rounding bound of the exact block formula, and close to the same
 //   ISA's vec_dot (both within that bound);
 // * every output is bit-identical to the same (row, activation) computed alone in a 1 x 1 call, whatever
@@ -25,14 +26,13 @@
 namespace lctx::kernels {
 namespace {
 
-constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K,
-                                GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS};
+using test::is_float_type;
 
 constexpr int64_t kMaxRows = 13, kMaxAct = 7;
 constexpr float kSentinel = -12345.0f;
 
-// kMaxRows weight rows `w_stride` bytes apart and kMaxAct Q8_K activation rows `a_stride` bytes apart; the
-// gaps hold garbage that must not be read into a result.
+// kMaxRows weight rows `w_stride` bytes apart and kMaxAct activation rows (the type's vec_dot_type)
+// `a_stride` bytes apart; the gaps hold garbage that must not be read into a result.
 struct Problem {
     GgmlType type;
     int64_t cols;
@@ -42,25 +42,29 @@ struct Problem {
     const uint8_t *arow(int64_t c) const { return act.data() + c * a_stride; }
 };
 
-// Odd rows: quantized from floats (valid, typical blocks); even rows: random bytes with random half scales
-// over 2^-12..2 (every quant and sub-scale value, e.g. Q6_K's -128 scale). Activation rows quantized by the
-// reference quantizer from floats whose magnitude changes every 16 elements.
+// Odd rows (every row of a float type): quantized from floats (valid, typical blocks); even rows of block
+// types: random bytes with random half scales over 2^-12..2 (every quant and sub-scale value, e.g. Q6_K's
+// -128 scale). Activation rows quantized by the reference quantizer from floats whose magnitude changes
+// every 16 elements.
 Problem make_problem(GgmlType t, int64_t cols, uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> expo(-12.0f, 1.0f), mant(1.0f, 2.0f), spread(-3.0f, 3.0f);
-    Problem p{t, cols, row_size(t, cols) + 6, row_size(GgmlType::Q8_K, cols) + 8, {}, {}};
+    const GgmlType at = type_traits(t).vec_dot_type;
+    // Strides keep each row at its block's alignment (2 bytes; 4 for F32), no more.
+    const size_t w_gap = t == GgmlType::F32 ? 8 : 6;
+    Problem p{t, cols, row_size(t, cols) + w_gap, row_size(at, cols) + 8, {}, {}};
     p.w.resize(p.w_stride * kMaxRows);
     p.act.resize(p.a_stride * kMaxAct);
     for (uint8_t &b : p.w) b = static_cast<uint8_t>(rng());
     for (uint8_t &b : p.act) b = static_cast<uint8_t>(rng());
     std::vector<float> f(static_cast<size_t>(cols));
-    ptrdiff_t od, om;
-    test::scale_offsets(t, &od, &om);
+    ptrdiff_t od = -1, om = -1;
+    if (!is_float_type(t)) test::scale_offsets(t, &od, &om);
     const size_t bsz = type_traits(t).type_size;
     for (int64_t r = 0; r < kMaxRows; ++r) {
         uint8_t *row = p.w.data() + r * p.w_stride;
-        if (r % 2) {
+        if (r % 2 || is_float_type(t)) {  // random bytes of a float type would hold NaNs
             const float s = std::pow(10.0f, spread(rng));
             for (float &v : f) v = normal(rng) * s;
             quantize_row(t, f.data(), row, cols);
@@ -81,15 +85,26 @@ Problem make_problem(GgmlType t, int64_t cols, uint32_t seed) {
             if (i % 16 == 0) s = std::pow(10.0f, spread(rng));
             f[static_cast<size_t>(i)] = normal(rng) * s;
         }
-        quantize_row(GgmlType::Q8_K, f.data(), p.act.data() + c * p.a_stride, cols);
+        quantize_row(at, f.data(), p.act.data() + c * p.a_stride, cols);
     }
     return p;
 }
 
-// The matmul test's bound: the float error of any summation order of the block terms.
-double rounding_bound(int64_t cols, double abs_sum) {
-    const double k = 8.0 * static_cast<double>(cols / kQK_K) + 16;
+// The matmul test's bound: the float error of any summation order of the block terms (of every product for
+// the float types).
+double rounding_bound(GgmlType t, int64_t n, double abs_sum) {
+    const double k =
+        is_float_type(t) ? static_cast<double>(n) + 16 : 8.0 * (n / type_traits(t).block_size) + 16;
     return (k + 4) * 0x1p-24 * abs_sum;
+}
+
+// Row lengths of 1, 3 and 5 super-blocks' size with a tail: an odd number of blocks for the 32-element types
+// and 7, 21, 35 elements past the vector widths for the float types.
+int64_t row_length(GgmlType t, int64_t nsb) {
+    const int64_t bs = type_traits(t).block_size;
+    if (bs == kQK_K) return nsb * kQK_K;
+    if (bs == 1) return nsb * kQK_K + 7 * nsb;
+    return nsb * kQK_K + bs * nsb;
 }
 
 class GemmIsaTest : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {
@@ -101,9 +116,9 @@ class GemmIsaTest : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {
 TEST_P(GemmIsaTest, OddShapesMatchVecDotAndOneByOne) {
     const TypeKernels &k = type_kernels(type(), isa());
     ASSERT_NE(k.gemm, nullptr);
-    ASSERT_EQ(k.act_type, GgmlType::Q8_K);
+    ASSERT_EQ(k.act_type, type_traits(type()).vec_dot_type);
     for (int64_t nsb : {1, 3, 5}) {
-        const int64_t cols = nsb * kQK_K;
+        const int64_t cols = row_length(type(), nsb);
         SCOPED_TRACE("cols " + std::to_string(cols));
         const Problem p =
             make_problem(type(), cols, 1000u * static_cast<uint32_t>(type()) + static_cast<uint32_t>(nsb));
@@ -118,7 +133,7 @@ TEST_P(GemmIsaTest, OddShapesMatchVecDotAndOneByOne) {
                 ASSERT_EQ(out[1], kSentinel) << "1 x 1 call wrote past its output";
                 one[c * kMaxRows + r] = out[0];
                 const test::TermSum e = test::exact_dot(type(), cols, p.wrow(r), p.arow(c));
-                const double bound = rounding_bound(cols, e.abs);
+                const double bound = rounding_bound(type(), cols, e.abs);
                 ASSERT_GT(e.abs, 0.0);
                 EXPECT_LE(std::fabs(out[0] - e.sum), bound)
                     << "row " << r << " act " << c << ": exact " << e.sum;
@@ -166,7 +181,7 @@ TEST_P(GemmIsaTest, OddShapesMatchVecDotAndOneByOne) {
 
 std::vector<std::tuple<GgmlType, Isa>> params() {
     std::vector<std::tuple<GgmlType, Isa>> v;
-    for (GgmlType t : kKTypes)
+    for (GgmlType t : test::kWeightTypes)
         for (Isa isa : test::available_isas()) v.emplace_back(t, isa);
     return v;
 }
@@ -175,7 +190,7 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>>
     return std::string(type_name(std::get<0>(info.param))) + "_" + isa_name(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(KTypes, GemmIsaTest, ::testing::ValuesIn(params()), param_name);
+INSTANTIATE_TEST_SUITE_P(AllTypes, GemmIsaTest, ::testing::ValuesIn(params()), param_name);
 
 }  // namespace
 }  // namespace lctx::kernels

@@ -183,12 +183,18 @@ TEST(ThreadPoolTest, ForEachItemFinishesTheShareOfADelayedThread) {
 }
 
 TEST(ThreadPoolTest, DestroyWhileIdleAndAfterUse) {
+    // Destruction must join every worker (a worker left behind would hang here: the ctest timeout).
     { ThreadPool idle(4); }
+    std::atomic<int> calls{0}, nth_seen{0};
     {
         ThreadPool used(4);
-        used.run([](int, int) {});
+        used.run([&](int, int nth) {
+            calls.fetch_add(1);
+            nth_seen.store(nth);
+        });
     }
-    SUCCEED();
+    EXPECT_EQ(calls.load(), 4);
+    EXPECT_EQ(nth_seen.load(), 4);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ namespace {
 
 struct Tolerance {
     const char *name;
-    float max_abs;       // every logit
-    float exact_frac;    // at least this fraction of rows must agree to 1e-4 (float rounding only)
+    float max_abs;     // every logit
+    float exact_frac;  // at least this fraction of rows must agree to 1e-4 (float rounding only)
     const char *why;
 };
 
@@ -26,8 +26,13 @@ struct Tolerance {
 // (0.3 for those types) catches it without depending on one ISA's flip pattern. With an f16 cache
 // (and f16 activations) one flipped value is read by every later row, so there only max_abs applies,
 // and it is tight (10-20x below one logit step that would change a greedy choice).
-// Measured max |diff| (2026-11-29): f32 cache ~8e-6; f16 cache <= 5e-3; F16 3e-3; BF16 0.022;
-// Q8_0 0.055; Q4_0 0.072; Q4_1 0.079; Q4_K 0.067; Q5_K 0.11; Q6_K 0.107; Q2_K 0.13.
+// Measured max |diff| (2026-12-01, the ctest copies at each level; scalar / avx2 / avx512): F16 0.0030 /
+// 0.0031 / 0.0036; BF16 0.020 at each; Q8_0 0.050 / 0.055 / 0.055; Q4_0 0.068 at each; Q4_1 0.077 / 0.079 /
+// 0.079; Q5_0 0.016 / 1e-6 / 1e-6; Q5_1 0.082 / 0.070 / 0.070; IQ4_NL 0.076 / 0 / 0; Q2_K 0.134 at each;
+// Q3_K 3e-6 at each; Q4_K 0.145 / 0.108 / 0.108; Q5_K 0.138 / 0.110 / 0.110; Q6_K 0.130 at each; IQ4_XS
+// 0.126 / 6e-6 / 0.106. The scalar Q4_K and Q5_K sit close to the 0.15 bound, and its reason still holds
+// there: each is one flipped activation code followed through the cache, not a systematic error (49% and
+// 84% of their rows agree to 1e-4, and llama.cpp's own builds differ by 0.134 on Q6_K).
 const Tolerance kTolerances[] = {
     {"stories_1seq_kvf32", 1e-3f, 1.0f, "f32 weights and cache: summation order only (FORMAT.md: ~1e-3)"},
     {"stories_3seq_ubsplit_kvf32", 1e-3f, 1.0f, "f32 cache: summation order only"},
@@ -85,13 +90,16 @@ TEST_P(GoldenLogits, MatchesLlamaCpp) {
     const double frac = static_cast<double>(exact_rows) / static_cast<double>(n_rows);
     EXPECT_GE(frac, tol.exact_frac) << exact_rows << " of " << n_rows << " rows agree to 1e-4";
     RecordProperty("max_abs_diff", std::to_string(max_diff));
-    std::printf("[ %s ] max |diff| = %.6g (row %zu, tolerance %.3g: %s); rows within 1e-4: %.0f%%\n", tol.name,
-                max_diff, worst / run.row_len, tol.max_abs, tol.why, 100.0 * frac);
-    EXPECT_LE(max_diff, tol.max_abs) << "worst at row " << worst / run.row_len << " col " << worst % run.row_len;
+    std::printf("[ %s ] max |diff| = %.6g (row %zu, tolerance %.3g: %s); rows within 1e-4: %.0f%%\n",
+                tol.name, max_diff, worst / run.row_len, tol.max_abs, tol.why, 100.0 * frac);
+    EXPECT_LE(max_diff, tol.max_abs) << "worst at row " << worst / run.row_len << " col "
+                                     << worst % run.row_len;
 }
 
 INSTANTIATE_TEST_SUITE_P(Llama, GoldenLogits, ::testing::ValuesIn(kTolerances),
-                         [](const ::testing::TestParamInfo<Tolerance> &info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<Tolerance> &info) {
+                             return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace lctx
