@@ -19,6 +19,7 @@ void usage() {
         "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
         "  synth      write a GGUF with random weights in a real model's shape\n"
         "  template   render a conversation with a chat template (Jinja) and print the prompt\n"
+        "  grammar    check a text against a GBNF grammar (grammar check GRAMMAR INPUT)\n"
         "run 'lctx <command> --help' for the options of a command; 'lctx --version' for the build\n");
 }
 
@@ -36,6 +37,7 @@ int dispatch(int argc, char **argv) {
     if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
     if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
     if (cmd == "template") return lctx::cli::cmd_template(argc - 1, argv + 1);
+    if (cmd == "grammar") return lctx::cli::cmd_grammar(argc - 1, argv + 1);
     std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
     usage();
     return 1;
