@@ -4,6 +4,7 @@
 
 #include "capi/capi_internal.h"
 #include "gguf/gguf.h"
+#include "model/architectures.h"
 
 using lctx::capi::copy_out;
 using lctx::capi::guard;
@@ -114,8 +115,21 @@ const struct llama_vocab *llama_model_get_vocab(const struct llama_model *model)
 enum llama_rope_type llama_model_rope_type(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, LLAMA_ROPE_TYPE_NONE);
     const lctx::kernels::RopeParams &r = hp(model).rope;
-    // A vocab-only load reads no rotary dimensions; b4748 answers by architecture alone (llama: NORM).
-    if (r.n_rot == 0 && !model->vocab_only) return LLAMA_ROPE_TYPE_NONE;
+    // A vocab-only load reads no rotary dimensions; b4748 answers by architecture alone.
+    if (model->vocab_only) {
+        const lctx::ArchitectureInfo *a = lctx::find_architecture(hp(model).arch_name);
+        switch (a ? a->rope : lctx::RopeKind::None) {
+            case lctx::RopeKind::Norm:
+                return LLAMA_ROPE_TYPE_NORM;
+            case lctx::RopeKind::Neox:
+                return LLAMA_ROPE_TYPE_NEOX;
+            case lctx::RopeKind::Mrope:
+                return LLAMA_ROPE_TYPE_MROPE;
+            case lctx::RopeKind::None:
+                return LLAMA_ROPE_TYPE_NONE;
+        }
+    }
+    if (r.n_rot == 0) return LLAMA_ROPE_TYPE_NONE;
     return r.mode == lctx::kernels::RopeMode::Neox ? LLAMA_ROPE_TYPE_NEOX : LLAMA_ROPE_TYPE_NORM;
 }
 
@@ -214,12 +228,14 @@ const char *llama_model_chat_template(const struct llama_model *model, const cha
 
 bool llama_model_has_encoder(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, false);
-    return false;  // only decoder-only families so far
+    const lctx::ArchitectureInfo *a = lctx::find_architecture(hp(model).arch_name);
+    return a && a->has_encoder;
 }
 
 bool llama_model_has_decoder(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, false);
-    return true;
+    const lctx::ArchitectureInfo *a = lctx::find_architecture(hp(model).arch_name);
+    return !a || a->has_decoder;
 }
 
 llama_token llama_model_decoder_start_token(const struct llama_model *model) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gguf/gguf.h"
+#include "model/architectures.h"
 #include "util/error.h"
 
 namespace lctx {
@@ -11,13 +12,18 @@ const char *arch_name(Arch arch) {
     switch (arch) {
         case Arch::Llama:
             return "llama";
+        case Arch::Other:
+            return "other";
     }
     return "unknown";
 }
 
 Arch arch_from_name(const std::string &name) {
     if (name == "llama") return Arch::Llama;
-    throw Error("unsupported model architecture '" + name + "' (supported: llama)");
+    if (find_architecture(name))
+        throw Error("lctx has no forward pass for the '" + name +
+                    "' architecture yet (it runs: llama); its vocabulary loads with vocab_only");
+    throw Error("unknown model architecture '" + name + "'");
 }
 
 namespace {
@@ -63,7 +69,12 @@ HParams load_arch(const gguf::File &f) {
 }  // namespace
 
 HParams HParams::load_vocab_only(const gguf::File &f) {
-    HParams hp = load_arch(f);
+    HParams hp;
+    std::optional<std::string> arch = f.get_string("general.architecture");
+    if (!arch) throw Error("model metadata is missing 'general.architecture'");
+    if (!find_architecture(*arch)) throw Error("unknown model architecture '" + *arch + "'");
+    hp.arch_name = *arch;
+    hp.arch = *arch == "llama" ? Arch::Llama : Arch::Other;
     hp.n_vocab = vocab_size(f, hp.arch_name + ".");
     return hp;
 }
@@ -93,6 +104,8 @@ const char *model_size_name(const HParams &hp) {
                 default:
                     return "?B";
             }
+        case Arch::Other:
+            break;
     }
     return "?B";
 }

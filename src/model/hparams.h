@@ -13,27 +13,29 @@ namespace gguf {
 class File;
 }
 
-enum class Arch { Llama };
+// Families lctx runs. Other: an architecture b4748 knows (model/architectures.h) that lctx has no forward
+// pass for yet; only its vocabulary can be loaded.
+enum class Arch { Llama, Other };
 
 const char *arch_name(Arch arch);
 // Maps general.architecture to a supported family; throws lctx::Error naming the unsupported one.
 Arch arch_from_name(const std::string &name);
 
 struct HParams {
-    std::string arch_name;      // general.architecture as written in the file
+    std::string arch_name;  // general.architecture as written in the file
     Arch arch = Arch::Llama;
-    uint32_t n_ctx_train = 0;   // context the model was trained with
-    uint32_t n_embd = 0;        // hidden size
+    uint32_t n_ctx_train = 0;  // context the model was trained with
+    uint32_t n_embd = 0;       // hidden size
     uint32_t n_layer = 0;
-    uint32_t n_ff = 0;          // feed-forward hidden size
+    uint32_t n_ff = 0;  // feed-forward hidden size
     uint32_t n_head = 0;
     uint32_t n_head_kv = 0;
-    uint32_t n_embd_head_k = 0; // per-head key size
-    uint32_t n_embd_head_v = 0; // per-head value size
+    uint32_t n_embd_head_k = 0;  // per-head key size
+    uint32_t n_embd_head_v = 0;  // per-head value size
     uint32_t n_vocab = 0;
     float norm_rms_eps = 1e-5f;
     float norm_eps = 1e-5f;
-    kernels::RopeParams rope;   // n_rot, base, scale, mode (per family)
+    kernels::RopeParams rope;  // n_rot, base, scale, mode (per family)
     bool causal_attn = true;
 
     uint32_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
@@ -43,8 +45,8 @@ struct HParams {
     // Reads the hyper-parameters of `arch` from the file and validates them (non-zero sizes,
     // heads dividing evenly, rotary dims within the head); throws lctx::Error.
     static HParams load(const gguf::File &file);
-    // What a vocab-only load reads, as b4748: the architecture (it must be supported) and the vocabulary
-    // size; every other field keeps its default (zero sizes).
+    // What a vocab-only load reads, as b4748: the architecture (any b4748 knows) and the vocabulary size;
+    // every other field keeps its default (zero sizes).
     static HParams load_vocab_only(const gguf::File &file);
 };
 

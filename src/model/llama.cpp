@@ -206,6 +206,8 @@ bool forward(const Model &model, const KvView &kv, const ForwardBatch &batch, Fo
     switch (model.hparams().arch) {
         case Arch::Llama:
             return forward_llama(model, kv, batch, scratch, pool);
+        case Arch::Other:
+            break;
     }
     throw Error("no forward pass for architecture " + model.hparams().arch_name);
 }

@@ -42,8 +42,9 @@ class TmuxChat : public ::testing::Test {
     // reach); the pane stays after it ends so that its exit status can be read.
     void start(const std::string &args) {
         const std::string cmd = "exec " + lctx::testing::lctx_bin() + " " + args;
-        sh("tmux -L " + sock_ + " -f /dev/null new-session -d -x 120 -y 40 -s chat \"" + cmd +
-           "\" \\; set-option -t chat remain-on-exit on");
+        // A long history: an endless reply on a fast machine scrolls far, and the checks count lines in it.
+        sh("tmux -L " + sock_ + " -f /dev/null start-server \\; set-option -g history-limit 1000000 \\; " +
+           "new-session -d -x 120 -y 40 -s chat \"" + cmd + "\" \\; set-option -t chat remain-on-exit on");
     }
     // The exit status once the program has ended, or -1 after the timeout.
     int wait_exit(double timeout_s = 30) {
@@ -56,7 +57,7 @@ class TmuxChat : public ::testing::Test {
         return -1;
     }
     void keys(const std::string &k) { sh(tmux("send-keys -t chat " + k)); }
-    std::string screen() { return sh(tmux("capture-pane -p -J -S -200 -t chat")); }
+    std::string screen() { return sh(tmux("capture-pane -p -J -S - -t chat")); }  // the whole history
     // Waits until the screen holds `needle` `count` times.
     bool wait_screen(const std::string &needle, int count = 1, double timeout_s = 30) {
         const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
