@@ -70,6 +70,18 @@ class TmuxChat : public ::testing::Test {
         }
         return false;
     }
+    // Waits until the last line on the screen is the empty prompt.
+    bool wait_prompt(double timeout_s = 30) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end) {
+            std::string s = screen();
+            while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+            const size_t nl = s.rfind('\n');
+            if (s.substr(nl == std::string::npos ? 0 : nl + 1) == ">") return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
     std::string sock_;
 };
 
@@ -95,7 +107,8 @@ TEST_F(TmuxChat, PromptHistoryMultiLineCommandsAndCtrlC) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     keys("Enter");
     ASSERT_TRUE(wait_screen("/save FILE", 3)) << screen();
-    // Ctrl-C at the prompt leaves with status 130.
+    // Ctrl-C at the prompt leaves with status 130 (once the prompt is back: before, it would land in /help).
+    ASSERT_TRUE(wait_prompt()) << screen();
     keys("C-c");
     EXPECT_EQ(wait_exit(), 130) << screen();
 }
