@@ -109,6 +109,8 @@ TEST_F(TmuxChat, PromptHistoryMultiLineCommandsAndCtrlC) {
     ASSERT_TRUE(wait_screen("/save FILE", 3)) << screen();
     // Ctrl-C at the prompt leaves with status 130 (once the prompt is back: before, it would land in /help).
     ASSERT_TRUE(wait_prompt()) << screen();
+    // The prompt is drawn a moment before the line reader waits on it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     keys("C-c");
     EXPECT_EQ(wait_exit(), 130) << screen();
 }
