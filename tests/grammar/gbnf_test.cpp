@@ -2,6 +2,8 @@
 // string of grammar-cases.json accepted or rejected as llama.cpp's validator does, at the same code point
 // and for the same reason; every grammar of invalid-grammars.json refused or loaded as llama.cpp does it,
 // except the two where llama.cpp crashes or runs out of memory, which must be refused with an error here.
+#include "grammar/gbnf.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "grammar/gbnf.h"
 #include "grammar/matcher.h"
+#include "vocab/unicode.h"
 
 namespace lctx::grammar {
 namespace {
@@ -34,28 +36,13 @@ nlohmann::json read_json(const std::string &name) {
 // llama.cpp's validator message for a rejected input.
 std::string verdict_error(const MatchResult &r, const std::vector<uint32_t> &cps) {
     if (r.unexpected_end) return "Unexpected end of input";
-    const uint32_t c = cps[r.position];
-    std::string utf8;
-    if (c < 0x80) {
-        utf8 += static_cast<char>(c);
-    } else if (c < 0x800) {
-        utf8 += static_cast<char>(0xC0 | (c >> 6));
-        utf8 += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        utf8 += static_cast<char>(0xE0 | (c >> 12));
-        utf8 += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        utf8 += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-        utf8 += static_cast<char>(0xF0 | (c >> 18));
-        utf8 += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-        utf8 += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        utf8 += static_cast<char>(0x80 | (c & 0x3F));
-    }
-    return "Unexpected character '" + utf8 + "'";
+    return "Unexpected character '" + unicode::encode_utf8(cps[r.position]) + "'";
 }
 
-void expect_verdict(const std::shared_ptr<const Grammar> &g, const nlohmann::json &c, const std::string &what) {
-    const std::string input = c.contains("input") ? c["input"].get<std::string>() : c["json"].get<std::string>();
+void expect_verdict(const std::shared_ptr<const Grammar> &g, const nlohmann::json &c,
+                    const std::string &what) {
+    const std::string input =
+        c.contains("input") ? c["input"].get<std::string>() : c["json"].get<std::string>();
     const std::vector<uint32_t> cps = decode_utf8(input);
     const MatchResult r = match_text(g, cps);
     EXPECT_EQ(r.accepted, c["accepted"].get<bool>()) << what << ": " << input;
@@ -82,7 +69,8 @@ TEST(Gbnf, InvalidGrammarsAreRefusedAndOddOnesLoadAsInLlamaCpp) {
     ASSERT_GE(cases.size(), 20u);
     for (const nlohmann::json &c : cases) {
         const std::string name = c["name"], outcome = c["outcome"];
-        // llama.cpp crashes (nullable left recursion) or exhausts memory ({2,1}) on two of them: refused here.
+        // llama.cpp crashes (nullable left recursion) or exhausts memory ({2,1}) on two of them: refused
+        // here.
         const bool must_refuse = outcome != "accepted";
         try {
             auto g = std::make_shared<const Grammar>(parse_gbnf(c["gbnf"].get<std::string>()));
@@ -120,7 +108,8 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
         EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
     }
     EXPECT_THROW(parse_gbnf("root ::= \"a\"", "start"), GrammarError);  // no such start rule
-    EXPECT_THROW(parse_gbnf("root ::= a\na ::= b\nb ::= a \"x\"\n"), GrammarError);  // indirect left recursion
+    EXPECT_THROW(parse_gbnf("root ::= a\na ::= b\nb ::= a \"x\"\n"),
+                 GrammarError);  // indirect left recursion
 }
 
 TEST(Gbnf, RepetitionBoundsExpandExactly) {

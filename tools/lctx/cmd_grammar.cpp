@@ -11,6 +11,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 #include "tools/lctx/commands.h"
+#include "vocab/unicode.h"
 
 namespace lctx::cli {
 
@@ -21,26 +22,6 @@ bool read_file(const std::string &path, std::string *out) {
     if (!f) return false;
     out->assign(std::istreambuf_iterator<char>(f), {});
     return true;
-}
-
-std::string utf8(uint32_t c) {
-    std::string s;
-    if (c < 0x80) {
-        s += static_cast<char>(c);
-    } else if (c < 0x800) {
-        s += static_cast<char>(0xC0 | (c >> 6));
-        s += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        s += static_cast<char>(0xE0 | (c >> 12));
-        s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        s += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-        s += static_cast<char>(0xF0 | (c >> 18));
-        s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-        s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        s += static_cast<char>(0x80 | (c & 0x3F));
-    }
-    return s;
 }
 
 }  // namespace
@@ -85,7 +66,7 @@ int cmd_grammar(int argc, char **argv) {
         std::printf("invalid at code point %zu: unexpected end of input\n", r.position);
     else
         std::printf("invalid at code point %zu: unexpected character '%s'\n", r.position,
-                    utf8(cps[r.position]).c_str());
+                    unicode::encode_utf8(cps[r.position]).c_str());
     return 1;
 }
 
