@@ -1,11 +1,13 @@
 // `lctx chat` on a terminal, driven through tmux: prompt marker, line editing and history, multi-line
 // input, /commands, and Ctrl-C (stops a reply; at the prompt, leaves).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -46,15 +48,39 @@ class TmuxChat : public ::testing::Test {
         sh("tmux -L " + sock_ + " -f /dev/null start-server \\; set-option -g history-limit 1000000 \\; " +
            "new-session -d -x 120 -y 40 -s chat \"" + cmd + "\" \\; set-option -t chat remain-on-exit on");
     }
-    // The exit status once the program has ended, or -1 after the timeout.
+    // The exit status once the program has ended (128 + the signal if one killed it), or -1 after the
+    // timeout. tmux marks the pane dead when the terminal closes; on a loaded machine it can leave the
+    // process a zombie for a long while before it reaps it and shows the status, so the status of a zombie
+    // is read from /proc (its last field, exit_code, holds the wait status).
     int wait_exit(double timeout_s = 30) {
         const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
         while (std::chrono::steady_clock::now() < end) {
-            const std::string s = sh(tmux("display -p -t chat '#{pane_dead} #{pane_dead_status}'"));
-            if (s.rfind("1 ", 0) == 0) return std::atoi(s.c_str() + 2);
+            const std::string s = sh(tmux(
+                "display -p -t chat '#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}:#{pane_pid}'"));
+            int dead = 0, status = -1, signal = -1;
+            if (std::sscanf(s.c_str(), "%d:%d", &dead, &status) == 2 && dead == 1) return status;
+            if (std::sscanf(s.c_str(), "%d::%d", &dead, &signal) == 2 && dead == 1) return 128 + signal;
+            const size_t colon = s.rfind(':');
+            if (dead == 1 && colon != std::string::npos) {
+                const int wait_status = zombie_wait_status(std::atoi(s.c_str() + colon + 1));
+                if (wait_status >= 0)
+                    return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+            }
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         return -1;
+    }
+    // The wait status of process `pid` if it is a zombie, else -1.
+    static int zombie_wait_status(int pid) {
+        if (pid <= 0) return -1;
+        std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+        std::string stat;
+        std::getline(f, stat);
+        const size_t comm_end = stat.rfind(')');  // the command name may hold spaces and parentheses
+        if (comm_end == std::string::npos || stat.size() < comm_end + 3 || stat[comm_end + 2] != 'Z')
+            return -1;
+        const size_t last = stat.find_last_of(' ');
+        return std::atoi(stat.c_str() + last + 1);
     }
     void keys(const std::string &k) { sh(tmux("send-keys -t chat " + k)); }
     std::string screen() { return sh(tmux("capture-pane -p -J -S - -t chat")); }  // the whole history
@@ -66,6 +92,15 @@ class TmuxChat : public ::testing::Test {
             int n = 0;
             for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
             if (n >= count) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+    // Waits until the screen holds at least `n` more characters than `before`.
+    bool wait_growth(size_t before, size_t n, double timeout_s = 30) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        while (std::chrono::steady_clock::now() < end) {
+            if (screen().size() >= before + n) return true;
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         return false;
@@ -94,9 +129,12 @@ TEST_F(TmuxChat, PromptHistoryMultiLineCommandsAndCtrlC) {
     // Multi-line input: a trailing backslash continues on a ". " line.
     keys("'Once upon' '\\' Enter");
     ASSERT_TRUE(wait_screen(". ")) << screen();
+    const size_t before_reply = screen().size();
     keys("'a time' Enter");
-    // An endless reply (-n -1, --ignore-eos); Ctrl-C stops it and the prompt comes back.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // An endless reply (-n -1, --ignore-eos); Ctrl-C stops it and the prompt comes back. It is sent once the
+    // reply is longer than the 128-token context could hold (a token is at least one character), so that a
+    // shift has surely happened however slowly a loaded machine runs it.
+    ASSERT_TRUE(wait_growth(before_reply, 1000)) << screen();
     keys("C-c");
     ASSERT_TRUE(wait_screen("[reply stopped]")) << screen();
     ASSERT_TRUE(wait_screen("[context shift")) << screen();
