@@ -9,6 +9,10 @@
 // Serve (what lctx bench uses): lctx-peer-bench --serve --lib DIR -m FILE -c N_CTX [-b ..] [-ub ..]
 //   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
 //   T threads) with {"test":"pp","n":N,"threads":T,"ns":NANOSECONDS}; "quit" or end of input stops it.
+// Grammar: lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]
+//   times llama.cpp's grammar sampler writing TEXT token by token (apply over the whole vocabulary, then
+//   accept), a new sampler for each of r documents after a warm-up, and prints
+//   {"test":"grammar","tokens":N,"ns_per_token":...}; the model is loaded vocab-only.
 // Errors are a JSON line {"error":"..."} and exit status 1.
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
@@ -75,6 +79,19 @@ struct llama_batch {
     int8_t *logits;
 };
 
+struct llama_sampler;
+struct llama_token_data {
+    int32_t id;
+    float logit;
+    float p;
+};
+struct llama_token_data_array {
+    struct llama_token_data *data;
+    size_t size;
+    int64_t selected;
+    bool sorted;
+};
+
 _Static_assert(sizeof(struct llama_model_params) == 80, "llama_model_params layout");
 _Static_assert(sizeof(struct llama_context_params) == 160, "llama_context_params layout");
 _Static_assert(offsetof(struct llama_context_params, cb_eval) == 88, "llama_context_params layout");
@@ -108,6 +125,13 @@ static struct {
     void (*model_free)(struct llama_model *);
     void (*set_n_threads)(struct llama_context *, int32_t, int32_t);    // optional
     int32_t (*model_desc)(const struct llama_model *, char *, size_t);  // optional
+    // The grammar test's (looked up only for it).
+    struct llama_sampler *(*sampler_init_grammar)(const struct llama_vocab *, const char *, const char *);
+    void (*sampler_apply)(struct llama_sampler *, struct llama_token_data_array *);
+    void (*sampler_accept)(struct llama_sampler *, int32_t);
+    void (*sampler_free)(struct llama_sampler *);
+    int32_t (*tokenize)(const struct llama_vocab *, const char *, int32_t, int32_t *, int32_t, bool, bool);
+    int32_t (*token_to_piece)(const struct llama_vocab *, int32_t, char *, int32_t, int32_t, bool);
 } L;
 
 static bool g_serve = false;
@@ -250,14 +274,94 @@ static double root(double x) {
     return r;
 }
 
+static char *read_text_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail("cannot read %s", path);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+// The text as the model would write it: its tokens, where SPM's leading space is taken off the first one
+// (the token whose piece is the first piece without it).
+static int32_t text_tokens(const struct llama_vocab *v, int32_t n_vocab, const char *text, int32_t **out) {
+    const int32_t len = (int32_t)strlen(text);
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(len + 8));
+    const int32_t n = L.tokenize(v, text, len, toks, len + 8, false, false);
+    if (n <= 0) fail("cannot tokenize the text");
+    char piece[256];
+    int32_t m = L.token_to_piece(v, toks[0], piece, (int32_t)sizeof piece - 1, 0, true);
+    if (m > 1 && piece[0] == ' ' && text[0] != ' ') {
+        piece[m] = 0;
+        for (int32_t id = 0; id < n_vocab; ++id) {
+            char other[256];
+            const int32_t k = L.token_to_piece(v, id, other, (int32_t)sizeof other - 1, 0, true);
+            if (k == m - 1 && !memcmp(other, piece + 1, (size_t)k)) {
+                toks[0] = id;
+                break;
+            }
+        }
+    }
+    *out = toks;
+    return n;
+}
+
+static void run_grammar(struct llama_model *model, const char *grammar_path, const char *text, int reps) {
+    const struct llama_vocab *v = L.model_get_vocab(model);
+    const int32_t n_vocab = L.vocab_n_tokens(v);
+    char *gbnf = read_text_file(grammar_path);
+    int32_t *toks = NULL;
+    const int32_t n = text_tokens(v, n_vocab, text, &toks);
+    struct llama_token_data *base = malloc(sizeof(struct llama_token_data) * (size_t)n_vocab);
+    struct llama_token_data *cur = malloc(sizeof(struct llama_token_data) * (size_t)n_vocab);
+    for (int32_t i = 0; i < n_vocab; ++i) {
+        base[i].id = i;
+        base[i].logit = 0.0f;
+        base[i].p = 0.0f;
+    }
+    uint64_t best = UINT64_MAX, total = 0;
+    for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+        struct llama_sampler *s = L.sampler_init_grammar(v, gbnf, "root");
+        if (!s) fail("llama.cpp refused the grammar %s", grammar_path);
+        const uint64_t t0 = now_ns();
+        for (int32_t i = 0; i < n; ++i) {
+            memcpy(cur, base, sizeof(struct llama_token_data) * (size_t)n_vocab);
+            struct llama_token_data_array arr = {cur, (size_t)n_vocab, -1, false};
+            L.sampler_apply(s, &arr);
+            if (!(cur[toks[i]].logit > -1e30f)) fail("the grammar refused the text's token %d", i);
+            L.sampler_accept(s, toks[i]);
+        }
+        const uint64_t dt = now_ns() - t0;
+        L.sampler_free(s);
+        if (r < 0) continue;
+        total += dt;
+        if (dt < best) best = dt;
+    }
+    printf("{\"test\":\"grammar\",\"tokens\":%d,\"ns_per_token\":%.0f,\"best_ns_per_token\":%.0f}\n", n,
+           (double)total / reps / n, (double)best / n);
+    fflush(stdout);
+    free(base);
+    free(cur);
+    free(toks);
+    free(gbnf);
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
-            "                       [-b 2048] [-ub 512] [--seed S] [--verbose]\n");
+            "                       [-b 2048] [-ub 512] [--seed S] [--verbose]\n"
+            "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n");
 }
 
 int main(int argc, char **argv) {
-    const char *lib_dir = NULL, *model_path = NULL;
+    const char *lib_dir = NULL, *model_path = NULL, *grammar_path = NULL, *text = NULL;
     int n_prompt = 512, n_gen = 128, threads = 1, reps = 5, n_ctx = 0, n_batch = 2048, n_ubatch = 512;
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
@@ -283,6 +387,12 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--lib") && v) {
             lib_dir = v;
             ++i;
+        } else if (!strcmp(a, "--grammar") && v) {
+            grammar_path = v;
+            ++i;
+        } else if (!strcmp(a, "--text") && v) {
+            text = v;
+            ++i;
         } else if (!strcmp(a, "-m") && v) {
             model_path = v;
             ++i;
@@ -295,8 +405,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!lib_dir || !model_path || threads < 1 || reps < 1 || n_prompt < 0 || n_gen < 0 || n_batch < 1 ||
-        n_ubatch < 1) {
+    if (!lib_dir || !model_path || !grammar_path != !text || threads < 1 || reps < 1 || n_prompt < 0 ||
+        n_gen < 0 || n_batch < 1 || n_ubatch < 1) {
         usage();
         return 2;
     }
@@ -334,6 +444,13 @@ int main(int argc, char **argv) {
     *(void **)&L.log_set = sym(llama, "llama_log_set", false);
     *(void **)&L.set_n_threads = sym(llama, "llama_set_n_threads", false);
     *(void **)&L.model_desc = sym(llama, "llama_model_desc", false);
+    const bool grammar = grammar_path != NULL;
+    *(void **)&L.sampler_init_grammar = sym(llama, "llama_sampler_init_grammar", grammar);
+    *(void **)&L.sampler_apply = sym(llama, "llama_sampler_apply", grammar);
+    *(void **)&L.sampler_accept = sym(llama, "llama_sampler_accept", grammar);
+    *(void **)&L.sampler_free = sym(llama, "llama_sampler_free", grammar);
+    *(void **)&L.tokenize = sym(llama, "llama_tokenize", grammar);
+    *(void **)&L.token_to_piece = sym(llama, "llama_token_to_piece", grammar);
 
     if (!verbose) {
         if (L.ggml_log_set) L.ggml_log_set(quiet_log, NULL);
@@ -355,8 +472,14 @@ int main(int argc, char **argv) {
 
     struct bench b;
     memset(&b, 0, sizeof b);
+    mp.vocab_only = grammar;
     b.model = L.model_load_from_file(model_path, mp);
     if (!b.model) fail("cannot load model %s", model_path);
+    if (grammar) {
+        run_grammar(b.model, grammar_path, text, reps);
+        L.model_free(b.model);
+        return 0;
+    }
     b.n_vocab = L.vocab_n_tokens(L.model_get_vocab(b.model));
     if (b.n_vocab <= 0) fail("the model has no vocabulary");
 

@@ -1,8 +1,10 @@
 #include "sampling/grammar_sampler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "util/error.h"
 #include "util/log.h"
@@ -57,7 +59,9 @@ void GrammarSampler::reset() {
 }
 
 std::unique_ptr<Sampler> GrammarSampler::clone() const {
-    return std::unique_ptr<Sampler>(new GrammarSampler(*this));
+    auto c = std::unique_ptr<GrammarSampler>(new GrammarSampler(*this));
+    c->cache_.reset();  // a clone may run on another thread: it builds its own
+    return c;
 }
 
 namespace {
@@ -146,32 +150,132 @@ void GrammarSampler::accept(Token token) {
         LCTX_LOG_ERROR("grammar sampler: token %d does not continue the grammar; ignored", token);
 }
 
-void GrammarSampler::walk(const Trie &trie, uint32_t node, const std::vector<grammar::Stack> &stacks,
-                          Partial partial, std::vector<char> &allowed) const {
+// Numbered parse states (distinct sets of stacks), their transitions, and the tokens each state allows at
+// the start of a token. Everything here follows from the grammar and the token texts alone, so it stays
+// valid across tokens and resets; it is cleared when it grows past its bounds.
+struct GrammarSampler::StateCache {
+    static constexpr uint32_t kDead = UINT32_MAX;         // no stack survives
+    static constexpr uint32_t kUnknown = UINT32_MAX - 1;  // transition not computed yet
+    static constexpr size_t kMaxStates = size_t{1} << 16;
+    static constexpr size_t kMaxAllowedSets = 128;
+
+    struct SetHash {
+        size_t operator()(const std::vector<grammar::Stack> &set) const {
+            uint64_t h = 0x9E3779B97F4A7C15ull;
+            for (const grammar::Stack &st : set) {
+                for (uint32_t e : st) h = (h ^ e) * 0x100000001B3ull;
+                h = (h ^ 0xFFFFFFFFull) * 0x100000001B3ull;  // stack boundary
+            }
+            return static_cast<size_t>(h ^ (h >> 29));
+        }
+    };
+
+    std::unordered_map<std::vector<grammar::Stack>, uint32_t, SetHash> ids;
+    std::vector<const std::vector<grammar::Stack> *> sets;  // state -> its stacks (keys of `ids`)
+    std::vector<std::array<uint32_t, 128>> ascii;           // state -> next state per ASCII code point
+    std::unordered_map<uint64_t, uint32_t> wide;            // (state, code point >= 128) -> next state
+    std::unordered_map<uint64_t, bool> partial_ok;          // (state, unfinished character) -> may continue
+    std::unordered_map<uint64_t, std::vector<uint64_t>> allowed;  // (state, unfinished character) -> bitset
+
+    static uint64_t key(uint32_t state, const Partial &p) {
+        return (uint64_t{state} << 32) | (uint64_t{p.value} << 8) | (uint64_t(p.remaining) << 4) |
+               uint64_t(p.length);
+    }
+
+    // Bounds the memory: between tokens, a cache that grew too large starts over.
+    void trim() {
+        if (sets.size() > kMaxStates || wide.size() > kMaxStates || partial_ok.size() > kMaxStates) {
+            ids.clear();
+            sets.clear();
+            ascii.clear();
+            wide.clear();
+            partial_ok.clear();
+            allowed.clear();
+        }
+        if (allowed.size() > kMaxAllowedSets) allowed.clear();
+    }
+
+    uint32_t intern(std::vector<grammar::Stack> set) {
+        if (set.empty()) return kDead;
+        const auto [it, added] = ids.try_emplace(std::move(set), static_cast<uint32_t>(sets.size()));
+        if (added) {
+            sets.push_back(&it->first);
+            ascii.emplace_back();
+            ascii.back().fill(kUnknown);
+        }
+        return it->second;
+    }
+
+    uint32_t next(const grammar::Matcher &m, uint32_t state, uint32_t cp) {
+        if (cp < 128) {
+            uint32_t r = ascii[state][cp];
+            if (r == kUnknown) {
+                r = intern(m.step(*sets[state], cp));
+                ascii[state][cp] = r;  // after intern(), which may move `ascii`
+            }
+            return r;
+        }
+        const uint64_t k = (uint64_t{state} << 32) | cp;
+        const auto it = wide.find(k);
+        if (it != wide.end()) return it->second;
+        const uint32_t r = intern(m.step(*sets[state], cp));
+        wide.emplace(k, r);
+        return r;
+    }
+
+    bool may_continue(const grammar::Matcher &m, uint32_t state, const Partial &p) {
+        const auto [it, added] = partial_ok.try_emplace(key(state, p), false);
+        if (added) {
+            const auto [lo, hi] = completions(p);
+            it->second = lo <= hi && m.may_continue_with(*sets[state], lo, hi);
+        }
+        return it->second;
+    }
+};
+
+void GrammarSampler::walk(const Trie &trie, uint32_t node, uint32_t state, Partial partial,
+                          std::vector<char> &allowed) const {
+    StateCache &c = *cache_;
     for (const auto &[byte, child] : trie.nodes[node].children) {
         Partial p = partial;
         const int64_t cp = utf8_step(p, byte);
         if (cp == -2) continue;
+        uint32_t next = state;
         if (cp >= 0) {
-            std::vector<grammar::Stack> next = matcher_.step(stacks, static_cast<uint32_t>(cp));
-            if (next.empty()) continue;
-            for (Token t : trie.nodes[child].tokens) allowed[t] = 1;
-            walk(trie, child, next, p, allowed);
-        } else {
-            const auto [lo, hi] = completions(p);
-            if (lo > hi || !matcher_.may_continue_with(stacks, lo, hi)) continue;
-            for (Token t : trie.nodes[child].tokens) allowed[t] = 1;
-            walk(trie, child, stacks, p, allowed);
+            next = c.next(matcher_, state, static_cast<uint32_t>(cp));
+            if (next == StateCache::kDead) continue;
+        } else if (!c.may_continue(matcher_, state, p)) {
+            continue;
         }
+        for (Token t : trie.nodes[child].tokens) allowed[t] = 1;
+        walk(trie, child, next, p, allowed);
     }
 }
 
 void GrammarSampler::allowed_tokens(std::vector<char> &allowed) const {
     if (!trie_) trie_ = std::make_shared<const Trie>(*texts_);
-    allowed.assign(texts_->piece.size(), 0);
-    walk(*trie_, 0, matcher_.stacks(), partial_, allowed);
+    if (!cache_) cache_ = std::make_shared<StateCache>();
+    StateCache &c = *cache_;
+    c.trim();
+    const size_t n = texts_->piece.size();
+    allowed.assign(n, 0);
+    const uint32_t root = c.intern(matcher_.stacks());
+    if (root != StateCache::kDead) {
+        const uint64_t k = StateCache::key(root, partial_);
+        const auto it = c.allowed.find(k);
+        if (it != c.allowed.end()) {
+            const std::vector<uint64_t> &bits = it->second;
+            for (size_t id = 0; id < n; ++id)
+                allowed[id] = static_cast<char>((bits[id >> 6] >> (id & 63)) & 1);
+        } else {
+            walk(*trie_, 0, root, partial_, allowed);
+            std::vector<uint64_t> bits((n + 63) / 64, 0);
+            for (size_t id = 0; id < n; ++id) bits[id >> 6] |= uint64_t(allowed[id] != 0) << (id & 63);
+            c.allowed.emplace(k, std::move(bits));
+        }
+    }
     const bool may_end = partial_.remaining == 0 && matcher_.complete();
-    for (size_t id = 0; id < allowed.size(); ++id)
+    for (size_t id = 0; id < n; ++id)
         if (texts_->is_eog[id]) allowed[id] = may_end;
 }
 

@@ -6,7 +6,9 @@
 // A token's bytes may end inside a UTF-8 character: the partial character is carried to the next token,
 // and such a token is allowed when some character with that prefix could come next. Candidates are judged
 // by walking a byte trie of every token text alongside the parse stacks, so tokens that share a prefix
-// share the work.
+// share the work. Parse states recur (inside a JSON string every character leads back to the same stacks),
+// so each distinct set of stacks becomes a numbered state whose transitions are computed once, and the
+// tokens a state allows are remembered: a token in the middle of a long string costs one lookup.
 //
 // Lazy grammars (trigger words or trigger tokens) let everything through until a trigger appears in the
 // output; the grammar then constrains the output from the trigger word on.
@@ -57,14 +59,18 @@ class GrammarSampler final : public Sampler {
         int length = 0;  // bytes of the whole character
     };
     struct Trie;
+    struct StateCache;
 
     void allowed_tokens(std::vector<char> &allowed) const;
-    void walk(const Trie &trie, uint32_t node, const std::vector<grammar::Stack> &stacks, Partial partial,
+    void walk(const Trie &trie, uint32_t node, uint32_t state, Partial partial,
               std::vector<char> &allowed) const;
 
     std::shared_ptr<const TokenTexts> texts_;
     std::shared_ptr<const grammar::Grammar> grammar_;
     mutable std::shared_ptr<const Trie> trie_;  // built on first use, shared by clones
+    // The parse states met so far, their transitions and the tokens each allows (see StateCache); a
+    // clone starts its own.
+    mutable std::shared_ptr<StateCache> cache_;
     grammar::Matcher matcher_;
     Partial partial_;
     GrammarTriggers triggers_;

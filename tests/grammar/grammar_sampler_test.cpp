@@ -2,11 +2,14 @@
 // those whose text keeps the output a valid prefix (checked token by token against the matcher fed the
 // same bytes), end-of-generation only where the output is complete, lazy grammars wait for their trigger,
 // and a grammar that cannot be used gives NULL.
+#include "sampling/grammar_sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,7 +17,6 @@
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 #include "llama.h"
-#include "sampling/grammar_sampler.h"
 
 namespace {
 
@@ -65,7 +67,8 @@ bool reference_allows(const std::string &gbnf, const std::string &so_far, const 
     const auto b0 = static_cast<unsigned char>(partial[0]);
     const int extra = static_cast<int>(need);
     uint32_t v = b0 & (0x3Fu >> extra);
-    for (size_t i = 1; i < partial.size(); ++i) v = (v << 6) | (static_cast<unsigned char>(partial[i]) & 0x3F);
+    for (size_t i = 1; i < partial.size(); ++i)
+        v = (v << 6) | (static_cast<unsigned char>(partial[i]) & 0x3F);
     const int missing = extra - static_cast<int>(partial.size() - 1);
     // Overlong forms and values past U+10FFFF are not characters.
     const uint32_t min_of_length[4] = {0, 0x80, 0x800, 0x10000};
@@ -103,7 +106,8 @@ TEST(GrammarSampler, AllowsExactlyTheTokensThatKeepAValidPrefix) {
         if (step < n) {
             EXPECT_GT(n_ok, 0u) << so_far;
         }
-        EXPECT_EQ(ok[eos], lctx::grammar::match_text(g, lctx::grammar::decode_utf8(so_far)).accepted) << so_far;
+        EXPECT_EQ(ok[eos], lctx::grammar::match_text(g, lctx::grammar::decode_utf8(so_far)).accepted)
+            << so_far;
         if (step == n) break;
         EXPECT_TRUE(ok[toks[step]]) << "token " << toks[step] << " after '" << so_far << "'";
         llama_sampler_accept(s, toks[step]);
@@ -139,8 +143,8 @@ TEST(GrammarSampler, GreedyGenerationStaysInsideTheGrammar) {
 TEST(GrammarSampler, LazyGrammarWaitsForItsTriggerWord) {
     quiet_log();
     const char *words[] = {"time"};
-    llama_sampler *s = llama_sampler_init_grammar_lazy(vocab(), "root ::= \"time\" \" \" [a-z]+\n", "root", words,
-                                                       1, nullptr, 0);
+    llama_sampler *s = llama_sampler_init_grammar_lazy(vocab(), "root ::= \"time\" \" \" [a-z]+\n", "root",
+                                                       words, 1, nullptr, 0);
     ASSERT_NE(s, nullptr);
     std::vector<bool> ok = allowed(s);
     EXPECT_EQ(std::count(ok.begin(), ok.end(), true), static_cast<long>(ok.size()));  // waiting: no change
@@ -168,8 +172,9 @@ TEST(GrammarSampler, UnusableGrammarsGiveNullAndEmptyOnesPassEverything) {
     quiet_log();
     EXPECT_EQ(llama_sampler_init_grammar(vocab(), "root ::= root \"a\" | \"b\"\n", "root"), nullptr);
     EXPECT_EQ(llama_sampler_init_grammar(vocab(), "root ::= \"a\"\n", "start"), nullptr);
-    EXPECT_EQ(llama_sampler_init_grammar(vocab(), "root ::= opt root \"x\" | \"y\"\nopt ::= \"z\"?\n", "root"),
-              nullptr);  // llama.cpp crashes on this one
+    EXPECT_EQ(
+        llama_sampler_init_grammar(vocab(), "root ::= opt root \"x\" | \"y\"\nopt ::= \"z\"?\n", "root"),
+        nullptr);  // llama.cpp crashes on this one
     llama_sampler *pass = llama_sampler_init_grammar(vocab(), "", "root");
     ASSERT_NE(pass, nullptr);
     const std::vector<bool> ok = allowed(pass);
@@ -223,6 +228,60 @@ TEST(GrammarSamplerBytes, PartialUtf8CarriesOverToTheNextToken) {
     s.accept(1);
     EXPECT_TRUE(s.complete());
     EXPECT_EQ(allowed(), (std::vector<bool>{true, false, true, false, false, false}));
+}
+
+// The states the sampler remembers (transitions, and the tokens a state allows) change nothing: writing a
+// JSON document twice with one sampler (reset in between, so the second pass runs from what it cached),
+// the tokens allowed at every step equal those whose bytes the sampler's own matcher takes, judged one by
+// one on a copy with no cache.
+TEST(GrammarSamplerBytes, RememberedStatesAllowWhatTheMatcherTakes) {
+    std::ifstream f(std::string(LCTX_FIXTURES_DIR) + "/grammar/grammars/json.gbnf", std::ios::binary);
+    std::string gbnf{std::istreambuf_iterator<char>(f), {}};
+    ASSERT_FALSE(gbnf.empty());
+    gbnf += "\nroot ::= \" \" object\n";  // SPM text starts with a space; a later definition replaces root
+    const int32_t n_vocab = llama_vocab_n_tokens(capi_test::vocab());
+    auto texts = std::make_shared<TokenTexts>();
+    texts->piece.resize(n_vocab);
+    texts->is_eog.resize(n_vocab);
+    for (int32_t id = 0; id < n_vocab; ++id) {
+        char buf[256];
+        const int32_t n = llama_token_to_piece(capi_test::vocab(), id, buf, sizeof buf, 0, true);
+        texts->piece[id] = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+        texts->is_eog[id] = llama_vocab_is_eog(capi_test::vocab(), id);
+    }
+    const std::string doc =
+        "{\"a\": [1, 2.5, \"x y\"], \"bb\": {\"c\": true, \"d\": null}, \"e\": \"once upon\"}";
+    std::vector<llama_token> toks(256);
+    const int32_t n = llama_tokenize(capi_test::vocab(), doc.data(), static_cast<int32_t>(doc.size()),
+                                     toks.data(), static_cast<int32_t>(toks.size()), false, false);
+    ASSERT_GT(n, 10);
+    GrammarSampler s(texts, gbnf, "root");
+    for (int pass = 0; pass < 2; ++pass) {
+        s.reset();
+        for (int32_t step = 0; step <= n; ++step) {
+            std::vector<TokenData> data(static_cast<size_t>(n_vocab));
+            for (int32_t i = 0; i < n_vocab; ++i) data[i] = {i, 0.0f, 0.0f};
+            TokenDataArray arr{data.data(), data.size(), -1, false};
+            s.apply(arr);
+            for (int32_t t = 0; t < n_vocab; ++t) {
+                bool want;
+                if (texts->is_eog[t]) {
+                    want = s.complete();
+                } else {
+                    auto copy = s.clone();
+                    want = !texts->piece[t].empty() &&
+                           static_cast<GrammarSampler &>(*copy).accept_bytes(texts->piece[t]);
+                }
+                ASSERT_EQ(std::isfinite(data[t].logit), want)
+                    << "pass " << pass << ", step " << step << ", token " << t << " '" << texts->piece[t]
+                    << "'";
+            }
+            if (step == n) break;
+            ASSERT_TRUE(std::isfinite(data[toks[step]].logit)) << "step " << step;
+            s.accept(toks[step]);
+        }
+        EXPECT_TRUE(s.complete());
+    }
 }
 
 }  // namespace
