@@ -8,7 +8,9 @@
 //   runs a warm-up and r repetitions of each test and prints one JSON line per test.
 // Serve (what lctx bench uses): lctx-peer-bench --serve --lib DIR -m FILE -c N_CTX [-b ..] [-ub ..]
 //   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
-//   T threads) with {"test":"pp","n":N,"threads":T,"ns":NANOSECONDS}; "quit" or end of input stops it.
+//   T threads) with {"test":"pp","n":N,"threads":T,"ns":NANOSECONDS}, and "pg P G T D" (D tokens in the
+//   cache first, untimed, then a prompt of P tokens and G generated ones; -pg and -d of llama-bench) with
+//   {"test":"pg",...,"ns":NANOSECONDS}; "quit" or end of input stops it.
 // Grammar: lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]
 //   times llama.cpp's grammar sampler writing TEXT token by token (apply over the whole vocabulary, then
 //   accept), a new sampler for each of r documents after a warm-up, and prints
@@ -229,41 +231,50 @@ static void decode_or_fail(struct bench *b, int32_t n) {
     if (rc != 0) fail("llama_decode returned %d", rc);
 }
 
-static uint64_t run_pp(struct bench *b, int n) {
-    L.memory_clear(L.get_memory(b->ctx), true);
-    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
-    for (int i = 0; i < n; ++i) tok[i] = next_token(b->n_vocab);
-    const uint64_t t0 = now_ns();
+// Decodes n random prompt tokens at positions pos0.. in batches of b->step, logits for each batch's last.
+static void decode_prompt(struct bench *b, int n, int pos0) {
     for (int i0 = 0; i0 < n; i0 += b->step) {
         const int m = n - i0 < b->step ? n - i0 : b->step;
         for (int i = 0; i < m; ++i) {
-            b->batch.token[i] = tok[i0 + i];
-            b->batch.pos[i] = i0 + i;
+            b->batch.token[i] = next_token(b->n_vocab);
+            b->batch.pos[i] = pos0 + i0 + i;
             b->batch.n_seq_id[i] = 1;
             b->batch.seq_id[i][0] = 0;
             b->batch.logits[i] = i == m - 1;  // like llama-bench: only the last token's logits
         }
         decode_or_fail(b, m);
     }
-    L.synchronize(b->ctx);
-    const uint64_t dt = now_ns() - t0;
-    free(tok);
-    return dt;
 }
 
-static uint64_t run_tg(struct bench *b, int n) {
+// llama-bench's tests on a cleared cache: `depth` tokens first (untimed), then timed: a prompt of n_pp tokens
+// and n_tg single-token decodes after it (pp: n_tg = 0; tg: n_pp = 0; pg: both).
+static uint64_t run_pg(struct bench *b, int n_pp, int n_tg, int depth) {
     L.memory_clear(L.get_memory(b->ctx), true);
+    if (depth > 0) {
+        decode_prompt(b, depth, 0);
+        L.synchronize(b->ctx);
+    }
     const uint64_t t0 = now_ns();
-    for (int i = 0; i < n; ++i) {
+    decode_prompt(b, n_pp, depth);
+    for (int i = 0; i < n_tg; ++i) {
         b->batch.token[0] = next_token(b->n_vocab);
-        b->batch.pos[0] = i;
+        b->batch.pos[0] = depth + n_pp + i;
         b->batch.n_seq_id[0] = 1;
         b->batch.seq_id[0][0] = 0;
         b->batch.logits[0] = 1;
         decode_or_fail(b, 1);
         L.synchronize(b->ctx);
     }
+    L.synchronize(b->ctx);
     return now_ns() - t0;
+}
+
+static uint64_t run_pp(struct bench *b, int n) {
+    return run_pg(b, n, 0, 0);
+}
+
+static uint64_t run_tg(struct bench *b, int n) {
+    return run_pg(b, 0, n, 0);
 }
 
 // Square root by Newton's method: keeps the program free of libm (it links libdl only).
@@ -522,13 +533,28 @@ int main(int argc, char **argv) {
         char line[256];
         while (fgets(line, sizeof line, stdin)) {
             char test[16];
-            int n = 0, t = 0;
+            int n = 0, t = 0, n_tg = 0, depth = 0;
             if (!strncmp(line, "quit", 4)) break;
+            uint64_t ns;
+            if (!strncmp(line, "pg ", 3)) {
+                if (sscanf(line, "pg %d %d %d %d", &n, &n_tg, &t, &depth) != 4 || n < 0 || n_tg < 0 ||
+                    n + n_tg < 1 || t < 1 || depth < 0)
+                    fail("bad command: %s", line);
+                if (depth + n + n_tg > n_ctx)
+                    fail("%d tokens do not fit the context of %d", depth + n + n_tg, n_ctx);
+                set_threads(&b, t);
+                ns = run_pg(&b, n, n_tg, depth);
+                printf(
+                    "{\"test\":\"pg\",\"n_prompt\":%d,\"n_gen\":%d,\"n_depth\":%d,\"threads\":%d,\"ns\":%llu}"
+                    "\n",
+                    n, n_tg, depth, t, (unsigned long long)ns);
+                fflush(stdout);
+                continue;
+            }
             if (sscanf(line, "%15s %d %d", test, &n, &t) != 3 || n < 1 || t < 1)
                 fail("bad command: %s", line);
             if (n > n_ctx) fail("%d tokens do not fit the context of %d", n, n_ctx);
             set_threads(&b, t);
-            uint64_t ns;
             if (!strcmp(test, "pp"))
                 ns = run_pp(&b, n);
             else if (!strcmp(test, "tg"))

@@ -183,12 +183,14 @@ TEST(BenchPeer, LlamaCppRunsASynthesizedModel) {
         Settings s;
         s.n_prompt = 8;
         s.n_gen = 4;
+        s.n_depth = 4;  // n_ctx 16
         PeerProcess peer(exe, lib, path, s);
         EXPECT_EQ(peer.facts().n_vocab, 32000);
         EXPECT_EQ(peer.facts().n_params, sum.n_params);
         EXPECT_GT(peer.run_pp(8, 1), 0u);
         EXPECT_GT(peer.run_tg(4, 1), 0u);
-        EXPECT_THROW(peer.run_pp(64, 1), Error);  // more than n_ctx: the peer reports an error
+        EXPECT_GT(peer.run_pg(8, 4, 4, 1), 0u);        // -pg 8,4 -d 4: the whole context
+        EXPECT_THROW(peer.run_pg(8, 4, 5, 1), Error);  // one more than n_ctx: the peer reports an error
     }
     std::filesystem::remove(path);
 }

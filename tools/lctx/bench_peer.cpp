@@ -141,4 +141,11 @@ uint64_t PeerProcess::run(const char *test, int n, int n_threads) {
     return j.at("ns").get<uint64_t>();
 }
 
+uint64_t PeerProcess::run_pg(int n_pp, int n_tg, int depth, int n_threads) {
+    if (std::fprintf(to_, "pg %d %d %d %d\n", n_pp, n_tg, n_threads, depth) < 0 || std::fflush(to_) != 0)
+        throw Error("lctx-peer-bench is gone (write failed)");
+    const nlohmann::json j = read_reply();
+    return j.at("ns").get<uint64_t>();
+}
+
 }  // namespace lctx::bench

@@ -36,6 +36,8 @@ class PeerProcess {
     const BuildInfo &build() const { return build_; }
     uint64_t run_pp(int n, int n_threads) { return run("pp", n, n_threads); }
     uint64_t run_tg(int n, int n_threads) { return run("tg", n, n_threads); }
+    // depth tokens in the cache (untimed), then n_pp prompt tokens and n_tg generated ones, timed together.
+    uint64_t run_pg(int n_pp, int n_tg, int depth, int n_threads);
 
   private:
     uint64_t run(const char *test, int n, int n_threads);

@@ -144,13 +144,6 @@ int cmd_bench(int argc, char **argv) {
         std::fprintf(stderr, "lctx bench: --bw-mib: out of range (0 to 1048576)\n");
         return 1;
     }
-    bool needs_pg_or_depth = !pg_args.empty();
-    for (int d : depths) needs_pg_or_depth = needs_pg_or_depth || d > 0;
-    if (!peer_dir.empty() && needs_pg_or_depth) {
-        std::fprintf(stderr,
-                     "lctx bench: -pg and -d are not supported with --peer yet (its runner has pp and tg)\n");
-        return 1;
-    }
 
     std::unique_ptr<Model> model = load_model_or_report(model_path);
     if (!model) return 1;
@@ -225,9 +218,7 @@ int cmd_bench(int argc, char **argv) {
                             const std::string name = mine.test_name();
                             const bool is_tg = test.n_prompt == 0;
                             auto run_lctx = [&] { return lctx_run.run_pg(test.n_prompt, test.n_gen, depth); };
-                            auto run_peer = [&] {
-                                return is_tg ? peer->run_tg(test.n_gen, t) : peer->run_pp(test.n_prompt, t);
-                            };
+                            auto run_peer = [&] { return peer->run_pg(test.n_prompt, test.n_gen, depth, t); };
                             // One uncounted warm-up each, then the repetitions alternate engine by engine.
                             progress("lctx", name, t, 0);
                             run_lctx();
