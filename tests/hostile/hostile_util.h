@@ -4,6 +4,7 @@
 #pragma once
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -32,7 +33,11 @@ inline void quiet() {
 class TempFile {
   public:
     explicit TempFile(const std::string &tag)
-        : path_((std::filesystem::temp_directory_path() / ("lctx-hostile-" + tag)).string()) {}
+        // The process id keeps runs of the suite that overlap (ctest -j, two checkouts) off each other's
+        // files.
+        : path_((std::filesystem::temp_directory_path() /
+                 ("lctx-hostile-" + std::to_string(::getpid()) + "-" + tag))
+                    .string()) {}
     ~TempFile() { std::remove(path_.c_str()); }
     TempFile(const TempFile &) = delete;
     TempFile &operator=(const TempFile &) = delete;
