@@ -263,9 +263,8 @@ int cmd_chat(int argc, char **argv) {
                 stop = "interrupted";
                 break;
             }
-            const int32_t id =
-                sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
-            sampler->accept(id);
+            const int32_t id = sampler->sample(ctx->logits_ith(-1),
+                                               static_cast<int32_t>(model->hparams().n_vocab));  // accepts it
             if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
                 stop = "end of text";
                 break;
@@ -359,7 +358,7 @@ int cmd_chat(int argc, char **argv) {
                         messages.clear();
                         rendered.clear();
                         sampler->reset();
-                        for (int32_t id : session.tokens) sampler->accept(id);
+                        accept_prompt(*sampler, session.tokens);
                         std::fprintf(stderr, "[loaded %d tokens from %s]\n", session.n_past(), arg.c_str());
                     }
                 } catch (const std::exception &e) {

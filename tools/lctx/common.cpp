@@ -185,6 +185,14 @@ std::string check_sampling_options(const SamplingOptions &o) {
     return "";
 }
 
+void accept_prompt(SamplerChain &chain, const std::vector<int32_t> &prompt) {
+    for (int32_t i = 0; i < chain.size(); ++i) {
+        Sampler *s = chain.get(i);
+        if (std::string(s->name()) == "grammar") continue;
+        for (int32_t id : prompt) s->accept(id);
+    }
+}
+
 uint32_t resolve_seed(SamplingOptions &o) {
     if (o.seed < 0) {
         std::random_device rd;
