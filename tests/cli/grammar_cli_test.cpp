@@ -124,4 +124,27 @@ TEST(CliGrammar, RunWithAJsonSchemaWritesMatchingJson) {
     }
 }
 
+// In a chat the grammar starts over with each reply.
+TEST(CliGrammar, ChatWithAJsonSchemaAnswersEachTurnWithMatchingJson) {
+    const auto r = lctx::testing::run_cli(
+        "chat --json -m " + std::string(LCTX_MODELS_DIR) + "/stories260K.gguf -n 64 --temp 0 -j " +
+        R"('{"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a"]}')" +
+        " <<< $'hi\\nhello again\\nand once more'");
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::istringstream lines(r.out);
+    std::string line;
+    size_t replies = 0;
+    while (std::getline(lines, line)) {
+        const nlohmann::json turn = nlohmann::json::parse(line);
+        EXPECT_EQ(turn["stop"], "end of text") << line;
+        const nlohmann::json out = nlohmann::json::parse(turn["reply"].get<std::string>(), nullptr, false);
+        ASSERT_TRUE(out.is_object()) << line;
+        ASSERT_TRUE(out.contains("a") && out["a"].is_number_integer()) << line;
+        EXPECT_GE(out["a"].get<int>(), 0);
+        EXPECT_LE(out["a"].get<int>(), 9);
+        ++replies;
+    }
+    EXPECT_EQ(replies, 3u) << r.out;
+}
+
 }  // namespace

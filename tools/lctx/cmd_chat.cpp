@@ -257,6 +257,7 @@ int cmd_chat(int argc, char **argv) {
         std::string stop = "-n reached";
         int32_t n_tokens = 0;
         Utf8Stream out(stdout);
+        reset_grammar(*sampler);  // each reply is a text of the grammar's own
         interrupt_begin_reply();
         for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
             if (interrupt_requested()) {

@@ -202,6 +202,11 @@ void accept_prompt(SamplerChain &chain, const std::vector<int32_t> &prompt) {
     }
 }
 
+void reset_grammar(SamplerChain &chain) {
+    for (int32_t i = 0; i < chain.size(); ++i)
+        if (std::string(chain.get(i)->name()) == "grammar") chain.get(i)->reset();
+}
+
 uint32_t resolve_seed(SamplingOptions &o) {
     if (o.seed < 0) {
         std::random_device rd;

@@ -72,6 +72,9 @@ std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const
 // constrains only the generated text (llama.cpp's accept_grammar = false). Generated tokens need no call:
 // sampling accepts them.
 void accept_prompt(SamplerChain &chain, const std::vector<int32_t> &prompt);
+// Starts a grammar in the chain over (a chat reply after the previous one completed it), leaving the
+// other samplers' history and random state as they are.
+void reset_grammar(SamplerChain &chain);
 
 // What run and chat share: model, context, threads, prompt sources, llama.cpp compatibility options.
 struct GenOptions {
