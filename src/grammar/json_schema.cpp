@@ -432,16 +432,17 @@ class Converter {
                 fail(where, e.what());
             }
         }
-        if (typed("integer") && (find(s, "minimum") || find(s, "exclusiveMinimum") || find(s, "maximum") ||
-                                 find(s, "exclusiveMaximum"))) {
-            const auto [lo, hi] = integer_bounds(s, where);
-            std::string range;
-            try {
-                range = integer_range(lo, hi);
-            } catch (const SchemaError &e) {
-                fail(where, e.what());
+        if (typed("integer")) {
+            // (A draft-4 exclusiveMinimum: false alone bounds nothing.)
+            if (const auto [lo, hi] = integer_bounds(s, where); lo || hi) {
+                std::string range;
+                try {
+                    range = integer_range(lo, hi);
+                } catch (const SchemaError &e) {
+                    fail(where, e.what());
+                }
+                return rules_.add(rule_name, "(" + range + ")");
             }
-            return rules_.add(rule_name, "(" + range + ")");
         }
         if (type_name == "object" || s.empty())
             return rules_.add(rule_name, add_primitive("object", "object"));
@@ -482,7 +483,8 @@ class Converter {
              std::string(key) + " must be a number within the 64-bit integers, not " + shown(v));
     }
 
-    // The integer range a schema's minimum / maximum keywords allow (both given: the stricter one).
+    // The integer range a schema's minimum / maximum keywords allow (both given: the stricter one); none
+    // when it has none.
     std::pair<std::optional<int64_t>, std::optional<int64_t>> integer_bounds(const ordered_json &s,
                                                                              const std::string &where) {
         std::optional<int64_t> lo, hi;
@@ -512,7 +514,6 @@ class Converter {
             tighten(hi, step(integer_bound(*xmax, true, "exclusiveMaximum", where), -1, "exclusiveMaximum"),
                     false);
         }
-        if (!lo && !hi) fail(where, "minimum / maximum must come with a number");
         return {lo, hi};
     }
 
@@ -527,7 +528,10 @@ class Converter {
         for (size_t i = 0; i < props.size(); ++i) {
             const Property &p = props[i];
             ++nesting_;  // "{" and the key come before the value
-            const std::string value = visit(*p.schema, prefix + p.name, p.where);
+            // (A top-level property named "" would otherwise take the name "root" from the object, which
+            // llama.cpp lets happen.)
+            const std::string sub = prefix + p.name;
+            const std::string value = visit(*p.schema, sub.empty() ? "-" : sub, p.where);
             --nesting_;
             kv[i] = rules_.add(prefix + p.name + "-kv",
                                gbnf_literal(dump(ordered_json(p.name))) + " space \":\" space " + value);

@@ -287,6 +287,11 @@ TEST(JsonSchema, RuleNamesAreSanitizedAndKeptApart) {
     EXPECT_TRUE(accepts(g, R"({"a-]^": null, "b": 1})"));
     EXPECT_TRUE(accepts(g, R"({"a-x": 1})"));
     EXPECT_FALSE(accepts(g, R"({"a-]^": 1})"));
+    // A property named "" keeps "root" for the object.
+    const auto empty =
+        compile(R"({"type": "object", "properties": {"": {"type": "integer"}}, "required": [""]})");
+    EXPECT_TRUE(accepts(empty, R"({"": 5})"));
+    EXPECT_FALSE(accepts(empty, "5"));
 }
 
 TEST(JsonSchema, UnsupportedOrMalformedSchemasAreRefusedWithAReason) {
