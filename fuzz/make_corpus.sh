@@ -46,7 +46,7 @@ if [ ! -x "$seeds" ]; then
   echo "make_corpus: $seeds is missing; run scripts/fuzz.sh once (it builds it)" >&2
   exit 1
 fi
-mkdir -p "$out"/{gguf,model_load,tokenize,state,chat}
+mkdir -p "$out"/{gguf,model_load,tokenize,state,chat,json_schema}
 ASAN_OPTIONS=detect_leaks=0 "$seeds" "$out"
 
 # fuzz_tokenize: byte 0 = vocabulary (0 SPM, 1 BPE, 2 WPM) | 0x04 add_special | 0x08 parse_special

@@ -1,6 +1,7 @@
 // Writes the binary seed inputs of the fuzz corpora (fuzz/make_corpus.sh runs it): small GGUF files, tiny
-// models in the llama layout with the stories260K vocabulary, and saved states of a stories260K context.
-// Usage: fuzz_make_seeds <corpus dir>   (writes <dir>/gguf, <dir>/model_load and <dir>/state)
+// models in the llama layout with the stories260K vocabulary, saved states of a stories260K context, and
+// the JSON schemas of fixtures/grammar/schema-cases.json.
+// Usage: fuzz_make_seeds <corpus dir>   (writes <dir>/gguf, <dir>/model_load, <dir>/state, <dir>/json_schema)
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +9,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "gguf/gguf.h"
 #include "llama.h"
@@ -194,6 +197,15 @@ void state_seeds(const fs::path &dir, const fs::path &root) {
 
 }  // namespace
 
+// One file per fixture schema, named after its case, written as it stands in the fixture (key order kept).
+void json_schema_seeds(const fs::path &dir, const fs::path &root) {
+    std::ifstream f(root / "fixtures" / "grammar" / "schema-cases.json");
+    for (const nlohmann::ordered_json &c : nlohmann::ordered_json::parse(f)) {
+        const std::string text = c["schema"].dump(2);
+        put(dir / c["name"].get<std::string>(), std::vector<uint8_t>(text.begin(), text.end()));
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         std::fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
@@ -202,7 +214,7 @@ int main(int argc, char **argv) {
     try {
         const fs::path out = argv[1];
         const fs::path root = fs::path(LCTX_FIXTURES_DIR).parent_path();
-        for (const char *sub : {"gguf", "model_load", "state"}) fs::create_directories(out / sub);
+        for (const char *sub : {"gguf", "model_load", "state", "json_schema"}) fs::create_directories(out / sub);
 
         const auto stories = gguf::File::open((root / "models" / "stories260K.gguf").string());
         const std::vector<uint8_t> a = tiny_model(*stories, {8, 2, 2, 1, 16, GgmlType::F32, false}, 1);
@@ -218,6 +230,7 @@ int main(int argc, char **argv) {
         put(out / "gguf" / "empty.gguf", empty.to_bytes());
 
         state_seeds(out / "state", root);
+        json_schema_seeds(out / "json_schema", root);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
         return 1;

@@ -212,9 +212,12 @@ TEST(CliOptions, GrammarConstrainsTheOutputAndDryRuns) {
     const auto bad = run_cli("run -n 1 --grammar 'root ::= root \"a\"'", true);
     EXPECT_EQ(bad.status, 1) << bad.out;
     EXPECT_NE(bad.out.find("left recursion"), std::string::npos) << bad.out;
-    const auto schema = run_cli("run -n 1 --json-schema '{}'", true);
+    const auto schema = run_cli("run -n 1 --json-schema '{\"type\": \"kaboom\"}'", true);
     EXPECT_EQ(schema.status, 1) << schema.out;
-    EXPECT_NE(schema.out.find("not there yet"), std::string::npos) << schema.out;
+    EXPECT_NE(schema.out.find("--json-schema: unknown type 'kaboom'"), std::string::npos) << schema.out;
+    const auto both = run_cli("run -n 1 --json-schema '{}' --grammar 'root ::= \"a\"'", true);
+    EXPECT_EQ(both.status, 1) << both.out;
+    EXPECT_NE(both.out.find("give one of them"), std::string::npos) << both.out;
     EXPECT_EQ(run_json("-n 8 --temp 0 --dry-multiplier 0.8")["ids"].size(), 8u);
 }
 

@@ -1,5 +1,6 @@
 // lctx grammar check, run as a user runs it, on llama.cpp's own verdicts (fixtures/grammar): exit 0 for an
-// accepted input, 1 with the code point and the reason for a rejected one, 2 for a refused grammar.
+// accepted input, 1 with the code point and the reason for a rejected one, 2 for a refused grammar. Then
+// lctx grammar from-schema on the fixture schemas, and lctx run --json-schema with the tiny model.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "cli/cli_run.h"
+#include "grammar/gbnf.h"
 
 namespace {
 
@@ -61,6 +63,88 @@ TEST(CliGrammar, ARefusedGrammarExitsTwoWithTheReason) {
     EXPECT_NE(r.out.find("left recursion"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("line 1"), std::string::npos) << r.out;
     EXPECT_EQ(lctx::testing::run_cli("grammar check /no/such.gbnf /no/such.txt", true).status, 2);
+}
+
+TEST(CliGrammar, FromSchemaPrintsLlamaCppsGrammarForEveryFixtureSchema) {
+    std::ifstream f(grammar_dir() + "schema-cases.json");
+    const nlohmann::ordered_json cases = nlohmann::ordered_json::parse(f);
+    ASSERT_EQ(cases.size(), 15u);
+    for (const nlohmann::ordered_json &c : cases) {
+        const std::string schema = temp_file("schema.json", c["schema"].dump(2));
+        const auto r = lctx::testing::run_cli("grammar from-schema " + schema);
+        std::remove(schema.c_str());
+        EXPECT_EQ(r.status, 0) << c["name"];
+        EXPECT_EQ(r.out, c[c["samples_validated_against"].get<std::string>()].get<std::string>())
+            << c["name"];
+    }
+}
+
+TEST(CliGrammar, FromSchemaRefusesWhatItCannotConvert) {
+    const std::string bad =
+        temp_file("bad.json", R"({"type": "object", "properties": {"a": {"type": "kaboom"}}})");
+    auto r = lctx::testing::run_cli("grammar from-schema " + bad, true);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(r.out, "lctx grammar: " + bad + ": unknown type 'kaboom' (at /properties/a/type)\n");
+    std::ofstream(bad) << R"({"$ref": "https://example.com/s.json"})";
+    r = lctx::testing::run_cli("grammar from-schema " + bad, true);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.out.find("only references inside it"), std::string::npos) << r.out;
+    std::ofstream(bad) << "{not json";
+    r = lctx::testing::run_cli("grammar from-schema " + bad, true);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
+    std::remove(bad.c_str());
+    r = lctx::testing::run_cli("grammar from-schema /no/such/schema.json", true);
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_EQ(r.out, "lctx grammar: cannot read /no/such/schema.json\n");
+}
+
+// The model writes JSON of the schema's shape and stops when the object is complete (the grammar then
+// allows only the end of text).
+TEST(CliGrammar, RunWithAJsonSchemaWritesMatchingJson) {
+    const std::string schema =
+        R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},)"
+        R"( "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name", "age"]})";
+    for (const char *sampling : {"--temp 0", "--temp 0.8 -s 1", "--temp 0.8 -s 2", "--temp 1.5 -s 3"}) {
+        const auto r = lctx::testing::run_cli("run --json -m " + std::string(LCTX_MODELS_DIR) +
+                                              "/stories260K.gguf -p Once -n 96 " + sampling +
+                                              " --json-schema '" + schema + "'");
+        ASSERT_EQ(r.status, 0) << sampling << ": " << r.out;
+        const nlohmann::json run = nlohmann::json::parse(r.out);
+        EXPECT_EQ(run["stop"], "end of text") << sampling << ": " << r.out;
+        const nlohmann::json out = nlohmann::json::parse(run["text"].get<std::string>(), nullptr, false);
+        ASSERT_FALSE(out.is_discarded()) << sampling << ": " << run["text"];
+        ASSERT_TRUE(out.is_object()) << out;
+        EXPECT_EQ(out.size(), 2u) << out;
+        ASSERT_TRUE(out.contains("name") && out["name"].is_string()) << out;
+        EXPECT_LE(lctx::grammar::decode_utf8(out["name"].get<std::string>()).size(), 8u) << out;
+        ASSERT_TRUE(out.contains("age") && out["age"].is_number_integer()) << out;
+        EXPECT_GE(out["age"].get<int>(), 0) << out;
+        EXPECT_LE(out["age"].get<int>(), 120) << out;
+    }
+}
+
+// In a chat the grammar starts over with each reply.
+TEST(CliGrammar, ChatWithAJsonSchemaAnswersEachTurnWithMatchingJson) {
+    const auto r = lctx::testing::run_cli(
+        "chat --json -m " + std::string(LCTX_MODELS_DIR) + "/stories260K.gguf -n 64 --temp 0 -j " +
+        R"('{"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a"]}')" +
+        " <<< $'hi\\nhello again\\nand once more'");
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::istringstream lines(r.out);
+    std::string line;
+    size_t replies = 0;
+    while (std::getline(lines, line)) {
+        const nlohmann::json turn = nlohmann::json::parse(line);
+        EXPECT_EQ(turn["stop"], "end of text") << line;
+        const nlohmann::json out = nlohmann::json::parse(turn["reply"].get<std::string>(), nullptr, false);
+        ASSERT_TRUE(out.is_object()) << line;
+        ASSERT_TRUE(out.contains("a") && out["a"].is_number_integer()) << line;
+        EXPECT_GE(out["a"].get<int>(), 0);
+        EXPECT_LE(out["a"].get<int>(), 9);
+        ++replies;
+    }
+    EXPECT_EQ(replies, 3u) << r.out;
 }
 
 }  // namespace

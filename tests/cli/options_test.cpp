@@ -76,7 +76,13 @@ TEST(SamplingChecks, DefaultsPassAndEachBadValueIsNamed) {
         {[](SamplingOptions &o) { o.dynatemp_range = -1.0f; }, "--dynatemp-range"},
         {[](SamplingOptions &o) { o.dry_base = 0.5f; }, "--dry-base"},
         {[](SamplingOptions &o) { o.logit_bias = {"x"}; }, "--logit-bias"},
-        {[](SamplingOptions &o) { o.json_schema = "{}"; }, "--json-schema"},  // the converter is to come
+        {[](SamplingOptions &o) { o.json_schema = R"({"type": "kaboom"})"; }, "--json-schema"},
+        {[](SamplingOptions &o) { o.json_schema = "{"; }, "--json-schema"},
+        {[](SamplingOptions &o) {
+             o.json_schema = "{}";
+             o.grammar = "root ::= \"a\"";
+         },
+         "--json-schema"},
         {[](SamplingOptions &o) { o.dry_multiplier = NAN; }, "--dry-multiplier"},
         {[](SamplingOptions &o) {
              o.grammar = "root ::= \"a\"";

@@ -257,15 +257,15 @@ int cmd_chat(int argc, char **argv) {
         std::string stop = "-n reached";
         int32_t n_tokens = 0;
         Utf8Stream out(stdout);
+        reset_grammar(*sampler);  // each reply is a text of the grammar's own
         interrupt_begin_reply();
         for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
             if (interrupt_requested()) {
                 stop = "interrupted";
                 break;
             }
-            const int32_t id =
-                sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
-            sampler->accept(id);
+            const int32_t id = sampler->sample(ctx->logits_ith(-1),
+                                               static_cast<int32_t>(model->hparams().n_vocab));  // accepts it
             if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
                 stop = "end of text";
                 break;
@@ -359,7 +359,7 @@ int cmd_chat(int argc, char **argv) {
                         messages.clear();
                         rendered.clear();
                         sampler->reset();
-                        for (int32_t id : session.tokens) sampler->accept(id);
+                        accept_prompt(*sampler, session.tokens);
                         std::fprintf(stderr, "[loaded %d tokens from %s]\n", session.n_past(), arg.c_str());
                     }
                 } catch (const std::exception &e) {

@@ -1,6 +1,9 @@
 // lctx grammar check GRAMMAR INPUT: feeds the input's code points to a GBNF grammar the way llama.cpp's
 // GBNF validator does. Exit 0 "valid"; 1 "invalid at code point N: unexpected character 'c'" or
 // "...: unexpected end of input"; 2 when the grammar itself is refused (the reason, with line and column).
+//
+// lctx grammar from-schema SCHEMA: prints the GBNF for a JSON schema (what --json-schema constrains the
+// output with). Exit 0; 1 when the file cannot be read; 2 when the schema is refused (the reason).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "tools/lctx/commands.h"
 #include "vocab/unicode.h"
@@ -24,6 +28,22 @@ bool read_file(const std::string &path, std::string *out) {
     return true;
 }
 
+int from_schema(const std::string &path) {
+    std::string text;
+    if (!read_file(path, &text)) {
+        std::fprintf(stderr, "lctx grammar: cannot read %s\n", path.c_str());
+        return 1;
+    }
+    try {
+        const std::string gbnf = grammar::json_schema_to_gbnf(text);
+        std::fwrite(gbnf.data(), 1, gbnf.size(), stdout);
+        return 0;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "lctx grammar: %s: %s\n", path.c_str(), e.what());
+        return 2;
+    }
+}
+
 }  // namespace
 
 int cmd_grammar(int argc, char **argv) {
@@ -35,11 +55,16 @@ int cmd_grammar(int argc, char **argv) {
     check->add_option("GRAMMAR", grammar_path, "GBNF file")->required();
     check->add_option("INPUT", input_path, "text file, read as it is (no newline stripped)")->required();
     check->add_option("--root", root, "start rule");
+    CLI::App *from_schema_cmd = app.add_subcommand(
+        "from-schema", "print the GBNF grammar for a JSON schema (what --json-schema uses)");
+    std::string schema_path;
+    from_schema_cmd->add_option("SCHEMA", schema_path, "JSON schema file")->required();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
+    if (from_schema_cmd->parsed()) return from_schema(schema_path);
     std::string gbnf, input;
     if (!read_file(grammar_path, &gbnf)) {
         std::fprintf(stderr, "lctx grammar: cannot read %s\n", grammar_path.c_str());

@@ -79,7 +79,7 @@ int cmd_run(int argc, char **argv) {
     const bool shift = o.n_predict != -2 && !o.no_context_shift;
 
     std::unique_ptr<SamplerChain> sampler = make_sampler_chain(o.sampling, vocab, n_ctx);
-    for (int32_t id : prompt_ids) sampler->accept(id);
+    accept_prompt(*sampler, prompt_ids);
     if (!o.quiet && !o.json) std::fprintf(stderr, "seed: %u\n", seed);
 
     const bool color = o.color && isatty(STDOUT_FILENO) && !o.json;
@@ -125,9 +125,8 @@ int cmd_run(int argc, char **argv) {
             pos -= dropped;
             n_shifted += dropped;
         }
-        const int32_t id =
-            sampler->sample(ctx->logits_ith(-1), static_cast<int32_t>(model->hparams().n_vocab));
-        sampler->accept(id);
+        const int32_t id = sampler->sample(ctx->logits_ith(-1),
+                                           static_cast<int32_t>(model->hparams().n_vocab));  // accepts it
         if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
             stop = "end of text";
             break;

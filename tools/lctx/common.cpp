@@ -17,6 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "sampling/dry.h"
 #include "sampling/grammar_sampler.h"
 #include "util/error.h"
@@ -124,7 +125,8 @@ void add_sampling_options(CLI::App &app, SamplingOptions &o) {
     app.add_option("--grammar", o.grammar, "GBNF grammar the output must follow (start rule: root)");
     app.add_option("--grammar-file", o.grammar_file, "file with a GBNF grammar the output must follow");
     app.add_option("-j,--json-schema", o.json_schema,
-                   "JSON schema to constrain the output (not supported yet: the converter is to come)");
+                   "JSON schema (the text itself) the output must follow, e.g. '{}' for any JSON object; "
+                   "`lctx grammar from-schema` prints its grammar");
 }
 
 namespace {
@@ -179,10 +181,30 @@ std::string check_sampling_options(const SamplingOptions &o) {
         if (!parse_logit_bias(b, &tb, &why)) return "--logit-bias: " + why;
     if (!o.grammar.empty() && !o.grammar_file.empty())
         return "--grammar and --grammar-file: give one of them";
-    // Accepted for llama.cpp's command lines, refused until the converter exists (issue 16).
-    if (!o.json_schema.empty())
-        return "--json-schema: the JSON-schema converter is not there yet; give its GBNF with --grammar-file";
+    if (!o.json_schema.empty()) {
+        if (!o.grammar.empty() || !o.grammar_file.empty())
+            return "--json-schema and --grammar / --grammar-file: give one of them";
+        // Converted here too, so that a schema that cannot be used is reported before the model loads.
+        try {
+            grammar::json_schema_to_gbnf(o.json_schema);
+        } catch (const std::exception &e) {
+            return std::string("--json-schema: ") + e.what();
+        }
+    }
     return "";
+}
+
+void accept_prompt(SamplerChain &chain, const std::vector<int32_t> &prompt) {
+    for (int32_t i = 0; i < chain.size(); ++i) {
+        Sampler *s = chain.get(i);
+        if (std::string(s->name()) == "grammar") continue;
+        for (int32_t id : prompt) s->accept(id);
+    }
+}
+
+void reset_grammar(SamplerChain &chain) {
+    for (int32_t i = 0; i < chain.size(); ++i)
+        if (std::string(chain.get(i)->name()) == "grammar") chain.get(i)->reset();
 }
 
 uint32_t resolve_seed(SamplingOptions &o) {
@@ -214,12 +236,19 @@ std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const
     if (!biases.empty())
         chain->add(std::make_unique<LogitBiasSampler>(n_vocab, biases.data(), biases.size()));
     // A grammar first: every later sampler sees only the tokens it allows.
-    if (!o.grammar.empty() || !o.grammar_file.empty()) {
+    if (!o.grammar.empty() || !o.grammar_file.empty() || !o.json_schema.empty()) {
         std::string gbnf = o.grammar;
         if (!o.grammar_file.empty()) {
             std::ifstream f(o.grammar_file, std::ios::binary);
             if (!f) throw Error("--grammar-file: cannot read " + o.grammar_file);
             gbnf.assign(std::istreambuf_iterator<char>(f), {});
+        }
+        if (!o.json_schema.empty()) {
+            try {
+                gbnf = grammar::json_schema_to_gbnf(o.json_schema);
+            } catch (const std::exception &e) {
+                throw Error(std::string("--json-schema: ") + e.what());
+            }
         }
         auto texts = std::make_shared<TokenTexts>();
         texts->piece.resize(n_vocab);

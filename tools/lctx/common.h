@@ -68,6 +68,13 @@ uint32_t resolve_seed(SamplingOptions &o);
 // --repeat-last-n -1; --ignore-eos biases every end-of-generation token to -inf. Throws on a
 // --logit-bias token outside the vocabulary. The seed must be resolved.
 std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const Vocab &vocab, int32_t n_ctx);
+// Feeds prompt tokens to the samplers that keep a history (penalties, DRY), but not to a grammar: it
+// constrains only the generated text (llama.cpp's accept_grammar = false). Generated tokens need no call:
+// sampling accepts them.
+void accept_prompt(SamplerChain &chain, const std::vector<int32_t> &prompt);
+// Starts a grammar in the chain over (a chat reply after the previous one completed it), leaving the
+// other samplers' history and random state as they are.
+void reset_grammar(SamplerChain &chain);
 
 // What run and chat share: model, context, threads, prompt sources, llama.cpp compatibility options.
 struct GenOptions {
