@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/ops.h"
+#include "model/architectures.h"
 #include "util/error.h"
 
 namespace lctx {
@@ -285,6 +286,14 @@ int32_t KvCache::n_tokens() const {
 void KvCache::apply_shift(const Model &model) {
     if (!has_shift_) return;
     const HParams &hp = model.hparams();
+    // A family without RoPE (ALiBi: bloom) keeps no position in its keys; the cells' positions are already
+    // moved and the mask reads the distances from them, so there is nothing to rotate (b4748 skips it too).
+    const ArchitectureInfo *info = find_architecture(hp.arch_name);
+    if (info && info->rope == RopeKind::None) {
+        for (KvCell &c : cells_) c.delta = 0;
+        has_shift_ = false;
+        return;
+    }
     const int n_head_kv = static_cast<int>(hp.n_head_kv);
     const int head_dim = static_cast<int>(hp.n_embd_head_k);
     std::vector<float> row(n_embd_k_);

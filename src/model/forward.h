@@ -36,7 +36,8 @@ struct ForwardBatch {
     const int32_t *pos = nullptr;     // [n_tokens]
     const uint32_t *cells = nullptr;  // [n_tokens] KV cell each token's K/V is written to
     int32_t n_kv = 0;                 // attention spans cells [0, n_kv)
-    const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf
+    const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf (ALiBi: -|pos_q - pos_k|)
+    const float *mask_swa = nullptr;  // the same for sliding-window layers (HParams::is_swa), or null
     int32_t n_outputs = 0;
     const int32_t *out_rows = nullptr;  // [n_outputs] ubatch rows whose outputs are wanted (ascending)
     float *logits = nullptr;            // [n_outputs][n_vocab], or null

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/ops.h"
 
@@ -38,9 +39,22 @@ struct HParams {
     kernels::RopeParams rope;  // n_rot, base, scale, mode (per family)
     bool causal_attn = true;
 
+    // Sliding-window attention: a layer with swa_layers[il] set sees only the last n_swa positions (the
+    // context builds a second mask for those layers; the cache keeps every position). n_swa 0: none does.
+    uint32_t n_swa = 0;
+    std::vector<uint8_t> swa_layers;  // [n_layer], or empty
+    float attn_softcap = 0.0f;        // > 0: attention scores = cap * tanh(scores / cap) (gemma2)
+    float final_softcap = 0.0f;       // > 0: logits = cap * tanh(logits / cap) (gemma2)
+    // ALiBi (bloom): no rotation; the mask holds -|pos_q - pos_k| and head h adds slope_h times it, the
+    // slopes from max_alibi_bias (kernels::alibi_slopes).
+    bool use_alibi = false;
+    float max_alibi_bias = 0.0f;
+
     uint32_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
     uint32_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }
     uint32_t n_gqa() const { return n_head / n_head_kv; }
+    bool has_swa() const { return n_swa > 0; }
+    bool is_swa(uint32_t il) const { return n_swa > 0 && il < swa_layers.size() && swa_layers[il] != 0; }
 
     // Reads the hyper-parameters of `arch` from the file and validates them (non-zero sizes,
     // heads dividing evenly, rotary dims within the head); throws lctx::Error.
