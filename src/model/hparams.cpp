@@ -4,25 +4,22 @@
 
 #include "gguf/gguf.h"
 #include "model/architectures.h"
+#include "model/families.h"
 #include "util/error.h"
 
 namespace lctx {
 
 const char *arch_name(Arch arch) {
-    switch (arch) {
-        case Arch::Llama:
-            return "llama";
-        case Arch::Other:
-            return "other";
-    }
-    return "unknown";
+    const Family *f = find_family(arch);
+    return f ? f->name.data() : "other";
 }
 
 Arch arch_from_name(const std::string &name) {
-    if (name == "llama") return Arch::Llama;
-    if (find_architecture(name))
-        throw Error("lctx has no forward pass for the '" + name +
-                    "' architecture yet (it runs: llama); its vocabulary loads with vocab_only");
+    const Family *f = find_family(name);
+    if (f && f->runs()) return f->arch;
+    if (f || find_architecture(name))
+        throw Error("lctx has no forward pass for the '" + name + "' architecture yet (it runs: " +
+                    running_family_names() + "); its vocabulary loads with vocab_only");
     throw Error("unknown model architecture '" + name + "'");
 }
 
@@ -74,7 +71,8 @@ HParams HParams::load_vocab_only(const gguf::File &f) {
     if (!arch) throw Error("model metadata is missing 'general.architecture'");
     if (!find_architecture(*arch)) throw Error("unknown model architecture '" + *arch + "'");
     hp.arch_name = *arch;
-    hp.arch = *arch == "llama" ? Arch::Llama : Arch::Other;
+    const Family *fam = find_family(*arch);
+    hp.arch = fam ? fam->arch : Arch::Other;
     hp.n_vocab = vocab_size(f, hp.arch_name + ".");
     return hp;
 }
@@ -104,11 +102,85 @@ const char *model_size_name(const HParams &hp) {
                 default:
                     return "?B";
             }
+        case Arch::Qwen2:  // b4748's rules (Qwen2-0.5B, n_embd 896, is "1B" by them; 1024 was Qwen1.5's)
+            switch (hp.n_layer) {
+                case 24:
+                    return hp.n_embd == 1024 ? "0.5B" : "1B";
+                case 28:
+                    return hp.n_embd == 1536 ? "1.5B" : "7B";
+                case 32:
+                    return "7B";
+                case 36:
+                    return "3B";
+                case 40:
+                    return hp.n_head == 20 ? "4B" : "13B";
+                case 48:
+                    return "14B";
+                case 64:
+                    return "32B";
+                case 80:
+                    return "70B";
+                default:
+                    return "?B";
+            }
+        case Arch::Phi3:
+            switch (hp.n_layer) {
+                case 24:
+                    return "1B";
+                case 32:
+                    return "3B";
+                case 40:
+                    return "14B";
+                default:
+                    return "?B";
+            }
+        case Arch::Gemma2:  // TODO(issue 14): gemma2's rules with its forward pass
+        case Arch::Bloom:   // TODO(issue 14): bloom's rules with its forward pass
         case Arch::Other:
             break;
     }
     return "?B";
 }
+
+namespace {
+
+// phi3's sliding window as b4748 reads it: attention.sliding_window, else the window of the Phi-3 releases
+// whose files predate the key (b4748 refuses other files without it; newer llama.cpp reads a missing key as
+// no window, as the golden fixture needs). Every layer uses the window.
+void load_phi3_window(const gguf::File &f, const std::string &p, HParams &hp) {
+    uint32_t n_swa = 0;
+    if ((hp.n_layer == 32 || hp.n_layer == 40) && hp.n_ctx_train == 4096)
+        n_swa = 2047;  // Phi-3-mini-4k-instruct, Phi-3-medium-4k-instruct
+    else if (hp.n_layer == 32 && hp.n_head_kv == 32 && hp.n_ctx_train == 131072)
+        n_swa = 262144;  // Phi-3-mini-128k-instruct
+    else if (hp.n_layer == 40 && hp.n_ctx_train == 131072)
+        n_swa = 131072;  // Phi-3-medium-128k-instruct
+    hp.n_swa = get_u32(f, p + "attention.sliding_window", false, n_swa);
+    if (hp.n_swa > 0) hp.swa_layers.assign(hp.n_layer, true);
+}
+
+// What each family reads beyond the keys every family shares.
+void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
+    switch (hp.arch) {
+        case Arch::Llama:
+        case Arch::Qwen2:  // llama's keys (its q/k/v biases are tensors)
+            break;
+        case Arch::Phi3:
+            load_phi3_window(f, p, hp);
+            // TODO(issue 14): run the window once the context builds sliding-window masks (gemma2's).
+            if (hp.n_swa > 0)
+                throw Error("this phi3 model uses sliding-window attention (" + p +
+                            "attention.sliding_window = " + std::to_string(hp.n_swa) +
+                            "), which lctx does not run for phi3 yet");
+            break;
+        case Arch::Gemma2:
+        case Arch::Bloom:
+        case Arch::Other:
+            throw Error("no hyper-parameters for architecture " + hp.arch_name);
+    }
+}
+
+}  // namespace
 
 HParams HParams::load(const gguf::File &f) {
     HParams hp = load_arch(f);
@@ -150,9 +222,16 @@ HParams HParams::load(const gguf::File &f) {
     hp.rope.freq_scale = scale;
     hp.rope.n_ctx_orig =
         static_cast<int>(get_u32(f, p + "rope.scaling.original_context_length", false, hp.n_ctx_train));
-    hp.rope.mode = kernels::RopeMode::Normal;  // llama family: adjacent pairs
+    // Which dimensions pair up, as llama_model_rope_type says for the architecture (model/architectures.h).
+    const ArchitectureInfo *info = find_architecture(hp.arch_name);
+    hp.rope.mode = info && info->rope == RopeKind::Neox ? kernels::RopeMode::Neox : kernels::RopeMode::Normal;
+    hp.rope.attn_factor = get_f32(f, p + "rope.scaling.attn_factor", 1.0f);
+    if (!(hp.rope.attn_factor > 0.0f) || !std::isfinite(hp.rope.attn_factor))
+        throw Error("rope.scaling.attn_factor " + std::to_string(hp.rope.attn_factor) +
+                    " is not a positive number");
 
     hp.n_vocab = vocab_size(f, p);
+    load_family(f, p, hp);
     return hp;
 }
 
