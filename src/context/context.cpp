@@ -191,9 +191,9 @@ void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv
     rules.n_swa = hp.n_swa;
     rules.alibi = hp.use_alibi;
     mask_.resize(static_cast<size_t>(n) * n_kv);
-    if (hp.has_swa()) mask_swa_.resize(static_cast<size_t>(n) * n_kv);
+    if (hp.n_swa > 0) mask_swa_.resize(static_cast<size_t>(n) * n_kv);
     build_masks(kv_->cells(), n_kv, n, b.pos + begin, b.seq_id + begin, rules, mask_.data(),
-                hp.has_swa() ? mask_swa_.data() : nullptr);
+                hp.n_swa > 0 ? mask_swa_.data() : nullptr);
 }
 
 DecodeStatus Context::decode(const Batch &in) {
@@ -303,7 +303,7 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.cells = cells_.data();
         fb.n_kv = static_cast<int32_t>(n_kv);
         fb.mask = mask_.data();
-        fb.mask_swa = hp.has_swa() ? mask_swa_.data() : nullptr;
+        fb.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
         fb.n_outputs = static_cast<int32_t>(out_rows_.size());
         fb.out_rows = out_rows_.data();
         fb.logits = want_logits ? logits_.data() + static_cast<size_t>(out_row) * hp.n_vocab : nullptr;

@@ -37,6 +37,7 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
     // row of single elements cannot be stored.
     view_.v_trans = v_trans && !type_traits(type_v).is_quantized;
     view_.size = size;
+    view_.n_ctx_per_seq = size / n_seq_max;
     view_.k_row_bytes = row_size(type_k, n_embd_k_);
     view_.v_row_bytes = row_size(type_v, n_embd_v_);
     view_.v_elem_bytes = view_.v_trans ? type_traits(type_v).type_size : 0;
@@ -298,7 +299,7 @@ void KvCache::apply_shift(const Model &model) {
     const int head_dim = static_cast<int>(hp.n_embd_head_k);
     std::vector<float> row(n_embd_k_);
     for (uint32_t il = 0; il < n_layer_; ++il) {
-        const kernels::RopeParams rope = layer_rope(model, il);
+        const kernels::RopeParams rope = layer_rope(model, il, view_.n_ctx_per_seq);
         for (uint32_t i = 0; i < size_; ++i) {
             const KvCell &c = cells_[i];
             if (c.delta == 0 || c.pos < 0) continue;
