@@ -2,15 +2,13 @@
 // its layers, soft-capping, ALiBi), and a file that lacks a tensor, has a mis-shaped or an extra one, or
 // lacks a required key is refused with its name (rewritten fixtures through gguf::Writer).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "gguf_rewrite.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -21,47 +19,11 @@ std::string fixture(const std::string &name) {
     return std::string(LCTX_FIXTURES_DIR) + "/golden/models/" + name + ".gguf";
 }
 
-struct Rewrite {
-    std::vector<std::string> drop;  // keys and tensors left out
-    std::function<void(gguf::Writer &)> add;
-    // replaces a tensor's shape (ne) and bytes (zeros)
-    std::string reshape;
-    std::vector<int64_t> reshape_ne;
-};
+using testing::dropping;
+using testing::Rewrite;
 
-Rewrite dropping(std::vector<std::string> names) {
-    Rewrite r;
-    r.drop = std::move(names);
-    return r;
-}
-
-// The fixture `name` rewritten into a temporary file.
 std::string rewritten(const std::string &name, const Rewrite &r, const std::string &tag) {
-    auto f = gguf::File::open(fixture(name));
-    auto dropped = [&](const std::string &n) {
-        return std::find(r.drop.begin(), r.drop.end(), n) != r.drop.end();
-    };
-    gguf::Writer w;
-    for (const gguf::KeyValue &kv : f->metadata())
-        if (!dropped(kv.key)) w.set(kv.key, kv.value);
-    std::vector<std::vector<uint8_t>> keep;
-    for (const gguf::TensorInfo &t : f->tensors()) {
-        if (dropped(t.name)) continue;
-        if (t.name == r.reshape) {
-            int64_t n = 1;
-            for (int64_t d : r.reshape_ne) n *= d;
-            keep.emplace_back(row_size(t.type, n), 0);
-            w.add_tensor(t.name, t.type, r.reshape_ne, keep.back().data(), keep.back().size());
-        } else {
-            w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
-        }
-    }
-    if (r.add) r.add(w);
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("lctx-fam-" + std::to_string(::getpid()) + "-" + tag + ".gguf"))
-                                 .string();
-    w.write_file(path);
-    return path;
+    return testing::rewrite_gguf(fixture(name), r, tag);
 }
 
 // Loading `path` throws an lctx::Error whose message contains `what`; the file is removed.
