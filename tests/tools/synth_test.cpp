@@ -251,3 +251,74 @@ TEST(SynthFailure, FailedWriteRemovesThePartialFile) {
 
 }  // namespace
 }  // namespace lctx::synth
+
+namespace lctx::synth {
+namespace {
+
+const TensorPlan *planned(const std::vector<TensorPlan> &plan, const std::string &name) {
+    for (const TensorPlan &t : plan)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+// Gemma-2-2B's tensors: 8 heads of 256 on a 2304 stream (q is 2048 wide), the two post norms, no output
+// matrix.
+TEST(SynthFamilies, Gemma2PlanHasGemma2Shapes) {
+    const Shape *s = find_shape("gemma2-2b");
+    ASSERT_NE(s, nullptr);
+    TypeChoice type;
+    ASSERT_TRUE(parse_type("Q4_0", &type));
+    const std::vector<TensorPlan> plan = plan_tensors(*s, 32000, type);
+    EXPECT_EQ(plan.size(), 2u + 26u * 11u);
+    ASSERT_NE(planned(plan, "blk.25.attn_q.weight"), nullptr);
+    EXPECT_EQ(planned(plan, "blk.25.attn_q.weight")->ne, (std::vector<int64_t>{2304, 2048}));
+    EXPECT_EQ(planned(plan, "blk.0.attn_k.weight")->ne, (std::vector<int64_t>{2304, 1024}));
+    EXPECT_EQ(planned(plan, "blk.0.attn_output.weight")->ne, (std::vector<int64_t>{2048, 2304}));
+    EXPECT_EQ(planned(plan, "blk.0.ffn_down.weight")->ne, (std::vector<int64_t>{9216, 2304}));
+    EXPECT_NE(planned(plan, "blk.7.post_attention_norm.weight"), nullptr);
+    EXPECT_NE(planned(plan, "blk.7.post_ffw_norm.weight"), nullptr);
+    EXPECT_EQ(planned(plan, "output.weight"), nullptr);
+}
+
+// The small gemma2 and bloom shapes load as their families with the file's settings, and decode.
+TEST(SynthFamilies, TinyGemma2AndBloomLoadAndDecode) {
+    TypeChoice type;
+    ASSERT_TRUE(parse_type("Q8_0", &type));
+    for (const char *name : {"tiny-gemma2", "tiny-bloom"}) {
+        SCOPED_TRACE(name);
+        const Shape *s = find_shape(name);
+        ASSERT_NE(s, nullptr);
+        Options opts;
+        opts.vocab_path = vocab_path(*s);
+        opts.n_threads = 2;
+        const std::string path = temp_path(std::string(name) + ".gguf");
+        write_model(*s, type, path, opts);
+        std::unique_ptr<Model> m = Model::load(path);
+        const HParams &hp = m->hparams();
+        EXPECT_EQ(hp.arch_name, s->arch);
+        if (s->arch == "gemma2") {
+            EXPECT_EQ(hp.n_embd_head_k, 128u);
+            EXPECT_EQ(hp.n_swa, 16u);
+            EXPECT_EQ(hp.attn_softcap, 50.0f);
+            EXPECT_EQ(hp.final_softcap, 30.0f);
+        } else {
+            EXPECT_TRUE(hp.use_alibi);
+            EXPECT_EQ(m->weights().layers[1].bv.size(), 256u);
+        }
+        ContextParams p;
+        p.n_ctx = 64;
+        Context ctx(*m, p);
+        std::vector<int32_t> toks = {1, 100, 200, 300, 400};
+        Batch b;
+        b.n_tokens = static_cast<int32_t>(toks.size());
+        b.token = toks.data();
+        ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+        const float *l = ctx.logits_ith(-1);
+        ASSERT_NE(l, nullptr);
+        for (uint32_t i = 0; i < hp.n_vocab; ++i) ASSERT_TRUE(std::isfinite(l[i])) << i;
+        std::filesystem::remove(path);
+    }
+}
+
+}  // namespace
+}  // namespace lctx::synth

@@ -1,4 +1,5 @@
-// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real llama-family model,
+// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, gemma2 or
+// bloom family),
 // with the metadata and tokenizer llama.cpp needs, so both engines can load the same file.
 #pragma once
 #include <cstdint>
@@ -12,6 +13,7 @@ namespace lctx::synth {
 
 struct Shape {
     std::string name;
+    std::string arch = "llama";  // llama, gemma2 or bloom: the tensors and keys of that family
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
@@ -20,11 +22,18 @@ struct Shape {
     uint32_t n_ctx_train = 2048;
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
-    bool tied_output = false;  // no output.weight: the output matrix is token_embd
+    bool tied_output = false;  // no output.weight: the output matrix is token_embd (always for gemma2)
     std::string vocab_file;    // file name under fixtures/vocab with the tokenizer.* keys
+    uint32_t head_dim = 0;     // 0: n_embd / n_head
+    // gemma2: the sliding window of its even layers and the soft-capping values
+    uint32_t sliding_window = 0;
+    float attn_softcap = 0.0f, final_softcap = 0.0f;
+
+    uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 
-// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b". Null when the name is unknown.
+// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "gemma2-2b", "tiny-gemma2", "tiny-bloom". Null
+// when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
 
