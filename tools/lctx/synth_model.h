@@ -1,5 +1,5 @@
-// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real llama-family model,
-// with the metadata and tokenizer llama.cpp needs, so both engines can load the same file.
+// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, qwen2 or
+// phi3 family), with the metadata and tokenizer llama.cpp needs, so both engines can load the same file.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,6 +12,7 @@ namespace lctx::synth {
 
 struct Shape {
     std::string name;
+    std::string arch = "llama";  // general.architecture: llama, qwen2 (q/k/v biases) or phi3 (fused tensors)
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
@@ -24,7 +25,9 @@ struct Shape {
     std::string vocab_file;    // file name under fixtures/vocab with the tokenizer.* keys
 };
 
-// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b". Null when the name is unknown.
+// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
+// "phi3-mini". Null
+// when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
 
@@ -44,7 +47,7 @@ struct TensorPlan {
     std::vector<int64_t> ne;  // innermost first
     GgmlType type;
     GgmlType wanted;       // before the fallback for rows that are not whole blocks
-    bool is_norm = false;  // 1-D: filled with values near 1
+    bool is_norm = false;  // 1-D: filled with values near 1 (a 1-D bias is not a norm: values near 0)
     size_t nbytes = 0;
 };
 
