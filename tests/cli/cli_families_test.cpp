@@ -27,7 +27,7 @@ TEST_P(SynthFamily, RunGenerates) {
     std::filesystem::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, SynthFamily, ::testing::Values("tiny-gemma2", "tiny-bloom"),
+INSTANTIATE_TEST_SUITE_P(Shapes, SynthFamily, ::testing::Values("gemma2-tiny", "bloom-tiny"),
                          [](const ::testing::TestParamInfo<const char *> &i) {
                              std::string n = i.param;
                              for (char &ch : n)

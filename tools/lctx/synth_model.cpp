@@ -17,9 +17,13 @@ namespace lctx::synth {
 namespace {
 
 Shape make_shape(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_head_kv,
-                 uint32_t n_ff, uint32_t n_ctx, bool tied, const char *vocab) {
+                 uint32_t n_ff, uint32_t n_ctx, bool tied, const char *vocab, const char *arch = "llama",
+                 float rope_base = 10000.0f, float rms_eps = 1e-5f) {
     Shape s;
     s.name = name;
+    s.arch = arch;
+    s.rope_freq_base = rope_base;
+    s.rms_eps = rms_eps;
     s.n_embd = n_embd;
     s.n_layer = n_layer;
     s.n_head = n_head;
@@ -60,14 +64,28 @@ const std::vector<Shape> &shapes() {
         make_shape("smollm-135m", 576, 30, 9, 3, 1536, 2048, true, "ggml-vocab-gpt-2.gguf"),
         // TinyLlama/TinyLlama-1.1B: the llama SPM vocabulary it was trained with.
         make_shape("tinyllama-1.1b", 2048, 22, 32, 4, 5632, 2048, false, "ggml-vocab-llama-spm.gguf"),
+        // A qwen2 small enough for tests: q/k/v biases, NeoX rope, the GPT-2 BPE vocabulary.
+        make_shape("qwen2-tiny", 256, 2, 4, 2, 512, 512, false, "ggml-vocab-gpt-2.gguf", "qwen2", 1e6f,
+                   1e-6f),
+        // Qwen/Qwen2-0.5B (tied output). The fixtures hold no Qwen2 vocabulary: the GPT-2 BPE one (50257
+        // tokens)
+        // stands in for its 151936, so the output product is a third of the real one.
+        make_shape("qwen2-0.5b", 896, 24, 14, 2, 4864, 32768, true, "ggml-vocab-gpt-2.gguf", "qwen2", 1e6f,
+                   1e-6f),
+        // A phi3 small enough for tests: fused q|k|v and gate|up, Phi-3's vocabulary.
+        make_shape("phi3-tiny", 256, 2, 4, 4, 512, 512, false, "ggml-vocab-phi-3.gguf", "phi3"),
+        // microsoft/Phi-3-mini-4k-instruct with its own vocabulary (32064 tokens): fused attn_qkv and gate|up
+        // ffn_up. The real file's sliding window (2047) is written as 0 (none) until lctx runs phi3's window;
+        // it only matters beyond 2047 tokens.
+        make_shape("phi3-mini", 3072, 32, 32, 32, 8192, 4096, false, "ggml-vocab-phi-3.gguf", "phi3"),
         // google/gemma-2-2b: head size 256 (8 heads of 256 on a 2304 stream), window 4096 on the even layers,
         // caps 50 / 30. Gemma's own 256000-token vocabulary is not in fixtures/vocab; the llama SPM one
         // (32000)
         // stands in, which makes the tied output matrix 8x smaller than the real model's.
         gemma2("gemma2-2b", 2304, 26, 8, 4, 256, 9216, 8192, 4096),
-        // Small gemma2 and bloom models for tests (head size 128 != 256 / 4 in the gemma2 one).
-        gemma2("tiny-gemma2", 256, 2, 4, 2, 128, 512, 512, 16),
-        bloom("tiny-bloom", 256, 2, 4, 1024, 512),
+        // Small gemma2 and bloom models for tests (head size 128, not 256 / 4, in the gemma2 one).
+        gemma2("gemma2-tiny", 256, 2, 4, 2, 128, 512, 512, 16),
+        bloom("bloom-tiny", 256, 2, 4, 1024, 512),
     };
     return all;
 }
@@ -241,12 +259,27 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
             bias(p + "ffn_down.bias", e);
             continue;
         }
-        matrix(p + "attn_q.weight", e, q_dim, base);
-        matrix(p + "attn_k.weight", e, n_embd_kv, base);
-        matrix(p + "attn_v.weight", e, n_embd_kv, more ? GgmlType::Q6_K : base);
+        if (s.arch == "phi3") {
+            // q | k | v rows in one matrix; llama.cpp's Q4_K_M gives it Q5_K.
+            matrix(p + "attn_qkv.weight", e, q_dim + 2 * n_embd_kv, type.k_mixture ? GgmlType::Q5_K : base);
+        } else {
+            matrix(p + "attn_q.weight", e, q_dim, base);
+            matrix(p + "attn_k.weight", e, n_embd_kv, base);
+            matrix(p + "attn_v.weight", e, n_embd_kv, more ? GgmlType::Q6_K : base);
+        }
+        if (s.arch == "qwen2") {
+            bias(p + "attn_q.bias", q_dim);
+            bias(p + "attn_k.bias", n_embd_kv);
+            bias(p + "attn_v.bias", n_embd_kv);
+        }
         matrix(p + "attn_output.weight", q_dim, e, base);
         if (is_gemma2) norm(p + "post_attention_norm.weight");
         norm(p + "ffn_norm.weight");
+        if (s.arch == "phi3") {  // gate rows then up rows in one matrix
+            matrix(p + "ffn_up.weight", e, 2 * int64_t(s.n_ff), base);
+            matrix(p + "ffn_down.weight", s.n_ff, e, more ? GgmlType::Q6_K : base);
+            continue;
+        }
         matrix(p + "ffn_gate.weight", e, s.n_ff, base);
         matrix(p + "ffn_down.weight", s.n_ff, e, more ? GgmlType::Q6_K : base);
         matrix(p + "ffn_up.weight", e, s.n_ff, base);
@@ -322,6 +355,10 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
         w.set_f32(a + "final_logit_softcapping", s.final_softcap);
     }
     w.set_u32(a + "vocab_size", sum.n_vocab);
+    if (s.arch == "phi3") {
+        w.set_u32(a + "rope.scaling.original_context_length", s.n_ctx_train);
+        w.set_u32(a + "attention.sliding_window", 0);  // see the phi3-mini shape
+    }
     w.set_u32("general.file_type", type.file_type);
     w.set_u32("general.quantization_version", 2);
     for (const gguf::KeyValue &kv : vocab->metadata())

@@ -1,6 +1,6 @@
-// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, gemma2 or
-// bloom family),
-// with the metadata and tokenizer llama.cpp needs, so both engines can load the same file.
+// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, qwen2,
+// phi3, gemma2 or bloom family), with the metadata and tokenizer llama.cpp needs, so both engines can load
+// the same file.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,7 +13,8 @@ namespace lctx::synth {
 
 struct Shape {
     std::string name;
-    std::string arch = "llama";  // llama, gemma2 or bloom: the tensors and keys of that family
+    std::string arch = "llama";  // general.architecture: llama, qwen2 (q/k/v biases), phi3 (fused tensors),
+                                 // gemma2 (post norms, soft-caps, window) or bloom (LayerNorms, ALiBi)
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
@@ -32,7 +33,8 @@ struct Shape {
     uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 
-// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "gemma2-2b", "tiny-gemma2", "tiny-bloom". Null
+// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
+// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny". Null
 // when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
@@ -53,7 +55,7 @@ struct TensorPlan {
     std::vector<int64_t> ne;  // innermost first
     GgmlType type;
     GgmlType wanted;       // before the fallback for rows that are not whole blocks
-    bool is_norm = false;  // 1-D: filled with values near 1
+    bool is_norm = false;  // 1-D: filled with values near 1 (a 1-D bias is not a norm: values near 0)
     size_t nbytes = 0;
 };
 
