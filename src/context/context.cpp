@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "context/mask.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -184,23 +185,15 @@ bool Context::plan_ubatches(const Batch &b, std::vector<int32_t> &ends) const {
 }
 
 void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv) {
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-    mask_.assign(static_cast<size_t>(n) * n_kv, kNegInf);
-    const std::vector<KvCell> &cells = kv_->cells();
-    const bool causal = causal_attn_;
-    for (int32_t t = 0; t < n; ++t) {
-        const int32_t i = begin + t;
-        // A token sees the cells of its (first) sequence at positions not after its own.
-        const int32_t seq = b.seq_id[i][0];
-        const int32_t pos = b.pos[i];
-        float *row = mask_.data() + static_cast<size_t>(t) * n_kv;
-        for (uint32_t j = 0; j < n_kv; ++j) {
-            const KvCell &c = cells[j];
-            if (c.pos < 0 || !c.seq.test(seq)) continue;
-            if (causal && c.pos > pos) continue;
-            row[j] = 0.0f;
-        }
-    }
+    const HParams &hp = model_.hparams();
+    MaskRules rules;
+    rules.causal = causal_attn_;
+    rules.n_swa = hp.n_swa;
+    rules.alibi = hp.use_alibi;
+    mask_.resize(static_cast<size_t>(n) * n_kv);
+    if (hp.n_swa > 0) mask_swa_.resize(static_cast<size_t>(n) * n_kv);
+    build_masks(kv_->cells(), n_kv, n, b.pos + begin, b.seq_id + begin, rules, mask_.data(),
+                hp.n_swa > 0 ? mask_swa_.data() : nullptr);
 }
 
 DecodeStatus Context::decode(const Batch &in) {
@@ -310,6 +303,7 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.cells = cells_.data();
         fb.n_kv = static_cast<int32_t>(n_kv);
         fb.mask = mask_.data();
+        fb.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
         fb.n_outputs = static_cast<int32_t>(out_rows_.size());
         fb.out_rows = out_rows_.data();
         fb.logits = want_logits ? logits_.data() + static_cast<size_t>(out_row) * hp.n_vocab : nullptr;

@@ -137,6 +137,7 @@ class Context {
     std::vector<float> cvec_;  // [n_layer][n_embd] control vector, empty when none
     int32_t cvec_first_ = 0, cvec_last_ = -1;
     std::vector<float> mask_;        // [n_ubatch][n_kv]
+    std::vector<float> mask_swa_;    // [n_ubatch][n_kv], for the sliding-window layers of a model with some
     std::vector<uint32_t> cells_;    // cells of the current micro-batch
     std::vector<uint32_t> placed_;   // cells of every micro-batch of the current call (for rollback)
     std::vector<int32_t> out_rows_;  // ubatch rows with output

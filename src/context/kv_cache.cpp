@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/ops.h"
+#include "model/architectures.h"
 #include "util/error.h"
 
 namespace lctx {
@@ -36,6 +37,7 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
     // row of single elements cannot be stored.
     view_.v_trans = v_trans && !type_traits(type_v).is_quantized;
     view_.size = size;
+    view_.n_ctx_per_seq = size / n_seq_max;
     view_.k_row_bytes = row_size(type_k, n_embd_k_);
     view_.v_row_bytes = row_size(type_v, n_embd_v_);
     view_.v_elem_bytes = view_.v_trans ? type_traits(type_v).type_size : 0;
@@ -285,11 +287,19 @@ int32_t KvCache::n_tokens() const {
 void KvCache::apply_shift(const Model &model) {
     if (!has_shift_) return;
     const HParams &hp = model.hparams();
+    // A family without RoPE (ALiBi: bloom) keeps no position in its keys; the cells' positions are already
+    // moved and the mask reads the distances from them, so there is nothing to rotate (b4748 skips it too).
+    const ArchitectureInfo *info = find_architecture(hp.arch_name);
+    if (info && info->rope == RopeKind::None) {
+        for (KvCell &c : cells_) c.delta = 0;
+        has_shift_ = false;
+        return;
+    }
     const int n_head_kv = static_cast<int>(hp.n_head_kv);
     const int head_dim = static_cast<int>(hp.n_embd_head_k);
     std::vector<float> row(n_embd_k_);
     for (uint32_t il = 0; il < n_layer_; ++il) {
-        const kernels::RopeParams rope = layer_rope(model, il);
+        const kernels::RopeParams rope = layer_rope(model, il, view_.n_ctx_per_seq);
         for (uint32_t i = 0; i < size_; ++i) {
             const KvCell &c = cells_[i];
             if (c.delta == 0 || c.pos < 0) continue;

@@ -118,15 +118,19 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
 
     // Softmax of one row's scores [hpi][lds] over its span [j0, j1) and the weighted sum of V into o
     // [hpi][head_dim_v].
-    auto finish_row = [&](float *scores, const float *mask, int j0, int j1, int g, float *o, uint8_t *pbuf,
+    auto finish_row = [&](float *scores, const float *mask, int j0, int j1, int h0, float *o, uint8_t *pbuf,
                           float *vrow) {
+        const int g = h0 / gqa;  // the KV head
         const int span = j1 - j0;
         for (int hh = 0; hh < hpi; ++hh) {
             float *s = scores + static_cast<int64_t>(hh) * lds;
-            if (a.softcap > 0.0f)
-                for (int j = j0; j < j1; ++j)
-                    s[j] = a.softcap * std::tanh(s[j] * a.scale / a.softcap) / a.scale;
-            softmax(s + j0, mask + j0, span, a.scale);
+            const float slope = a.alibi ? a.alibi[h0 + hh] : 1.0f;
+            if (a.softcap > 0.0f) {  // the scale goes inside the cap
+                softcap(s + j0, span, a.softcap, a.scale);
+                softmax(s + j0, mask + j0, span, 1.0f, slope);
+            } else {
+                softmax(s + j0, mask + j0, span, a.scale, slope);
+            }
         }
 
         if (a.v_trans) {
@@ -238,10 +242,21 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
                     continue;
                 }
-                finish_row(scores + static_cast<int64_t>(i) * hpi * lds, mask, j0, j1, g, o, pbuf, vrow);
+                finish_row(scores + static_cast<int64_t>(i) * hpi * lds, mask, j0, j1, h0, o, pbuf, vrow);
             }
         },
         max_threads);
+}
+
+void alibi_slopes(int n_head, float max_bias, float *slopes) {
+    if (n_head <= 0) return;
+    const int n2 = 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(n_head))));
+    const float m0 = std::pow(2.0f, -max_bias / static_cast<float>(n2));
+    const float m1 = std::pow(2.0f, -(max_bias / 2.0f) / static_cast<float>(n2));
+    for (int h = 0; h < n_head; ++h)
+        slopes[h] = max_bias <= 0.0f ? 1.0f
+                    : h < n2         ? std::pow(m0, static_cast<float>(h + 1))
+                                     : std::pow(m1, static_cast<float>(2 * (h - n2) + 1));
 }
 
 }  // namespace lctx::kernels

@@ -23,21 +23,27 @@ struct AttentionArgs {
     const uint8_t *v = nullptr;  // v_trans: [channels][v_cells] elements; else [n_kv cells][v_row_bytes]
     GgmlType type_v = GgmlType::F16;
     bool v_trans = true;
-    size_t v_row_bytes = 0;      // !v_trans
-    uint32_t v_cells = 0;        // v_trans: cells per channel row (the cache size)
+    size_t v_row_bytes = 0;  // !v_trans
+    uint32_t v_cells = 0;    // v_trans: cells per channel row (the cache size)
 
     int n_kv = 0;
-    const float *mask = nullptr;  // [n_tokens][ldmask]: 0 or -inf per cell
+    const float *mask = nullptr;  // [n_tokens][ldmask]: 0 or -inf per cell (ALiBi: -|pos_q - pos_k| or -inf)
     int64_t ldmask = 0;
-    float scale = 1.0f;          // usually 1/sqrt(head_dim_k)
-    float softcap = 0.0f;        // > 0: scores = softcap * tanh(scores / softcap)
+    float scale = 1.0f;            // usually 1/sqrt(head_dim_k)
+    float softcap = 0.0f;          // > 0: scores = softcap * tanh(scores * scale / softcap), then the mask
+    const float *alibi = nullptr;  // [n_head] ALiBi slopes: head h adds alibi[h] * mask; null: the mask as is
 
     const int32_t *rows = nullptr;  // query rows to compute
     int n_rows = 0;
-    float *out = nullptr;        // [n_rows][ldo]: head h at out + h * head_dim_v
+    float *out = nullptr;  // [n_rows][ldo]: head h at out + h * head_dim_v
     int64_t ldo = 0;
 };
 
 void attention(const AttentionArgs &a, ThreadPool &pool);
+
+// The ALiBi slope of each of n_head heads for a maximum bias (ggml's soft_max_ext): with n2 the largest power
+// of two <= n_head, m0 = 2^(-max_bias / n2) and m1 = 2^(-max_bias / 2 / n2), head h < n2 gets m0^(h + 1) and
+// the others m1^(2 (h - n2) + 1). max_bias <= 0 gives 1 for every head.
+void alibi_slopes(int n_head, float max_bias, float *slopes);
 
 }  // namespace lctx::kernels

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/dot.h"
 #include "kernels/ops_x86.h"
@@ -149,10 +150,10 @@ void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const Ro
     }
 }
 
-void softmax(float *x, const float *mask, int64_t n, float scale) {
+void softmax(float *x, const float *mask, int64_t n, float scale, float slope) {
 #if defined(__x86_64__)
     if (use_avx2_row_ops()) {
-        const float max = detail::scale_mask_max_avx2(x, mask, n, scale);
+        const float max = detail::scale_mask_max_avx2(x, mask, n, scale, slope);
         if (max == -std::numeric_limits<float>::infinity()) {
             for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
             return;
@@ -166,7 +167,7 @@ void softmax(float *x, const float *mask, int64_t n, float scale) {
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < n; ++i) {
         float v = x[i] * scale;
-        if (mask) v += mask[i];
+        if (mask) v += slope * mask[i];  // slope 1: the mask's own bits
         x[i] = v;
         if (v > max) max = v;
     }
@@ -184,6 +185,14 @@ void softmax(float *x, const float *mask, int64_t n, float scale) {
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void softcap(float *x, int64_t n, float cap, float scale) {
+#if defined(__x86_64__)
+    if (use_avx2_row_ops()) return detail::softcap_avx2(x, n, cap, scale);
+#endif
+    const float pre = scale / cap;
+    for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * pre);
+}
+
 void swiglu(const float *g, const float *u, float *y, int64_t n) {
 #if defined(__x86_64__)
     if (use_avx2_row_ops()) return detail::swiglu_avx2(g, u, y, n);
@@ -192,18 +201,42 @@ void swiglu(const float *g, const float *u, float *y, int64_t n) {
 }
 
 namespace {
-inline float gelu_tanh(float x) {
-    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-    constexpr float kCoef = 0.044715f;
-    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+
+// ggml's GELU table: entry h is the tanh-approximation GELU of the half with bits h, rounded to a half (kept
+// as f32 here so that a lookup needs no conversion). Built once, on first use (a few ms).
+const float *gelu_table() {
+    static const std::vector<float> table = [] {
+        std::vector<float> t(1 << 16);
+        for (uint32_t h = 0; h < t.size(); ++h) {
+            const double x = fp16_to_fp32(static_cast<fp16_t>(h));
+            const double g =
+                0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * x * (1.0 + 0.044715 * x * x)));
+            t[h] = fp16_to_fp32(fp32_to_fp16(static_cast<float>(g)));
+        }
+        return t;
+    }();
+    return table.data();
 }
+
 }  // namespace
 
+float gelu(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return gelu_table()[fp32_to_fp16(x)];
+}
+
 void geglu(const float *g, const float *u, float *y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(g[i]) * u[i];
+#if defined(__x86_64__)
+    if (use_avx2_row_ops()) return detail::geglu_avx2(g, u, y, n, gelu_table());
+#endif
+    for (int64_t i = 0; i < n; ++i) y[i] = gelu(g[i]) * u[i];
 }
 void gelu_inplace(float *x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) x[i] = gelu_tanh(x[i]);
+#if defined(__x86_64__)
+    if (use_avx2_row_ops()) return detail::gelu_avx2(x, n, gelu_table());
+#endif
+    for (int64_t i = 0; i < n; ++i) x[i] = gelu(x[i]);
 }
 void silu_inplace(float *x, int64_t n) {
 #if defined(__x86_64__)

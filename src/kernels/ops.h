@@ -15,14 +15,14 @@ void layer_norm(const float *x, const float *w, const float *b, float *y, int64_
 enum class RopeMode { Normal, Neox };  // Normal: pairs (2i, 2i+1); NeoX: pairs (i, i + n_rot/2)
 
 struct RopeParams {
-    int n_rot = 0;             // rotated dimensions of each head (<= head_dim)
+    int n_rot = 0;  // rotated dimensions of each head (<= head_dim)
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;   // 1 / linear scaling factor
     float ext_factor = 0.0f;   // YaRN extrapolation mix (0: off)
     float attn_factor = 1.0f;  // YaRN magnitude scale
     float beta_fast = 32.0f;
     float beta_slow = 1.0f;
-    int n_ctx_orig = 0;        // training context (YaRN)
+    int n_ctx_orig = 0;  // training context (YaRN)
     RopeMode mode = RopeMode::Normal;
     const float *freq_factors = nullptr;  // optional per-pair divisors (n_rot / 2 values)
 };
@@ -37,12 +37,20 @@ void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const 
 // The same rotation for a head stored with a row stride (used to re-rotate cached keys by a delta).
 void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p);
 
-// In place: x = softmax(x * scale + mask) over n values (mask may be null; -inf entries give 0).
-void softmax(float *x, const float *mask, int64_t n, float scale);
+// In place: x = softmax(x * scale + slope * mask) over n values (mask may be null; -inf entries give 0).
+// slope is 1 but for ALiBi, whose mask holds -|pos_q - pos_k| and whose heads each have a slope.
+void softmax(float *x, const float *mask, int64_t n, float scale, float slope = 1.0f);
+// In place: x = cap * tanh(x * scale / cap) (logit soft-capping; the scale is applied first, once).
+void softcap(float *x, int64_t n, float cap, float scale = 1.0f);
 
 // y = silu(g) * u   (SwiGLU)
 void swiglu(const float *g, const float *u, float *y, int64_t n);
-// y = gelu(g) * u   (GeGLU, tanh approximation)
+// GELU as ggml computes it on the CPU (llama.cpp's gelu and geglu): the tanh approximation
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) read from a table of halves indexed by x rounded to half,
+// for -10 < x < 10; 0 at or below -10 and x at or above 10. So a value carries a half's rounding (relative
+// 2^-11) twice; an exact GELU would differ from llama.cpp's logits by that much.
+float gelu(float x);
+// y = gelu(g) * u   (GeGLU)
 void geglu(const float *g, const float *u, float *y, int64_t n);
 void gelu_inplace(float *x, int64_t n);
 void silu_inplace(float *x, int64_t n);

@@ -49,20 +49,30 @@ inline __m256 silu256(__m256 g) {
 
 }  // namespace
 
-float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale) {
+float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale, float slope) {
     __m256 vmax = _mm256_set1_ps(-__builtin_inff());
     const __m256 vs = _mm256_set1_ps(scale);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
-        if (mask) v = _mm256_add_ps(v, _mm256_loadu_ps(mask + i));
-        _mm256_storeu_ps(x + i, v);
-        vmax = _mm256_max_ps(vmax, v);
+    if (mask && slope != 1.0f) {  // ALiBi: the mask holds distances, times the head's slope
+        const __m256 vslope = _mm256_set1_ps(slope);
+        for (; i + 8 <= n; i += 8) {
+            const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs),
+                                           _mm256_mul_ps(vslope, _mm256_loadu_ps(mask + i)));
+            _mm256_storeu_ps(x + i, v);
+            vmax = _mm256_max_ps(vmax, v);
+        }
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+            if (mask) v = _mm256_add_ps(v, _mm256_loadu_ps(mask + i));
+            _mm256_storeu_ps(x + i, v);
+            vmax = _mm256_max_ps(vmax, v);
+        }
     }
     float mx = hmax(vmax);
     for (; i < n; ++i) {
         float v = x[i] * scale;
-        if (mask) v += mask[i];
+        if (mask) v += slope * mask[i];
         x[i] = v;
         if (v > mx) mx = v;
     }
@@ -95,6 +105,64 @@ void scale_avx2(float *x, float s, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
     for (; i < n; ++i) x[i] *= s;
+}
+
+namespace {
+
+// tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) in (0, 1]: no overflow, and an absolute error of a
+// few 1e-8 from exp256's (the relative error grows near 0, where tanh is small).
+inline __m256 tanh256(__m256 x) {
+    const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+    const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    const __m256 e = exp256(_mm256_mul_ps(ax, _mm256_set1_ps(-2.0f)));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    return _mm256_or_ps(t, sign);
+}
+
+// gelu of 8 values from the half table (ops.h): the halves' bits as indices, 0 at or below -10, x at or
+// above 10.
+inline __m256 gelu256(__m256 x, const float *table) {
+    const __m256i idx = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+    __m256 y = _mm256_i32gather_ps(table, idx, 4);
+    y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-10.0f), _CMP_LE_OQ), y);
+}
+
+inline float gelu_scalar(float x, const float *table) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return table[static_cast<uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT))];
+}
+
+}  // namespace
+
+void softcap_avx2(float *x, int64_t n, float cap, float scale) {
+    const float pre = scale / cap;
+    const __m256 vpre = _mm256_set1_ps(pre), vcap = _mm256_set1_ps(cap);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(vcap, tanh256(_mm256_mul_ps(_mm256_loadu_ps(x + i), vpre))));
+    if (i < n) {  // the tail through the same vector code, so that every element gets the same function
+        alignas(32) float t[8] = {};
+        for (int64_t j = i; j < n; ++j) t[j - i] = x[j];
+        _mm256_store_ps(t, _mm256_mul_ps(vcap, tanh256(_mm256_mul_ps(_mm256_load_ps(t), vpre))));
+        for (int64_t j = i; j < n; ++j) x[j] = t[j - i];
+    }
+}
+
+void geglu_avx2(const float *g, const float *u, float *y, int64_t n, const float *table) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i,
+                         _mm256_mul_ps(gelu256(_mm256_loadu_ps(g + i), table), _mm256_loadu_ps(u + i)));
+    for (; i < n; ++i) y[i] = gelu_scalar(g[i], table) * u[i];
+}
+
+void gelu_avx2(float *x, int64_t n, const float *table) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu256(_mm256_loadu_ps(x + i), table));
+    for (; i < n; ++i) x[i] = gelu_scalar(x[i], table);
 }
 
 void swiglu_avx2(const float *g, const float *u, float *y, int64_t n) {

@@ -10,12 +10,18 @@ bool use_avx2_row_ops();
 // True when the AVX-512 row ops may be entered (the CPU has AVX-512 and LCTX_ISA allows it).
 bool use_avx512_row_ops();
 
-// max over x[0..n) of x * scale + mask (mask may be null); writes the masked, scaled values back.
-float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale);
+// max over x[0..n) of x * scale + slope * mask (mask may be null); writes the masked, scaled values back.
+// slope == 1 adds the mask as it is (the same bits as without a slope).
+float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale, float slope);
 // x[i] = exp(x[i] - max) (0 for -inf), returns the sum in double.
 double exp_sum_avx2(float *x, int64_t n, float max);
 double exp_sum_avx512(float *x, int64_t n, float max);
 void scale_avx2(float *x, float s, int64_t n);
+// x = cap * tanh(x * (scale / cap))
+void softcap_avx2(float *x, int64_t n, float cap, float scale);
+// y = gelu(g) * u and x = gelu(x) with ggml's half table (ops.h): table[h] = gelu of the half h, as f32
+void geglu_avx2(const float *g, const float *u, float *y, int64_t n, const float *table);
+void gelu_avx2(float *x, int64_t n, const float *table);
 // y = silu(g) * u
 void swiglu_avx2(const float *g, const float *u, float *y, int64_t n);
 void silu_avx2(float *x, int64_t n);

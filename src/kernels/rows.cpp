@@ -26,9 +26,29 @@ void rms_norm_rows(const float *x, const float *w, float *y, int64_t n_rows, int
     });
 }
 
+void layer_norm_rows(const float *x, const float *w, const float *b, float *y, int64_t n_rows, int64_t n,
+                     float eps, ThreadPool &pool) {
+    for_rows(n_rows, n, pool, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) layer_norm(x + r * n, w, b, y + r * n, n, eps);
+    });
+}
+
 void swiglu_rows(const float *g, const float *u, float *y, int64_t n_rows, int64_t n, ThreadPool &pool) {
     for_rows(n_rows, n, pool,
              [&](int64_t r0, int64_t r1) { swiglu(g + r0 * n, u + r0 * n, y + r0 * n, (r1 - r0) * n); });
+}
+
+void geglu_rows(const float *g, const float *u, float *y, int64_t n_rows, int64_t n, ThreadPool &pool) {
+    for_rows(n_rows, n, pool,
+             [&](int64_t r0, int64_t r1) { geglu(g + r0 * n, u + r0 * n, y + r0 * n, (r1 - r0) * n); });
+}
+
+void gelu_rows(float *x, int64_t n_rows, int64_t n, ThreadPool &pool) {
+    for_rows(n_rows, n, pool, [&](int64_t r0, int64_t r1) { gelu_inplace(x + r0 * n, (r1 - r0) * n); });
+}
+
+void softcap_rows(float *x, int64_t n_rows, int64_t n, float cap, ThreadPool &pool) {
+    for_rows(n_rows, n, pool, [&](int64_t r0, int64_t r1) { softcap(x + r0 * n, (r1 - r0) * n, cap); });
 }
 
 void add_rows(float *y, const float *x, int64_t n_rows, int64_t n, ThreadPool &pool) {

@@ -13,8 +13,17 @@ namespace lctx::kernels {
 // y[r] = rms_norm(x[r]) * w for n_rows rows
 void rms_norm_rows(const float *x, const float *w, float *y, int64_t n_rows, int64_t n, float eps,
                    ThreadPool &pool);
+// y[r] = layer_norm(x[r]) * w + b for n_rows rows (w, b may be null)
+void layer_norm_rows(const float *x, const float *w, const float *b, float *y, int64_t n_rows, int64_t n,
+                     float eps, ThreadPool &pool);
 // y = silu(g) * u over n_rows rows of n
 void swiglu_rows(const float *g, const float *u, float *y, int64_t n_rows, int64_t n, ThreadPool &pool);
+// y = gelu(g) * u over n_rows rows of n
+void geglu_rows(const float *g, const float *u, float *y, int64_t n_rows, int64_t n, ThreadPool &pool);
+// x = gelu(x) over n_rows rows of n
+void gelu_rows(float *x, int64_t n_rows, int64_t n, ThreadPool &pool);
+// x = cap * tanh(x / cap) over n_rows rows of n
+void softcap_rows(float *x, int64_t n_rows, int64_t n, float cap, ThreadPool &pool);
 // y += x over n_rows rows of n
 void add_rows(float *y, const float *x, int64_t n_rows, int64_t n, ThreadPool &pool);
 // rope_apply to the n_head heads of each of n_rows rows (ld floats apart) with that row's angles

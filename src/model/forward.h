@@ -27,6 +27,9 @@ struct KvView {
     size_t v_elem_bytes = 0;   // bytes of one V element (v_trans == true; F32/F16 only)
     std::vector<uint8_t *> k;  // [n_layer] -> [size][k_row_bytes]
     std::vector<uint8_t *> v;  // [n_layer] -> [size][v_row_bytes] or [n_embd_v_gqa][size] elements
+    // The context's cells per sequence (b4748: n_ctx / n_seq_max): LongRoPE models rotate by other
+    // frequencies when it exceeds their original training context (layer_rope).
+    uint32_t n_ctx_per_seq = 0;
 };
 
 struct ForwardBatch {
@@ -36,7 +39,8 @@ struct ForwardBatch {
     const int32_t *pos = nullptr;     // [n_tokens]
     const uint32_t *cells = nullptr;  // [n_tokens] KV cell each token's K/V is written to
     int32_t n_kv = 0;                 // attention spans cells [0, n_kv)
-    const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf
+    const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf (ALiBi: -|pos_q - pos_k|)
+    const float *mask_swa = nullptr;  // the same for sliding-window layers (HParams::layer_is_swa), or null
     int32_t n_outputs = 0;
     const int32_t *out_rows = nullptr;  // [n_outputs] ubatch rows whose outputs are wanted (ascending)
     float *logits = nullptr;            // [n_outputs][n_vocab], or null
@@ -54,23 +58,21 @@ struct ForwardBatch {
 struct ForwardScratch {
     std::vector<float> x, cur, q, k, v, attn, ffn_a, ffn_b, out;  // activations
     std::vector<float> rope_cs;                                   // [n_tokens][n_rot] cos, sin
+    std::vector<int32_t> rows;                                    // [n_tokens] 0, 1, ... (all_rows)
     std::vector<std::vector<float>> per_thread;                   // attention scores and conversions
     kernels::MatmulScratch mm;
 };
 
-// The RoPE parameters of layer il: the model's settings with its frequency factors (rope_freqs). The forward
+// The RoPE parameters of layer il in a context of n_ctx_per_seq cells per sequence (KvView::n_ctx_per_seq):
+// the model's settings with its frequency factors (rope_freqs, or LongRoPE's long or short ones). The forward
 // pass and the K-shift of the cache both take them from here, so a shifted key is rotated exactly as a key
 // computed at its new position would be.
-kernels::RopeParams layer_rope(const Model &model, uint32_t il);
+kernels::RopeParams layer_rope(const Model &model, uint32_t il, uint32_t n_ctx_per_seq);
 
 // Adds the batch's control vector of layer il (if any) to each of the n_rows rows of x.
 void add_control_vector(const ForwardBatch &b, uint32_t il, float *x, int64_t n_rows, int64_t n_embd);
 
-// Returns false when aborted through abort_cb.
-bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,
-                   kernels::ThreadPool &pool);
-
-// Dispatches to the family's forward pass.
+// Dispatches to the family's forward pass (model/families.h); returns false when aborted through abort_cb.
 bool forward(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,
              kernels::ThreadPool &pool);
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/ops.h"
 
@@ -13,12 +14,13 @@ namespace gguf {
 class File;
 }
 
-// Families lctx runs. Other: an architecture b4748 knows (model/architectures.h) that lctx has no forward
-// pass for yet; only its vocabulary can be loaded.
-enum class Arch { Llama, Other };
+// Families lctx knows by name (model/families.h says which of them run). Other: an architecture b4748 knows
+// (model/architectures.h) that lctx has no family for; only its vocabulary can be loaded.
+enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, Other };
 
 const char *arch_name(Arch arch);
-// Maps general.architecture to a supported family; throws lctx::Error naming the unsupported one.
+// Maps general.architecture to a family that runs; throws lctx::Error naming an architecture without a
+// forward pass (listing those that have one) or an unknown one.
 Arch arch_from_name(const std::string &name);
 
 struct HParams {
@@ -35,8 +37,24 @@ struct HParams {
     uint32_t n_vocab = 0;
     float norm_rms_eps = 1e-5f;
     float norm_eps = 1e-5f;
-    kernels::RopeParams rope;  // n_rot, base, scale, mode (per family)
+    // n_rot, base, scale, mode (per family); attn_factor = rope.scaling.attn_factor (b4748 multiplies the
+    // context's yarn_attn_factor, 1 by default, by it for every family: phi3 LongRoPE files set it).
+    kernels::RopeParams rope;
     bool causal_attn = true;
+
+    // Sliding-window attention: a query at position p sees the keys at positions q with p - q < n_swa
+    // (b4748's rule) in the layers whose swa_layers entry is set; 0: no window in any layer. swa_layers is
+    // [n_layer] when n_swa > 0, empty otherwise. The context builds a second mask for those layers
+    // (ForwardBatch::mask_swa); the cache keeps every position.
+    uint32_t n_swa = 0;
+    std::vector<bool> swa_layers;
+    bool layer_is_swa(uint32_t il) const { return n_swa > 0 && il < swa_layers.size() && swa_layers[il]; }
+    float attn_softcap = 0.0f;   // > 0: attention scores = cap * tanh(scores / cap) (gemma2)
+    float final_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (gemma2)
+    // ALiBi (bloom): no rotation; the mask holds -|pos_q - pos_k| and head h adds slope_h times it, the
+    // slopes from max_alibi_bias (kernels::alibi_slopes).
+    bool use_alibi = false;
+    float max_alibi_bias = 0.0f;
 
     uint32_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
     uint32_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }

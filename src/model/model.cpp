@@ -8,6 +8,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/interleave.h"
+#include "model/families.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "vocab/vocab.h"
@@ -151,57 +152,21 @@ void Model::count_tensors() {
 }
 
 void Model::bind_weights() {
-    const HParams &hp = hparams_;
+    const Family *family = find_family(hparams_.arch);
+    if (!family || !family->runs())
+        throw Error("lctx has no forward pass for the '" + hparams_.arch_name + "' architecture yet");
     WeightBinder b(*file_);
-    const int64_t n_embd = hp.n_embd;
-    const int64_t n_vocab = hp.n_vocab;
-    const int64_t q_dim = static_cast<int64_t>(hp.n_embd_head_k) * hp.n_head;
-    const int64_t k_dim = hp.n_embd_k_gqa();
-    const int64_t v_dim = hp.n_embd_v_gqa();
-    const int64_t o_dim = static_cast<int64_t>(hp.n_embd_head_v) * hp.n_head;
-
-    // The llama family's tensors, required and optional, as b4748 declares them (without experts).
-    weights_.token_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
-    weights_.output_norm = b.vector("output_norm.weight", n_embd);
-    weights_.output = b.matrix("output.weight", n_embd, n_vocab, Need::Optional);
-    if (!weights_.output.data) weights_.output = weights_.token_embd;  // tied embeddings
-
-    // Each layer has at least 9 tensors: a block_count the file cannot back is refused before anything is
-    // sized from it.
-    if (hp.n_layer > file_->tensors().size() / 9)
-        throw Error("llama.block_count = " + std::to_string(hp.n_layer) + " but the file holds only " +
-                    std::to_string(file_->tensors().size()) + " tensors");
-    weights_.layers.resize(hp.n_layer);
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        const std::string p = "blk." + std::to_string(il) + ".";
-        LayerWeights &l = weights_.layers[il];
-        l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
-        l.wq = b.matrix(p + "attn_q.weight", n_embd, q_dim);
-        l.wk = b.matrix(p + "attn_k.weight", n_embd, k_dim);
-        l.wv = b.matrix(p + "attn_v.weight", n_embd, v_dim);
-        l.wo = b.matrix(p + "attn_output.weight", o_dim, n_embd);
-        l.bq = b.vector(p + "attn_q.bias", q_dim, Need::Optional);
-        l.bk = b.vector(p + "attn_k.bias", k_dim, Need::Optional);
-        l.bv = b.vector(p + "attn_v.bias", v_dim, Need::Optional);
-        l.bo = b.vector(p + "attn_output.bias", n_embd, Need::Optional);
-        l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
-        l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
-        l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
-        l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
-        l.ffn_gate_b = b.vector(p + "ffn_gate.bias", hp.n_ff, Need::Optional);
-        l.ffn_down_b = b.vector(p + "ffn_down.bias", n_embd, Need::Optional);
-        l.ffn_up_b = b.vector(p + "ffn_up.bias", hp.n_ff, Need::Optional);
-    }
-    // One table of per-pair frequency divisors, shared by every layer.
-    weights_.rope_freqs = b.vector("rope_freqs.weight", hp.rope.n_rot / 2, Need::Optional);
+    family->bind(b, hparams_, weights_);
     b.finish();
 }
 
 void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     std::vector<kernels::WeightView *> todo;
+    // Every matrix a family binds, the row ranges of a fused tensor included (each range is a matrix of its
+    // own to the kernels).
     for (LayerWeights &l : weights_.layers)
         for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-            todo.push_back(w);
+            if (w->data) todo.push_back(w);
     // A tied output matrix is the embedding table: one interleaved copy serves both (a lookup de-interleaves
     // its row). An untied table is only looked up and stays in the mapping.
     const bool tied = weights_.output.data == weights_.token_embd.data;

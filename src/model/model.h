@@ -1,6 +1,6 @@
 // A loaded model: the mapped GGUF file, its hyper-parameters, its vocabulary, and views of its
 // weights in their stored types (never converted to f32 copies; only 1-D norm vectors are kept as
-// f32). The forward pass of each family lives in its own file (llama.cpp, ...).
+// f32). The forward pass of each family lives in its own file (llama.cpp, qwen2.cpp, ...; families.h).
 #pragma once
 #include <memory>
 #include <string>
@@ -16,26 +16,41 @@ namespace lctx {
 
 class Vocab;
 
-// Optional tensors (biases) are empty when the file has none: applying them then costs nothing.
+// The weights of every family in one layout; each family's bind_<family> (model/families.h) fills the fields
+// its forward pass reads. Optional tensors (biases, extra norms) are empty when the file has none: applying
+// them then costs nothing. A fused tensor is bound as row ranges of the one matrix: attn_qkv (rows q | k | v)
+// as wq, wk, wv, and phi3's ffn_up (rows gate | up) as ffn_gate, ffn_up; the forward passes then read them
+// like separate matrices (no copy of the fused product's parts), and repack_weights interleaves each range.
 struct LayerWeights {
     ParamVector attn_norm;                         // [n_embd]
+    ParamVector attn_norm_b;                       // optional LayerNorm bias (bloom)
     kernels::WeightView wq;                        // [n_head * head_dim_k, n_embd]
     kernels::WeightView wk;                        // [n_head_kv * head_dim_k, n_embd]
     kernels::WeightView wv;                        // [n_head_kv * head_dim_v, n_embd]
     kernels::WeightView wo;                        // [n_embd, n_head * head_dim_v]
-    ParamVector bq, bk, bv, bo;                    // optional biases of the four projections
+    ParamVector bq, bk, bv, bo;                    // optional biases of the four projections (a fused
+                                                   // attn_qkv.bias is split into bq, bk, bv)
+    ParamVector attn_post_norm;                    // optional norm of the attention output (gemma2)
     ParamVector ffn_norm;                          // [n_embd]
-    kernels::WeightView ffn_gate;                  // [n_ff, n_embd]
+    ParamVector ffn_norm_b;                        // optional LayerNorm bias (bloom)
+    kernels::WeightView ffn_gate;                  // [n_ff, n_embd]; empty for a plain (ungated) FFN
     kernels::WeightView ffn_up;                    // [n_ff, n_embd]
     kernels::WeightView ffn_down;                  // [n_embd, n_ff]
     ParamVector ffn_gate_b, ffn_up_b, ffn_down_b;  // optional biases
+    ParamVector ffn_post_norm;                     // optional norm of the feed-forward output (gemma2)
 };
 
 struct ModelWeights {
     kernels::WeightView token_embd;  // [n_vocab, n_embd]
+    ParamVector token_embd_norm;     // optional norm right after the lookup (bloom), [n_embd]
+    ParamVector token_embd_norm_b;   // its bias
     ParamVector output_norm;         // [n_embd]
+    ParamVector output_norm_b;       // optional LayerNorm bias (bloom)
     kernels::WeightView output;      // [n_vocab, n_embd] (token_embd when tied)
-    ParamVector rope_freqs;          // optional per-pair frequency divisors
+    ParamVector rope_freqs;          // optional per-pair frequency divisors, [n_rot / 2]
+    // LongRoPE (phi3): per-pair divisors for contexts beyond rope.n_ctx_orig per sequence (long) and within
+    // it (short), [n_rot / 2] each, optional; layer_rope picks one.
+    ParamVector rope_long, rope_short;
     std::vector<LayerWeights> layers;
 };
 
@@ -74,6 +89,7 @@ class Model {
 
   private:
     Model() = default;
+    // The family's bind_<family> (model/families.h) declares the tensors; unbound ones are refused.
     void bind_weights();
     void count_tensors();
     // Moves eligible matrices into interleaved copies; progress goes from `p0` to 1.

@@ -65,4 +65,28 @@ void WeightBinder::finish() const {
                 " that its architecture does not use: " + names);
 }
 
+void WeightBinder::check_layer_count(const std::string &arch, uint32_t n_layer, size_t per_layer) const {
+    if (n_layer > f_.tensors().size() / per_layer)
+        throw Error(arch + ".block_count = " + std::to_string(n_layer) + " but the file holds only " +
+                    std::to_string(f_.tensors().size()) + " tensors");
+}
+
+kernels::WeightView row_range(const kernels::WeightView &w, int64_t first, int64_t n) {
+    if (w.interleaved() || first < 0 || n < 0 || first + n > w.rows)
+        throw Error("row range [" + std::to_string(first) + ", " + std::to_string(first + n) +
+                    ") does not lie in a matrix of " + std::to_string(w.rows) + " rows");
+    kernels::WeightView r = w;
+    r.data = w.data + static_cast<size_t>(first) * w.row_bytes;
+    r.rows = n;
+    return r;
+}
+
+ParamVector vector_range(const ParamVector &v, int64_t first, int64_t n) {
+    if (v.empty()) return {};
+    if (first < 0 || n < 0 || static_cast<size_t>(first + n) > v.size())
+        throw Error("element range [" + std::to_string(first) + ", " + std::to_string(first + n) +
+                    ") does not lie in a vector of " + std::to_string(v.size()) + " elements");
+    return ParamVector(v.begin() + first, v.begin() + first + n);
+}
+
 }  // namespace lctx

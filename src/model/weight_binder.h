@@ -32,11 +32,21 @@ class WeightBinder {
     // Throws lctx::Error naming the tensors of the file that no declaration bound.
     void finish() const;
 
+    // Refuses a block_count the file cannot back (each layer has at least `per_layer` tensors) before
+    // anything is sized from it.
+    void check_layer_count(const std::string &arch, uint32_t n_layer, size_t per_layer) const;
+
   private:
     const gguf::TensorInfo *claim(const std::string &name, Need need);
 
     const gguf::File &f_;
     std::vector<bool> bound_;  // by index in f_.tensors()
 };
+
+// Rows [first, first + n) of a matrix in the file's row layout, as a matrix of its own (a part of a fused
+// tensor: attn_qkv's q, k and v rows).
+kernels::WeightView row_range(const kernels::WeightView &w, int64_t first, int64_t n);
+// Elements [first, first + n) of a vector (a part of a fused bias); empty when v is.
+ParamVector vector_range(const ParamVector &v, int64_t first, int64_t n);
 
 }  // namespace lctx

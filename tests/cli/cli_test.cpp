@@ -1,6 +1,7 @@
 // The lctx command-line tool, run as a user runs it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -55,6 +56,21 @@ TEST(Cli, MissingModelIsAClearError) {
 
 TEST(Cli, UnknownCommandFails) {
     EXPECT_NE(run("frobnicate").status, 0);
+}
+
+// A synthesized model of each family that is not llama generates: synth writes it, run loads and decodes it.
+TEST(Cli, RunGeneratesWithSynthesizedQwen2AndPhi3) {
+    for (const char *shape : {"qwen2-tiny", "phi3-tiny"}) {
+        const std::string path = lctx::testing::temp_file(std::string(shape) + ".gguf");
+        const Result s = run("synth --shape " + std::string(shape) + " --type Q4_0 -t 2 -o " + path, true);
+        ASSERT_EQ(s.status, 0) << s.out;
+        const Result r =
+            run("run -m " + path + " --temp 0 --ignore-eos -n 8 -t 2 --json -p 'Hello world'", true);
+        std::remove(path.c_str());
+        ASSERT_EQ(r.status, 0) << shape << ": " << r.out;
+        const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+        EXPECT_EQ(j["ids"].size(), 8u) << shape << ": " << r.out;
+    }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // attention() against a naive double-precision reference: masks with -inf holes (and fully masked
-// rows), GQA, F16 / F32 / Q8_0 caches, V transposed or not, row subsets, softcap.
+// rows), GQA, F16 / F32 / Q8_0 caches, V transposed or not, row subsets, softcap, ALiBi.
 //
 // The reference uses the same inputs the kernel sees: q converted to the K cache's dot type (as the
 // kernel must to take dot products with quantized keys), dequantized K and V. The one rounding the
@@ -29,13 +29,15 @@ struct Case {
     bool v_trans;
     float softcap = 0.0f;
     std::vector<int32_t> rows = {};  // the query rows to compute, in order (empty: every other, reversed)
+    float alibi_max_bias = 0.0f;     // > 0: ALiBi slopes, and the mask holds -|pos_q - pos_k|
+    bool slopes_of_one = false;      // slopes of 1 over the plain mask (the same values as none)
 };
 
 std::string case_name(const Case &c) {
     return "h" + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " d" +
            std::to_string(c.head_dim) + " kv" + std::to_string(c.n_kv) + " t" + std::to_string(c.n_tokens) +
            " " + type_name(c.type_k) + "/" + type_name(c.type_v) + (c.v_trans ? " vt" : "") +
-           (c.softcap > 0 ? " softcap" : "");
+           (c.softcap > 0 ? " softcap" : "") + (c.alibi_max_bias > 0 ? " alibi" : "");
 }
 
 // Round trip of n floats through `type`.
@@ -110,7 +112,14 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
         }
         if (c.n_tokens > 1 && t == c.n_tokens - 1)
             for (int j = 0; j < c.n_kv; ++j) mask[t * ldmask + j] = -kInf;
+        // ALiBi: visible cells hold minus their distance to the token (at position n_kv - n_tokens + t)
+        if (c.alibi_max_bias > 0)
+            for (int j = 0; j < c.n_kv; ++j)
+                if (mask[t * ldmask + j] != -kInf)
+                    mask[t * ldmask + j] = -static_cast<float>(std::abs(c.n_kv - c.n_tokens + t - j));
     }
+    std::vector<float> slopes(c.n_head);
+    alibi_slopes(c.n_head, c.alibi_max_bias, slopes.data());  // all 1 when the max bias is 0
     // every other row, in reverse order, unless the case names them
     std::vector<int32_t> rows = c.rows;
     if (rows.empty())
@@ -138,6 +147,7 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     a.ldmask = ldmask;
     a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     a.softcap = c.softcap;
+    a.alibi = c.alibi_max_bias > 0 || c.slopes_of_one ? slopes.data() : nullptr;
     a.rows = rows.data();
     a.n_rows = static_cast<int>(rows.size());
     a.out = out.data();
@@ -162,6 +172,7 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 for (int d = 0; d < hd; ++d) s += static_cast<double>(qh[d]) * kdq[j * kv_dim + g * hd + d];
                 s *= a.scale;
                 if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
+                s += static_cast<double>(c.alibi_max_bias > 0 ? slopes[h] : 1.0f) * mask[t * ldmask + j];
                 p[j] = s;
                 mx = std::max(mx, s);
                 any = true;
@@ -285,6 +296,62 @@ TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
 TEST(AttentionTest, Softcap) {
     run_case(Case{4, 2, 64, 50, 3, GgmlType::F16, GgmlType::F16, true, 5.0f}, 94, 1);
     run_case(Case{4, 2, 64, 50, 3, GgmlType::F32, GgmlType::F32, false, 5.0f}, 95, 2);
+}
+
+// ALiBi slopes as ggml's soft_max_ext forms them: powers of 2^(-8 / n2) for the first n2 heads (n2 the
+// largest power of two <= n_head), odd powers of 2^(-4 / n2) for the rest; a max bias of 0 gives 1.
+TEST(AttentionTest, AlibiSlopes) {
+    for (int n_head : {1, 4, 6, 8, 12, 32, 40}) {
+        std::vector<float> s(n_head);
+        alibi_slopes(n_head, 8.0f, s.data());
+        int n2 = 1;
+        while (n2 * 2 <= n_head) n2 *= 2;
+        for (int h = 0; h < n_head; ++h) {
+            const double want =
+                h < n2 ? std::pow(2.0, -8.0 * (h + 1) / n2) : std::pow(2.0, -4.0 * (2 * (h - n2) + 1) / n2);
+            EXPECT_NEAR(s[h], want, want * 1e-6) << "n_head " << n_head << " head " << h;
+        }
+        alibi_slopes(n_head, 0.0f, s.data());
+        for (float v : s) EXPECT_EQ(v, 1.0f);
+    }
+    std::vector<float> s(4);
+    alibi_slopes(4, 8.0f, s.data());  // bloom's 4 heads: 1/4, 1/16, 1/64, 1/256
+    EXPECT_EQ(s, (std::vector<float>{0.25f, 0.0625f, 0.015625f, 0.00390625f}));
+}
+
+// ALiBi over every cache layout and both score paths (a decoded token's dot products, a prompt's turned key
+// blocks on AVX-512), with GQA and a head count that is not a power of two (the second slope series).
+TEST(AttentionTest, Alibi) {
+    uint32_t seed = 300;
+    for (GgmlType tk : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+        for (bool v_trans : {true, false}) {
+            const GgmlType tv = v_trans && tk == GgmlType::Q8_0 ? GgmlType::F16 : tk;
+            for (auto [nh, nkv] : {std::pair{4, 4}, std::pair{6, 2}}) {
+                for (auto [n_kv, n_tokens] : {std::pair{1, 1}, std::pair{37, 1}, std::pair{70, 9}}) {
+                    Case c{nh, nkv, 64, n_kv, n_tokens, tk, tv, v_trans};
+                    c.alibi_max_bias = 8.0f;
+                    for (int threads : {1, 2}) run_case(c, seed++, threads);
+                    if (::testing::Test::HasFailure()) return;
+                }
+            }
+        }
+    }
+    // with a softcap as well (the cap applies to the scaled scores, before the bias)
+    Case c{4, 2, 64, 50, 6, GgmlType::F16, GgmlType::F16, true, 5.0f};
+    c.alibi_max_bias = 8.0f;
+    run_case(c, seed++, 2);
+}
+
+// Slopes of 1 over a 0 / -inf mask are the plain computation: the same bits as no slopes, on every path.
+TEST(AttentionTest, AlibiSlopesOfOneKeepTheBits) {
+    for (int n_tokens : {1, 9}) {
+        for (bool v_trans : {true, false}) {
+            Case c{8, 2, 64, 90, n_tokens, GgmlType::F16, GgmlType::F16, v_trans};
+            const std::vector<float> plain = run_case(c, 77, 2);
+            c.slopes_of_one = true;
+            EXPECT_EQ(plain, run_case(c, 77, 2)) << "tokens " << n_tokens << " v_trans " << v_trans;
+        }
+    }
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 
 #include "kernels/dot.h"
 #include "kernels/ops_x86.h"
+#include "kernels/rows.h"
+#include "kernels/threadpool.h"
 #include "tensor/fp16.h"
 
 namespace lctx::kernels {
@@ -257,16 +259,29 @@ TEST(OpsTest, SoftmaxAllMaskedGivesZeros) {
     for (float v : x) EXPECT_EQ(v, 0.0f);
 }
 
+// GELU as ggml computes it on the CPU (ops.h): the tanh approximation of x rounded to a half, rounded to a
+// half.
+double gelu_exact(double a) {
+    return 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * a * (1.0 + 0.044715 * a * a)));
+}
+float gelu_ggml(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = fp16_to_fp32(fp32_to_fp16(x));
+    return fp16_to_fp32(fp32_to_fp16(static_cast<float>(gelu_exact(h))));
+}
+
 TEST(OpsTest, GatedActivations) {
     for (int64_t n : kLengths) {
         SCOPED_TRACE(n);
         const std::vector<float> g = random_vec(n, 21 + n, 4.0f), u = random_vec(n, 22 + n);
-        std::vector<double> sw(n), ge(n), si(n), gl(n);
+        std::vector<double> sw(n), si(n);
+        std::vector<float> ge(n), gl(n);
         for (int64_t i = 0; i < n; ++i) {
             const double a = g[i];
             si[i] = a / (1.0 + std::exp(-a));
             sw[i] = si[i] * u[i];
-            gl[i] = 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * a * (1.0 + 0.044715 * a * a)));
+            gl[i] = gelu_ggml(g[i]);
             ge[i] = gl[i] * u[i];
         }
         std::vector<float> y(n);
@@ -276,14 +291,116 @@ TEST(OpsTest, GatedActivations) {
         swiglu(y.data(), u.data(), y.data(), n);
         expect_close(y, sw, 1e-5, 1e-6);
         geglu(g.data(), u.data(), y.data(), n);
-        expect_close(y, ge, 1e-5, 1e-6);
+        EXPECT_EQ(y, ge);
+        y = g;
+        geglu(y.data(), u.data(), y.data(), n);  // in place
+        EXPECT_EQ(y, ge);
         y = g;
         silu_inplace(y.data(), n);
         expect_close(y, si, 1e-5, 1e-6);
         y = g;
         gelu_inplace(y.data(), n);
-        expect_close(y, gl, 1e-5, 1e-6);
+        EXPECT_EQ(y, gl);
+        for (int64_t i = 0; i < n; ++i) EXPECT_EQ(gelu(g[i]), gl[i]);
     }
+}
+
+// The half table is GELU to a half's precision: two roundings of 2^-11 relative (the input's moves the value
+// by at most |gelu'| <= 1.13 times its own), and the clamps at +-10 are where GELU is 0 and x to float
+// precision.
+TEST(OpsTest, GeluIsGeluToHalfPrecision) {
+    std::vector<float> x;
+    for (float v = -12.0f; v <= 12.0f; v += 0.0137f) x.push_back(v);
+    for (float v : {-10.0f, -9.999f, 10.0f, 9.999f, 0.0f, -0.0f, 1e-6f, -1e-6f, 1e-30f, 100.0f, -100.0f})
+        x.push_back(v);
+    std::vector<float> y = x;
+    gelu_inplace(y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double want = gelu_exact(x[i]);
+        EXPECT_NEAR(y[i], want, (std::fabs(want) + 1.13 * std::fabs(x[i])) * 0x1p-11 + 1e-7) << x[i];
+        EXPECT_EQ(y[i], gelu_ggml(x[i])) << x[i];
+    }
+}
+
+TEST(OpsTest, Softcap) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        std::vector<float> x = random_vec(n, 41 + n, 40.0f);
+        x[0] = 1e-4f;                          // near 0 the tanh of a small value
+        if (n > 2) x[1] = 1e4f, x[2] = -1e4f;  // saturates at +-cap
+        for (float cap : {5.0f, 30.0f}) {
+            for (float scale : {1.0f, 0.125f}) {
+                std::vector<double> want(n);
+                for (int64_t i = 0; i < n; ++i)
+                    want[i] = cap * std::tanh(static_cast<double>(x[i]) * scale / cap);
+                std::vector<float> y = x;
+                softcap(y.data(), n, cap, scale);
+                // the vector tanh: an absolute error of a few 1e-8 (times the cap), relative 1e-6
+                expect_close(y, want, 1e-6, cap * 2e-7);
+                for (float v : y) EXPECT_LE(std::fabs(v), cap);
+            }
+        }
+    }
+}
+
+// With ALiBi the mask holds -|pos_q - pos_k| and the head's slope multiplies it: softmax(x * scale + slope *
+// m).
+TEST(OpsTest, SoftmaxWithSlope) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        const std::vector<float> x = random_vec(n, 51 + n, 3.0f);
+        std::vector<float> mask(n);
+        for (int64_t i = 0; i < n; ++i) mask[i] = i % 7 == 3 ? -kInf : -static_cast<float>(n - 1 - i);
+        mask[n - 1] = 0.0f;
+        const float scale = 0.125f, slope = 0.0625f;
+        double mx = -1e300, sum = 0;
+        std::vector<double> want(n, 0.0);
+        for (int64_t i = 0; i < n; ++i)
+            if (mask[i] != -kInf) mx = std::max(mx, double(x[i]) * scale + double(slope) * mask[i]);
+        for (int64_t i = 0; i < n; ++i)
+            if (mask[i] != -kInf)
+                sum += want[i] = std::exp(double(x[i]) * scale + double(slope) * mask[i] - mx);
+        for (double &v : want) v /= sum;
+        std::vector<float> y = x;
+        softmax(y.data(), mask.data(), n, scale, slope);
+        expect_close(y, want, 1e-5, 1e-7);
+        // a slope of 1 is the plain mask, bit for bit
+        std::vector<float> a = x, b = x;
+        softmax(a.data(), mask.data(), n, scale);
+        softmax(b.data(), mask.data(), n, scale, 1.0f);
+        EXPECT_EQ(a, b);
+    }
+}
+
+// The row steps of a forward pass split big batches across threads: every row keeps the values of the
+// single-row function, however the rows are shared out.
+TEST(OpsTest, RowStepsGiveTheSingleRowValues) {
+    const int64_t n_rows = 37, n = 2051;  // above the size that goes parallel
+    const std::vector<float> x = random_vec(n_rows * n, 61, 3.0f), u = random_vec(n_rows * n, 62);
+    const std::vector<float> w = random_vec(n, 63), b = random_vec(n, 64);
+    ThreadPool pool(2);
+    std::vector<float> got(x.size()), want(x.size());
+
+    layer_norm_rows(x.data(), w.data(), b.data(), got.data(), n_rows, n, 1e-5f, pool);
+    for (int64_t r = 0; r < n_rows; ++r)
+        layer_norm(x.data() + r * n, w.data(), b.data(), want.data() + r * n, n, 1e-5f);
+    EXPECT_EQ(got, want);
+
+    geglu_rows(x.data(), u.data(), got.data(), n_rows, n, pool);
+    for (int64_t r = 0; r < n_rows; ++r) geglu(x.data() + r * n, u.data() + r * n, want.data() + r * n, n);
+    EXPECT_EQ(got, want);
+
+    got = x;
+    gelu_rows(got.data(), n_rows, n, pool);
+    want = x;
+    for (int64_t r = 0; r < n_rows; ++r) gelu_inplace(want.data() + r * n, n);
+    EXPECT_EQ(got, want);
+
+    got = x;
+    softcap_rows(got.data(), n_rows, n, 2.5f, pool);
+    want = x;
+    for (int64_t r = 0; r < n_rows; ++r) softcap(want.data() + r * n, n, 2.5f);
+    EXPECT_EQ(got, want);
 }
 
 TEST(OpsTest, SiluExtremes) {

@@ -180,6 +180,77 @@ TEST(SynthPlan, TinyllamaQ4KMLayers) {
     EXPECT_EQ(q6_layers_down, expect);
 }
 
+// The qwen2 and phi3 shapes: their families' tensors, and parameter counts of the real models (less the
+// vocabulary that stands in for Qwen2's).
+TEST(SynthPlan, Qwen2AndPhi3MatchTheRealModels) {
+    TypeChoice t;
+    ASSERT_TRUE(parse_type("Q4_0", &t));
+    auto count = [](const std::vector<TensorPlan> &plan, std::set<std::string> *names) {
+        uint64_t n_params = 0;
+        for (const TensorPlan &p : plan) {
+            names->insert(p.name);
+            int64_t n = 1;
+            for (int64_t d : p.ne) n *= d;
+            n_params += static_cast<uint64_t>(n);
+        }
+        return n_params;
+    };
+    std::set<std::string> qwen2;
+    const Shape *q = find_shape("qwen2-0.5b");
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->arch, "qwen2");
+    // Qwen2-0.5B: 494,032,768 parameters with 151936 tokens; the GPT-2 vocabulary has 101679 fewer rows of
+    // 896 in the tied embedding.
+    EXPECT_EQ(count(plan_tensors(*q, 50257, t), &qwen2), 494032768u - 101679u * 896u);
+    EXPECT_EQ(qwen2.count("blk.23.attn_k.bias"), 1u);
+    EXPECT_EQ(qwen2.count("output.weight"), 0u);  // tied
+
+    std::set<std::string> phi3;
+    const Shape *p = find_shape("phi3-mini");
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->arch, "phi3");
+    EXPECT_EQ(count(plan_tensors(*p, 32064, t), &phi3), 3821079552u);  // Phi-3-mini
+    EXPECT_EQ(phi3.count("blk.31.attn_qkv.weight"), 1u);
+    EXPECT_EQ(phi3.count("blk.31.attn_q.weight"), 0u);
+    EXPECT_EQ(phi3.count("blk.31.ffn_gate.weight"), 0u);  // in ffn_up
+    EXPECT_EQ(phi3.count("output.weight"), 1u);
+}
+
+// The small qwen2 and phi3 shapes load as their families and decode to finite logits.
+TEST(SynthFamilies, TinyQwen2AndPhi3LoadAndDecode) {
+    for (const char *name : {"qwen2-tiny", "phi3-tiny"}) {
+        const Shape *shape = find_shape(name);
+        ASSERT_NE(shape, nullptr);
+        TypeChoice type;
+        ASSERT_TRUE(parse_type("Q8_0", &type));
+        Options opts;
+        opts.vocab_path = vocab_path(*shape);
+        opts.n_threads = 2;
+        const std::string path = temp_path(std::string(name) + ".gguf");
+        write_model(*shape, type, path, opts);
+        std::unique_ptr<Model> m = Model::load(path);
+        EXPECT_EQ(m->hparams().arch_name, shape->arch);
+        EXPECT_EQ(m->hparams().rope.mode, kernels::RopeMode::Neox);
+        if (shape->arch == "qwen2") {
+            ASSERT_EQ(m->weights().layers[1].bk.size(), 128u);
+            for (float v : m->weights().layers[1].bk) EXPECT_LT(std::fabs(v), 0.2f);  // a bias, not a norm
+        }
+        ContextParams cp;
+        cp.n_ctx = 16;
+        Context ctx(*m, cp);
+        const int32_t toks[2] = {1, 2};
+        Batch b;
+        b.n_tokens = 2;
+        b.token = toks;
+        ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+        const float *logits = ctx.logits_ith(-1);
+        ASSERT_NE(logits, nullptr);
+        for (uint32_t i = 0; i < m->hparams().n_vocab; ++i)
+            ASSERT_TRUE(std::isfinite(logits[i])) << name << " " << i;
+        std::filesystem::remove(path);
+    }
+}
+
 TEST(SynthGenerator, DeterministicInSeedAndRoughlyNormal) {
     const Shape *shape = find_shape("tiny");
     TypeChoice type;
@@ -247,6 +318,77 @@ TEST(SynthFailure, FailedWriteRemovesThePartialFile) {
     EXPECT_FALSE(std::filesystem::exists(dir + ".part"));
     EXPECT_TRUE(std::filesystem::is_directory(dir + "/inside"));
     std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lctx::synth
+
+namespace lctx::synth {
+namespace {
+
+const TensorPlan *planned(const std::vector<TensorPlan> &plan, const std::string &name) {
+    for (const TensorPlan &t : plan)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+// Gemma-2-2B's tensors: 8 heads of 256 on a 2304 stream (q is 2048 wide), the two post norms, no output
+// matrix.
+TEST(SynthFamilies, Gemma2PlanHasGemma2Shapes) {
+    const Shape *s = find_shape("gemma2-2b");
+    ASSERT_NE(s, nullptr);
+    TypeChoice type;
+    ASSERT_TRUE(parse_type("Q4_0", &type));
+    const std::vector<TensorPlan> plan = plan_tensors(*s, 32000, type);
+    EXPECT_EQ(plan.size(), 2u + 26u * 11u);
+    ASSERT_NE(planned(plan, "blk.25.attn_q.weight"), nullptr);
+    EXPECT_EQ(planned(plan, "blk.25.attn_q.weight")->ne, (std::vector<int64_t>{2304, 2048}));
+    EXPECT_EQ(planned(plan, "blk.0.attn_k.weight")->ne, (std::vector<int64_t>{2304, 1024}));
+    EXPECT_EQ(planned(plan, "blk.0.attn_output.weight")->ne, (std::vector<int64_t>{2048, 2304}));
+    EXPECT_EQ(planned(plan, "blk.0.ffn_down.weight")->ne, (std::vector<int64_t>{9216, 2304}));
+    EXPECT_NE(planned(plan, "blk.7.post_attention_norm.weight"), nullptr);
+    EXPECT_NE(planned(plan, "blk.7.post_ffw_norm.weight"), nullptr);
+    EXPECT_EQ(planned(plan, "output.weight"), nullptr);
+}
+
+// The small gemma2 and bloom shapes load as their families with the file's settings, and decode.
+TEST(SynthFamilies, TinyGemma2AndBloomLoadAndDecode) {
+    TypeChoice type;
+    ASSERT_TRUE(parse_type("Q8_0", &type));
+    for (const char *name : {"gemma2-tiny", "bloom-tiny"}) {
+        SCOPED_TRACE(name);
+        const Shape *s = find_shape(name);
+        ASSERT_NE(s, nullptr);
+        Options opts;
+        opts.vocab_path = vocab_path(*s);
+        opts.n_threads = 2;
+        const std::string path = temp_path(std::string(name) + ".gguf");
+        write_model(*s, type, path, opts);
+        std::unique_ptr<Model> m = Model::load(path);
+        const HParams &hp = m->hparams();
+        EXPECT_EQ(hp.arch_name, s->arch);
+        if (s->arch == "gemma2") {
+            EXPECT_EQ(hp.n_embd_head_k, 128u);
+            EXPECT_EQ(hp.n_swa, 16u);
+            EXPECT_EQ(hp.attn_softcap, 50.0f);
+            EXPECT_EQ(hp.final_softcap, 30.0f);
+        } else {
+            EXPECT_TRUE(hp.use_alibi);
+            EXPECT_EQ(m->weights().layers[1].bv.size(), 256u);
+        }
+        ContextParams p;
+        p.n_ctx = 64;
+        Context ctx(*m, p);
+        std::vector<int32_t> toks = {1, 100, 200, 300, 400};
+        Batch b;
+        b.n_tokens = static_cast<int32_t>(toks.size());
+        b.token = toks.data();
+        ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+        const float *l = ctx.logits_ith(-1);
+        ASSERT_NE(l, nullptr);
+        for (uint32_t i = 0; i < hp.n_vocab; ++i) ASSERT_TRUE(std::isfinite(l[i])) << i;
+        std::filesystem::remove(path);
+    }
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ int cmd_synth(int argc, char **argv) {
 
     std::map<std::string, int> by_type;  // matrix type -> count
     for (const synth::TensorPlan &t : sum.tensors)
-        if (!t.is_norm) ++by_type[type_name(t.type)];
+        if (t.ne.size() > 1) ++by_type[type_name(t.type)];
     std::string mix;
     for (const auto &[name, n] : by_type) mix += (mix.empty() ? "" : ", ") + std::to_string(n) + " " + name;
     std::printf("wrote %s: %s %s, %.2fM params, %.1f MiB, vocab %u, %zu tensors (matrices: %s) in %.1f s\n",

@@ -17,9 +17,13 @@ namespace lctx::synth {
 namespace {
 
 Shape make_shape(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_head_kv,
-                 uint32_t n_ff, uint32_t n_ctx, bool tied, const char *vocab) {
+                 uint32_t n_ff, uint32_t n_ctx, bool tied, const char *vocab, const char *arch = "llama",
+                 float rope_base = 10000.0f, float rms_eps = 1e-5f) {
     Shape s;
     s.name = name;
+    s.arch = arch;
+    s.rope_freq_base = rope_base;
+    s.rms_eps = rms_eps;
     s.n_embd = n_embd;
     s.n_layer = n_layer;
     s.n_head = n_head;
@@ -31,6 +35,27 @@ Shape make_shape(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n
     return s;
 }
 
+Shape gemma2(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_head_kv,
+             uint32_t head_dim, uint32_t n_ff, uint32_t n_ctx, uint32_t window) {
+    Shape s =
+        make_shape(name, n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx, true, "ggml-vocab-llama-spm.gguf");
+    s.arch = "gemma2";
+    s.head_dim = head_dim;
+    s.sliding_window = window;
+    s.attn_softcap = 50.0f;
+    s.final_softcap = 30.0f;
+    s.rms_eps = 1e-6f;
+    return s;
+}
+
+Shape bloom(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_ff,
+            uint32_t n_ctx) {
+    Shape s =
+        make_shape(name, n_embd, n_layer, n_head, n_head, n_ff, n_ctx, true, "ggml-vocab-llama-spm.gguf");
+    s.arch = "bloom";
+    return s;
+}
+
 const std::vector<Shape> &shapes() {
     static const std::vector<Shape> all = {
         // Small enough for tests; rows of 256 so every type quantizes without a fallback.
@@ -39,6 +64,28 @@ const std::vector<Shape> &shapes() {
         make_shape("smollm-135m", 576, 30, 9, 3, 1536, 2048, true, "ggml-vocab-gpt-2.gguf"),
         // TinyLlama/TinyLlama-1.1B: the llama SPM vocabulary it was trained with.
         make_shape("tinyllama-1.1b", 2048, 22, 32, 4, 5632, 2048, false, "ggml-vocab-llama-spm.gguf"),
+        // A qwen2 small enough for tests: q/k/v biases, NeoX rope, the GPT-2 BPE vocabulary.
+        make_shape("qwen2-tiny", 256, 2, 4, 2, 512, 512, false, "ggml-vocab-gpt-2.gguf", "qwen2", 1e6f,
+                   1e-6f),
+        // Qwen/Qwen2-0.5B (tied output). The fixtures hold no Qwen2 vocabulary: the GPT-2 BPE one (50257
+        // tokens)
+        // stands in for its 151936, so the output product is a third of the real one.
+        make_shape("qwen2-0.5b", 896, 24, 14, 2, 4864, 32768, true, "ggml-vocab-gpt-2.gguf", "qwen2", 1e6f,
+                   1e-6f),
+        // A phi3 small enough for tests: fused q|k|v and gate|up, Phi-3's vocabulary.
+        make_shape("phi3-tiny", 256, 2, 4, 4, 512, 512, false, "ggml-vocab-phi-3.gguf", "phi3"),
+        // microsoft/Phi-3-mini-4k-instruct with its own vocabulary (32064 tokens): fused attn_qkv and gate|up
+        // ffn_up. The real file's sliding window (2047) is written as 0 (none) until lctx runs phi3's window;
+        // it only matters beyond 2047 tokens.
+        make_shape("phi3-mini", 3072, 32, 32, 32, 8192, 4096, false, "ggml-vocab-phi-3.gguf", "phi3"),
+        // google/gemma-2-2b: head size 256 (8 heads of 256 on a 2304 stream), window 4096 on the even layers,
+        // caps 50 / 30. Gemma's own 256000-token vocabulary is not in fixtures/vocab; the llama SPM one
+        // (32000)
+        // stands in, which makes the tied output matrix 8x smaller than the real model's.
+        gemma2("gemma2-2b", 2304, 26, 8, 4, 256, 9216, 8192, 4096),
+        // Small gemma2 and bloom models for tests (head size 128, not 256 / 4, in the gemma2 one).
+        gemma2("gemma2-tiny", 256, 2, 4, 2, 128, 512, 512, 16),
+        bloom("bloom-tiny", 256, 2, 4, 1024, 512),
     };
     return all;
 }
@@ -166,10 +213,13 @@ std::vector<std::string> type_names() {
 }
 
 std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const TypeChoice &type) {
-    const int64_t head_dim = s.n_embd / s.n_head;
+    const int64_t head_dim = s.head_size();
+    const int64_t q_dim = head_dim * s.n_head;
     const int64_t n_embd_kv = head_dim * s.n_head_kv;
     const int64_t e = s.n_embd;
     const int nl = static_cast<int>(s.n_layer);
+    const bool is_gemma2 = s.arch == "gemma2", is_bloom = s.arch == "bloom";
+    const bool tied = s.tied_output || is_gemma2;  // gemma2 has no output matrix
     std::vector<TensorPlan> plan;
     auto matrix = [&](const std::string &name, int64_t ne0, int64_t ne1, GgmlType wanted) {
         plan.push_back(TensorPlan{name, {ne0, ne1}, fallback_type(wanted, ne0), wanted, false, 0});
@@ -177,27 +227,67 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     auto norm = [&](const std::string &name) {
         plan.push_back(TensorPlan{name, {e}, GgmlType::F32, GgmlType::F32, true, 0});
     };
+    auto bias = [&](const std::string &name, int64_t n) {  // values near 0
+        plan.push_back(TensorPlan{name, {n}, GgmlType::F32, GgmlType::F32, false, 0});
+    };
     const GgmlType base = type.base;
     // In a mixture the output matrix (token_embd when tied) gets Q6_K, or Q8_0 when its rows are not whole
     // blocks of the base type (llama.cpp's rule for output.weight).
     GgmlType out_type = base;
     if (type.k_mixture) out_type = e % type_traits(base).block_size != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
-    matrix("token_embd.weight", e, n_vocab, s.tied_output ? out_type : base);
+    matrix("token_embd.weight", e, n_vocab, tied ? out_type : base);
+    if (is_bloom) {
+        norm("token_embd_norm.weight");
+        bias("token_embd_norm.bias", e);
+    }
     for (int il = 0; il < nl; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         const bool more = type.k_mixture && use_more_bits(il, nl);
         norm(p + "attn_norm.weight");
-        matrix(p + "attn_q.weight", e, e, base);
-        matrix(p + "attn_k.weight", e, n_embd_kv, base);
-        matrix(p + "attn_v.weight", e, n_embd_kv, more ? GgmlType::Q6_K : base);
-        matrix(p + "attn_output.weight", e, e, base);
+        if (is_bloom) {
+            // llama.cpp's mixture gives the fused q | k | v Q5_K
+            bias(p + "attn_norm.bias", e);
+            matrix(p + "attn_qkv.weight", e, q_dim + 2 * n_embd_kv, type.k_mixture ? GgmlType::Q5_K : base);
+            bias(p + "attn_qkv.bias", q_dim + 2 * n_embd_kv);
+            matrix(p + "attn_output.weight", q_dim, e, base);
+            bias(p + "attn_output.bias", e);
+            norm(p + "ffn_norm.weight");
+            bias(p + "ffn_norm.bias", e);
+            matrix(p + "ffn_up.weight", e, s.n_ff, base);
+            bias(p + "ffn_up.bias", s.n_ff);
+            matrix(p + "ffn_down.weight", s.n_ff, e, more ? GgmlType::Q6_K : base);
+            bias(p + "ffn_down.bias", e);
+            continue;
+        }
+        if (s.arch == "phi3") {
+            // q | k | v rows in one matrix; llama.cpp's Q4_K_M gives it Q5_K.
+            matrix(p + "attn_qkv.weight", e, q_dim + 2 * n_embd_kv, type.k_mixture ? GgmlType::Q5_K : base);
+        } else {
+            matrix(p + "attn_q.weight", e, q_dim, base);
+            matrix(p + "attn_k.weight", e, n_embd_kv, base);
+            matrix(p + "attn_v.weight", e, n_embd_kv, more ? GgmlType::Q6_K : base);
+        }
+        if (s.arch == "qwen2") {
+            bias(p + "attn_q.bias", q_dim);
+            bias(p + "attn_k.bias", n_embd_kv);
+            bias(p + "attn_v.bias", n_embd_kv);
+        }
+        matrix(p + "attn_output.weight", q_dim, e, base);
+        if (is_gemma2) norm(p + "post_attention_norm.weight");
         norm(p + "ffn_norm.weight");
+        if (s.arch == "phi3") {  // gate rows then up rows in one matrix
+            matrix(p + "ffn_up.weight", e, 2 * int64_t(s.n_ff), base);
+            matrix(p + "ffn_down.weight", s.n_ff, e, more ? GgmlType::Q6_K : base);
+            continue;
+        }
         matrix(p + "ffn_gate.weight", e, s.n_ff, base);
         matrix(p + "ffn_down.weight", s.n_ff, e, more ? GgmlType::Q6_K : base);
         matrix(p + "ffn_up.weight", e, s.n_ff, base);
+        if (is_gemma2) norm(p + "post_ffw_norm.weight");
     }
     norm("output_norm.weight");
-    if (!s.tied_output) matrix("output.weight", e, n_vocab, out_type);
+    if (is_bloom) bias("output_norm.bias", e);
+    if (!tied) matrix("output.weight", e, n_vocab, out_type);
     for (TensorPlan &t : plan) {
         size_t n = row_size(t.type, t.ne[0]);
         for (size_t d = 1; d < t.ne.size(); ++d) n *= static_cast<size_t>(t.ne[d]);
@@ -239,18 +329,36 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     // Metadata through our writer (no tensors: the header ends after the key-values), then the tensor infos
     // and data streamed behind it.
     gguf::Writer w;
-    w.set_string("general.architecture", "llama");
+    const std::string a = s.arch + ".";
+    w.set_string("general.architecture", s.arch);
     w.set_string("general.name", "synthetic " + s.name + " " + type.name);
-    w.set_u32("llama.context_length", s.n_ctx_train);
-    w.set_u32("llama.embedding_length", s.n_embd);
-    w.set_u32("llama.block_count", s.n_layer);
-    w.set_u32("llama.feed_forward_length", s.n_ff);
-    w.set_u32("llama.rope.dimension_count", s.n_embd / s.n_head);
-    w.set_u32("llama.attention.head_count", s.n_head);
-    w.set_u32("llama.attention.head_count_kv", s.n_head_kv);
-    w.set_f32("llama.attention.layer_norm_rms_epsilon", s.rms_eps);
-    w.set_f32("llama.rope.freq_base", s.rope_freq_base);
-    w.set_u32("llama.vocab_size", sum.n_vocab);
+    w.set_u32(a + "context_length", s.n_ctx_train);
+    w.set_u32(a + "embedding_length", s.n_embd);
+    w.set_u32(a + "block_count", s.n_layer);
+    w.set_u32(a + "feed_forward_length", s.n_ff);
+    w.set_u32(a + "attention.head_count", s.n_head);
+    w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
+    if (s.arch == "bloom") {
+        w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);
+    } else {
+        w.set_u32(a + "rope.dimension_count", s.head_size());
+        w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+        w.set_f32(a + "rope.freq_base", s.rope_freq_base);
+    }
+    if (s.head_dim) {
+        w.set_u32(a + "attention.key_length", s.head_dim);
+        w.set_u32(a + "attention.value_length", s.head_dim);
+    }
+    if (s.arch == "gemma2") {
+        w.set_u32(a + "attention.sliding_window", s.sliding_window);
+        w.set_f32(a + "attn_logit_softcapping", s.attn_softcap);
+        w.set_f32(a + "final_logit_softcapping", s.final_softcap);
+    }
+    w.set_u32(a + "vocab_size", sum.n_vocab);
+    if (s.arch == "phi3") {
+        w.set_u32(a + "rope.scaling.original_context_length", s.n_ctx_train);
+        w.set_u32(a + "attention.sliding_window", 0);  // see the phi3-mini shape
+    }
     w.set_u32("general.file_type", type.file_type);
     w.set_u32("general.quantization_version", 2);
     for (const gguf::KeyValue &kv : vocab->metadata())

@@ -1,5 +1,6 @@
-// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real llama-family model,
-// with the metadata and tokenizer llama.cpp needs, so both engines can load the same file.
+// Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, qwen2,
+// phi3, gemma2 or bloom family), with the metadata and tokenizer llama.cpp needs, so both engines can load
+// the same file.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,6 +13,8 @@ namespace lctx::synth {
 
 struct Shape {
     std::string name;
+    std::string arch = "llama";  // general.architecture: llama, qwen2 (q/k/v biases), phi3 (fused tensors),
+                                 // gemma2 (post norms, soft-caps, window) or bloom (LayerNorms, ALiBi)
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
@@ -20,11 +23,19 @@ struct Shape {
     uint32_t n_ctx_train = 2048;
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
-    bool tied_output = false;  // no output.weight: the output matrix is token_embd
+    bool tied_output = false;  // no output.weight: the output matrix is token_embd (always for gemma2)
     std::string vocab_file;    // file name under fixtures/vocab with the tokenizer.* keys
+    uint32_t head_dim = 0;     // 0: n_embd / n_head
+    // gemma2: the sliding window of its even layers and the soft-capping values
+    uint32_t sliding_window = 0;
+    float attn_softcap = 0.0f, final_softcap = 0.0f;
+
+    uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 
-// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b". Null when the name is unknown.
+// The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
+// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny". Null
+// when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
 
@@ -44,7 +55,7 @@ struct TensorPlan {
     std::vector<int64_t> ne;  // innermost first
     GgmlType type;
     GgmlType wanted;       // before the fallback for rows that are not whole blocks
-    bool is_norm = false;  // 1-D: filled with values near 1
+    bool is_norm = false;  // 1-D: filled with values near 1 (a 1-D bias is not a norm: values near 0)
     size_t nbytes = 0;
 };
 

@@ -1,0 +1,153 @@
+#include "model/blocks.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/rows.h"
+#include "model/projection.h"
+
+namespace lctx {
+
+void embed_tokens(const kernels::WeightView &token_embd, const ForwardBatch &b, int64_t n_embd, float *x) {
+    for (int64_t t = 0; t < b.n_tokens; ++t) {
+        if (b.tokens)
+            kernels::weight_row_to_f32(token_embd, b.tokens[t], x + t * n_embd);
+        else
+            std::memcpy(x + t * n_embd, b.embd + t * n_embd, sizeof(float) * n_embd);
+    }
+}
+
+void rope_angles_rows(const ForwardBatch &b, const kernels::RopeParams &rope, ForwardScratch &s) {
+    grow(s.rope_cs, static_cast<size_t>(b.n_tokens) * rope.n_rot);
+    for (int64_t t = 0; t < b.n_tokens; ++t)
+        kernels::rope_angles(static_cast<float>(b.pos[t]), rope, s.rope_cs.data() + t * rope.n_rot);
+}
+
+LayerRows layer_rows(const HParams &hp, uint32_t il, const ForwardBatch &b, ForwardScratch &s) {
+    if (il + 1 == hp.n_layer) return {b.out_rows, b.n_outputs, b.n_outputs != b.n_tokens};
+    if (s.rows.size() < static_cast<size_t>(b.n_tokens)) {
+        s.rows.resize(static_cast<size_t>(b.n_tokens));
+        for (size_t t = 0; t < s.rows.size(); ++t) s.rows[t] = static_cast<int32_t>(t);
+    }
+    return {s.rows.data(), b.n_tokens, false};
+}
+
+void gather_rows(const LayerRows &r, float *x, int64_t width) {
+    if (!r.gathered) return;
+    for (int64_t i = 0; i < r.n; ++i)
+        std::memmove(x + i * width, x + static_cast<int64_t>(r.rows[i]) * width, sizeof(float) * width);
+}
+
+namespace {
+
+std::vector<uint8_t> &v_row_scratch() {
+    thread_local std::vector<uint8_t> row;
+    return row;
+}
+
+// f32 -> a cache type. A cache type that is also an activation type (F16, BF16, Q8_0, F32) uses the
+// kernels' vectorized converter, which gives the reference quantizer's bytes (tested per ISA).
+void to_cache_row(GgmlType t, const float *x, uint8_t *y, int64_t n) {
+    const kernels::TypeKernels &k = kernels::type_kernels(t);
+    if (k.act_type == t && k.quantize_act) {
+        k.quantize_act(x, y, n);
+    } else {
+        quantize_row(t, x, y, n);
+    }
+}
+
+}  // namespace
+
+void prefetch_kv_store(const KvView &kv, uint32_t il, const ForwardBatch &b, int64_t v_dim) {
+    if (b.n_tokens > 4) return;  // a prompt's consecutive cells share their V lines: few misses per token
+    for (int t = 0; t < b.n_tokens; ++t) {
+        const uint32_t cell = b.cells[t];
+        kernels::prefetch_rows_for_write(kv.k[il] + cell * kv.k_row_bytes, 1, 0, kv.k_row_bytes);
+        if (kv.v_trans)  // the cell's column: one element in each of v_dim channel rows
+            kernels::prefetch_rows_for_write(kv.v[il] + cell * kv.v_elem_bytes, v_dim,
+                                             kv.size * kv.v_elem_bytes, kv.v_elem_bytes);
+        else
+            kernels::prefetch_rows_for_write(kv.v[il] + cell * kv.v_row_bytes, 1, 0, kv.v_row_bytes);
+    }
+}
+
+void store_kv(const KvView &kv, uint32_t il, const ForwardBatch &b, const float *k, const float *v,
+              int64_t k_dim, int64_t v_dim) {
+    for (int t = 0; t < b.n_tokens; ++t) {
+        const uint32_t cell = b.cells[t];
+        to_cache_row(kv.type_k, k + t * k_dim, kv.k[il] + cell * kv.k_row_bytes, k_dim);
+        if (kv.v_trans) {
+            // Convert the row once, then scatter its elements down the channel rows.
+            std::vector<uint8_t> &row = v_row_scratch();
+            row.resize(kv.v_elem_bytes * v_dim);
+            to_cache_row(kv.type_v, v + t * v_dim, row.data(), v_dim);
+            for (int64_t c = 0; c < v_dim; ++c)
+                std::memcpy(kv.v[il] + (c * kv.size + cell) * kv.v_elem_bytes,
+                            row.data() + c * kv.v_elem_bytes, kv.v_elem_bytes);
+        } else {
+            to_cache_row(kv.type_v, v + t * v_dim, kv.v[il] + cell * kv.v_row_bytes, v_dim);
+        }
+    }
+}
+
+void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch &b, const float *q,
+            const LayerRows &r, float *out, const AttendOptions &opt, kernels::ThreadPool &pool) {
+    kernels::AttentionArgs a;
+    a.q = q;
+    a.ldq = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_k;
+    a.n_head = static_cast<int>(hp.n_head);
+    a.n_head_kv = static_cast<int>(hp.n_head_kv);
+    a.head_dim_k = static_cast<int>(hp.n_embd_head_k);
+    a.head_dim_v = static_cast<int>(hp.n_embd_head_v);
+    a.k = kv.k[il];
+    a.type_k = kv.type_k;
+    a.k_row_bytes = kv.k_row_bytes;
+    a.v = kv.v[il];
+    a.type_v = kv.type_v;
+    a.v_trans = kv.v_trans;
+    a.v_row_bytes = kv.v_row_bytes;
+    a.v_cells = kv.size;
+    a.n_kv = b.n_kv;
+    a.mask = opt.mask ? opt.mask : b.mask;
+    a.ldmask = b.n_kv;
+    a.scale = opt.scale;
+    a.softcap = opt.softcap;
+    a.alibi = opt.alibi;
+    a.rows = r.rows;
+    a.n_rows = static_cast<int>(r.n);
+    a.out = out;
+    a.ldo = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_v;
+    kernels::attention(a, pool);
+}
+
+void ffn_swiglu(const HParams &hp, const LayerWeights &l, const float *h, int64_t n_rows, float *out,
+                ForwardScratch &s, kernels::ThreadPool &pool) {
+    const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff;
+    grow(s.ffn_a, n_rows * n_ff);  // ffn_a: [n_rows][n_ff]  gate, then silu(gate) * up
+    grow(s.ffn_b, n_rows * n_ff);  // ffn_b: [n_rows][n_ff]  up
+    project(
+        {{&l.ffn_gate, &l.ffn_gate_b, s.ffn_a.data(), n_ff}, {&l.ffn_up, &l.ffn_up_b, s.ffn_b.data(), n_ff}},
+        h, n_embd, n_rows, pool, s.mm);
+    kernels::swiglu_rows(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows, n_ff, pool);
+    project({{&l.ffn_down, &l.ffn_down_b, out, n_embd}}, s.ffn_a.data(), n_ff, n_rows, pool, s.mm);
+}
+
+void output_rms(const HParams &hp, const ModelWeights &w, const ForwardBatch &b, const float *x,
+                ForwardScratch &s, kernels::ThreadPool &pool) {
+    grow(s.cur, static_cast<size_t>(b.n_outputs) * hp.n_embd);
+    kernels::rms_norm_rows(x, w.output_norm.data(), s.cur.data(), b.n_outputs, hp.n_embd, hp.norm_rms_eps,
+                           pool);
+    write_outputs(hp, w, b, s.cur.data(), s, pool);
+}
+
+void write_outputs(const HParams &hp, const ModelWeights &w, const ForwardBatch &b, const float *normed,
+                   ForwardScratch &s, kernels::ThreadPool &pool) {
+    const int64_t n_out = b.n_outputs, n_embd = hp.n_embd;
+    if (b.hidden) std::memcpy(b.hidden, normed, sizeof(float) * n_out * n_embd);
+    if (b.logits) kernels::matmul(w.output, normed, n_embd, n_out, b.logits, hp.n_vocab, pool, s.mm);
+}
+
+}  // namespace lctx

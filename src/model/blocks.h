@@ -1,0 +1,73 @@
+// The steps the families' forward passes share, so that each family's file shows only what is its own:
+// the embedding lookup, the KV store, attention over the cache, the SwiGLU feed-forward block and the
+// output head. Each step works on row-major f32 activations ([rows][width]) in the pass's ForwardScratch.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/threadpool.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace lctx {
+
+// Grows a scratch buffer to at least n elements (buffers are reused across micro-batches).
+template <typename T>
+void grow(std::vector<T> &buf, size_t n) {
+    if (buf.size() < n) buf.resize(n);
+}
+
+// x [n_tokens][n_embd] = the rows of token_embd for the batch's tokens, or its input embeddings.
+void embed_tokens(const kernels::WeightView &token_embd, const ForwardBatch &b, int64_t n_embd, float *x);
+
+// s.rope_cs [n_tokens][n_rot] = the rotation of each token's position (kernels::rope_angles), computed once
+// for q, k and every layer that rotates alike.
+void rope_angles_rows(const ForwardBatch &b, const kernels::RopeParams &rope, ForwardScratch &s);
+
+// The rows a layer carries past attention: all rows of the micro-batch, except in the last layer, where
+// only the output rows are needed (their K/V still come from every row).
+struct LayerRows {
+    const int32_t *rows;
+    int64_t n;
+    bool gathered;  // the last layer with fewer rows than tokens: gather_rows moves them to the front
+};
+LayerRows layer_rows(const HParams &hp, uint32_t il, const ForwardBatch &b, ForwardScratch &s);
+// x [n_tokens][width] -> x [r.n][width]: row i = old row r.rows[i] (ascending, so in place); nothing to do
+// unless r.gathered.
+void gather_rows(const LayerRows &r, float *x, int64_t width);
+
+// Asks for the cache lines the K/V store of layer il will write while the q/k/v product streams its weights
+// (between two decoded tokens the weights pass through every cache and evict them, and the transposed V
+// store touches one line per channel).
+void prefetch_kv_store(const KvView &kv, uint32_t il, const ForwardBatch &b, int64_t v_dim);
+// Writes the batch's k [n_tokens][k_dim] and v [n_tokens][v_dim] rows into their cells of layer il,
+// converted to the cache types.
+void store_kv(const KvView &kv, uint32_t il, const ForwardBatch &b, const float *k, const float *v,
+              int64_t k_dim, int64_t v_dim);
+
+struct AttendOptions {
+    float scale = 1.0f;            // applied to q.k (usually 1 / sqrt(head_dim_k))
+    float softcap = 0.0f;          // > 0: scores = softcap * tanh(scores / softcap)
+    const float *mask = nullptr;   // [n_tokens][n_kv]; null: the batch's mask
+    const float *alibi = nullptr;  // [n_head] ALiBi slopes (kernels::alibi_slopes), or null
+};
+// out [r.n][n_head * head_dim_v] = attention of the query rows r.rows of q [n_tokens][n_head * head_dim_k]
+// (already rotated) over cells [0, n_kv) of layer il's cache.
+void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch &b, const float *q,
+            const LayerRows &r, float *out, const AttendOptions &opt, kernels::ThreadPool &pool);
+
+// out [n_rows][n_embd] = (silu(h Wgate + bg) * (h Wup + bu)) Wdown + bd for h [n_rows][n_embd]; uses
+// s.ffn_a and s.ffn_b (grown here).
+void ffn_swiglu(const HParams &hp, const LayerWeights &l, const float *h, int64_t n_rows, float *out,
+                ForwardScratch &s, kernels::ThreadPool &pool);
+
+// The batch's outputs from the final hidden states x [n_outputs][n_embd]: RMS-normalized with output_norm
+// (into s.cur), then write_outputs.
+void output_rms(const HParams &hp, const ModelWeights &w, const ForwardBatch &b, const float *x,
+                ForwardScratch &s, kernels::ThreadPool &pool);
+// b.hidden = normed (when asked), b.logits = normed Woutput (when asked), normed [n_outputs][n_embd].
+void write_outputs(const HParams &hp, const ModelWeights &w, const ForwardBatch &b, const float *normed,
+                   ForwardScratch &s, kernels::ThreadPool &pool);
+
+}  // namespace lctx

@@ -1,0 +1,48 @@
+#include "model/families.h"
+
+#include <array>
+
+#include "model/model.h"
+#include "util/error.h"
+
+namespace lctx {
+
+namespace {
+
+constexpr std::array kFamilies = {
+    Family{Arch::Llama, "llama", bind_llama, forward_llama},
+    Family{Arch::Qwen2, "qwen2", bind_qwen2, forward_qwen2},
+    Family{Arch::Phi3, "phi3", bind_phi3, forward_phi3},
+    Family{Arch::Gemma2, "gemma2", bind_gemma2, forward_gemma2},
+    Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom},
+};
+
+}  // namespace
+
+const Family *find_family(std::string_view name) {
+    for (const Family &f : kFamilies)
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+const Family *find_family(Arch arch) {
+    for (const Family &f : kFamilies)
+        if (f.arch == arch) return &f;
+    return nullptr;
+}
+
+std::string running_family_names() {
+    std::string names;
+    for (const Family &f : kFamilies)
+        if (f.runs()) names += (names.empty() ? "" : ", ") + std::string(f.name);
+    return names;
+}
+
+bool forward(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &scratch,
+             kernels::ThreadPool &pool) {
+    const Family *f = find_family(model.hparams().arch);
+    if (!f || !f->runs()) throw Error("no forward pass for architecture " + model.hparams().arch_name);
+    return f->forward(model, kv, batch, scratch, pool);
+}
+
+}  // namespace lctx
