@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "../../tools/lctx/synth_model.h"
 #include "context/context.h"
 #include "gguf/gguf.h"
+#include "kernels/interleave.h"
 #include "model/forward.h"
 #include "model/model.h"
 
@@ -234,6 +236,48 @@ TEST(FamilySizeNames, AsB4748) {
     EXPECT_STREQ(model_size_name(hp), "3B");
     hp.n_layer = 40;
     EXPECT_STREQ(model_size_name(hp), "14B");
+}
+
+// The row ranges of phi3's fused tensors are matrices of their own to the repacking: each is interleaved
+// where the level has a layout for its type, and the logits are those of the file's rows.
+TEST(Phi3Load, FusedRangesAreRepackedLikeMatrices) {
+    for (const char *type_name : {"Q8_0", "Q4_0"}) {
+        const synth::Shape *shape = synth::find_shape("phi3-tiny");
+        ASSERT_NE(shape, nullptr);
+        synth::TypeChoice type;
+        ASSERT_TRUE(synth::parse_type(type_name, &type));
+        synth::Options opts;
+        opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
+        const std::string path = temp_model_path(std::string("phi3-tiny-") + type_name);
+        synth::write_model(*shape, type, path, opts);
+        auto packed = Model::load(path);
+        ModelLoadOptions o;
+        o.repack = false;
+        auto plain = Model::load(path, o);
+        for (const LayerWeights &l : packed->weights().layers)
+            for (const kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+                EXPECT_EQ(w->interleaved(), kernels::can_interleave(w->type, w->rows, w->cols)) << type_name;
+        const std::vector<int32_t> toks = {1, 450, 4996, 17354, 1701, 432, 29889};
+        std::vector<float> a, b;
+        for (auto [m, out] : {std::pair{packed.get(), &a}, std::pair{plain.get(), &b}}) {
+            ContextParams cp;
+            cp.n_ctx = 32;
+            Context ctx(*m, cp);
+            std::vector<int8_t> all(toks.size(), 1);
+            Batch batch;
+            batch.n_tokens = static_cast<int32_t>(toks.size());
+            batch.token = toks.data();
+            batch.logits = all.data();
+            ASSERT_EQ(ctx.decode(batch), DecodeStatus::Ok);
+            for (int32_t i = 0; i < batch.n_tokens; ++i)
+                out->insert(out->end(), ctx.logits_ith(i), ctx.logits_ith(i) + m->hparams().n_vocab);
+        }
+        float diff = 0;
+        for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(a[i] - b[i]));
+        // The same integer dot products summed in another order: measured 2.4e-7 on logits of about 0.1.
+        EXPECT_LT(diff, 1e-5f) << type_name;
+        std::remove(path.c_str());
+    }
 }
 
 // ---- phi3 against a reference in double ----
