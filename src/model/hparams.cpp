@@ -222,11 +222,6 @@ void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
             break;
         case Arch::Phi3:
             load_phi3_window(f, p, hp);
-            // TODO(issue 14): run the window once the context builds sliding-window masks (gemma2's).
-            if (hp.n_swa > 0)
-                throw Error("this phi3 model uses sliding-window attention (" + p +
-                            "attention.sliding_window = " + std::to_string(hp.n_swa) +
-                            "), which lctx does not run for phi3 yet");
             break;
         case Arch::Gemma2:
             load_gemma2(f, p, hp);

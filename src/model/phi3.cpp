@@ -3,12 +3,13 @@
 // bind_phi3 binds each part as a row range, so the pass below reads them like separate matrices. LongRoPE
 // files carry two tables of per-pair frequency divisors; layer_rope picks the long one when a sequence's
 // share of the context exceeds the original training context, and rope.scaling.attn_factor scales the
-// rotated q and k (hparams). The forward pass over one micro-batch:
+// rotated q and k (hparams). A file with a sliding window (Phi-3-mini-4k: 2047) applies it in every layer
+// (the batch's mask_swa). The forward pass over one micro-batch:
 //   x = embed(tokens)
 //   for each layer:
 //     h = rmsnorm(x) * attn_norm
 //     q, k, v = h Wqkv (rows q | k | v);  rope_neox(q), rope_neox(k) with the chosen factors;  store k, v
-//     x += attention(q, cached K, cached V, mask) Wo
+//     x += attention(q, cached K, cached V, mask, or the sliding-window mask) Wo
 //     h = rmsnorm(x) * ffn_norm
 //     x += (silu(h Wup[gate rows]) * (h Wup[up rows])) Wdown
 //   logits = (rmsnorm(x) * output_norm) Woutput      (only for the rows that were asked for)
@@ -109,6 +110,7 @@ bool forward_phi3(const Model &model, const KvView &kv, const ForwardBatch &b, F
         kernels::rope_rows(s.k.data(), n_tokens, k_dim, hp.n_head_kv, hp.n_embd_head_k, s.rope_cs.data(),
                            rope, pool);
         store_kv(kv, il, b, s.k.data(), s.v.data(), k_dim, v_dim);
+        attn.mask = hp.layer_is_swa(il) ? b.mask_swa : b.mask;
         attend(hp, kv, il, b, s.q.data(), rows, s.attn.data(), attn, pool);
 
         gather_rows(rows, x, n_embd);  // from here on the activations hold rows.n rows

@@ -231,6 +231,10 @@ TEST(SynthFamilies, TinyQwen2AndPhi3LoadAndDecode) {
         std::unique_ptr<Model> m = Model::load(path);
         EXPECT_EQ(m->hparams().arch_name, shape->arch);
         EXPECT_EQ(m->hparams().rope.mode, kernels::RopeMode::Neox);
+        if (shape->arch == "phi3") {
+            EXPECT_EQ(m->hparams().n_swa, 8u);
+            EXPECT_TRUE(m->hparams().layer_is_swa(1));
+        }
         if (shape->arch == "qwen2") {
             ASSERT_EQ(m->weights().layers[1].bk.size(), 128u);
             for (float v : m->weights().layers[1].bk) EXPECT_LT(std::fabs(v), 0.2f);  // a bias, not a norm

@@ -48,6 +48,14 @@ Shape gemma2(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_hea
     return s;
 }
 
+Shape phi3(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_ff,
+           uint32_t n_ctx, uint32_t window) {
+    Shape s = make_shape(name, n_embd, n_layer, n_head, n_head, n_ff, n_ctx, false, "ggml-vocab-phi-3.gguf",
+                         "phi3");
+    s.sliding_window = window;
+    return s;
+}
+
 Shape bloom(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_ff,
             uint32_t n_ctx) {
     Shape s =
@@ -68,16 +76,15 @@ const std::vector<Shape> &shapes() {
         make_shape("qwen2-tiny", 256, 2, 4, 2, 512, 512, false, "ggml-vocab-gpt-2.gguf", "qwen2", 1e6f,
                    1e-6f),
         // Qwen/Qwen2-0.5B (tied output). The fixtures hold no Qwen2 vocabulary: the GPT-2 BPE one (50257
-        // tokens)
-        // stands in for its 151936, so the output product is a third of the real one.
+        // tokens) stands in for its 151936, so the output product is a third of the real one.
         make_shape("qwen2-0.5b", 896, 24, 14, 2, 4864, 32768, true, "ggml-vocab-gpt-2.gguf", "qwen2", 1e6f,
                    1e-6f),
-        // A phi3 small enough for tests: fused q|k|v and gate|up, Phi-3's vocabulary.
-        make_shape("phi3-tiny", 256, 2, 4, 4, 512, 512, false, "ggml-vocab-phi-3.gguf", "phi3"),
+        // A phi3 small enough for tests: fused q|k|v and gate|up, Phi-3's vocabulary, a window of 8
+        // positions.
+        phi3("phi3-tiny", 256, 2, 4, 512, 512, 8),
         // microsoft/Phi-3-mini-4k-instruct with its own vocabulary (32064 tokens): fused attn_qkv and gate|up
-        // ffn_up. The real file's sliding window (2047) is written as 0 (none) until lctx runs phi3's window;
-        // it only matters beyond 2047 tokens.
-        make_shape("phi3-mini", 3072, 32, 32, 32, 8192, 4096, false, "ggml-vocab-phi-3.gguf", "phi3"),
+        // ffn_up, a sliding window of 2047 in every layer.
+        phi3("phi3-mini", 3072, 32, 32, 8192, 4096, 2047),
         // google/gemma-2-2b: head size 256 (8 heads of 256 on a 2304 stream), window 4096 on the even layers,
         // caps 50 / 30. Gemma's own 256000-token vocabulary is not in fixtures/vocab; the llama SPM one
         // (32000)
@@ -357,7 +364,7 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     w.set_u32(a + "vocab_size", sum.n_vocab);
     if (s.arch == "phi3") {
         w.set_u32(a + "rope.scaling.original_context_length", s.n_ctx_train);
-        w.set_u32(a + "attention.sliding_window", 0);  // see the phi3-mini shape
+        w.set_u32(a + "attention.sliding_window", s.sliding_window);
     }
     w.set_u32("general.file_type", type.file_type);
     w.set_u32("general.quantization_version", 2);

@@ -26,7 +26,8 @@ struct Shape {
     bool tied_output = false;  // no output.weight: the output matrix is token_embd (always for gemma2)
     std::string vocab_file;    // file name under fixtures/vocab with the tokenizer.* keys
     uint32_t head_dim = 0;     // 0: n_embd / n_head
-    // gemma2: the sliding window of its even layers and the soft-capping values
+    // gemma2: the sliding window of its even layers and the soft-capping values; phi3: the window of every
+    // layer
     uint32_t sliding_window = 0;
     float attn_softcap = 0.0f, final_softcap = 0.0f;
 
