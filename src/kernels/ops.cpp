@@ -218,25 +218,31 @@ const float *gelu_table() {
     return table.data();
 }
 
+inline float gelu_from(const float *table, float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return table[fp32_to_fp16(x)];
+}
+
 }  // namespace
 
 float gelu(float x) {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    return gelu_table()[fp32_to_fp16(x)];
+    return gelu_from(gelu_table(), x);
 }
 
 void geglu(const float *g, const float *u, float *y, int64_t n) {
+    const float *table = gelu_table();
 #if defined(__x86_64__)
-    if (use_avx2_row_ops()) return detail::geglu_avx2(g, u, y, n, gelu_table());
+    if (use_avx2_row_ops()) return detail::geglu_avx2(g, u, y, n, table);
 #endif
-    for (int64_t i = 0; i < n; ++i) y[i] = gelu(g[i]) * u[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = gelu_from(table, g[i]) * u[i];
 }
 void gelu_inplace(float *x, int64_t n) {
+    const float *table = gelu_table();
 #if defined(__x86_64__)
-    if (use_avx2_row_ops()) return detail::gelu_avx2(x, n, gelu_table());
+    if (use_avx2_row_ops()) return detail::gelu_avx2(x, n, table);
 #endif
-    for (int64_t i = 0; i < n; ++i) x[i] = gelu(x[i]);
+    for (int64_t i = 0; i < n; ++i) x[i] = gelu_from(table, x[i]);
 }
 void silu_inplace(float *x, int64_t n) {
 #if defined(__x86_64__)
