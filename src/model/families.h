@@ -41,9 +41,7 @@ void bind_llama(WeightBinder &b, const HParams &hp, ModelWeights &w);
 bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
                    kernels::ThreadPool &pool);
 
-void bind_qwen2(WeightBinder &b, const HParams &hp, ModelWeights &w);
-bool forward_qwen2(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
-                   kernels::ThreadPool &pool);
+void bind_qwen2(WeightBinder &b, const HParams &hp, ModelWeights &w);  // runs forward_llama
 
 void bind_phi3(WeightBinder &b, const HParams &hp, ModelWeights &w);
 bool forward_phi3(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,

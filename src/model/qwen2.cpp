@@ -1,5 +1,7 @@
 // The qwen2 family (Qwen1.5, Qwen2, Qwen2.5): llama's layer with biases on q, k and v and NeoX rotation
-// (pairs n_rot / 2 apart, from hparams). Its tensors (bind_qwen2) and its forward pass over one micro-batch:
+// (pairs n_rot / 2 apart). Only its tensors differ (bind_qwen2: the q/k/v biases are required, the output may
+// be tied); its forward pass is llama's (src/model/llama.cpp), where project() adds the biases bound here and
+// the rotation follows the model's RoPE settings:
 //   x = embed(tokens)
 //   for each layer:
 //     h = rmsnorm(x) * attn_norm
@@ -8,12 +10,11 @@
 //     h = rmsnorm(x) * ffn_norm
 //     x += (silu(h Wgate) * (h Wup)) Wdown
 //   logits = (rmsnorm(x) * output_norm) Woutput      (only for the rows that were asked for)
-#include <cmath>
+#include <string>
 
-#include "kernels/rows.h"
-#include "model/blocks.h"
 #include "model/families.h"
-#include "model/projection.h"
+#include "model/model.h"
+#include "model/weight_binder.h"
 
 namespace lctx {
 
@@ -47,68 +48,6 @@ void bind_qwen2(WeightBinder &b, const HParams &hp, ModelWeights &w) {
         l.ffn_down = b.matrix(p + "ffn_down.weight", n_ff, n_embd);
         l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, n_ff);
     }
-}
-
-bool forward_qwen2(const Model &model, const KvView &kv, const ForwardBatch &b, ForwardScratch &s,
-                   kernels::ThreadPool &pool) {
-    const HParams &hp = model.hparams();
-    const ModelWeights &w = model.weights();
-    const int64_t n_tokens = b.n_tokens;
-    const int64_t n_embd = hp.n_embd;
-    const int64_t q_dim = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_k;
-    const int64_t k_dim = hp.n_embd_k_gqa();
-    const int64_t v_dim = hp.n_embd_v_gqa();
-    const int64_t o_dim = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_v;
-    const kernels::RopeParams rope = layer_rope(model, 0, kv.n_ctx_per_seq);  // NeoX, every layer alike
-    AttendOptions attn;
-    attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
-
-    grow(s.x, n_tokens * n_embd);    // x:    [n_tokens][n_embd]   residual stream
-    grow(s.cur, n_tokens * n_embd);  // cur:  [n_tokens][n_embd]   normalized input of a block
-    grow(s.q, n_tokens * q_dim);     // q:    [n_tokens][n_head * head_dim_k]
-    grow(s.k, n_tokens * k_dim);     // k:    [n_tokens][n_head_kv * head_dim_k]
-    grow(s.v, n_tokens * v_dim);     // v:    [n_tokens][n_head_kv * head_dim_v]
-    grow(s.attn, n_tokens * o_dim);  // attn: [n_rows][n_head * head_dim_v]
-    grow(s.out, n_tokens * n_embd);  // out:  [n_rows][n_embd]   block output before the residual add
-    float *x = s.x.data();
-
-    embed_tokens(w.token_embd, b, n_embd, x);
-    rope_angles_rows(b, rope, s);
-
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        const LayerWeights &l = w.layers[il];
-        const LayerRows rows = layer_rows(hp, il, b, s);
-
-        // ---- attention block: biased q, k, v ----
-        prefetch_kv_store(kv, il, b, v_dim);
-        kernels::rms_norm_rows(x, l.attn_norm.data(), s.cur.data(), n_tokens, n_embd, hp.norm_rms_eps, pool);
-        project({{&l.wq, &l.bq, s.q.data(), q_dim},
-                 {&l.wk, &l.bk, s.k.data(), k_dim},
-                 {&l.wv, &l.bv, s.v.data(), v_dim}},
-                s.cur.data(), n_embd, n_tokens, pool, s.mm);
-        kernels::rope_rows(s.q.data(), n_tokens, q_dim, hp.n_head, hp.n_embd_head_k, s.rope_cs.data(), rope,
-                           pool);
-        kernels::rope_rows(s.k.data(), n_tokens, k_dim, hp.n_head_kv, hp.n_embd_head_k, s.rope_cs.data(),
-                           rope, pool);
-        store_kv(kv, il, b, s.k.data(), s.v.data(), k_dim, v_dim);
-        attend(hp, kv, il, b, s.q.data(), rows, s.attn.data(), attn, pool);
-
-        gather_rows(rows, x, n_embd);  // from here on the activations hold rows.n rows
-        project({{&l.wo, &l.bo, s.out.data(), n_embd}}, s.attn.data(), o_dim, rows.n, pool, s.mm);
-        kernels::add_rows(x, s.out.data(), rows.n, n_embd, pool);
-
-        // ---- feed-forward block (SwiGLU) ----
-        kernels::rms_norm_rows(x, l.ffn_norm.data(), s.cur.data(), rows.n, n_embd, hp.norm_rms_eps, pool);
-        ffn_swiglu(hp, l, s.cur.data(), rows.n, s.out.data(), s, pool);
-        kernels::add_rows(x, s.out.data(), rows.n, n_embd, pool);
-        add_control_vector(b, il, x, rows.n, n_embd);
-
-        if (b.abort_cb && b.abort_cb(b.abort_data)) return false;
-    }
-
-    // ---- output: x now holds the n_outputs requested rows ----
-    output_rms(hp, w, b, x, s, pool);
-    return true;
 }
 
 }  // namespace lctx
