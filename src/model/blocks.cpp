@@ -11,6 +11,18 @@
 
 namespace lctx {
 
+float *grow_layer_scratch(const HParams &hp, int64_t n_tokens, ForwardScratch &s) {
+    const auto n = static_cast<size_t>(n_tokens);
+    grow(s.x, n * hp.n_embd);
+    grow(s.cur, n * hp.n_embd);
+    grow(s.out, n * hp.n_embd);
+    grow(s.q, n * hp.n_head * hp.n_embd_head_k);
+    grow(s.k, n * hp.n_embd_k_gqa());
+    grow(s.v, n * hp.n_embd_v_gqa());
+    grow(s.attn, n * hp.n_head * hp.n_embd_head_v);
+    return s.x.data();
+}
+
 void embed_tokens(const kernels::WeightView &token_embd, const ForwardBatch &b, int64_t n_embd, float *x) {
     for (int64_t t = 0; t < b.n_tokens; ++t) {
         if (b.tokens)

@@ -18,6 +18,13 @@ void grow(std::vector<T> &buf, size_t n) {
     if (buf.size() < n) buf.resize(n);
 }
 
+// Grows the buffers every layer uses to the micro-batch's n_tokens rows (a family grows its feed-forward
+// buffers itself, their widths being its own) and returns the residual stream s.x:
+//   x, cur, out [n_tokens][n_embd]      residual stream, normalized block input, block output
+//   q [n_tokens][n_head * head_dim_k], k [..][n_head_kv * head_dim_k], v [..][n_head_kv * head_dim_v]
+//   attn [n_tokens][n_head * head_dim_v]
+float *grow_layer_scratch(const HParams &hp, int64_t n_tokens, ForwardScratch &s);
+
 // x [n_tokens][n_embd] = the rows of token_embd for the batch's tokens, or its input embeddings.
 void embed_tokens(const kernels::WeightView &token_embd, const ForwardBatch &b, int64_t n_embd, float *x);
 

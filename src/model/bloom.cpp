@@ -79,15 +79,8 @@ bool forward_bloom(const Model &model, const KvView &kv, const ForwardBatch &b, 
     attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
     attn.alibi = slopes.data();
 
-    grow(s.x, n_tokens * n_embd);    // x:     [n_tokens][n_embd]   residual stream
-    grow(s.cur, n_tokens * n_embd);  // cur:   [n_tokens][n_embd]   normalized input of a block
-    grow(s.q, n_tokens * q_dim);     // q:     [n_tokens][n_head * head_dim_k]
-    grow(s.k, n_tokens * k_dim);     // k:     [n_tokens][n_head_kv * head_dim_k]
-    grow(s.v, n_tokens * v_dim);     // v:     [n_tokens][n_head_kv * head_dim_v]
-    grow(s.attn, n_tokens * o_dim);  // attn:  [n_rows][n_head * head_dim_v]
+    float *x = grow_layer_scratch(hp, n_tokens, s);
     grow(s.ffn_a, n_tokens * n_ff);  // ffn_a: [n_rows][n_ff]   up, then gelu(up)
-    grow(s.out, n_tokens * n_embd);  // out:   [n_rows][n_embd]   block output before the residual add
-    float *x = s.x.data();
 
     embed_tokens(w.token_embd, b, n_embd, x);
     kernels::layer_norm_rows(x, w.token_embd_norm.data(), w.token_embd_norm_b.data(), x, n_tokens, n_embd,

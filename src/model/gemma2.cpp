@@ -69,16 +69,9 @@ bool forward_gemma2(const Model &model, const KvView &kv, const ForwardBatch &b,
     attn.scale = 1.0f;
     attn.softcap = hp.attn_softcap;
 
-    grow(s.x, n_tokens * n_embd);    // x:     [n_tokens][n_embd]   residual stream
-    grow(s.cur, n_tokens * n_embd);  // cur:   [n_tokens][n_embd]   normalized input of a block
-    grow(s.q, n_tokens * q_dim);     // q:     [n_tokens][n_head * head_dim_k]
-    grow(s.k, n_tokens * k_dim);     // k:     [n_tokens][n_head_kv * head_dim_k]
-    grow(s.v, n_tokens * v_dim);     // v:     [n_tokens][n_head_kv * head_dim_v]
-    grow(s.attn, n_tokens * o_dim);  // attn:  [n_rows][n_head * head_dim_v]
+    float *x = grow_layer_scratch(hp, n_tokens, s);
     grow(s.ffn_a, n_tokens * n_ff);  // ffn_a: [n_rows][n_ff]  gate, then gelu(gate) * up
     grow(s.ffn_b, n_tokens * n_ff);  // ffn_b: [n_rows][n_ff]  up
-    grow(s.out, n_tokens * n_embd);  // out:   [n_rows][n_embd]   block output before its norm
-    float *x = s.x.data();
 
     embed_tokens(w.token_embd, b, n_embd, x);
     kernels::scale_inplace(x, std::sqrt(static_cast<float>(n_embd)), n_tokens * n_embd);

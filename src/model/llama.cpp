@@ -69,14 +69,7 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
     AttendOptions attn;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
 
-    grow(s.x, n_tokens * n_embd);    // x:    [n_tokens][n_embd]   residual stream
-    grow(s.cur, n_tokens * n_embd);  // cur:  [n_tokens][n_embd]   normalized input of a block
-    grow(s.q, n_tokens * q_dim);     // q:    [n_tokens][n_head * head_dim_k]
-    grow(s.k, n_tokens * k_dim);     // k:    [n_tokens][n_head_kv * head_dim_k]
-    grow(s.v, n_tokens * v_dim);     // v:    [n_tokens][n_head_kv * head_dim_v]
-    grow(s.attn, n_tokens * o_dim);  // attn: [n_rows][n_head * head_dim_v]
-    grow(s.out, n_tokens * n_embd);  // out:  [n_rows][n_embd]   block output before the residual add
-    float *x = s.x.data();
+    float *x = grow_layer_scratch(hp, n_tokens, s);
 
     embed_tokens(w.token_embd, b, n_embd, x);
     rope_angles_rows(b, rope, s);

@@ -82,14 +82,7 @@ bool forward_phi3(const Model &model, const KvView &kv, const ForwardBatch &b, F
     AttendOptions attn;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
 
-    grow(s.x, n_tokens * n_embd);    // x:    [n_tokens][n_embd]   residual stream
-    grow(s.cur, n_tokens * n_embd);  // cur:  [n_tokens][n_embd]   normalized input of a block
-    grow(s.q, n_tokens * q_dim);     // q:    [n_tokens][n_head * head_dim]
-    grow(s.k, n_tokens * k_dim);     // k:    [n_tokens][n_head_kv * head_dim]
-    grow(s.v, n_tokens * v_dim);     // v:    [n_tokens][n_head_kv * head_dim]
-    grow(s.attn, n_tokens * o_dim);  // attn: [n_rows][n_head * head_dim]
-    grow(s.out, n_tokens * n_embd);  // out:  [n_rows][n_embd]   block output before the residual add
-    float *x = s.x.data();
+    float *x = grow_layer_scratch(hp, n_tokens, s);
 
     embed_tokens(w.token_embd, b, n_embd, x);
     rope_angles_rows(b, rope, s);
