@@ -13,6 +13,7 @@
 #include "context/context.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "reference_compare.h"
 
 namespace lctx {
 namespace {
@@ -154,37 +155,16 @@ std::vector<double> reference_logits(const std::string &path, const HParams &hp,
     return logits;
 }
 
-std::vector<float> lctx_logits(const Model &m, const std::vector<int32_t> &tokens) {
-    ContextParams cp;
-    cp.n_ctx = 64;
-    cp.type_k = cp.type_v = GgmlType::F32;  // no cache rounding: the comparison is of the arithmetic only
-    Context ctx(m, cp);
-    std::vector<int8_t> all(tokens.size(), 1);
-    Batch b;
-    b.n_tokens = static_cast<int32_t>(tokens.size());
-    b.token = tokens.data();
-    b.logits = all.data();
-    EXPECT_EQ(ctx.decode(b), DecodeStatus::Ok);
-    std::vector<float> out;
-    for (int32_t i = 0; i < b.n_tokens; ++i) {
-        const float *l = ctx.logits_ith(i);
-        out.insert(out.end(), l, l + m.hparams().n_vocab);
-    }
-    return out;
-}
-
 const std::vector<int32_t> kTokens = {1, 403, 407, 261, 378, 10, 66, 300};
 
 // f32 weights and cache against a double reference: summation order only (the golden f32 cases of
 // fixtures/golden agree with llama.cpp to ~1e-5 and are held to 1e-3).
 constexpr double kTol = 1e-3;
 
-double max_diff(const std::vector<float> &a, const std::vector<double> &b) {
-    EXPECT_EQ(a.size(), b.size());
-    double d = 0.0;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
-    return d;
+std::vector<float> lctx_logits(const Model &m, const std::vector<int32_t> &tokens) {
+    return testing::all_logits(m, tokens, 64);
 }
+using testing::max_diff;
 
 TEST(ModelBias, WithoutBiasesTheReferenceAgrees) {
     auto m = Model::load(kStories);

@@ -19,6 +19,7 @@
 #include "kernels/interleave.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "reference_compare.h"
 
 namespace lctx {
 namespace {
@@ -389,32 +390,9 @@ std::vector<double> phi3_reference(const std::string &path, const std::vector<in
 // Every position's logits from a context of n_ctx cells shared by n_seq_max sequences (F32 cache).
 std::vector<float> lctx_logits(const Model &m, const std::vector<int32_t> &tokens, uint32_t n_ctx,
                                uint32_t n_seq_max = 1, uint32_t n_ubatch = 512) {
-    ContextParams cp;
-    cp.n_ctx = n_ctx;
-    cp.n_seq_max = n_seq_max;
-    cp.n_ubatch = n_ubatch;
-    cp.type_k = cp.type_v = GgmlType::F32;  // no cache rounding: the comparison is of the arithmetic only
-    Context ctx(m, cp);
-    std::vector<int8_t> all(tokens.size(), 1);
-    Batch b;
-    b.n_tokens = static_cast<int32_t>(tokens.size());
-    b.token = tokens.data();
-    b.logits = all.data();
-    EXPECT_EQ(ctx.decode(b), DecodeStatus::Ok);
-    std::vector<float> out;
-    for (int32_t i = 0; i < b.n_tokens; ++i) {
-        const float *l = ctx.logits_ith(i);
-        out.insert(out.end(), l, l + m.hparams().n_vocab);
-    }
-    return out;
+    return testing::all_logits(m, tokens, n_ctx, n_seq_max, n_ubatch);
 }
-
-double max_diff(const std::vector<float> &a, const std::vector<double> &b) {
-    EXPECT_EQ(a.size(), b.size());
-    double d = 0.0;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
-    return d;
-}
+using testing::max_diff;
 double max_diff(const std::vector<double> &a, const std::vector<double> &b) {
     return max_diff(std::vector<float>(a.begin(), a.end()), b);
 }
