@@ -20,8 +20,13 @@ void PrintTo(const Param &p, std::ostream *os) {
     *os << p.set << " #" << p.index;
 }
 
+// T5's SentencePiece unigram vocabulary with its precompiled charsmap (fixtures/golden-t5/FORMAT-T5.md):
+// 20 texts, each also what SentencePiece itself gives.
+constexpr size_t kT5Texts = 20;
+
 std::vector<Param> all_params() {
     std::vector<Param> ps;
+    for (size_t i = 0; i < kT5Texts; ++i) ps.push_back({"t5", i});
     for (const char *s : kSets) {
         const size_t n = read_cases(s).size();
         for (size_t i = 0; i < n; ++i) ps.push_back({s, i});
@@ -61,6 +66,18 @@ INSTANTIATE_TEST_SUITE_P(AllSets, VocabFixture, ::testing::ValuesIn(all_params()
 // Each set must actually be exercised (a missing or empty fixture must not pass silently).
 TEST(VocabFixtureSets, EachSetHasItsCases) {
     for (const char *s : kSets) EXPECT_EQ(read_cases(s).size(), 46u) << s;
+    EXPECT_EQ(read_cases("t5").size(), kT5Texts);
+}
+
+// T5 adds no BOS and appends </s> (id 1) when asked for special tokens.
+TEST(VocabFixtureSets, T5AppendsEos) {
+    const Vocab &v = fixture_vocab("t5");
+    EXPECT_EQ(v.type(), VocabType::kUgm);
+    const std::vector<int32_t> plain = v.tokenize("The house is wonderful.", false, false);
+    std::vector<int32_t> want = plain;
+    want.push_back(1);
+    EXPECT_EQ(v.tokenize("The house is wonderful.", true, false), want);
+    EXPECT_EQ(plain, (std::vector<int32_t>{37, 629, 19, 1627, 5}));  // FORMAT-T5.md's encoder text
 }
 
 }  // namespace
