@@ -16,7 +16,7 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
                  bool v_trans)
     : size_(size),
       n_seq_max_(n_seq_max),
-      n_layer_(hp.n_layer),
+      n_layer_(hp.n_layer_cache()),  // an encoder-decoder model caches its decoder's layers
       n_embd_k_(hp.n_embd_k_gqa()),
       n_embd_v_(hp.n_embd_v_gqa()) {
     if (size == 0) throw Error("KV cache size (n_ctx) must be greater than 0");

@@ -41,6 +41,11 @@ struct ForwardBatch {
     int32_t n_kv = 0;                 // attention spans cells [0, n_kv)
     const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf (ALiBi: -|pos_q - pos_k|)
     const float *mask_swa = nullptr;  // the same for sliding-window layers (HParams::layer_is_swa), or null
+    // (placeholders of the context's encoder fields, until its commit lands)
+    const int32_t *kv_pos = nullptr;  // [n_kv] position of each cell the attention spans
+    const float *enc_out = nullptr;   // [n_enc][n_embd] encoder output (encoder-decoder decoder pass)
+    int32_t n_enc = 0;
+    const float *cross_mask = nullptr;  // [n_tokens][n_enc] 0 or -inf
     int32_t n_outputs = 0;
     const int32_t *out_rows = nullptr;  // [n_outputs] ubatch rows whose outputs are wanted (ascending)
     float *logits = nullptr;            // [n_outputs][n_vocab], or null
@@ -58,8 +63,9 @@ struct ForwardBatch {
 struct ForwardScratch {
     std::vector<float> x, cur, q, k, v, attn, ffn_a, ffn_b, out;  // activations
     std::vector<float> rope_cs;                                   // [n_tokens][n_rot] cos, sin
-    std::vector<int32_t> rows;                                    // [n_tokens] 0, 1, ... (all_rows)
-    std::vector<std::vector<float>> per_thread;                   // attention scores and conversions
+    std::vector<float> bias;    // [n_head][n_tokens][n_kv] per-head masks with a position bias (t5)
+    std::vector<int32_t> rows;  // [n_tokens] 0, 1, ... (all_rows)
+    std::vector<std::vector<float>> per_thread;  // attention scores and conversions
     kernels::MatmulScratch mm;
 };
 

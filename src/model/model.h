@@ -38,6 +38,12 @@ struct LayerWeights {
     kernels::WeightView ffn_down;                  // [n_embd, n_ff]
     ParamVector ffn_gate_b, ffn_up_b, ffn_down_b;  // optional biases
     ParamVector ffn_post_norm;                     // optional norm of the feed-forward output (gemma2)
+    // t5: the relative-position attention bias [n_rel_buckets][n_head] (only the first layer has one; every
+    // layer of that stack uses it), and the decoder's cross-attention over the encoder output.
+    ParamVector attn_rel_b;
+    ParamVector cross_attn_norm;                       // [n_embd]
+    kernels::WeightView cross_wq, cross_wk, cross_wv;  // as wq, wk, wv (k, v read the encoder output)
+    kernels::WeightView cross_wo;                      // as wo
 };
 
 struct ModelWeights {
@@ -51,7 +57,10 @@ struct ModelWeights {
     // LongRoPE (phi3): per-pair divisors for contexts beyond rope.n_ctx_orig per sequence (long) and within
     // it (short), [n_rot / 2] each, optional; layer_rope picks one.
     ParamVector rope_long, rope_short;
-    std::vector<LayerWeights> layers;
+    std::vector<LayerWeights> layers;  // the decoder's, for an encoder-decoder model
+    // An encoder-decoder model's encoder (t5): its layers and final norm.
+    std::vector<LayerWeights> enc_layers;
+    ParamVector enc_output_norm;
 };
 
 struct ModelLoadOptions {
