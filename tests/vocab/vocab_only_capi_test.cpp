@@ -71,6 +71,12 @@ TEST(CapiVocabOnly, ArchitectureFactsComeFromB4748sTable) {
     EXPECT_TRUE(llama_model_has_encoder(m));
     EXPECT_TRUE(llama_model_has_decoder(m));
     EXPECT_EQ(llama_model_rope_type(m), LLAMA_ROPE_TYPE_NONE);
+    EXPECT_EQ(llama_model_decoder_start_token(m), 0);
+    llama_model_free(m);
+    // A decoder-only model names none.
+    m = load_vocab_only(lctx::test::vocab_path("gpt-2"));
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(llama_model_decoder_start_token(m), LLAMA_TOKEN_NULL);
     llama_model_free(m);
 }
 
