@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 #include "kernels/rows.h"
 #include "model/projection.h"
+#include "util/error.h"
 
 namespace lctx {
 
@@ -203,6 +204,8 @@ int32_t relative_position_bucket(int64_t rel, uint32_t n_buckets, bool bidirecti
 void relative_position_masks(const HParams &hp, const ParamVector &rel_b, const ForwardBatch &b,
                              const float *mask, bool bidirectional, std::vector<float> &out) {
     const int64_t n_head = hp.n_head, n_tokens = b.n_tokens, n_kv = b.n_kv;
+    if (!b.kv_pos)
+        throw Error("relative-position attention needs the cells' positions (ForwardBatch::kv_pos)");
     grow(out, static_cast<size_t>(n_head * n_tokens * n_kv));
     std::vector<int32_t> &buckets = bucket_scratch();
     buckets.resize(static_cast<size_t>(n_kv));

@@ -167,6 +167,92 @@ TEST(T5Golden, GreedyStreamMatchesLlamaCpp) {
     EXPECT_EQ(model->vocab().detokenize(got, false, false), step["generated_text"].get<std::string>());
 }
 
+// Two sequences in one encode and one decode: each decoder token cross-attends only to its own sequence's
+// encoder rows and sees only its own sequence's cells, so each gives what it gives alone (the kvf32 case's
+// logits; the greedy case's next tokens).
+TEST(T5Golden, TwoSequencesInOneBatchEachMatchTheirOwnCase) {
+    const nlohmann::json a = testing::read_json(t5_dir() + "cases/t5_encdec_kvf32.json");
+    const nlohmann::json g = testing::read_json(t5_dir() + "cases/t5_greedy.json");
+    auto model = Model::load(t5_dir() + "models/t5.gguf");
+    const HParams &hp = model->hparams();
+    ContextParams p = testing::context_params(a);
+    p.n_seq_max = 2;
+    Context ctx(*model, p);
+
+    const std::vector<int32_t> enc_a = a["steps"][0]["tokens"], enc_b = g["steps"][0]["prompt_tokens"];
+    const std::vector<int32_t> gen = g["steps"][0]["generated_tokens"];
+    // One batch: entries (token, pos, seq).
+    struct Entry {
+        int32_t tok, pos, seq;
+    };
+    auto run = [&](const std::vector<Entry> &es, bool encode) {
+        const auto n = static_cast<int32_t>(es.size());
+        std::vector<int32_t> tok(n), pos(n), nseq(n, 1), sid(n);
+        std::vector<int32_t *> sids(n);
+        std::vector<int8_t> want(n, 1);
+        for (int32_t i = 0; i < n; ++i) {
+            tok[i] = es[i].tok;
+            pos[i] = es[i].pos;
+            sid[i] = es[i].seq;
+            sids[i] = &sid[i];
+        }
+        Batch b;
+        b.n_tokens = n;
+        b.token = tok.data();
+        b.pos = pos.data();
+        b.n_seq_id = nseq.data();
+        b.seq_id = sids.data();
+        b.logits = want.data();
+        return encode ? ctx.encode(b) : ctx.decode(b);
+    };
+    std::vector<Entry> enc;
+    for (size_t i = 0; i < enc_a.size(); ++i) enc.push_back({enc_a[i], static_cast<int32_t>(i), 0});
+    for (size_t i = 0; i < enc_b.size(); ++i) enc.push_back({enc_b[i], static_cast<int32_t>(i), 1});
+    ASSERT_EQ(run(enc, true), DecodeStatus::Ok);
+    std::vector<float> rows_a, rows_b;
+    for (size_t i = 0; i < enc.size(); ++i) {
+        const float *e = ctx.embeddings_ith(static_cast<int32_t>(i));
+        ASSERT_NE(e, nullptr);
+        (i < enc_a.size() ? rows_a : rows_b)
+            .insert((i < enc_a.size() ? rows_a : rows_b).end(), e, e + hp.n_embd);
+    }
+    EXPECT_LE(max_abs_diff(rows_a,
+                           testing::read_f32(t5_dir() + "cases/" + a["encoder_out_file"].get<std::string>())),
+              5e-4f);
+    EXPECT_LE(max_abs_diff(rows_b,
+                           testing::read_f32(t5_dir() + "cases/" + g["encoder_out_file"].get<std::string>())),
+              5e-4f);
+
+    // Decoder: sequence 1's start token and first three greedy tokens interleaved with sequence 0's eight.
+    const nlohmann::json &batch = a["steps"][1]["batch"];
+    std::vector<Entry> dec;
+    std::vector<int32_t> b_rows;
+    for (size_t i = 0; i < batch.size(); ++i) {
+        dec.push_back({batch[i][0], batch[i][1], 0});
+        if (i < 4) {
+            b_rows.push_back(static_cast<int32_t>(dec.size()));
+            dec.push_back({i == 0 ? hp.dec_start_token : gen[i - 1], static_cast<int32_t>(i), 1});
+        }
+    }
+    ASSERT_EQ(run(dec, false), DecodeStatus::Ok);
+    std::vector<float> logits_a;
+    for (size_t i = 0; i < dec.size(); ++i) {
+        const float *l = ctx.logits_ith(static_cast<int32_t>(i));
+        ASSERT_NE(l, nullptr);
+        if (dec[i].seq == 0) {
+            logits_a.insert(logits_a.end(), l, l + hp.n_vocab);
+            continue;
+        }
+        int32_t best = 0;
+        for (int32_t t = 1; t < static_cast<int32_t>(hp.n_vocab); ++t)
+            if (l[t] > l[best]) best = t;
+        EXPECT_EQ(best, gen[static_cast<size_t>(dec[i].pos)]) << "sequence 1, position " << dec[i].pos;
+    }
+    EXPECT_LE(
+        max_abs_diff(logits_a, testing::read_f32(t5_dir() + "cases/" + a["data_file"].get<std::string>())),
+        1e-2f);
+}
+
 // A decode before any encode has no encoder output to attend to: refused, nothing changes.
 TEST(T5Golden, DecodeBeforeEncodeIsRefused) {
     auto model = Model::load(t5_dir() + "models/t5.gguf");
