@@ -6,15 +6,18 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "kernels/dot.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
+#include "tools/lctx/bench_roofline.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 
@@ -59,6 +62,7 @@ int cmd_bench(int argc, char **argv) {
     int reps = 5;
     bool json = false;
     double bw_mib = 1024;
+    bool no_peak = false;
     app.add_option("-m,--model", model_path, "GGUF model file");
     app.add_option("-p,--n-prompt", prompt_arg, "prompt sizes of the pp tests, e.g. 128,512 (0: none)");
     app.add_option("-n,--n-gen", gen_arg, "generated tokens of the tg tests, e.g. 64,128 (0: none)");
@@ -73,6 +77,7 @@ int cmd_bench(int argc, char **argv) {
                    "physical batch sizes (-ub), e.g. 128,512 (capped by the batch)");
     app.add_option("-o,--output", output, "output format: md, csv, json or jsonl");
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
+    app.add_flag("--no-peak", no_peak, "skip the compute-peak probe of the prompt tests' \"% of peak\"");
     app.add_option("--peer", peer_dir,
                    "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
     app.add_flag("--json", json, "the same as -o json");
@@ -148,6 +153,8 @@ int cmd_bench(int argc, char **argv) {
     std::unique_ptr<Model> model = load_model_or_report(model_path);
     if (!model) return 1;
     const bench::ModelFacts facts = bench::model_facts(*model);
+    const bench::ComputeFacts compute = bench::compute_facts(*model);
+    std::map<int, double> peak_by_threads;  // probed once per thread count, at the first prompt test
     const bool tty = isatty(STDERR_FILENO);
     auto progress = [&](const char *engine, const std::string &test, int t, int rep) {
         if (!tty) return;
@@ -245,6 +252,18 @@ int cmd_bench(int argc, char **argv) {
                                     theirs.samples_ns.push_back(run_peer());
                                 }
                             }
+                            if (test.n_prompt > 0 && test.n_gen == 0 && !no_peak) {
+                                if (!peak_by_threads.count(t)) {
+                                    if (tty)
+                                        std::fprintf(stderr, "\r\033[Kbench: %s peak t=%d",
+                                                     bench::peak_kind_name(compute.kind), t);
+                                    peak_by_threads[t] = bench::compute_peak(compute.kind, t);
+                                }
+                                mine.ops_per_token = theirs.ops_per_token =
+                                    bench::ops_per_prompt_token(compute, test.n_prompt, depth);
+                                mine.peak_ops = theirs.peak_ops = peak_by_threads[t];
+                                mine.peak_kind = theirs.peak_kind = bench::peak_kind_name(compute.kind);
+                            }
                             if (!bw.empty()) {
                                 double sum = 0;
                                 for (double b : bw) sum += b;
@@ -282,6 +301,17 @@ int cmd_bench(int argc, char **argv) {
                 std::printf("; t=%d: read bandwidth %.1f GB/s, limit %.1f t/s", r.n_threads, r.mem_bw / 1e9,
                             r.mem_bw / static_cast<double>(facts.bytes_per_token));
         std::printf("\n");
+        if (!peak_by_threads.empty()) {
+            // "% of peak" = pp t/s x operations per token / this peak (bench_roofline.h).
+            std::printf("compute peak, %s at the %s level:", bench::peak_kind_name(compute.kind),
+                        kernels::isa_name(kernels::isa_active()));
+            for (const auto &[t, ops] : peak_by_threads) std::printf(" t=%d %.1f G/s;", t, ops / 1e9);
+            for (int p : prompts)
+                if (p > 0)
+                    std::printf(" pp%d: %.3f G operations per token", p,
+                                bench::ops_per_prompt_token(compute, p, 0) / 1e9);
+            std::printf("\n");
+        }
         if (!peer_dir.empty())
             std::printf("llama.cpp: %s (build %s)\n",
                         bench::describe_peer(bench::resolve_peer_lib_dir(peer_dir)).c_str(),
