@@ -59,6 +59,11 @@ TEST(CliT5, RunEncodesThePromptAndGeneratesGreedily) {
         run_cli("run -m " + dir + "models/t5.gguf -p '" + prompt + "' -n " + std::to_string(n) + " --temp 0");
     ASSERT_EQ(s.status, 0) << s.out;
     EXPECT_EQ(s.out, prompt + step["generated_text"].get<std::string>() + "\n");
+    // The decoder's cache of 16 cells shifts (its bias comes from relative positions: nothing to rotate).
+    const CliResult shifted = run_cli(
+        "run -m " + dir + "models/t5.gguf -p '" + prompt + "' -c 16 -n 30 --ignore-eos --temp 0", true);
+    EXPECT_EQ(shifted.status, 0) << shifted.out;
+    EXPECT_NE(shifted.out.find("context shifted"), std::string::npos) << shifted.out;
     // A prompt longer than a micro-batch cannot be encoded: a clear error.
     const CliResult big =
         run_cli("run -m " + dir + "models/t5.gguf -p '" + prompt + "' -ub 4 -b 4 -n 2", true);

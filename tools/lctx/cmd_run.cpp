@@ -77,8 +77,8 @@ int cmd_run(int argc, char **argv) {
         eb.token = encoder_ids.data();
         if (ctx->encode(eb) != DecodeStatus::Ok) {
             std::fprintf(stderr,
-                         "lctx run: encoding the prompt (%zu tokens) failed: it must fit one micro-batch "
-                         "(-ub %u)\n",
+                         "lctx run: encoding the prompt (%zu tokens) failed: the encoder takes it in one "
+                         "micro-batch, here %u tokens (raise -ub, and -b and -c, which bound it)\n",
                          encoder_ids.size(), cp.n_ubatch);
             return 1;
         }
