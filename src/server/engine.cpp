@@ -391,7 +391,10 @@ void Engine::step() {
         }
         n_prompt += take;
     }
-    if (batch_.n_tokens == 0) return;
+    if (batch_.n_tokens == 0) {
+        update_kv_metrics();  // a cancelled slot may just have freed its cells
+        return;
+    }
 
     const int64_t t0 = now_us();
     const int32_t rc = llama_decode(ctx_, batch_);

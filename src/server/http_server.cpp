@@ -251,6 +251,87 @@ void HttpServer::Impl::routes() {
         svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
             guarded(res, [&] { generate(req, res, Endpoint::Chat); });
         });
+    // llama-server's helpers. None of them waits for the decode loop: they only read the model.
+    svr.Post("/tokenize", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            const json body = parse_body(req.body);
+            auto it = body.find("content");
+            if (it == body.end() || !it->is_string())
+                throw ApiError(400, "'content' must be a string", "invalid_request_error", "content");
+            auto flag = [&](const char *name, bool def) {
+                auto f = body.find(name);
+                if (f == body.end() || f->is_null()) return def;
+                if (!f->is_boolean()) throw ApiError(400, std::string("'") + name + "' must be a boolean");
+                return f->get<bool>();
+            };
+            const bool add_special = flag("add_special", false), with_pieces = flag("with_pieces", false);
+            const std::vector<int32_t> toks = eng.tokenize(it->get<std::string>(), add_special, true);
+            json out = json::array();
+            for (int32_t t : toks) {
+                if (with_pieces)
+                    out.push_back({{"id", t}, {"piece", eng.token_text_special(t)}});
+                else
+                    out.push_back(t);
+            }
+            send_json(res, 200, {{"tokens", out}});
+        });
+    });
+    svr.Post("/detokenize", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            const json body = parse_body(req.body);
+            auto it = body.find("tokens");
+            if (it == body.end() || !it->is_array())
+                throw ApiError(400, "'tokens' must be an array of token ids", "invalid_request_error",
+                               "tokens");
+            std::vector<int32_t> toks;
+            for (const json &t : *it) {
+                if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= eng.n_vocab())
+                    throw ApiError(400, "'tokens' holds something that is not a token id of this model",
+                                   "invalid_request_error", "tokens");
+                toks.push_back(t.get<int32_t>());
+            }
+            send_json(res, 200, {{"content", eng.detokenize(toks)}});
+        });
+    });
+    svr.Post("/apply-template", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            RequestLimits lim;
+            lim.n_vocab = eng.n_vocab();
+            const GenRequest r = parse_chat_request(parse_body(req.body), lim);
+            send_json(res, 200, {{"prompt", eng.render_chat(r.messages)}});
+        });
+    });
+    // What prefix-aware routers call: the prompt's token ids exactly as a generation would see them.
+    for (const bool chat : {false, true})
+        svr.Post(chat ? "/v1/chat/completions/render" : "/v1/completions/render",
+                 [this, chat](const httplib::Request &req, httplib::Response &res) {
+                     guarded(res, [&] {
+                         Engine &eng = need_engine();
+                         RequestLimits lim;
+                         lim.n_vocab = eng.n_vocab();
+                         const json body = parse_body(req.body);
+                         const GenRequest r =
+                             chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
+                         json out = {{"token_ids", prompt_tokens(eng, r)}};
+                         if (chat) out["prompt"] = eng.render_chat(r.messages);
+                         send_json(res, 200, out);
+                     });
+                 });
+    svr.Get("/slots", [this](const httplib::Request &, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            json out = json::array();
+            for (const SlotInfo &s : eng.slots_info())
+                out.push_back({{"id", s.id},
+                               {"is_processing", s.busy},
+                               {"n_ctx", eng.slot_ctx()},
+                               {"n_cached", s.n_cached}});
+            send_json(res, 200, out);
+        });
+    });
     if (opts.metrics)
         svr.Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
             guarded(res, [&] {

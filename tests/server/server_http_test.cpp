@@ -1,0 +1,434 @@
+// lctx serve's endpoints through HTTP: shapes, streaming, determinism under load, the scheduler, the
+// prompt cache, and bad input.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+
+#include "server/server_fixture.h"
+
+namespace lctx::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class ServerTest : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        server::EngineOptions eo;
+        eo.n_ctx = 2048;
+        eo.n_slots = 8;  // 256 cells each
+        eo.step_tokens = 64;
+        eo.n_threads = 2;
+        server::ServerOptions so;
+        so.api_key = "";
+        srv = new LocalServer(eo, so);
+    }
+    static void TearDownTestSuite() {
+        delete srv;
+        srv = nullptr;
+    }
+    static LocalServer *srv;
+};
+LocalServer *ServerTest::srv = nullptr;
+
+TEST_F(ServerTest, HealthAndModels) {
+    auto c = srv->client();
+    auto h = c->Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    EXPECT_EQ(json::parse(h->body)["status"], "ok");
+    auto m = c->Get("/v1/models");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->status, 200);
+    const json j = json::parse(m->body);
+    EXPECT_EQ(j["object"], "list");
+    ASSERT_EQ(j["data"].size(), 1u);
+    EXPECT_EQ(j["data"][0]["id"], "stories260K.gguf");
+    EXPECT_EQ(j["data"][0]["object"], "model");
+    auto nf = c->Get("/nope");
+    ASSERT_TRUE(nf);
+    EXPECT_EQ(nf->status, 404);
+    EXPECT_EQ(json::parse(nf->body)["error"]["code"], 404);
+}
+
+TEST_F(ServerTest, CompletionShapeAndUsage) {
+    auto [st, j] = srv->post("/v1/completions",
+                             {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}});
+    ASSERT_EQ(st, 200) << j.dump();
+    EXPECT_EQ(j["object"], "text_completion");
+    ASSERT_EQ(j["choices"].size(), 1u);
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    EXPECT_FALSE(j["choices"][0]["text"].get<std::string>().empty());
+    EXPECT_EQ(j["usage"]["completion_tokens"], 12);
+    EXPECT_EQ(j["usage"]["prompt_tokens"], 5);  // BOS + 4
+    EXPECT_EQ(j["usage"]["total_tokens"], 17);
+    EXPECT_TRUE(j["usage"]["prompt_tokens_details"].contains("cached_tokens"));
+}
+
+TEST_F(ServerTest, ChatShapeAndDeterminism) {
+    const json body = {
+        {"messages", {{{"role", "system"}, {"content", "Be kind."}}, {{"role", "user"}, {"content", "Hi"}}}},
+        {"max_tokens", 16},
+        {"temperature", 0}};
+    auto [st, a] = srv->post("/v1/chat/completions", body);
+    ASSERT_EQ(st, 200) << a.dump();
+    EXPECT_EQ(a["object"], "chat.completion");
+    EXPECT_EQ(a["choices"][0]["message"]["role"], "assistant");
+    auto [st2, b] = srv->post("/v1/chat/completions", body);
+    ASSERT_EQ(st2, 200);
+    EXPECT_EQ(a["choices"][0]["message"]["content"], b["choices"][0]["message"]["content"]);
+    // A model without a chat template gets chatml: the prompt holds its markers.
+    EXPECT_GT(a["usage"]["prompt_tokens"].get<int>(), 10);
+}
+
+TEST_F(ServerTest, StreamingFormat) {
+    for (const bool chat : {false, true}) {
+        json body = {{"max_tokens", 10},
+                     {"temperature", 0},
+                     {"stream", true},
+                     {"stream_options", {{"include_usage", true}}}};
+        if (chat)
+            body["messages"] = {{{"role", "user"}, {"content", "Tell a story"}}};
+        else
+            body["prompt"] = "Once upon a time";
+        auto r = srv->client()->Post(chat ? "/v1/chat/completions" : "/v1/completions", body.dump(),
+                                     "application/json");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_NE(r->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+        const auto evs = sse_events(r->body);
+        ASSERT_GE(evs.size(), 3u);
+        for (size_t i = 0; i + 1 < evs.size(); ++i)
+            ASSERT_TRUE(evs[i].is_object()) << "event " << i << " is not JSON";
+        EXPECT_EQ(evs.back(), "[DONE]");
+        const json &usage = evs[evs.size() - 2];
+        EXPECT_TRUE(usage["choices"].empty());
+        EXPECT_EQ(usage["usage"]["completion_tokens"], 10);
+        const json &fin = evs[evs.size() - 3];
+        EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
+        if (chat) {
+            EXPECT_EQ(evs[0]["choices"][0]["delta"]["role"], "assistant");
+        }
+        // The streamed text is the non-streamed text.
+        body["stream"] = false;
+        auto [st, j] = srv->post(chat ? "/v1/chat/completions" : "/v1/completions", body);
+        ASSERT_EQ(st, 200);
+        EXPECT_EQ(sse_text(evs), chat ? j["choices"][0]["message"]["content"] : j["choices"][0]["text"]);
+    }
+}
+
+TEST_F(ServerTest, StopStringsEndTheText) {
+    auto [st, full] = srv->post("/v1/completions",
+                                {{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"temperature", 0}});
+    ASSERT_EQ(st, 200);
+    const std::string text = full["choices"][0]["text"];
+    ASSERT_GT(text.size(), 12u);
+    const std::string stop = text.substr(8, 3);
+    const size_t at = text.find(stop);
+    for (const bool stream : {false, true}) {
+        json body = {{"prompt", "Once upon a time"},
+                     {"max_tokens", 30},
+                     {"temperature", 0},
+                     {"stop", {stop}},
+                     {"stream", stream}};
+        auto r = srv->client()->Post("/v1/completions", body.dump(), "application/json");
+        ASSERT_TRUE(r);
+        std::string got;
+        std::string reason;
+        if (stream) {
+            const auto evs = sse_events(r->body);
+            got = sse_text(evs);
+            reason = evs[evs.size() - 2]["choices"][0]["finish_reason"];
+        } else {
+            const json j = json::parse(r->body);
+            got = j["choices"][0]["text"];
+            reason = j["choices"][0]["finish_reason"];
+        }
+        EXPECT_EQ(got, text.substr(0, at)) << "stream " << stream;
+        EXPECT_EQ(reason, "stop");
+    }
+}
+
+TEST_F(ServerTest, SeedNLogitBiasAndLogprobs) {
+    json body = {{"prompt", "Lily"}, {"max_tokens", 8}, {"temperature", 1.0}, {"seed", 42}, {"n", 3}};
+    auto [st, a] = srv->post("/v1/completions", body);
+    ASSERT_EQ(st, 200) << a.dump();
+    ASSERT_EQ(a["choices"].size(), 3u);
+    EXPECT_EQ(a["usage"]["completion_tokens"], 24);
+    auto [st2, b] = srv->post("/v1/completions", body);
+    ASSERT_EQ(st2, 200);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(a["choices"][i]["text"], b["choices"][i]["text"]) << "seeded choice " << i;
+
+    // Greedy picks token T; banning T with logit_bias -100 changes the first token.
+    auto [s3, g] = srv->post("/v1/completions",
+                             {{"prompt", "Lily"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 3}});
+    ASSERT_EQ(s3, 200) << g.dump();
+    const json &lp = g["choices"][0]["logprobs"];
+    ASSERT_EQ(lp["tokens"].size(), 1u);
+    ASSERT_EQ(lp["top_logprobs"][0].size(), 3u);
+    const double first = lp["token_logprobs"][0];
+    EXPECT_LE(first, 0.0);
+    for (auto &[k, v] : lp["top_logprobs"][0].items()) EXPECT_LE(v.get<double>(), first + 1e-6) << k;
+    auto toks = srv->client()->Post(
+        "/tokenize", json{{"content", lp["tokens"][0]}, {"add_special", false}}.dump(), "application/json");
+    ASSERT_TRUE(toks);
+    const json tj = json::parse(toks->body);
+    ASSERT_FALSE(tj["tokens"].empty());
+    // The piece may tokenize into more than one token (a leading space); banning them all bans it.
+    json bias = json::object();
+    for (const json &t : tj["tokens"]) bias[std::to_string(t.get<int>())] = -100;
+    auto [s4, h] = srv->post(
+        "/v1/completions", {{"prompt", "Lily"}, {"max_tokens", 1}, {"temperature", 0}, {"logit_bias", bias}});
+    ASSERT_EQ(s4, 200);
+    EXPECT_NE(h["choices"][0]["text"], g["choices"][0]["text"]);
+
+    // Chat logprobs shape.
+    auto [s5, c] = srv->post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                                                      {"max_tokens", 3},
+                                                      {"temperature", 0},
+                                                      {"logprobs", true},
+                                                      {"top_logprobs", 2}});
+    ASSERT_EQ(s5, 200) << c.dump();
+    const json &content = c["choices"][0]["logprobs"]["content"];
+    ASSERT_FALSE(content.empty());
+    EXPECT_EQ(content[0]["top_logprobs"].size(), 2u);
+    EXPECT_TRUE(content[0]["bytes"].is_array());
+}
+
+TEST_F(ServerTest, ResponseFormatJsonSchema) {
+    const json schema = {
+        {"type", "object"},
+        {"properties", {{"name", {{"type", "string"}, {"maxLength", 8}}}, {"age", {{"type", "integer"}}}}},
+        {"required", {"name", "age"}}};
+    auto [st, j] =
+        srv->post("/v1/chat/completions",
+                  {{"messages", {{{"role", "user"}, {"content", "Who?"}}}},
+                   {"max_tokens", 60},
+                   {"temperature", 0},
+                   {"response_format",
+                    {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", schema}}}}}});
+    ASSERT_EQ(st, 200) << j.dump();
+    const std::string text = j["choices"][0]["message"]["content"];
+    if (j["choices"][0]["finish_reason"] == "stop") {
+        const json out = json::parse(text, nullptr, false);
+        ASSERT_FALSE(out.is_discarded()) << text;
+        EXPECT_TRUE(out["name"].is_string());
+        EXPECT_TRUE(out["age"].is_number_integer());
+    } else {
+        EXPECT_EQ(text.rfind("{\"name\":", 0), 0u) << text;  // cut by max_tokens, still on the schema's path
+    }
+}
+
+TEST_F(ServerTest, BadInput) {
+    auto c = srv->client();
+    auto expect = [&](const std::string &path, const std::string &body, int status, const char *what) {
+        auto r = c->Post(path.c_str(), body, "application/json");
+        ASSERT_TRUE(r) << what;
+        EXPECT_EQ(r->status, status) << what << ": " << r->body;
+        const json j = json::parse(r->body, nullptr, false);
+        ASSERT_TRUE(j.is_object()) << what;
+        EXPECT_TRUE(j["error"]["message"].is_string()) << what;
+        EXPECT_EQ(j["error"]["code"], status) << what;
+        EXPECT_TRUE(j["error"]["type"].is_string()) << what;
+    };
+    expect("/v1/completions", "{\"prompt\":", 400, "malformed JSON");
+    expect("/v1/completions", "[1,2]", 400, "not an object");
+    expect("/v1/completions", R"({"prompt":5})", 400, "prompt of the wrong type");
+    expect("/v1/completions", R"({"prompt":"a","temperature":"hot"})", 400, "temperature of the wrong type");
+    expect("/v1/completions", R"({"prompt":"a","stream":1})", 400, "stream of the wrong type");
+    expect("/v1/completions", R"({"prompt":"a","stop":[1]})", 400, "stop of the wrong shape");
+    expect("/v1/completions", R"({"prompt":"a","max_tokens":0})", 400, "max_tokens 0");
+    expect("/v1/completions", R"({"prompt":"a","max_tokens":-5})", 400, "max_tokens negative");
+    expect("/v1/completions", R"({"prompt":"a","max_tokens":99999999999})", 400, "max_tokens huge");
+    expect("/v1/completions", R"({"prompt":"a","n":0})", 400, "n 0");
+    expect("/v1/completions", R"({"prompt":"a","logit_bias":{"x":1}})", 400, "logit_bias key");
+    expect("/v1/completions", R"({"prompt":"a","logit_bias":{"99999":1}})", 400, "logit_bias token");
+    expect("/v1/completions", R"({"prompt":[1,2,999999]})", 400, "token outside the vocabulary");
+    expect("/v1/completions", R"({"prompt":"a","grammar":"root ::= \"x"})", 400, "bad grammar");
+    expect(
+        "/v1/completions",
+        R"({"prompt":"a","response_format":{"type":"json_schema","json_schema":{"schema":{"$ref":"#/nope"}}}})",
+        400, "bad schema");
+    expect("/v1/chat/completions", R"({"messages":[]})", 400, "empty messages");
+    expect("/v1/chat/completions", R"({"messages":[{"role":"wizard","content":"x"}]})", 400, "unknown role");
+    expect("/v1/chat/completions", R"({"messages":[{"role":"user","content":7}]})", 400,
+           "content of the wrong type");
+    std::string longp;
+    for (int i = 0; i < 400; ++i) longp += "Once upon a time ";
+    expect("/v1/completions", json{{"prompt", longp}}.dump(), 400, "prompt longer than the context");
+    // The server still serves.
+    auto [st, j] = srv->post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}});
+    EXPECT_EQ(st, 200);
+}
+
+TEST_F(ServerTest, HugeBodyIsRefusedBeforeItIsRead) {
+    // Claims 100 MB, sends 64 KB: the 413 must come without the server waiting for the rest.
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(srv->port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    const std::string head =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+        "104857600\r\n\r\n";
+    ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+    const std::string chunk(64 * 1024, ' ');
+    (void)!send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    close(fd);
+    ASSERT_GT(n, 0) << "no answer within 5 s";
+    const std::string resp(buf, static_cast<size_t>(n));
+    EXPECT_EQ(resp.rfind("HTTP/1.1 413", 0), 0u) << resp;
+}
+
+TEST_F(ServerTest, SameTextAloneAndUnderLoad) {
+    // Temperature 0: each request's text alone equals its text while 7 others run at once (no mixed-up
+    // responses, nothing from another sequence leaking in).
+    const std::vector<std::string> prompts = {"Once upon a time", "Lily and Tom",       "The cat sat",
+                                              "One day, a big",   "Tim had a red ball", "The sun was",
+                                              "Sue and her mom",  "A little bird"};
+    std::vector<std::string> alone;
+    for (const std::string &p : prompts) {
+        auto [st, j] = srv->post("/v1/completions", {{"prompt", p}, {"max_tokens", 24}, {"temperature", 0}});
+        ASSERT_EQ(st, 200);
+        alone.push_back(j["choices"][0]["text"]);
+    }
+    for (int round = 0; round < 2; ++round) {
+        std::vector<std::future<std::string>> fs;
+        for (size_t i = 0; i < prompts.size(); ++i)
+            fs.push_back(std::async(std::launch::async, [&, i] {
+                json body = {{"prompt", prompts[i]},
+                             {"max_tokens", 24},
+                             {"temperature", 0},
+                             {"stream", (i + round) % 2 == 0}};
+                auto r = srv->client()->Post("/v1/completions", body.dump(), "application/json");
+                if (!r || r->status != 200) return std::string("<failed>");
+                if (body["stream"]) return sse_text(sse_events(r->body));
+                return json::parse(r->body)["choices"][0]["text"].get<std::string>();
+            }));
+        for (size_t i = 0; i < prompts.size(); ++i)
+            EXPECT_EQ(fs[i].get(), alone[i]) << "prompt " << i << " round " << round;
+    }
+}
+
+TEST_F(ServerTest, ShortRequestIsNotStalledByLongPrompts) {
+    // Four prompts of ~230 tokens take several steps each (64 tokens a step, shared); a short request
+    // sent after them joins at the next step and finishes first.
+    std::string longp;
+    for (int i = 0; i < 45; ++i) longp += "Once upon a time ";
+    std::atomic<int> order{0};
+    std::vector<std::future<int>> longs;
+    for (int i = 0; i < 4; ++i)
+        longs.push_back(std::async(std::launch::async, [&, i] {
+            auto [st, j] =
+                srv->post("/v1/completions",
+                          {{"prompt", longp + std::to_string(i)}, {"max_tokens", 20}, {"temperature", 0}});
+            return st == 200 ? ++order : -1;
+        }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto [st, j] = srv->post("/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}, {"temperature", 0}});
+    const int short_done = ++order;
+    ASSERT_EQ(st, 200);
+    int first_long = 1000;
+    for (auto &f : longs) {
+        const int o = f.get();
+        ASSERT_GT(o, 0);
+        first_long = std::min(first_long, o);
+    }
+    EXPECT_LT(short_done, first_long) << "the short request waited for the long prompts";
+}
+
+TEST_F(ServerTest, PromptCacheReportsCachedTokens) {
+    const std::string p = "Once upon a time, there was a little dog named Max. Max liked to run in the park";
+    auto [s1, a] = srv->post("/v1/completions", {{"prompt", p}, {"max_tokens", 4}, {"temperature", 0}});
+    ASSERT_EQ(s1, 200);
+    const double hits0 = srv->metric("vllm:prefix_cache_hits_total{model_name=\"stories260K.gguf\"}");
+    auto [s2, b] =
+        srv->post("/v1/completions", {{"prompt", p + " and play"}, {"max_tokens", 4}, {"temperature", 0}});
+    ASSERT_EQ(s2, 200);
+    const int prompt_tokens = a["usage"]["prompt_tokens"];
+    const int cached = b["usage"]["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_GE(cached, prompt_tokens - 1);
+    EXPECT_LT(cached, b["usage"]["prompt_tokens"].get<int>());
+    EXPECT_GE(srv->metric("vllm:prefix_cache_hits_total{model_name=\"stories260K.gguf\"}"), hits0 + cached);
+}
+
+TEST_F(ServerTest, MetricsText) {
+    auto r = srv->client()->Get("/metrics");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    for (const char *name :
+         {"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc",
+          "vllm:cache_config_info{block_size=\"1\",num_gpu_blocks=\"2048\"}",
+          "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "lctx:prompt_tokens_total",
+          "lctx:tokens_predicted_total", "lctx:prompt_seconds_total"})
+        EXPECT_NE(r->body.find(name), std::string::npos) << name;
+    const double usage = srv->metric("vllm:kv_cache_usage_perc{model_name=\"stories260K.gguf\"}");
+    EXPECT_GE(usage, 0.0);
+    EXPECT_LE(usage, 1.0);
+}
+
+// Servers of their own: an API key; a client that disconnects.
+TEST(ServerOwn, ApiKey) {
+    server::EngineOptions eo;
+    eo.n_ctx = 512;
+    eo.n_slots = 1;
+    server::ServerOptions so;
+    so.api_key = "sekrit";
+    LocalServer s(eo, so);
+    const json body = {{"prompt", "Once"}, {"max_tokens", 2}};
+    EXPECT_EQ(s.post("/v1/completions", body).first, 401);
+    EXPECT_EQ(s.post("/v1/completions", body, "wrong").first, 401);
+    auto [st, j] = s.post("/v1/completions", body, "sekrit");
+    EXPECT_EQ(st, 200) << j.dump();
+    auto [st2, e] = s.post("/v1/completions", body, "wrong");
+    EXPECT_EQ(e["error"]["type"], "authentication_error");
+    auto h = s.client()->Get("/health");  // public
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+}
+
+TEST(ServerOwn, ClientGoneMidStreamFreesCells) {
+    server::EngineOptions eo;
+    eo.n_ctx = 8192;
+    eo.n_slots = 2;  // 4096 cells each: the stream runs long enough to be cut
+    eo.n_threads = 2;
+    LocalServer s(eo);
+    std::atomic<int> chunks{0};
+    auto c = s.client();
+    // End of text banned (token 2 in this vocabulary): the story cannot end before the client hangs up.
+    const json body = {{"prompt", "Once upon a time"},
+                       {"temperature", 0.8},
+                       {"stream", true},
+                       {"logit_bias", {{"2", -100}}}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char *, size_t, uint64_t, uint64_t) { return ++chunks < 5; };  // hang up
+    c->send(req);
+    EXPECT_GE(chunks.load(), 5);
+    bool freed = false;
+    for (int i = 0; i < 500 && !freed; ++i) {
+        freed = s.metric("lctx:kv_cache_tokens") == 0 && s.metric("lctx:requests_processing") == 0;
+        if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(freed) << "cells in use: " << s.metric("lctx:kv_cache_tokens");
+    // Other requests still work.
+    EXPECT_EQ(s.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}}).first, 200);
+}
+
+}  // namespace
+}  // namespace lctx::testing
