@@ -160,7 +160,10 @@ void Engine::submit(std::vector<Task> tasks) {
     {
         std::lock_guard<std::mutex> lk(mu_);
         if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
-        if (queue_.size() + tasks.size() > static_cast<size_t>(opts_.max_queue) + opts_.n_slots)
+        // Tasks may wait for a slot up to max_queue; the free slots take the rest at the next step.
+        const size_t free_slots = static_cast<size_t>(
+            std::count_if(slots_.begin(), slots_.end(), [](const auto &s) { return !s->busy.load(); }));
+        if (queue_.size() + tasks.size() > static_cast<size_t>(opts_.max_queue) + free_slots)
             throw ApiError(503, "the server is busy: every slot is taken and the queue is full",
                            "unavailable_error");
         for (Task &t : tasks) queue_.push_back(std::move(t));

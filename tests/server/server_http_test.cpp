@@ -21,8 +21,8 @@ class ServerTest : public ::testing::Test {
     static void SetUpTestSuite() {
         server::EngineOptions eo;
         eo.n_ctx = 2048;
-        eo.n_slots = 8;  // 256 cells each
-        eo.step_tokens = 64;
+        eo.n_slots = 8;       // 256 cells each
+        eo.step_tokens = 16;  // small steps: a long prompt takes many, which the scheduler test needs
         eo.n_threads = 2;
         server::ServerOptions so;
         so.api_key = "";
@@ -323,8 +323,10 @@ TEST_F(ServerTest, SameTextAloneAndUnderLoad) {
 }
 
 TEST_F(ServerTest, ShortRequestIsNotStalledByLongPrompts) {
-    // Four prompts of ~230 tokens take several steps each (64 tokens a step, shared); a short request
-    // sent after them joins at the next step and finishes first.
+    // Four prompts of ~230 tokens take many steps each (16 tokens a step, shared by every prompt being
+    // evaluated); a short request sent while they are being evaluated joins at the next step and
+    // finishes first. Without chunking (first come, first served) the first long request would finish
+    // long before it.
     std::string longp;
     for (int i = 0; i < 45; ++i) longp += "Once upon a time ";
     std::atomic<int> order{0};
@@ -333,10 +335,12 @@ TEST_F(ServerTest, ShortRequestIsNotStalledByLongPrompts) {
         longs.push_back(std::async(std::launch::async, [&, i] {
             auto [st, j] =
                 srv->post("/v1/completions",
-                          {{"prompt", longp + std::to_string(i)}, {"max_tokens", 20}, {"temperature", 0}});
+                          {{"prompt", longp + std::to_string(i)}, {"max_tokens", 1}, {"temperature", 0}});
             return st == 200 ? ++order : -1;
         }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int i = 0; i < 2000 && srv->metric("lctx:requests_processing") < 4; ++i)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ASSERT_EQ(order.load(), 0) << "the long prompts finished before the short request could be sent";
     auto [st, j] = srv->post("/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}, {"temperature", 0}});
     const int short_done = ++order;
     ASSERT_EQ(st, 200);
@@ -379,7 +383,98 @@ TEST_F(ServerTest, MetricsText) {
     EXPECT_LE(usage, 1.0);
 }
 
-// Servers of their own: an API key; a client that disconnects.
+TEST_F(ServerTest, TokenizeDetokenizeTemplateRender) {
+    auto post = [&](const char *path, const json &b) { return srv->post(path, b); };
+    auto [s1, t] = post("/tokenize", {{"content", "Once upon a time"}});
+    ASSERT_EQ(s1, 200) << t.dump();
+    ASSERT_EQ(t["tokens"].size(), 4u);
+    auto [s2, d] = post("/detokenize", {{"tokens", t["tokens"]}});
+    ASSERT_EQ(s2, 200);
+    EXPECT_EQ(d["content"].get<std::string>().find("Once upon a time") != std::string::npos, true)
+        << d.dump();
+    auto [s3, wp] = post("/tokenize", {{"content", "Once"}, {"with_pieces", true}, {"add_special", true}});
+    ASSERT_EQ(s3, 200);
+    EXPECT_TRUE(wp["tokens"][0].contains("piece"));
+    EXPECT_EQ(wp["tokens"].size(), 2u);  // BOS + Once
+    const json msgs = {{{"role", "user"}, {"content", "Hello"}}};
+    auto [s4, at] = post("/apply-template", {{"messages", msgs}});
+    ASSERT_EQ(s4, 200);
+    EXPECT_NE(at["prompt"].get<std::string>().find("<|im_start|>user\nHello<|im_end|>"), std::string::npos)
+        << at.dump();
+    // render gives the token ids a generation would evaluate: prompt_tokens of the same request.
+    auto [s5, rc] = post("/v1/chat/completions/render", {{"messages", msgs}});
+    ASSERT_EQ(s5, 200);
+    auto [s6, gen] = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 1}});
+    ASSERT_EQ(s6, 200);
+    EXPECT_EQ(rc["token_ids"].size(), gen["usage"]["prompt_tokens"].get<size_t>());
+    auto [s7, rp] = post("/v1/completions/render", {{"prompt", "Once upon a time"}});
+    ASSERT_EQ(s7, 200);
+    EXPECT_EQ(rp["token_ids"].size(), 5u);
+    EXPECT_EQ(post("/detokenize", {{"tokens", {1, 99999}}}).first, 400);
+    EXPECT_EQ(post("/tokenize", {{"content", 5}}).first, 400);
+    auto sl = srv->client()->Get("/slots");
+    ASSERT_TRUE(sl);
+    const json slots = json::parse(sl->body);
+    ASSERT_EQ(slots.size(), 8u);
+    EXPECT_EQ(slots[0]["n_ctx"], 256);
+}
+
+TEST_F(ServerTest, LengthWhenTheSlotIsFull) {
+    // No max_tokens: generation runs until end of text or the slot's 256 cells are full.
+    auto [st, j] =
+        srv->post("/v1/completions",
+                  {{"prompt", "Once upon a time"}, {"temperature", 0}, {"logit_bias", {{"2", -100}}}});
+    ASSERT_EQ(st, 200);
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    // 256 cells: the prompt's 5 and 251 generated ones; the last token sampled needs no cell.
+    EXPECT_EQ(j["usage"]["total_tokens"], 257);
+}
+
+// Servers of their own: loading, a full queue, an API key, a client that disconnects.
+TEST(ServerOwn, HealthIs503WhileLoading) {
+    server::ServerOptions so;
+    so.host = "127.0.0.1";
+    so.port = 0;
+    so.log = false;
+    server::HttpServer http(so);
+    const int port = http.bind();
+    ASSERT_GT(port, 0);
+    std::thread t([&] { http.listen(); });
+    httplib::Client c("127.0.0.1", port);
+    auto h = c.Get("/health");
+    auto g = c.Post("/v1/completions", R"({"prompt":"a"})", "application/json");
+    http.stop();
+    t.join();
+    ASSERT_TRUE(h && g);
+    EXPECT_EQ(h->status, 503);
+    EXPECT_EQ(g->status, 503);
+    EXPECT_EQ(json::parse(g->body)["error"]["type"], "unavailable_error");
+}
+
+TEST(ServerOwn, FullQueueIs503) {
+    server::EngineOptions eo;
+    eo.n_ctx = 8192;
+    eo.n_slots = 1;
+    eo.max_queue = 1;
+    eo.n_threads = 1;
+    LocalServer s(eo);
+    // One long request holds the slot, one waits; a third finds the queue full.
+    const json slow = {
+        {"prompt", "Once"}, {"temperature", 0.8}, {"logit_bias", {{"2", -100}}}, {"max_tokens", 1500}};
+    auto a = std::async(std::launch::async, [&] { return s.post("/v1/completions", slow).first; });
+    for (int i = 0; i < 1000 && s.metric("lctx:requests_processing") < 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto b = std::async(std::launch::async, [&] {
+        return s.post("/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}}).first;
+    });
+    for (int i = 0; i < 1000 && s.metric("lctx:requests_deferred") < 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto [st, e] = s.post("/v1/completions", {{"prompt", "Sue"}, {"max_tokens", 2}});
+    EXPECT_EQ(st, 503) << e.dump();
+    EXPECT_EQ(a.get(), 200);
+    EXPECT_EQ(b.get(), 200);
+}
+
 TEST(ServerOwn, ApiKey) {
     server::EngineOptions eo;
     eo.n_ctx = 512;
