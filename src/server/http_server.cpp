@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "server/openai_json.h"
+#include "server/web_page.h"
 
 namespace lctx::server {
 
@@ -220,6 +221,9 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
 }
 
 void HttpServer::Impl::routes() {
+    svr.Get("/", [](const httplib::Request &, httplib::Response &res) {
+        res.set_content(web_page_html(), "text/html; charset=utf-8");
+    });
     svr.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
         if (!engine.load() || stopping)
             send_json(res, 503,

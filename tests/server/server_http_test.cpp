@@ -430,6 +430,42 @@ TEST_F(ServerTest, LengthWhenTheSlotIsFull) {
     EXPECT_EQ(j["usage"]["total_tokens"], 257);
 }
 
+TEST_F(ServerTest, WebPage) {
+    auto r = srv->client()->Get("/");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_NE(r->get_header_value("Content-Type").find("text/html"), std::string::npos);
+    EXPECT_NE(r->body.find("/v1/chat/completions"), std::string::npos);
+    EXPECT_EQ(r->body.find("<script src"), std::string::npos);  // nothing fetched from elsewhere
+}
+
+// A real browser loads the page, sends a message (?q=) and gets a streamed answer: the DOM after the
+// page ran holds the finished reply. Skipped where chromium is not installed (.ci/run installs it).
+TEST_F(ServerTest, WebPageInHeadlessChromium) {
+    std::string browser;
+    for (const char *b : {"chromium", "chromium-browser", "google-chrome"})
+        if (std::system((std::string("command -v ") + b + " >/dev/null 2>&1").c_str()) == 0) {
+            browser = b;
+            break;
+        }
+    if (browser.empty())
+        GTEST_SKIP() << "chromium is not installed: the browser test of the web page is skipped";
+    const std::string url = "http://127.0.0.1:" + std::to_string(srv->port) + "/?q=Hello";
+    const std::string cmd =
+        browser + " --headless --no-sandbox --disable-gpu --virtual-time-budget=20000 --dump-dom '" + url +
+        "' 2>/dev/null";
+    FILE *p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string dom;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) dom.append(buf, n);
+    pclose(p);
+    EXPECT_NE(dom.find("msg user"), std::string::npos) << dom;
+    EXPECT_NE(dom.find("data-done=\"1\""), std::string::npos) << dom;
+    EXPECT_NE(dom.find("tokens/s"), std::string::npos) << dom;
+}
+
 // Servers of their own: loading, a full queue, an API key, a client that disconnects.
 TEST(ServerOwn, HealthIs503WhileLoading) {
     server::ServerOptions so;
