@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <numeric>
 #include <stdexcept>
 
@@ -246,14 +247,18 @@ std::vector<SlotInfo> Engine::slots_info() const {
 // ---- the decode loop ----
 
 void Engine::loop() {
+    std::deque<std::function<void()>> cmds;
     for (;;) {
         {
             std::unique_lock<std::mutex> lk(mu_);
             const bool idle =
                 std::none_of(slots_.begin(), slots_.end(), [](const auto &s) { return s->busy.load(); });
-            if (idle) cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+            if (idle) cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || !commands_.empty(); });
             if (stopping_) break;
+            cmds.swap(commands_);
         }
+        for (auto &c : cmds) c();
+        cmds.clear();
         // A client gone frees its slot and cells before anything else.
         for (auto &s : slots_)
             if (s->busy && s->task.channel->cancelled()) {
@@ -267,6 +272,69 @@ void Engine::loop() {
     for (auto &s : slots_)
         if (s->busy) fail(*s, "the server is shutting down");
     update_kv_metrics();
+    // Slot actions that arrived too late still get an answer.
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto &c : commands_) c();
+    commands_.clear();
+}
+
+nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const std::string &path) {
+    if (id < 0 || id >= opts_.n_slots)
+        throw ApiError(404, "no slot " + std::to_string(id), "not_found_error");
+    if (action != "save" && action != "restore" && action != "erase")
+        throw ApiError(400, "action must be save, restore or erase", "invalid_request_error", "action");
+    auto done = std::make_shared<std::promise<nlohmann::json>>();
+    std::future<nlohmann::json> result = done->get_future();
+    auto run = [this, id, action, path, done] {
+        try {
+            Slot &s = *slots_[static_cast<size_t>(id)];
+            if (s.busy)
+                throw ApiError(409, "slot " + std::to_string(id) + " is processing a request",
+                               "conflict_error");
+            const int64_t t0 = now_us();
+            nlohmann::json out = {{"id_slot", id}};
+            if (action == "erase") {
+                out["n_erased"] = s.cache.size();
+                release_cells(s);
+            } else if (action == "save") {
+                const size_t n =
+                    llama_state_seq_save_file(ctx_, path.c_str(), s.id, s.cache.data(), s.cache.size());
+                if (n == 0) throw ApiError(500, "the slot could not be saved to the file", "server_error");
+                out["filename"] = std::filesystem::path(path).filename().string();
+                out["n_saved"] = s.cache.size();
+                out["n_written"] = n;
+                out["timings"] = {{"save_ms", double(now_us() - t0) / 1000.0}};
+            } else {
+                std::vector<int32_t> toks(static_cast<size_t>(slot_ctx_));
+                size_t n_tok = 0;
+                release_cells(s);
+                const size_t n =
+                    llama_state_seq_load_file(ctx_, path.c_str(), s.id, toks.data(), toks.size(), &n_tok);
+                if (n == 0) {
+                    release_cells(s);
+                    throw ApiError(400, "the file is not a slot state this slot can hold",
+                                   "invalid_request_error");
+                }
+                toks.resize(n_tok);
+                s.cache = std::move(toks);
+                out["filename"] = std::filesystem::path(path).filename().string();
+                out["n_restored"] = s.cache.size();
+                out["n_read"] = n;
+                out["timings"] = {{"restore_ms", double(now_us() - t0) / 1000.0}};
+            }
+            update_kv_metrics();
+            done->set_value(out);
+        } catch (...) {
+            done->set_exception(std::current_exception());
+        }
+    };
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
+        commands_.push_back(run);
+    }
+    cv_.notify_all();
+    return result.get();
 }
 
 bool Engine::assign_waiting() {

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -131,6 +132,11 @@ class Engine {
     Metrics &metrics() { return metrics_; }
     std::vector<SlotInfo> slots_info() const;
 
+    // /slots/{id}?action=save|restore|erase, run on the decode loop between steps (the only thread that
+    // touches the context). save and restore take a full path (the HTTP layer checks the file name).
+    // Returns the response object; throws ApiError (404 unknown slot, 409 slot busy, 400 bad file).
+    nlohmann::json slot_action(int32_t id, const std::string &action, const std::string &path);
+
   private:
     struct Slot;
     void loop();
@@ -158,6 +164,7 @@ class Engine {
     mutable std::mutex mu_;  // guards queue_, stopping_ and the slots' busy/n_cached view
     std::condition_variable cv_;
     std::deque<Task> queue_;
+    std::deque<std::function<void()>> commands_;  // slot actions for the loop
     bool stopping_ = false;
     std::thread thread_;
 };

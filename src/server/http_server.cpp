@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -334,6 +335,27 @@ void HttpServer::Impl::routes() {
                                {"n_ctx", eng.slot_ctx()},
                                {"n_cached", s.n_cached}});
             send_json(res, 200, out);
+        });
+    });
+    svr.Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            const int32_t id = std::stoi(req.matches[1].str());
+            const std::string action = req.get_param_value("action");
+            std::string path;
+            if (action == "save" || action == "restore") {
+                if (opts.slot_save_path.empty())
+                    throw ApiError(400, "slot files need --slot-save-path", "invalid_request_error",
+                                   "action");
+                const json body = parse_body(req.body);
+                auto f = body.find("filename");
+                if (f == body.end() || !f->is_string() || !valid_slot_filename(f->get<std::string>()))
+                    throw ApiError(400,
+                                   "'filename' must be a plain file name (letters, digits, '.', '_', '-')",
+                                   "invalid_request_error", "filename");
+                path = (std::filesystem::path(opts.slot_save_path) / f->get<std::string>()).string();
+            }
+            send_json(res, 200, eng.slot_action(id, action, path));
         });
     });
     if (opts.metrics)

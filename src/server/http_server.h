@@ -18,8 +18,9 @@ struct ServerOptions {
     std::string api_key;
     size_t max_body = 16u << 20;  // larger bodies get 413 before being read
     bool metrics = true;
-    bool log = true;       // one line per request on stderr
-    int http_threads = 0;  // 0: enough for every slot and queued request
+    std::string slot_save_path;  // folder of /slots/{id}?action=save|restore files; "" refuses them
+    bool log = true;             // one line per request on stderr
+    int http_threads = 0;        // 0: enough for every slot and queued request
 };
 
 class HttpServer {

@@ -213,6 +213,15 @@ json parse_body(const std::string &body) {
     return j;
 }
 
+bool valid_slot_filename(const std::string &name) {
+    if (name.empty() || name.size() > 255 || name[0] == '.') return false;
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return false;
+    return true;
+}
+
 const std::string &json_object_grammar() {
     static const std::string g = grammar::json_schema_to_gbnf(std::string_view(R"({"type":"object"})"));
     return g;

@@ -82,6 +82,10 @@ GenRequest parse_chat_request(const nlohmann::json &body, const RequestLimits &l
 // Parses the body text: malformed JSON or a body that is not an object is a 400 too.
 nlohmann::json parse_body(const std::string &body);
 
+// A slot file name for --slot-save-path: a plain name (letters, digits, '.', '_', '-'; no leading dot, at
+// most 255 bytes), so that it cannot leave that folder.
+bool valid_slot_filename(const std::string &name);
+
 // The GBNF of response_format {"type":"json_object"}: any JSON object.
 const std::string &json_object_grammar();
 

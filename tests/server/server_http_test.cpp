@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
 
 #include "server/server_fixture.h"
@@ -491,6 +493,51 @@ TEST_F(ServerTest, OpenAiNpmClient) {
     const int st = pclose(p);
     EXPECT_EQ(st, 0) << out;
     EXPECT_NE(out.find("ok"), std::string::npos) << out;
+}
+
+TEST(ServerOwn, SlotSaveRestoreErase) {
+    const std::string dir =
+        std::filesystem::temp_directory_path() / ("lctx_slots_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    server::EngineOptions eo;
+    eo.n_ctx = 1024;
+    eo.n_slots = 2;
+    server::ServerOptions so;
+    so.slot_save_path = dir;
+    LocalServer s(eo, so);
+    const std::string p = "Once upon a time, there was a little dog named Max";
+    auto [st, a] = s.post("/v1/completions", {{"prompt", p}, {"max_tokens", 4}, {"temperature", 0}});
+    ASSERT_EQ(st, 200);
+    auto sl = json::parse(s.client()->Get("/slots")->body);
+    int slot = -1;
+    for (const json &x : sl)
+        if (x["n_cached"].get<int>() > 0) slot = x["id"];
+    ASSERT_GE(slot, 0);
+    const std::string base = "/slots/" + std::to_string(slot) + "?action=";
+    auto [s1, sv] = s.post(base + "save", {{"filename", "max.bin"}});
+    ASSERT_EQ(s1, 200) << sv.dump();
+    EXPECT_GT(sv["n_saved"].get<int>(), 0);
+    EXPECT_TRUE(std::filesystem::exists(dir + "/max.bin"));
+    auto [s2, er] = s.post(base + "erase", json::object());
+    ASSERT_EQ(s2, 200) << er.dump();
+    EXPECT_EQ(s.metric("lctx:kv_cache_tokens"), 0);
+    auto [s3, rs] = s.post(base + "restore", {{"filename", "max.bin"}});
+    ASSERT_EQ(s3, 200) << rs.dump();
+    EXPECT_EQ(rs["n_restored"], sv["n_saved"]);
+    // The restored cells serve as a prompt cache, and the text is the same.
+    auto [s4, b] = s.post("/v1/completions", {{"prompt", p}, {"max_tokens", 4}, {"temperature", 0}});
+    ASSERT_EQ(s4, 200);
+    EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
+    EXPECT_GT(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+    // Names that leave the folder, unknown slots and actions, and a file that is not a slot state.
+    for (const char *bad : {"../x", "/etc/passwd", ".hidden", "a/b", ""})
+        EXPECT_EQ(s.post(base + "save", {{"filename", bad}}).first, 400) << bad;
+    EXPECT_EQ(s.post("/slots/7?action=erase", json::object()).first, 404);
+    EXPECT_EQ(s.post(base + "explode", json::object()).first, 400);
+    { std::ofstream(dir + "/junk.bin") << "not a state"; }
+    EXPECT_EQ(s.post(base + "restore", {{"filename", "junk.bin"}}).first, 400);
+    EXPECT_EQ(s.post(base + "restore", {{"filename", "missing.bin"}}).first, 400);
+    std::filesystem::remove_all(dir);
 }
 
 // Servers of their own: loading, a full queue, an API key, a client that disconnects.

@@ -56,6 +56,7 @@ int cmd_serve(int argc, char **argv) {
         "--chat-template", eo.chat_template,
         "a built-in chat format instead of the model's template (chatml, llama2, llama3, phi3, gemma, "
         "zephyr, mistral, raw)");
+    app.add_option("--slot-save-path", so.slot_save_path, "folder for /slots/{id}?action=save|restore files");
     app.add_flag("--metrics", so.metrics, "serve /metrics (on by default)");
     app.add_flag("--no-metrics", no_metrics, "do not serve /metrics");
     app.add_flag(
