@@ -109,9 +109,6 @@ document.getElementById("form").addEventListener("submit", e => {
   input.value = "";
   send(t);
 });
-// ?q=TEXT sends TEXT on load (what the headless-browser test uses).
-const q = new URLSearchParams(location.search).get("q");
-if (q) send(q);
 input.addEventListener("keydown", e => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); document.getElementById("form").requestSubmit(); }
 });
