@@ -11,10 +11,14 @@ const [browser, url] = process.argv.slice(2);
 const profile = mkdtempSync(join(tmpdir(), "lctx-chromium-"));
 const chrome = spawn(browser, ["--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
                                "--user-data-dir=" + profile, "about:blank"], { stdio: ["ignore", "ignore", "pipe"] });
+// Best effort: chromium may still be writing its profile as it dies.
+function cleanup() {
+  chrome.kill("SIGKILL");
+  try { rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }); } catch (e) {}
+}
 function fail(what) {
   console.log("failed: " + what);
-  chrome.kill("SIGKILL");
-  rmSync(profile, { recursive: true, force: true });
+  cleanup();
   process.exit(1);
 }
 setTimeout(() => fail("timed out"), 40000).unref();
@@ -77,6 +81,5 @@ const out = await evaluate(`JSON.stringify({ model: document.getElementById("mod
   reply: [...document.querySelectorAll(".msg.assistant")].pop().textContent })`);
 console.log(JSON.stringify({ ...JSON.parse(out), seenPartial }));
 ws.close();
-chrome.kill("SIGKILL");
-rmSync(profile, { recursive: true, force: true });
+cleanup();
 process.exit(0);
