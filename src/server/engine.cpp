@@ -570,10 +570,13 @@ void Engine::finish(Slot &s, const char *reason) {
     done.prompt_tokens = static_cast<int32_t>(s.task.prompt.size());
     done.cached_tokens = s.n_cached;
     done.completion_tokens = s.n_generated;
-    s.task.channel->push(std::move(done));
+    // Counted before the client can see the end, so a scrape after the response always includes it.
     metrics_.requests_total++;
     metrics_.requests_success++;
+    std::shared_ptr<Channel> ch = s.task.channel;
     s.end_task();  // the cells stay: the next request may reuse this prefix
+    update_kv_metrics();
+    ch->push(std::move(done));
 }
 
 void Engine::fail(Slot &s, const std::string &why) {
@@ -581,9 +584,11 @@ void Engine::fail(Slot &s, const std::string &why) {
     e.kind = Event::Failed;
     e.index = s.task.index;
     e.error = why;
-    if (s.task.channel) s.task.channel->push(std::move(e));
     metrics_.requests_total++;
+    std::shared_ptr<Channel> ch = s.task.channel;
     s.end_task();
+    update_kv_metrics();
+    if (ch) ch->push(std::move(e));
 }
 
 void Engine::release_cells(Slot &s) {

@@ -28,7 +28,7 @@ class LocalServer {
         if (eo.model_path.empty()) eo.model_path = stories_model();
         so.host = "127.0.0.1";
         so.port = 0;
-        so.log = false;
+        so.log = std::getenv("LCTX_SERVER_TEST_LOG") != nullptr;
         engine = std::make_unique<server::Engine>(eo);
         engine->start();
         http = std::make_unique<server::HttpServer>(so);

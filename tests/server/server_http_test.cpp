@@ -324,6 +324,86 @@ TEST_F(ServerTest, SameTextAloneAndUnderLoad) {
     }
 }
 
+// The bounded load test: 32 concurrent clients send 400 requests (streamed and not, completions and chat);
+// none fails, each text equals the same request run alone at temperature 0, and the metrics' counters
+// grow by exactly what the responses report.
+TEST_F(ServerTest, LoadTest) {
+    struct Req {
+        bool chat;
+        std::string text;
+        int max_tokens;
+    };
+    const std::vector<Req> kinds = {{false, "Once upon a time", 12}, {true, "Hello", 10},
+                                    {false, "Lily and Tom", 8},      {true, "Tell a story", 14},
+                                    {false, "The dog ran", 6},       {false, "Sue had", 16}};
+    auto body = [&](const Req &r, bool stream) {
+        json b = {{"max_tokens", r.max_tokens}, {"temperature", 0}, {"stream", stream}};
+        if (r.chat)
+            b["messages"] = {{{"role", "user"}, {"content", r.text}}};
+        else
+            b["prompt"] = r.text;
+        return b;
+    };
+    auto run = [&](httplib::Client &client, const Req &r, bool stream, int *tokens) -> std::string {
+        auto res = client.Post(r.chat ? "/v1/chat/completions" : "/v1/completions", body(r, stream).dump(),
+                               "application/json");
+        if (!res || res->status != 200)
+            return "<failed " + (res ? std::to_string(res->status) : httplib::to_string(res.error())) + ">";
+        if (stream) {
+            const auto evs = sse_events(res->body);
+            if (evs.empty() || evs.back() != "[DONE]") return "<no [DONE]>";
+            *tokens = r.max_tokens;  // counted from the finish chunk below
+            for (const auto &e : evs)
+                if (e.is_object() && !e["choices"].empty() && !e["choices"][0]["finish_reason"].is_null() &&
+                    e["choices"][0]["finish_reason"] == "stop")
+                    *tokens = -1;  // ended early: the exact count is not in the stream without usage
+            return sse_text(evs);
+        }
+        const json j = json::parse(res->body);
+        *tokens = j["usage"]["completion_tokens"];
+        return r.chat ? j["choices"][0]["message"]["content"].get<std::string>()
+                      : j["choices"][0]["text"].get<std::string>();
+    };
+    std::vector<std::string> alone;
+    std::vector<int> alone_tokens;
+    auto c0 = srv->client();
+    for (const Req &r : kinds) {
+        int t = 0;
+        alone.push_back(run(*c0, r, false, &t));
+        alone_tokens.push_back(t);
+    }
+    const double req0 = srv->metric("lctx:requests_success_total");
+    const double tok0 = srv->metric("lctx:tokens_predicted_total");
+    const int n_requests = 400, n_clients = 32;
+    std::atomic<int> next{0}, bad{0};
+    std::atomic<long> tokens{0};
+    std::vector<std::thread> clients;
+    std::mutex mu;
+    std::string first_bad;
+    for (int c = 0; c < n_clients; ++c)
+        clients.emplace_back([&] {
+            auto client = srv->client();  // one keep-alive connection per client, as real clients do
+            for (int i; (i = next++) < n_requests;) {
+                const size_t k = static_cast<size_t>(i) % kinds.size();
+                int t = 0;
+                const std::string got = run(*client, kinds[k], i % 2 == 1, &t);
+                tokens += alone_tokens[k];
+                if (got != alone[k]) {
+                    std::lock_guard<std::mutex> lk(mu);
+                    if (bad++ == 0)
+                        first_bad = "request " + std::to_string(i) + ": '" + got + "' vs '" + alone[k] + "'";
+                }
+            }
+        });
+    for (auto &t : clients) t.join();
+    EXPECT_EQ(bad.load(), 0) << first_bad;
+    EXPECT_EQ(srv->metric("lctx:requests_success_total") - req0, n_requests);
+    EXPECT_EQ(srv->metric("lctx:tokens_predicted_total") - tok0, static_cast<double>(tokens.load()));
+    EXPECT_EQ(srv->metric("lctx:requests_processing"), 0);
+    EXPECT_EQ(srv->metric("lctx:requests_deferred"), 0);
+    EXPECT_EQ(srv->metric("lctx:kv_cache_used_cells"), 0);
+}
+
 TEST_F(ServerTest, ShortRequestIsNotStalledByLongPrompts) {
     // Four prompts of ~230 tokens take many steps each (16 tokens a step, shared by every prompt being
     // evaluated); a short request sent while they are being evaluated joins at the next step and

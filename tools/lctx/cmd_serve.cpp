@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <thread>
@@ -64,6 +65,7 @@ int cmd_serve(int argc, char **argv) {
     const int st = parse_or_report(app, "serve", normalize_args(argc, argv));
     if (st >= 0) return st;
     if (no_metrics) so.metrics = false;
+    so.http_threads = std::max(256, 2 * (eo.n_slots + eo.max_queue) + 32);
 
     // A signal handler only writes to a pipe; a thread reads it and shuts down (whatever thread the
     // kernel picks for the signal).
