@@ -4,7 +4,7 @@
   2. 8 concurrent streams: their aggregate tokens/s, and the ratio to one stream;
   3. the time to the first token of a short request, idle and sent together with 7 prompts of ~390 tokens.
 
-  scripts/serve-bench.py [-m MODEL] [-t THREADS] [-n TOKENS] [--url URL]
+  scripts/serve-bench.py [-m MODEL] [-t THREADS] [-n TOKENS] [-b STEP_TOKENS] [--url URL]
 Without --url it starts build/bin/lctx serve itself (-np 8) on a free port. The issue's figures use a
 synthetic smollm-135m Q8_0:  build/bin/lctx synth --shape smollm-135m --type Q8_0 -o /tmp/smollm.gguf
 """
@@ -50,6 +50,7 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-n", "--tokens", type=int, default=128)
     ap.add_argument("-c", "--ctx", type=int, default=8192)
+    ap.add_argument("-b", "--batch-size", type=int, default=0, help="lctx serve -b (0: its default)")
     ap.add_argument("--url")
     a = ap.parse_args()
     proc = None
@@ -57,7 +58,8 @@ def main():
     if not url:
         s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
         proc = subprocess.Popen([os.path.join(root, "build", "bin", "lctx"), "serve", "-m", a.model, "--port", str(port),
-                                 "-np", "8", "-c", str(a.ctx), "-t", str(a.threads), "--log-disable"],
+                                 "-np", "8", "-c", str(a.ctx), "-t", str(a.threads), "--log-disable"]
+                                + (["-b", str(a.batch_size)] if a.batch_size else []),
                                 stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
         for _ in range(600):

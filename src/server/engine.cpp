@@ -96,8 +96,10 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (!model_) throw std::runtime_error("cannot load the model '" + opts_.model_path + "'");
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = static_cast<uint32_t>(opts_.n_ctx);
-    cp.n_batch = static_cast<uint32_t>(opts_.step_tokens);
-    cp.n_ubatch = static_cast<uint32_t>(std::min(opts_.step_tokens, 512));
+    // A lone request may take larger steps (see step()); the batch holds either.
+    max_step_ = std::max(opts_.step_tokens, kLoneStepTokens);
+    cp.n_batch = static_cast<uint32_t>(max_step_);
+    cp.n_ubatch = static_cast<uint32_t>(std::min(max_step_, 512));
     cp.n_seq_max = static_cast<uint32_t>(opts_.n_slots);
     if (opts_.n_threads > 0) cp.n_threads = cp.n_threads_batch = opts_.n_threads;
     cp.no_perf = true;
@@ -113,7 +115,7 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (const char *t = llama_model_chat_template(model_, nullptr)) model_template_ = t;
     if (llama_vocab_bos(vocab_) >= 0) bos_text_ = token_text_special(llama_vocab_bos(vocab_));
     if (llama_vocab_eos(vocab_) >= 0) eos_text_ = token_text_special(llama_vocab_eos(vocab_));
-    batch_ = llama_batch_init(opts_.step_tokens, 0, 1);
+    batch_ = llama_batch_init(max_step_, 0, 1);
     for (int32_t i = 0; i < opts_.n_slots; ++i) {
         slots_.push_back(std::make_unique<Slot>());
         slots_.back()->id = i;
@@ -448,10 +450,14 @@ void Engine::step() {
     std::vector<Slot *> prompting;
     for (auto &sp : slots_)
         if (sp->busy && !sp->generating) prompting.push_back(sp.get());
+    // Small steps keep the other requests' tokens flowing (a new request waits at most one step); a lone
+    // request, which nobody waits behind, takes large ones.
+    const bool alone = prompting.size() + static_cast<size_t>(batch_.n_tokens) == 1;
+    const int32_t step_budget = alone ? max_step_ : opts_.step_tokens;
     int32_t n_prompt = 0;
     for (size_t k = 0; k < prompting.size(); ++k) {
         Slot &s = *prompting[k];
-        const int32_t budget = opts_.step_tokens - batch_.n_tokens;
+        const int32_t budget = step_budget - batch_.n_tokens;
         if (budget <= 0) break;
         const int32_t share = std::max<int32_t>(1, budget / static_cast<int32_t>(prompting.size() - k));
         const int32_t left = static_cast<int32_t>(s.task.prompt.size() - s.cache.size());

@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -54,7 +55,9 @@ struct HttpServer::Impl {
     httplib::Server svr;
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
-    std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
+    std::atomic<int> open_streams{0};
+    int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5  // streams not yet
+                         // ended; stop() lets them write their end first
 
     explicit Impl(const ServerOptions &o) : opts(o) {}
 
@@ -374,7 +377,11 @@ HttpServer::HttpServer(const ServerOptions &opts) : impl_(std::make_unique<Impl>
     // a burst of 32 clients lost connections in the load test (not understood yet: see the notes).
     const int threads = opts.http_threads > 0 ? opts.http_threads : 256;
     svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-    svr.set_keep_alive_timeout(2);  // idle keep-alive connections must not hold up a shutdown for long
+    svr.set_keep_alive_timeout(2);
+    svr.set_socket_options([this](socket_t sock) {
+        httplib::default_socket_options(sock);
+        impl_->listen_fd = static_cast<int>(sock);
+    });  // idle keep-alive connections must not hold up a shutdown for long
     svr.set_payload_max_length(opts.max_body);
     // Before the body is read: the request log's clock, the body limit, the API key.
     svr.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
@@ -455,8 +462,13 @@ void HttpServer::set_engine(Engine *engine) {
 
 int HttpServer::bind() {
     Impl &I = *impl_;
-    if (I.opts.port == 0) return I.svr.bind_to_any_port(I.opts.host.c_str());
-    return I.svr.bind_to_port(I.opts.host.c_str(), I.opts.port) ? I.opts.port : -1;
+    const int port = I.opts.port == 0 ? I.svr.bind_to_any_port(I.opts.host.c_str())
+                     : I.svr.bind_to_port(I.opts.host.c_str(), I.opts.port) ? I.opts.port
+                                                                            : -1;
+    // httplib 0.11 listens with a backlog of 5: a burst of new clients overflows it and some of their
+    // connections are lost (the load test's 32 clients). Listening again only raises the backlog.
+    if (port > 0 && I.listen_fd >= 0) ::listen(I.listen_fd, 1024);
+    return port;
 }
 
 bool HttpServer::listen() {

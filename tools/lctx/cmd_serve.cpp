@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <thread>
@@ -44,7 +45,9 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("--parallel", eo.n_slots, "slots (-np): requests decoded together")
         ->check(CLI::Range(1, 256));
     app.add_option("-b,--batch-size", eo.step_tokens,
-                   "tokens in one decode step (the next token of every generating slot, then prompt chunks)")
+                   "tokens in one decode step (the next token of every generating slot, then prompt chunks; "
+                   "small steps "
+                   "keep every stream moving; a request alone takes steps of up to 512)")
         ->check(CLI::Range(1, 65536));
     app.add_option("-t,--threads", eo.n_threads, "threads (0: every core)")->check(CLI::Range(0, 1024));
     app.add_option("--queue", eo.max_queue, "requests that may wait for a slot; beyond: 503")
@@ -91,18 +94,21 @@ int cmd_serve(int argc, char **argv) {
     std::thread listener([&] { http.listen(); });
 
     std::unique_ptr<server::Engine> engine;
+    std::atomic<server::Engine *> running{nullptr};  // what the signal thread may stop
     std::thread waiter([&] {
         int sig = 0;
         while (read(g_signal_pipe[0], &sig, sizeof sig) < 0 && errno == EINTR) {
         }
         std::fprintf(stderr, "lctx serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        if (engine) engine->stop();  // open requests end (streams get an error chunk and [DONE])
+        if (server::Engine *e = running.load())
+            e->stop();  // open requests end (streams get an error chunk and [DONE])
         http.stop();
     });
     int status = 0;
     try {
         engine = std::make_unique<server::Engine>(eo);
         engine->start();
+        running = engine.get();
         http.set_engine(engine.get());
         std::fprintf(stderr, "lctx serve: model %s, %d slots of %d cells; open http://%s:%d/\n",
                      engine->model_name().c_str(), engine->n_slots(), engine->slot_ctx(), so.host.c_str(),
@@ -115,6 +121,7 @@ int cmd_serve(int argc, char **argv) {
     listener.join();
     waiter.join();
     http.set_engine(nullptr);
+    running = nullptr;
     engine.reset();
     return status;
 }
