@@ -33,7 +33,7 @@ struct EngineOptions {
     int32_t n_ctx = 2048;        // the whole context; each slot gets n_ctx / n_slots cells
     int32_t n_slots = 4;         // sequences decoded together
     int32_t step_tokens = 32;    // tokens in one step's batch (generating slots first, then prompt chunks);
-                                 // a request alone in the server takes steps of up to 512
+                                 // a request alone in the server takes steps of up to 128
     int32_t n_threads = 0;       // 0: every core
     int32_t max_queue = 64;      // requests waiting for a slot; beyond: 503
     bool context_shift = false;  // a full slot drops half its tokens (else the request ends with length)
@@ -154,7 +154,7 @@ class Engine {
     llama_model *model_ = nullptr;
     llama_context *ctx_ = nullptr;
     const llama_vocab *vocab_ = nullptr;
-    static constexpr int32_t kLoneStepTokens = 512;
+    static constexpr int32_t kLoneStepTokens = 128;
     int32_t n_vocab_ = 0, slot_ctx_ = 0, max_step_ = 0;
     std::string model_name_, model_template_, bos_text_, eos_text_;
     Metrics metrics_;

@@ -47,7 +47,7 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("-b,--batch-size", eo.step_tokens,
                    "tokens in one decode step (the next token of every generating slot, then prompt chunks; "
                    "small steps "
-                   "keep every stream moving; a request alone takes steps of up to 512)")
+                   "keep every stream moving; a request alone takes steps of up to 128)")
         ->check(CLI::Range(1, 65536));
     app.add_option("-t,--threads", eo.n_threads, "threads (0: every core)")->check(CLI::Range(0, 1024));
     app.add_option("--queue", eo.max_queue, "requests that may wait for a slot; beyond: 503")
