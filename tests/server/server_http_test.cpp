@@ -576,6 +576,29 @@ TEST_F(ServerTest, OpenAiNpmClient) {
     EXPECT_NE(out.find("ok"), std::string::npos) << out;
 }
 
+TEST(ServerOwn, ContextShiftGoesPastAFullSlot) {
+    server::EngineOptions eo;
+    eo.n_ctx = 128;
+    eo.n_slots = 2;  // 64 cells each
+    eo.context_shift = true;
+    LocalServer s(eo);
+    // End of text banned: 150 tokens need the slot's 64 cells to shift several times.
+    auto [st, j] = s.post("/v1/completions", {{"prompt", "Once upon a time"},
+                                              {"max_tokens", 150},
+                                              {"temperature", 0},
+                                              {"logit_bias", {{"2", -100}}}});
+    ASSERT_EQ(st, 200) << j.dump();
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(j["usage"]["completion_tokens"], 150);
+    // Without max_tokens a full slot still ends the request.
+    auto [st2, k] =
+        s.post("/v1/completions",
+               {{"prompt", "Once upon a time"}, {"temperature", 0}, {"logit_bias", {{"2", -100}}}});
+    ASSERT_EQ(st2, 200);
+    EXPECT_EQ(k["usage"]["total_tokens"], 65);
+    EXPECT_LE(s.metric("lctx:kv_cache_tokens"), 128);
+}
+
 TEST(ServerOwn, SlotSaveRestoreErase) {
     const std::string dir =
         std::filesystem::temp_directory_path() / ("lctx_slots_" + std::to_string(getpid()));
