@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const lctx::server::GenRequest r =
             chat ? lctx::server::parse_chat_request(j, lim) : lctx::server::parse_completion_request(j, lim);
         // What the validator promises the scheduler.
-        if (r.n < 1 || r.n > lim.max_n || r.max_tokens == 0 || r.max_tokens < -1 || r.max_tokens > lim.max_tokens)
+        if (r.n < 1 || r.n > lim.max_n || r.max_tokens == 0 || r.max_tokens < -1 ||
+            r.max_tokens > lim.max_tokens)
             std::abort();
         for (int32_t t : r.prompt_tokens)
             if (t < 0 || t >= lim.n_vocab) std::abort();
