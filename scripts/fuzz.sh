@@ -3,7 +3,7 @@
 # build-fuzz/, then runs each for a bounded time. Any finding (crash, sanitizer report, leak, timeout,
 # out-of-memory) fails the script; the reproducer is kept in build-fuzz/findings/<harness>/.
 #   scripts/fuzz.sh [--long] [seconds per harness, default 60] [harness ...]
-#     harnesses: gguf model_load tokenize state chat grammar json_schema template
+#     harnesses: gguf model_load tokenize state chat grammar json_schema template server_request
 #     --long: an hour per harness (unless seconds are given) in fork mode, which goes on after a finding;
 #             the summary gives each harness's finding count.
 # The corpus is kept: each run starts from fuzz/corpus/<harness> (committed) and merges into it what it found
@@ -30,7 +30,7 @@ else
   seconds=60
 fi
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf model_load tokenize state chat grammar json_schema template)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf model_load tokenize state chat grammar json_schema template server_request)
 keep=${LCTX_FUZZ_KEEP:-1}
 # LCTX_FUZZ_BUILD names an already configured sanitizer build with LCTX_FUZZ=ON (scripts/test.sh shares
 # its ASan build this way, so CI compiles the library once for tests and fuzzing).

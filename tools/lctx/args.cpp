@@ -15,7 +15,7 @@ std::vector<std::string> normalize_args(int argc, const char *const *argv) {
         {"-ctv", "--cache-type-v"},        {"-fa", "--flash-attn"},       {"-cnv", "--conversation"},
         {"-sys", "--system-prompt"},       {"-ngl", "--n-gpu-layers"},    {"-pg", "--pg"},
         {"-nkvo", "--no-kv-offload"},      {"-mli", "--multiline-input"}, {"-dkvc", "--dump-kv-cache"},
-        {"-ngld", "--n-gpu-layers-draft"},
+        {"-ngld", "--n-gpu-layers-draft"}, {"-np", "--parallel"},
     };
     std::vector<std::string> out;
     bool positional_only = false;  // after "--" nothing is an option

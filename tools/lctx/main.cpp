@@ -20,6 +20,7 @@ void usage() {
         "  synth      write a GGUF with random weights in a real model's shape\n"
         "  template   render a conversation with a chat template (Jinja) and print the prompt\n"
         "  grammar    check a text against a GBNF grammar (grammar check GRAMMAR INPUT)\n"
+        "  serve      an OpenAI-compatible HTTP server with continuous batching\n"
         "run 'lctx <command> --help' for the options of a command; 'lctx --version' for the build\n");
 }
 
@@ -38,6 +39,7 @@ int dispatch(int argc, char **argv) {
     if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
     if (cmd == "template") return lctx::cli::cmd_template(argc - 1, argv + 1);
     if (cmd == "grammar") return lctx::cli::cmd_grammar(argc - 1, argv + 1);
+    if (cmd == "serve") return lctx::cli::cmd_serve(argc - 1, argv + 1);
     std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
     usage();
     return 1;

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Speed of `lctx serve` (streamed requests at temperature 0, standard library only):
+  1. one stream of N tokens: its tokens/s;
+  2. 8 concurrent streams: their aggregate tokens/s, and the ratio to one stream;
+  3. the time to the first token of a short request, idle and sent together with 7 prompts of ~390 tokens.
+
+  scripts/serve-bench.py [-m MODEL] [-t THREADS] [-n TOKENS] [-b STEP_TOKENS] [--url URL]
+Without --url it starts build/bin/lctx serve itself (-np 8) on a free port. The issue's figures use a
+synthetic smollm-135m Q8_0:  build/bin/lctx synth --shape smollm-135m --type Q8_0 -o /tmp/smollm.gguf
+"""
+import argparse, http.client, json, os, socket, subprocess, sys, threading, time, urllib.parse
+
+def stream(url, body):
+    """Sends a streamed completion; returns (seconds to the first text, total seconds, tokens)."""
+    u = urllib.parse.urlparse(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+    body = dict(body, stream=True, stream_options={"include_usage": True}, temperature=0)
+    t0 = time.monotonic()
+    c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status}: {r.read()[:300]!r}")
+    first, tokens = None, 0
+    for line in r:
+        line = line.strip()
+        if not line.startswith(b"data: ") or line == b"data: [DONE]":
+            continue
+        ev = json.loads(line[6:])
+        if ev.get("usage"):
+            tokens = ev["usage"]["completion_tokens"]
+        if first is None and ev.get("choices") and ev["choices"][0].get("text"):
+            first = time.monotonic() - t0
+    c.close()
+    return first, time.monotonic() - t0, tokens
+
+def concurrent(url, bodies):
+    out = [None] * len(bodies)
+    def run(i):
+        out[i] = stream(url, bodies[i])
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(len(bodies))]
+    t0 = time.monotonic()
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return out, time.monotonic() - t0
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--model", default=os.path.join(root, "models", "stories260K.gguf"))
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("-n", "--tokens", type=int, default=128)
+    ap.add_argument("-c", "--ctx", type=int, default=8192)
+    ap.add_argument("-b", "--batch-size", type=int, default=0, help="lctx serve -b (0: its default)")
+    ap.add_argument("--url")
+    a = ap.parse_args()
+    proc = None
+    url = a.url
+    if not url:
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+        proc = subprocess.Popen([os.path.join(root, "build", "bin", "lctx"), "serve", "-m", a.model, "--port", str(port),
+                                 "-np", "8", "-c", str(a.ctx), "-t", str(a.threads), "--log-disable"]
+                                + (["-b", str(a.batch_size)] if a.batch_size else []),
+                                stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2); c.request("GET", "/health")
+                if c.getresponse().status == 200: break
+            except OSError:
+                pass
+            time.sleep(0.1)
+    try:
+        gen = {"prompt": "Once upon a time", "max_tokens": a.tokens}
+        stream(url, dict(gen, max_tokens=8))  # warm-up
+        _, secs, toks = stream(url, gen)
+        one = toks / secs
+        print(f"1 stream:  {toks} tokens in {secs:.2f} s = {one:.1f} tokens/s")
+        res, wall = concurrent(url, [dict(gen, prompt=f"Story {i}: once upon a time") for i in range(8)])
+        agg = sum(r[2] for r in res) / wall
+        print(f"8 streams: {sum(r[2] for r in res)} tokens in {wall:.2f} s = {agg:.1f} tokens/s aggregate "
+              f"({agg / one:.2f}x one stream)")
+        short = {"prompt": "Hello", "max_tokens": 4}
+        idle = stream(url, short)[0]
+        sentence = "the quick brown fox jumps over the lazy dog. "
+        u = urllib.parse.urlparse(url)
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        c.request("POST", "/tokenize", json.dumps({"content": sentence}), {"Content-Type": "application/json"})
+        per = max(1, len(json.loads(c.getresponse().read())["tokens"]))
+        long_prompt = sentence * max(1, 390 // per)  # ~390 tokens in this model's vocabulary
+        bodies = [dict(prompt=f"{i} {long_prompt}", max_tokens=a.tokens) for i in range(7)]
+        out = [None]
+        def later():
+            time.sleep(0.05)  # the long prompts are in first
+            out[0] = stream(url, short)
+        t = threading.Thread(target=later); t.start()
+        concurrent(url, bodies)
+        t.join()
+        print(f"first token of a short request: {idle * 1000:.0f} ms idle, {out[0][0] * 1000:.0f} ms with 7 prompts "
+              f"of ~390 tokens")
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(15)
+
+if __name__ == "__main__":
+    main()

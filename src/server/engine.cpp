@@ -1,0 +1,619 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <numeric>
+#include <stdexcept>
+
+#include "chat/chat_format.h"
+#include "chat/chat_template.h"
+#include "server/text_stream.h"
+
+namespace lctx::server {
+
+namespace {
+int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+size_t common_prefix(const std::vector<int32_t> &a, const std::vector<int32_t> &b) {
+    size_t n = std::min(a.size(), b.size()), i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
+}
+}  // namespace
+
+// ---- Channel ----
+
+void Channel::push(Event e) {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (e.kind != Event::Token) --open_;
+        q_.push_back(std::move(e));
+    }
+    cv_.notify_all();
+}
+
+bool Channel::pop(std::vector<Event> &out, int timeout_ms) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !q_.empty() || open_ <= 0; });
+    if (q_.empty()) return open_ > 0;
+    while (!q_.empty()) {
+        out.push_back(std::move(q_.front()));
+        q_.pop_front();
+    }
+    return true;
+}
+
+// ---- slots ----
+
+struct Engine::Slot {
+    int32_t id = 0;
+    std::vector<int32_t> cache;  // the tokens this sequence holds, at positions 0..size-1
+    std::atomic<bool> busy{false};
+    std::atomic<int32_t> n_cached_pub{0};  // cache.size() for /slots, published after each step
+    uint64_t last_used = 0;
+
+    // The request being served.
+    Task task;
+    int32_t n_cached = 0;  // prompt tokens found in the cache
+    int32_t n_generated = 0;
+    bool generating = false;
+    int32_t next_token = -1;  // sampled, not yet decoded
+    int32_t i_batch = -1;     // this step's logits row, or -1
+    llama_sampler *chain = nullptr;
+    std::unique_ptr<TextStream> text;
+
+    void end_task() {
+        if (chain) llama_sampler_free(chain);
+        chain = nullptr;
+        text.reset();
+        task = Task{};
+        generating = false;
+        i_batch = -1;
+        busy = false;
+    }
+};
+
+// ---- construction ----
+
+Engine::Engine(const EngineOptions &opts) : opts_(opts) {
+    if (opts_.n_slots < 1 || opts_.n_slots > 256) throw std::runtime_error("--parallel must be in 1..256");
+    if (opts_.n_ctx < 8 * opts_.n_slots)
+        throw std::runtime_error("the context (-c) must hold at least 8 cells per slot");
+    opts_.step_tokens = std::max(opts_.step_tokens, opts_.n_slots);
+    if (!opts_.chat_template.empty() && chat_format_detect(opts_.chat_template) == ChatFormat::Raw &&
+        opts_.chat_template != "raw")
+        throw std::runtime_error("unknown --chat-template '" + opts_.chat_template +
+                                 "' (chatml, llama2, llama3, phi3, gemma, zephyr, mistral, raw)");
+    llama_model_params mp = llama_model_default_params();
+    model_ = llama_model_load_from_file(opts_.model_path.c_str(), mp);
+    if (!model_) throw std::runtime_error("cannot load the model '" + opts_.model_path + "'");
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = static_cast<uint32_t>(opts_.n_ctx);
+    // A lone request may take larger steps (see step()); the batch holds either.
+    max_step_ = std::max(opts_.step_tokens, kLoneStepTokens);
+    cp.n_batch = static_cast<uint32_t>(max_step_);
+    cp.n_ubatch = static_cast<uint32_t>(std::min(max_step_, 512));
+    cp.n_seq_max = static_cast<uint32_t>(opts_.n_slots);
+    if (opts_.n_threads > 0) cp.n_threads = cp.n_threads_batch = opts_.n_threads;
+    cp.no_perf = true;
+    ctx_ = llama_init_from_model(model_, cp);
+    if (!ctx_) {
+        llama_model_free(model_);
+        throw std::runtime_error("cannot create a context of " + std::to_string(opts_.n_ctx) + " cells");
+    }
+    vocab_ = llama_model_get_vocab(model_);
+    n_vocab_ = llama_vocab_n_tokens(vocab_);
+    slot_ctx_ = static_cast<int32_t>(llama_n_ctx(ctx_)) / opts_.n_slots;
+    model_name_ = std::filesystem::path(opts_.model_path).filename().string();
+    if (const char *t = llama_model_chat_template(model_, nullptr)) model_template_ = t;
+    if (llama_vocab_bos(vocab_) >= 0) bos_text_ = token_text_special(llama_vocab_bos(vocab_));
+    if (llama_vocab_eos(vocab_) >= 0) eos_text_ = token_text_special(llama_vocab_eos(vocab_));
+    batch_ = llama_batch_init(max_step_, 0, 1);
+    for (int32_t i = 0; i < opts_.n_slots; ++i) {
+        slots_.push_back(std::make_unique<Slot>());
+        slots_.back()->id = i;
+    }
+    metrics_.kv_size = static_cast<int64_t>(llama_n_ctx(ctx_));
+    metrics_.slots = opts_.n_slots;
+}
+
+Engine::~Engine() {
+    stop();
+    for (auto &s : slots_) s->end_task();
+    llama_batch_free(batch_);
+    llama_free(ctx_);
+    llama_model_free(model_);
+}
+
+void Engine::start() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::stop() {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    // Requests still queued (or all of them when the loop never ran) end here.
+    std::deque<Task> left;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        left.swap(queue_);
+        metrics_.waiting = 0;
+    }
+    for (Task &t : left) {
+        Event e;
+        e.kind = Event::Failed;
+        e.index = t.index;
+        e.error = "the server is shutting down";
+        t.channel->push(std::move(e));
+    }
+}
+
+void Engine::submit(std::vector<Task> tasks) {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
+        // Tasks may wait for a slot up to max_queue; the free slots take the rest at the next step.
+        const size_t free_slots = static_cast<size_t>(
+            std::count_if(slots_.begin(), slots_.end(), [](const auto &s) { return !s->busy.load(); }));
+        if (queue_.size() + tasks.size() > static_cast<size_t>(opts_.max_queue) + free_slots)
+            throw ApiError(503, "the server is busy: every slot is taken and the queue is full",
+                           "unavailable_error");
+        for (Task &t : tasks) queue_.push_back(std::move(t));
+        metrics_.waiting = static_cast<int64_t>(queue_.size());
+    }
+    cv_.notify_all();
+}
+
+// ---- model-side helpers ----
+
+std::vector<int32_t> Engine::tokenize(const std::string &text, bool add_special, bool parse_special) const {
+    std::vector<int32_t> out(text.size() + 4);
+    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                               static_cast<int32_t>(out.size()), add_special, parse_special);
+    if (n < 0) {
+        out.resize(static_cast<size_t>(-n));
+        n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                           static_cast<int32_t>(out.size()), add_special, parse_special);
+    }
+    out.resize(static_cast<size_t>(std::max(n, 0)));
+    return out;
+}
+
+namespace {
+std::string piece(const llama_vocab *vocab, int32_t token, bool special) {
+    char buf[64];
+    int32_t n = llama_token_to_piece(vocab, token, buf, sizeof buf, 0, special);
+    if (n >= 0) return std::string(buf, static_cast<size_t>(n));
+    std::string s(static_cast<size_t>(-n), '\0');
+    n = llama_token_to_piece(vocab, token, s.data(), static_cast<int32_t>(s.size()), 0, special);
+    s.resize(static_cast<size_t>(std::max(n, 0)));
+    return s;
+}
+}  // namespace
+
+std::string Engine::token_text(int32_t token) const {
+    return piece(vocab_, token, false);
+}
+std::string Engine::token_text_special(int32_t token) const {
+    return piece(vocab_, token, true);
+}
+
+std::string Engine::detokenize(const std::vector<int32_t> &tokens) const {
+    std::string out;
+    for (int32_t t : tokens) out += piece(vocab_, t, true);
+    return out;
+}
+
+std::string Engine::render_chat(const std::vector<ChatTurn> &turns, bool add_generation_prompt) const {
+    std::vector<ChatMessage> msgs;
+    for (const ChatTurn &t : turns) msgs.push_back({t.role, t.content});
+    if (!opts_.chat_template.empty())
+        return chat_format_apply(chat_format_detect(opts_.chat_template), msgs, add_generation_prompt);
+    // A model without a template uses chatml, as llama-server does.
+    if (model_template_.empty()) return chat_format_apply(ChatFormat::ChatML, msgs, add_generation_prompt);
+    chat::ChatRenderOptions ro;
+    ro.add_generation_prompt = add_generation_prompt;
+    ro.bos_token = bos_text_;
+    ro.eos_token = eos_text_;
+    ro.fallback = "chatml";
+    try {
+        return chat::chat_render(model_template_, msgs, ro).prompt;
+    } catch (const std::exception &e) {
+        throw ApiError(400, std::string("the chat template failed: ") + e.what());
+    }
+}
+
+std::vector<int32_t> Engine::tokenize_chat(const std::string &prompt) const {
+    // Text that starts with the BOS the template printed must not get a second one.
+    const bool has_bos = !bos_text_.empty() && prompt.rfind(bos_text_, 0) == 0;
+    return tokenize(prompt, !has_bos, true);
+}
+
+std::vector<SlotInfo> Engine::slots_info() const {
+    std::vector<SlotInfo> out;
+    for (const auto &s : slots_) out.push_back({s->id, s->busy.load(), s->n_cached_pub.load()});
+    return out;
+}
+
+// ---- the decode loop ----
+
+void Engine::loop() {
+    std::deque<std::function<void()>> cmds;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            const bool idle =
+                std::none_of(slots_.begin(), slots_.end(), [](const auto &s) { return s->busy.load(); });
+            if (idle) cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || !commands_.empty(); });
+            if (stopping_) break;
+            cmds.swap(commands_);
+        }
+        for (auto &c : cmds) c();
+        cmds.clear();
+        // A client gone frees its slot and cells before anything else.
+        for (auto &s : slots_)
+            if (s->busy && s->task.channel->cancelled()) {
+                release_cells(*s);
+                s->end_task();
+                metrics_.requests_total++;
+            }
+        assign_waiting();
+        step();
+    }
+    for (auto &s : slots_)
+        if (s->busy) fail(*s, "the server is shutting down");
+    update_kv_metrics();
+    // Slot actions that arrived too late still get an answer.
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto &c : commands_) c();
+    commands_.clear();
+}
+
+nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const std::string &path) {
+    if (id < 0 || id >= opts_.n_slots)
+        throw ApiError(404, "no slot " + std::to_string(id), "not_found_error");
+    if (action != "save" && action != "restore" && action != "erase")
+        throw ApiError(400, "action must be save, restore or erase", "invalid_request_error", "action");
+    auto done = std::make_shared<std::promise<nlohmann::json>>();
+    std::future<nlohmann::json> result = done->get_future();
+    auto run = [this, id, action, path, done] {
+        try {
+            Slot &s = *slots_[static_cast<size_t>(id)];
+            if (s.busy)
+                throw ApiError(409, "slot " + std::to_string(id) + " is processing a request",
+                               "conflict_error");
+            const int64_t t0 = now_us();
+            nlohmann::json out = {{"id_slot", id}};
+            if (action == "erase") {
+                out["n_erased"] = s.cache.size();
+                release_cells(s);
+            } else if (action == "save") {
+                const size_t n =
+                    llama_state_seq_save_file(ctx_, path.c_str(), s.id, s.cache.data(), s.cache.size());
+                if (n == 0) throw ApiError(500, "the slot could not be saved to the file", "server_error");
+                out["filename"] = std::filesystem::path(path).filename().string();
+                out["n_saved"] = s.cache.size();
+                out["n_written"] = n;
+                out["timings"] = {{"save_ms", double(now_us() - t0) / 1000.0}};
+            } else {
+                std::vector<int32_t> toks(static_cast<size_t>(slot_ctx_));
+                size_t n_tok = 0;
+                release_cells(s);
+                const size_t n =
+                    llama_state_seq_load_file(ctx_, path.c_str(), s.id, toks.data(), toks.size(), &n_tok);
+                if (n == 0) {
+                    release_cells(s);
+                    throw ApiError(400, "the file is not a slot state this slot can hold",
+                                   "invalid_request_error");
+                }
+                toks.resize(n_tok);
+                s.cache = std::move(toks);
+                out["filename"] = std::filesystem::path(path).filename().string();
+                out["n_restored"] = s.cache.size();
+                out["n_read"] = n;
+                out["timings"] = {{"restore_ms", double(now_us() - t0) / 1000.0}};
+            }
+            update_kv_metrics();
+            done->set_value(out);
+        } catch (...) {
+            done->set_exception(std::current_exception());
+        }
+    };
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
+        commands_.push_back(run);
+    }
+    cv_.notify_all();
+    return result.get();
+}
+
+bool Engine::assign_waiting() {
+    std::lock_guard<std::mutex> lk(mu_);
+    bool any = false;
+    while (!queue_.empty()) {
+        if (queue_.front().channel->cancelled()) {
+            queue_.pop_front();
+            continue;
+        }
+        // The free slot whose cache shares the longest prefix with the prompt, when that prefix is at
+        // least half the prompt (llama-server's similarity rule: a shared BOS alone must not evict a
+        // useful cache); else the least recently used free slot.
+        const std::vector<int32_t> &prompt = queue_.front().prompt;
+        Slot *best = nullptr, *lru = nullptr;
+        size_t best_lcp = 0;
+        for (auto &s : slots_) {
+            if (s->busy) continue;
+            const size_t lcp = common_prefix(s->cache, prompt);
+            if (2 * lcp >= prompt.size() && lcp > best_lcp) {
+                best = s.get();
+                best_lcp = lcp;
+            }
+            if (!lru || s->last_used < lru->last_used) lru = s.get();
+        }
+        if (!best) {
+            best = lru;
+            best_lcp = lru ? common_prefix(lru->cache, prompt) : 0;
+        }
+        if (!best) break;
+        Slot &s = *best;
+        s.task = std::move(queue_.front());
+        queue_.pop_front();
+        s.busy = true;
+        s.last_used = ++use_clock_;
+        any = true;
+        // At least the last prompt token is evaluated again: its logits start the reply.
+        size_t keep = std::min(best_lcp, s.task.prompt.size() - 1);
+        if (keep < s.cache.size() && !llama_kv_cache_seq_rm(ctx_, s.id, static_cast<llama_pos>(keep), -1)) {
+            // A sequence that cannot lose only its tail (recurrent state) starts over.
+            llama_kv_cache_seq_rm(ctx_, s.id, -1, -1);
+            keep = 0;
+        }
+        s.cache.resize(keep);
+        s.n_cached = static_cast<int32_t>(keep);
+        s.n_generated = 0;
+        s.generating = false;
+        s.text = std::make_unique<TextStream>(s.task.stop);
+        metrics_.prefix_queries += s.task.prompt.size();
+        metrics_.prefix_hits += keep;
+
+        // The sampler chain: grammar -> logit bias -> penalties -> (greedy | top-k, top-p, min-p,
+        // temperature, dist).
+        const SamplingParams &sp = s.task.sampling;
+        llama_sampler_chain_params chp = llama_sampler_chain_default_params();
+        chp.no_perf = true;
+        s.chain = llama_sampler_chain_init(chp);
+        if (!s.task.grammar.empty()) {
+            llama_sampler *g = llama_sampler_init_grammar(vocab_, s.task.grammar.c_str(), "root");
+            if (!g) {
+                fail(s, "the grammar cannot be used with this model's vocabulary");
+                continue;
+            }
+            llama_sampler_chain_add(s.chain, g);
+        }
+        if (!sp.logit_bias.empty()) {
+            std::vector<llama_logit_bias> lb;
+            for (auto [tok, bias] : sp.logit_bias) lb.push_back({tok, bias <= -100.0f ? -INFINITY : bias});
+            llama_sampler_chain_add(
+                s.chain, llama_sampler_init_logit_bias(n_vocab_, static_cast<int32_t>(lb.size()), lb.data()));
+        }
+        if (sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f || sp.repeat_penalty != 1.0f)
+            llama_sampler_chain_add(
+                s.chain, llama_sampler_init_penalties(slot_ctx_, sp.repeat_penalty, sp.frequency_penalty,
+                                                      sp.presence_penalty));
+        if (sp.temperature <= 0.0f) {
+            llama_sampler_chain_add(s.chain, llama_sampler_init_greedy());
+        } else {
+            if (sp.top_k > 0) llama_sampler_chain_add(s.chain, llama_sampler_init_top_k(sp.top_k));
+            if (sp.top_p < 1.0f) llama_sampler_chain_add(s.chain, llama_sampler_init_top_p(sp.top_p, 1));
+            if (sp.min_p > 0.0f) llama_sampler_chain_add(s.chain, llama_sampler_init_min_p(sp.min_p, 1));
+            llama_sampler_chain_add(s.chain, llama_sampler_init_temp(sp.temperature));
+            llama_sampler_chain_add(s.chain, llama_sampler_init_dist(s.task.seed));
+        }
+    }
+    metrics_.waiting = static_cast<int64_t>(queue_.size());
+    metrics_.running =
+        std::count_if(slots_.begin(), slots_.end(), [](const auto &s) { return s->busy.load(); });
+    return any;
+}
+
+void Engine::step() {
+    batch_.n_tokens = 0;
+    auto add = [&](Slot &s, int32_t token, bool logits) {
+        const int32_t i = batch_.n_tokens++;
+        batch_.token[i] = token;
+        batch_.pos[i] = static_cast<llama_pos>(s.cache.size());
+        batch_.n_seq_id[i] = 1;
+        batch_.seq_id[i][0] = s.id;
+        batch_.logits[i] = logits ? 1 : 0;
+        s.cache.push_back(token);
+        if (logits) s.i_batch = i;
+    };
+    // Generating slots first: one token each.
+    for (auto &sp : slots_) {
+        Slot &s = *sp;
+        s.i_batch = -1;
+        if (s.busy && s.generating) add(s, s.next_token, true);
+    }
+    // Then prompt chunks: the remaining budget shared evenly, so every waiting prompt moves each step.
+    std::vector<Slot *> prompting;
+    for (auto &sp : slots_)
+        if (sp->busy && !sp->generating) prompting.push_back(sp.get());
+    // Small steps keep the other requests' tokens flowing (a new request waits at most one step); a lone
+    // request, which nobody waits behind, takes large ones.
+    const bool alone = prompting.size() + static_cast<size_t>(batch_.n_tokens) == 1;
+    const int32_t step_budget = alone ? max_step_ : opts_.step_tokens;
+    int32_t n_prompt = 0;
+    for (size_t k = 0; k < prompting.size(); ++k) {
+        Slot &s = *prompting[k];
+        const int32_t budget = step_budget - batch_.n_tokens;
+        if (budget <= 0) break;
+        const int32_t share = std::max<int32_t>(1, budget / static_cast<int32_t>(prompting.size() - k));
+        const int32_t left = static_cast<int32_t>(s.task.prompt.size() - s.cache.size());
+        const int32_t take = std::min(left, share);
+        for (int32_t j = 0; j < take; ++j) {
+            const size_t at = s.cache.size();
+            add(s, s.task.prompt[at], at + 1 == s.task.prompt.size());
+        }
+        n_prompt += take;
+    }
+    if (batch_.n_tokens == 0) {
+        update_kv_metrics();  // a cancelled slot may just have freed its cells
+        return;
+    }
+
+    const int64_t t0 = now_us();
+    const int32_t rc = llama_decode(ctx_, batch_);
+    const int64_t dt = now_us() - t0;
+    metrics_.decode_steps++;
+    if (n_prompt > 0) {
+        metrics_.prompt_tokens += static_cast<uint64_t>(n_prompt);
+        metrics_.prompt_us += static_cast<uint64_t>(dt);
+    } else {
+        metrics_.generation_us += static_cast<uint64_t>(dt);
+    }
+    if (rc != 0) {
+        // The batch's slots end with an error; their sequences start over.
+        for (auto &sp : slots_)
+            if (sp->busy && (sp->generating || sp->cache.size() > static_cast<size_t>(sp->n_cached))) {
+                release_cells(*sp);
+                fail(*sp, "decoding failed (llama_decode returned " + std::to_string(rc) + ")");
+            }
+        update_kv_metrics();
+        return;
+    }
+    for (auto &sp : slots_)
+        if (sp->busy && sp->i_batch >= 0) sample_slot(*sp, sp->i_batch);
+    update_kv_metrics();
+}
+
+void Engine::sample_slot(Slot &s, int32_t bi) {
+    Event ev;
+    ev.index = s.task.index;
+    // Log-probabilities come from the model's distribution, before sampling's filters.
+    const float *row = s.task.top_logprobs >= 0 ? llama_get_logits_ith(ctx_, bi) : nullptr;
+    float lse = 0.0f;
+    if (row) {
+        const float mx = *std::max_element(row, row + n_vocab_);
+        double sum = 0.0;
+        for (int32_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(row[i] - mx));
+        lse = mx + static_cast<float>(std::log(sum));
+        std::vector<int32_t> idx(static_cast<size_t>(n_vocab_));
+        std::iota(idx.begin(), idx.end(), 0);
+        const size_t k = std::min<size_t>(static_cast<size_t>(s.task.top_logprobs), idx.size());
+        std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                          [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+        for (size_t j = 0; j < k; ++j) ev.top.push_back({idx[j], token_text(idx[j]), row[idx[j]] - lse});
+    }
+    const int32_t tok = llama_sampler_sample(s.chain, ctx_, bi);
+    if (row && tok >= 0 && tok < n_vocab_) ev.logprob = row[tok] - lse;
+    if (tok < 0) {
+        fail(s, "sampling failed");
+        return;
+    }
+    s.generating = true;
+    s.n_generated++;
+    metrics_.generated_tokens++;
+    if (llama_vocab_is_eog(vocab_, tok)) {
+        finish(s, "stop");
+        return;
+    }
+    ev.token = tok;
+    ev.token_text = token_text(tok);
+    ev.text = s.text->push(ev.token_text);
+    s.task.channel->push(ev);
+    if (s.text->stopped()) {
+        finish(s, "stop");
+        return;
+    }
+    if (s.task.max_tokens > 0 && s.n_generated >= s.task.max_tokens) {
+        finish(s, "length");
+        return;
+    }
+    s.next_token = tok;
+    if (static_cast<int32_t>(s.cache.size()) + 1 > slot_ctx_) {
+        // No cell left for the next token: shift when asked for (and a length was given), else stop.
+        if (opts_.context_shift && s.task.max_tokens > 0 && llama_kv_cache_can_shift(ctx_))
+            shift(s);
+        else
+            finish(s, "length");
+    }
+}
+
+void Engine::shift(Slot &s) {
+    // Keep the first token (usually BOS), drop half of the rest, move the tail down.
+    const int32_t n_past = static_cast<int32_t>(s.cache.size());
+    const int32_t n_keep = 1;
+    const int32_t n_discard = (n_past - n_keep) / 2;
+    llama_kv_cache_seq_rm(ctx_, s.id, n_keep, n_keep + n_discard);
+    llama_kv_cache_seq_add(ctx_, s.id, n_keep + n_discard, n_past, -n_discard);
+    s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
+}
+
+void Engine::finish(Slot &s, const char *reason) {
+    const std::string rest = s.text->flush();
+    Event done;
+    done.index = s.task.index;
+    if (!rest.empty()) {
+        Event t;
+        t.index = s.task.index;
+        t.text = rest;
+        s.task.channel->push(std::move(t));
+    }
+    done.kind = Event::Done;
+    done.finish_reason = reason;
+    done.prompt_tokens = static_cast<int32_t>(s.task.prompt.size());
+    done.cached_tokens = s.n_cached;
+    done.completion_tokens = s.n_generated;
+    // Counted before the client can see the end, so a scrape after the response always includes it.
+    metrics_.requests_total++;
+    metrics_.requests_success++;
+    std::shared_ptr<Channel> ch = s.task.channel;
+    s.end_task();  // the cells stay: the next request may reuse this prefix
+    update_kv_metrics();
+    ch->push(std::move(done));
+}
+
+void Engine::fail(Slot &s, const std::string &why) {
+    Event e;
+    e.kind = Event::Failed;
+    e.index = s.task.index;
+    e.error = why;
+    metrics_.requests_total++;
+    std::shared_ptr<Channel> ch = s.task.channel;
+    s.end_task();
+    update_kv_metrics();
+    if (ch) ch->push(std::move(e));
+}
+
+void Engine::release_cells(Slot &s) {
+    llama_kv_cache_seq_rm(ctx_, s.id, -1, -1);
+    s.cache.clear();
+}
+
+void Engine::update_kv_metrics() {
+    int64_t used = 0, running = 0;
+    for (auto &s : slots_) {
+        s->n_cached_pub = static_cast<int32_t>(s->cache.size());
+        if (s->busy) {
+            used += static_cast<int64_t>(s->cache.size());
+            ++running;
+        }
+    }
+    metrics_.kv_used = used;
+    metrics_.kv_cells = llama_get_kv_cache_used_cells(ctx_);
+    metrics_.running = running;
+}
+
+}  // namespace lctx::server

@@ -1,0 +1,174 @@
+// The serving engine: one model, ONE llama_context shared by `slots` sequences, and one thread (the decode
+// loop) that alone touches the context. HTTP handlers submit tasks and read their results from a Channel.
+//
+// Continuous batching: each step builds one llama_batch with the next token of every generating slot
+// first, then chunks of the prompts being evaluated (the rest of the step's token budget shared evenly
+// among them, so a long prompt never stalls the others and a new request joins at the next step); one
+// llama_decode; then each slot samples from its own logits row. Slot s is sequence s and owns
+// n_ctx / slots cells. A finished slot keeps its tokens as a prompt cache: a new request goes to the free
+// slot holding the longest common prefix and evaluates only the rest (reported as cached_tokens). A
+// cancelled request (client gone) frees its cells at once.
+//
+// Only the public C API (llama.h) is used, plus the chat layer for templates.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "llama.h"
+#include "server/metrics.h"
+#include "server/request.h"
+
+namespace lctx::server {
+
+struct EngineOptions {
+    std::string model_path;
+    int32_t n_ctx = 2048;        // the whole context; each slot gets n_ctx / n_slots cells
+    int32_t n_slots = 4;         // sequences decoded together
+    int32_t step_tokens = 32;    // tokens in one step's batch (generating slots first, then prompt chunks);
+                                 // a request alone in the server takes steps of up to 128
+    int32_t n_threads = 0;       // 0: every core
+    int32_t max_queue = 64;      // requests waiting for a slot; beyond: 503
+    bool context_shift = false;  // a full slot drops half its tokens (else the request ends with length)
+    std::string chat_template;   // a built-in format name; "" = the model's template (chatml without one)
+};
+
+struct TopLogprob {
+    int32_t token;
+    std::string text;
+    float logprob;
+};
+
+// One message from the decode loop to a request's handler.
+struct Event {
+    enum Kind { Token, Done, Failed } kind = Token;
+    int32_t index = 0;  // the choice (n > 1)
+    std::string text;   // Token: text safe to send (may be empty while a stop string is pending)
+    // Token with logprobs: the sampled token and its alternatives.
+    int32_t token = -1;
+    std::string token_text;
+    float logprob = 0.0f;
+    std::vector<TopLogprob> top;
+    // Done: why, and the counts of this choice.
+    std::string finish_reason;
+    int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    std::string error;  // Failed
+};
+
+// Results of one request (all its choices), from the decode loop to the handler thread.
+class Channel {
+  public:
+    explicit Channel(int n_choices) : open_(n_choices) {}
+    void push(Event e);
+    // Waits up to timeout_ms for events; moves them into out. False once every choice has ended and
+    // nothing is left.
+    bool pop(std::vector<Event> &out, int timeout_ms);
+    // The client is gone: the decode loop drops the request at its next step and frees its cells.
+    void cancel() { cancelled_ = true; }
+    bool cancelled() const { return cancelled_; }
+
+  private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Event> q_;
+    int open_;
+    std::atomic<bool> cancelled_{false};
+};
+
+struct Task {
+    std::shared_ptr<Channel> channel;
+    int32_t index = 0;
+    std::vector<int32_t> prompt;
+    std::vector<std::string> stop;
+    int32_t max_tokens = -1;
+    SamplingParams sampling;
+    uint32_t seed = 0;
+    std::string grammar;
+    int32_t top_logprobs = -1;  // -1: no logprobs
+};
+
+struct SlotInfo {
+    int32_t id;
+    bool busy;
+    int32_t n_cached;  // tokens this slot's sequence holds
+};
+
+class Engine {
+  public:
+    // Loads the model and makes the context; throws std::runtime_error with the reason.
+    explicit Engine(const EngineOptions &opts);
+    ~Engine();
+    Engine(const Engine &) = delete;
+    Engine &operator=(const Engine &) = delete;
+
+    void start();
+    // Ends every queued and running request with an error event and joins the loop.
+    void stop();
+
+    // Queues the tasks of one request (its n choices, all or none). Throws ApiError 503 when the queue is
+    // full or the engine is stopping.
+    void submit(std::vector<Task> tasks);
+
+    // Model-side helpers, safe from any thread (they only read the model).
+    std::vector<int32_t> tokenize(const std::string &text, bool add_special, bool parse_special) const;
+    std::string token_text(int32_t token) const;
+    std::string token_text_special(int32_t token) const;  // control tokens spelled out
+    std::string detokenize(const std::vector<int32_t> &tokens) const;
+    // The chat prompt through the model's template (or --chat-template); throws ApiError 400 on failure.
+    std::string render_chat(const std::vector<ChatTurn> &messages, bool add_generation_prompt = true) const;
+    // Chat prompt text -> tokens (no second BOS when the template wrote one).
+    std::vector<int32_t> tokenize_chat(const std::string &prompt) const;
+
+    int32_t n_vocab() const { return n_vocab_; }
+    int32_t slot_ctx() const { return slot_ctx_; }
+    int32_t n_slots() const { return opts_.n_slots; }
+    const std::string &model_name() const { return model_name_; }
+    Metrics &metrics() { return metrics_; }
+    std::vector<SlotInfo> slots_info() const;
+
+    // /slots/{id}?action=save|restore|erase, run on the decode loop between steps (the only thread that
+    // touches the context). save and restore take a full path (the HTTP layer checks the file name).
+    // Returns the response object; throws ApiError (404 unknown slot, 409 slot busy, 400 bad file).
+    nlohmann::json slot_action(int32_t id, const std::string &action, const std::string &path);
+
+  private:
+    struct Slot;
+    void loop();
+    bool assign_waiting();  // queued tasks -> free slots; true when something was assigned
+    void step();
+    void sample_slot(Slot &s, int32_t batch_index);
+    void finish(Slot &s, const char *reason);
+    void fail(Slot &s, const std::string &why);
+    void release_cells(Slot &s);
+    void shift(Slot &s);
+    void update_kv_metrics();
+
+    EngineOptions opts_;
+    llama_model *model_ = nullptr;
+    llama_context *ctx_ = nullptr;
+    const llama_vocab *vocab_ = nullptr;
+    static constexpr int32_t kLoneStepTokens = 128;
+    int32_t n_vocab_ = 0, slot_ctx_ = 0, max_step_ = 0;
+    std::string model_name_, model_template_, bos_text_, eos_text_;
+    Metrics metrics_;
+
+    std::vector<std::unique_ptr<Slot>> slots_;
+    llama_batch batch_{};
+    uint64_t use_clock_ = 0;  // orders slot reuse: the least recently used free slot goes first
+
+    mutable std::mutex mu_;  // guards queue_, stopping_ and the slots' busy/n_cached view
+    std::condition_variable cv_;
+    std::deque<Task> queue_;
+    std::deque<std::function<void()>> commands_;  // slot actions for the loop
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace lctx::server

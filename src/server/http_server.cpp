@@ -1,0 +1,490 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "server/openai_json.h"
+#include "server/web_page.h"
+
+namespace lctx::server {
+
+using json = nlohmann::json;
+
+namespace {
+// Per handler thread: what the request log line reports (httplib runs the logger on the same thread,
+// after the response, streams included).
+struct RequestLog {
+    std::chrono::steady_clock::time_point start;
+    int64_t tokens = 0;
+};
+thread_local RequestLog t_log;
+
+int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string random_id(const char *prefix) {
+    static std::atomic<uint64_t> counter{0};
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%s%016llx%llu", prefix, static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(counter++));
+    return buf;
+}
+
+void send_json(httplib::Response &res, int status, const json &j) {
+    res.status = status;
+    res.set_content(dump(j), "application/json; charset=utf-8");
+}
+
+void send_error(httplib::Response &res, const ApiError &e) {
+    send_json(res, e.status, error_json(e.status, e.what(), e.type, e.param));
+}
+}  // namespace
+
+struct HttpServer::Impl {
+    ServerOptions opts;
+    httplib::Server svr;
+    std::atomic<Engine *> engine{nullptr};
+    std::atomic<bool> stopping{false};
+    std::atomic<int> open_streams{0};
+    int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5  // streams not yet
+                         // ended; stop() lets them write their end first
+
+    explicit Impl(const ServerOptions &o) : opts(o) {}
+
+    Engine &need_engine() {
+        if (stopping) throw ApiError(503, "the server is shutting down", "unavailable_error");
+        Engine *e = engine.load();
+        if (!e) throw ApiError(503, "the model is loading", "unavailable_error");
+        return *e;
+    }
+
+    // Runs a handler body, turning ApiError (and anything unexpected) into an error object.
+    template <class F>
+    void guarded(httplib::Response &res, F &&f) {
+        try {
+            f();
+        } catch (const ApiError &e) {
+            send_error(res, e);
+        } catch (const std::exception &e) {
+            send_json(res, 500, error_json(500, e.what(), "server_error"));
+        }
+    }
+
+    void routes();
+    void generate(const httplib::Request &req, httplib::Response &res, Endpoint ep);
+    std::vector<int32_t> prompt_tokens(Engine &eng, const GenRequest &r);
+};
+
+std::vector<int32_t> HttpServer::Impl::prompt_tokens(Engine &eng, const GenRequest &r) {
+    std::vector<int32_t> toks;
+    if (r.endpoint == Endpoint::Chat)
+        toks = eng.tokenize_chat(eng.render_chat(r.messages));
+    else if (r.prompt_is_tokens)
+        toks = r.prompt_tokens;
+    else
+        toks = eng.tokenize(r.prompt, true, true);
+    if (toks.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
+    if (static_cast<int64_t>(toks.size()) >= eng.slot_ctx())
+        throw ApiError(400,
+                       "the prompt has " + std::to_string(toks.size()) + " tokens; a slot's context holds " +
+                           std::to_string(eng.slot_ctx()) + " (prompt and reply together)",
+                       "invalid_request_error", r.endpoint == Endpoint::Chat ? "messages" : "prompt");
+    return toks;
+}
+
+void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &res, Endpoint ep) {
+    Engine &eng = need_engine();
+    const json body = parse_body(req.body);
+    RequestLimits lim;
+    lim.n_vocab = eng.n_vocab();
+    GenRequest r = ep == Endpoint::Chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
+    std::vector<int32_t> prompt = prompt_tokens(eng, r);
+
+    auto channel = std::make_shared<Channel>(r.n);
+    const uint32_t seed = r.sampling.seed ? *r.sampling.seed : std::random_device{}();
+    std::vector<Task> tasks;
+    for (int32_t i = 0; i < r.n; ++i) {
+        Task t;
+        t.channel = channel;
+        t.index = i;
+        t.prompt = prompt;
+        t.stop = r.stop;
+        t.max_tokens = r.max_tokens;
+        t.sampling = r.sampling;
+        t.seed = seed + static_cast<uint32_t>(i);
+        t.grammar = r.grammar;
+        t.top_logprobs = r.logprobs ? r.top_logprobs : -1;
+        tasks.push_back(std::move(t));
+    }
+    eng.submit(std::move(tasks));
+
+    auto meta = std::make_shared<ResponseMeta>();
+    meta->endpoint = ep;
+    meta->id = random_id(ep == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
+    meta->model = eng.model_name();
+    meta->created = unix_now();
+    meta->logprobs = r.logprobs;
+    auto results = std::make_shared<std::vector<ChoiceResult>>(static_cast<size_t>(r.n));
+
+    if (!r.stream) {
+        std::vector<Event> evs;
+        std::string failure;
+        while (channel->pop(evs, 1000)) {
+            for (Event &e : evs) {
+                ChoiceResult &c = (*results)[static_cast<size_t>(e.index)];
+                if (e.kind == Event::Token) {
+                    c.text += e.text;
+                    if (r.logprobs && e.token >= 0) c.tokens.push_back(e);
+                } else if (e.kind == Event::Done) {
+                    c.finish_reason = e.finish_reason;
+                    c.prompt_tokens = e.prompt_tokens;
+                    c.cached_tokens = e.cached_tokens;
+                    c.completion_tokens = e.completion_tokens;
+                } else if (failure.empty()) {
+                    failure = e.error;
+                }
+            }
+            evs.clear();
+        }
+        if (!failure.empty()) {
+            channel->cancel();  // the other choices stop too
+            throw ApiError(stopping ? 503 : 500, failure, stopping ? "unavailable_error" : "server_error");
+        }
+        for (const ChoiceResult &c : *results) t_log.tokens += c.completion_tokens;
+        send_json(res, 200, response_json(*meta, *results));
+        return;
+    }
+
+    // Server-sent events: one chunk per piece of text, the finish reason per choice, the usage chunk
+    // when asked for, then [DONE]. A write that fails means the client is gone: the request is cancelled.
+    const bool include_usage = r.include_usage;
+    auto first = std::make_shared<std::vector<bool>>(static_cast<size_t>(r.n), true);
+    res.set_header("Cache-Control", "no-cache");
+    open_streams++;
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [channel, meta, results, first, include_usage](size_t, httplib::DataSink &sink) {
+            auto write = [&](const json &j) {
+                const std::string s = "data: " + dump(j) + "\n\n";
+                return sink.write(s.data(), s.size());
+            };
+            if (!sink.is_writable()) {
+                channel->cancel();
+                return false;
+            }
+            std::vector<Event> evs;
+            const bool open = channel->pop(evs, 100);
+            for (Event &e : evs) {
+                const size_t i = static_cast<size_t>(e.index);
+                ChoiceResult &c = (*results)[i];
+                bool ok = true;
+                if (e.kind == Event::Token) {
+                    // A token whose text is held back (a possible stop string) still reports its logprobs.
+                    if (!e.text.empty() || (meta->logprobs && e.token >= 0)) {
+                        ok = write(
+                            chunk_json(*meta, e.index, e.text, e.token >= 0 ? &e : nullptr, (*first)[i], ""));
+                        (*first)[i] = false;
+                    }
+                } else if (e.kind == Event::Done) {
+                    c.finish_reason = e.finish_reason;
+                    c.prompt_tokens = e.prompt_tokens;
+                    c.cached_tokens = e.cached_tokens;
+                    c.completion_tokens = e.completion_tokens;
+                    t_log.tokens += e.completion_tokens;
+                    ok = write(chunk_json(*meta, e.index, "", nullptr, (*first)[i], e.finish_reason));
+                } else {
+                    ok = write(error_json(500, e.error, "server_error"));
+                }
+                if (!ok) {
+                    channel->cancel();
+                    return false;
+                }
+            }
+            if (!open) {
+                if (include_usage) write(usage_chunk_json(*meta, *results));
+                const std::string done = "data: [DONE]\n\n";
+                sink.write(done.data(), done.size());
+                sink.done();
+            }
+            return true;
+        },
+        [this, channel](bool) {
+            channel->cancel();  // ended for any reason: nothing more is generated
+            open_streams--;
+        });
+}
+
+void HttpServer::Impl::routes() {
+    svr.Get("/", [](const httplib::Request &, httplib::Response &res) {
+        res.set_content(web_page_html(), "text/html; charset=utf-8");
+    });
+    svr.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+        if (!engine.load() || stopping)
+            send_json(res, 503,
+                      error_json(503, stopping ? "the server is shutting down" : "the model is loading",
+                                 "unavailable_error"));
+        else
+            send_json(res, 200, {{"status", "ok"}});
+    });
+    auto models = [this](const httplib::Request &, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            json m = {
+                {"id", eng.model_name()},
+                {"object", "model"},
+                {"created", unix_now()},
+                {"owned_by", "lctx"},
+                {"meta",
+                 {{"n_vocab", eng.n_vocab()}, {"n_ctx_slot", eng.slot_ctx()}, {"slots", eng.n_slots()}}}};
+            send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
+        });
+    };
+    svr.Get("/v1/models", models);
+    svr.Get("/models", models);
+    for (const char *p : {"/v1/completions", "/completions"})
+        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
+            guarded(res, [&] { generate(req, res, Endpoint::Completion); });
+        });
+    for (const char *p : {"/v1/chat/completions", "/chat/completions"})
+        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
+            guarded(res, [&] { generate(req, res, Endpoint::Chat); });
+        });
+    // llama-server's helpers. None of them waits for the decode loop: they only read the model.
+    svr.Post("/tokenize", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            const json body = parse_body(req.body);
+            auto it = body.find("content");
+            if (it == body.end() || !it->is_string())
+                throw ApiError(400, "'content' must be a string", "invalid_request_error", "content");
+            auto flag = [&](const char *name, bool def) {
+                auto f = body.find(name);
+                if (f == body.end() || f->is_null()) return def;
+                if (!f->is_boolean()) throw ApiError(400, std::string("'") + name + "' must be a boolean");
+                return f->get<bool>();
+            };
+            const bool add_special = flag("add_special", false), with_pieces = flag("with_pieces", false);
+            const std::vector<int32_t> toks = eng.tokenize(it->get<std::string>(), add_special, true);
+            json out = json::array();
+            for (int32_t t : toks) {
+                if (with_pieces)
+                    out.push_back({{"id", t}, {"piece", eng.token_text_special(t)}});
+                else
+                    out.push_back(t);
+            }
+            send_json(res, 200, {{"tokens", out}});
+        });
+    });
+    svr.Post("/detokenize", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            const json body = parse_body(req.body);
+            auto it = body.find("tokens");
+            if (it == body.end() || !it->is_array())
+                throw ApiError(400, "'tokens' must be an array of token ids", "invalid_request_error",
+                               "tokens");
+            std::vector<int32_t> toks;
+            for (const json &t : *it) {
+                if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= eng.n_vocab())
+                    throw ApiError(400, "'tokens' holds something that is not a token id of this model",
+                                   "invalid_request_error", "tokens");
+                toks.push_back(t.get<int32_t>());
+            }
+            send_json(res, 200, {{"content", eng.detokenize(toks)}});
+        });
+    });
+    svr.Post("/apply-template", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            RequestLimits lim;
+            lim.n_vocab = eng.n_vocab();
+            const GenRequest r = parse_chat_request(parse_body(req.body), lim);
+            send_json(res, 200, {{"prompt", eng.render_chat(r.messages)}});
+        });
+    });
+    // What prefix-aware routers call: the prompt's token ids exactly as a generation would see them.
+    for (const bool chat : {false, true})
+        svr.Post(chat ? "/v1/chat/completions/render" : "/v1/completions/render",
+                 [this, chat](const httplib::Request &req, httplib::Response &res) {
+                     guarded(res, [&] {
+                         Engine &eng = need_engine();
+                         RequestLimits lim;
+                         lim.n_vocab = eng.n_vocab();
+                         const json body = parse_body(req.body);
+                         const GenRequest r =
+                             chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
+                         json out = {{"token_ids", prompt_tokens(eng, r)}};
+                         if (chat) out["prompt"] = eng.render_chat(r.messages);
+                         send_json(res, 200, out);
+                     });
+                 });
+    svr.Get("/slots", [this](const httplib::Request &, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            json out = json::array();
+            for (const SlotInfo &s : eng.slots_info())
+                out.push_back({{"id", s.id},
+                               {"is_processing", s.busy},
+                               {"n_ctx", eng.slot_ctx()},
+                               {"n_cached", s.n_cached}});
+            send_json(res, 200, out);
+        });
+    });
+    svr.Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            const int32_t id = std::stoi(req.matches[1].str());
+            const std::string action = req.get_param_value("action");
+            std::string path;
+            if (action == "save" || action == "restore") {
+                if (opts.slot_save_path.empty())
+                    throw ApiError(400, "slot files need --slot-save-path", "invalid_request_error",
+                                   "action");
+                const json body = parse_body(req.body);
+                auto f = body.find("filename");
+                if (f == body.end() || !f->is_string() || !valid_slot_filename(f->get<std::string>()))
+                    throw ApiError(400,
+                                   "'filename' must be a plain file name (letters, digits, '.', '_', '-')",
+                                   "invalid_request_error", "filename");
+                path = (std::filesystem::path(opts.slot_save_path) / f->get<std::string>()).string();
+            }
+            send_json(res, 200, eng.slot_action(id, action, path));
+        });
+    });
+    if (opts.metrics)
+        svr.Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
+            guarded(res, [&] {
+                Engine &eng = need_engine();
+                res.set_content(metrics_text(eng.metrics(), eng.model_name()), "text/plain; version=0.0.4");
+            });
+        });
+}
+
+HttpServer::HttpServer(const ServerOptions &opts) : impl_(std::make_unique<Impl>(opts)) {
+    Impl &I = *impl_;
+    httplib::Server &svr = I.svr;
+    // Each open connection holds a handler thread while it waits for its tokens; with fewer threads (96)
+    // a burst of 32 clients lost connections in the load test (not understood yet: see the notes).
+    const int threads = opts.http_threads > 0 ? opts.http_threads : 256;
+    svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    svr.set_keep_alive_timeout(2);
+    svr.set_socket_options([this](socket_t sock) {
+        httplib::default_socket_options(sock);
+        impl_->listen_fd = static_cast<int>(sock);
+    });  // idle keep-alive connections must not hold up a shutdown for long
+    svr.set_payload_max_length(opts.max_body);
+    // Before the body is read: the request log's clock, the body limit, the API key.
+    svr.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+        Impl &I = *impl_;
+        t_log = RequestLog{std::chrono::steady_clock::now(), 0};
+        if (req.has_header("Content-Length")) {
+            unsigned long long len = 0;
+            try {
+                len = std::stoull(req.get_header_value("Content-Length"));
+            } catch (const std::exception &) {
+                len = ~0ull;
+            }
+            if (len > I.opts.max_body) {
+                res.set_header("Connection", "close");
+                send_json(
+                    res, 413,
+                    error_json(
+                        413, "the request body is larger than " + std::to_string(I.opts.max_body) + " bytes",
+                        "invalid_request_error"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
+        const bool public_path = req.path == "/health" || req.path == "/";
+        if (!I.opts.api_key.empty() && !public_path) {
+            const std::string auth = req.get_header_value("Authorization");
+            const std::string key = req.has_header("X-Api-Key")     ? req.get_header_value("X-Api-Key")
+                                    : auth.rfind("Bearer ", 0) == 0 ? auth.substr(7)
+                                                                    : "";
+            if (key != I.opts.api_key) {
+                send_json(res, 401,
+                          error_json(401,
+                                     key.empty() ? "an API key is required (Authorization: Bearer KEY)"
+                                                 : "the API key is not valid",
+                                     "authentication_error"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    svr.set_error_handler([](const httplib::Request &req, httplib::Response &res) {
+        // Only statuses no handler set a body for (404, httplib's own 400/413 ...).
+        if (!res.body.empty() || res.content_length_ > 0) return;
+        const std::string msg = res.status == 404 ? "no endpoint " + req.method + " " + req.path
+                                                  : "the request could not be handled";
+        res.set_content(dump(error_json(res.status, msg,
+                                        res.status == 404 ? "not_found_error" : "invalid_request_error")),
+                        "application/json; charset=utf-8");
+    });
+    svr.set_exception_handler([](const httplib::Request &, httplib::Response &res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+            if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception &e) {
+            what = e.what();
+        } catch (...) {
+        }
+        send_json(res, 500, error_json(500, what, "server_error"));
+    });
+    if (opts.log)
+        svr.set_logger([](const httplib::Request &req, const httplib::Response &res) {
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - t_log.start)
+                                .count();
+            std::fprintf(stderr, "lctx serve: %s %s %d %lld tokens %lld ms\n", req.method.c_str(),
+                         req.path.c_str(), res.status, static_cast<long long>(t_log.tokens),
+                         static_cast<long long>(ms));
+        });
+    I.routes();
+}
+
+HttpServer::~HttpServer() {
+    stop();
+}
+
+void HttpServer::set_engine(Engine *engine) {
+    impl_->engine = engine;
+}
+
+int HttpServer::bind() {
+    Impl &I = *impl_;
+    const int port = I.opts.port == 0 ? I.svr.bind_to_any_port(I.opts.host.c_str())
+                     : I.svr.bind_to_port(I.opts.host.c_str(), I.opts.port) ? I.opts.port
+                                                                            : -1;
+    // httplib 0.11 listens with a backlog of 5: a burst of new clients overflows it and some of their
+    // connections are lost (the load test's 32 clients). Listening again only raises the backlog.
+    if (port > 0 && I.listen_fd >= 0) ::listen(I.listen_fd, 1024);
+    return port;
+}
+
+bool HttpServer::listen() {
+    return impl_->svr.listen_after_bind();
+}
+
+void HttpServer::stop() {
+    impl_->stopping = true;
+    // Streams whose requests ended (Engine::stop) get a moment to write their last chunks and [DONE].
+    for (int i = 0; i < 300 && impl_->open_streams > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    impl_->svr.stop();
+}
+
+bool HttpServer::stopping() const {
+    return impl_->stopping;
+}
+
+}  // namespace lctx::server

@@ -1,0 +1,49 @@
+// The HTTP side of `lctx serve` (cpp-httplib): routes, API key, body limit, request log, and the
+// handlers that turn requests into engine tasks and stream their results back. Handler threads never
+// touch the context: they queue tasks and wait on their channels.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "server/engine.h"
+
+namespace lctx::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;  // 0: any free port (bind() says which)
+    std::string api_key;
+    size_t max_body = 16u << 20;  // larger bodies get 413 before being read
+    bool metrics = true;
+    std::string slot_save_path;  // folder of /slots/{id}?action=save|restore files; "" refuses them
+    bool log = true;             // one line per request on stderr
+    int http_threads = 0;        // 0: enough for every slot and queued request
+};
+
+class HttpServer {
+  public:
+    explicit HttpServer(const ServerOptions &opts);
+    ~HttpServer();
+    HttpServer(const HttpServer &) = delete;
+    HttpServer &operator=(const HttpServer &) = delete;
+
+    // Null while the model loads: /health answers 503 and every other endpoint 503 too.
+    void set_engine(Engine *engine);
+    // Binds the listening socket; returns the port, or -1 with the reason in error().
+    int bind();
+    // Serves until stop(); returns false when the listener failed.
+    bool listen();
+    // Stops accepting; open streams end (the engine's requests must be ended first, Engine::stop).
+    void stop();
+    // True from stop() on: new requests get 503.
+    bool stopping() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lctx::server

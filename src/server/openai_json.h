@@ -1,0 +1,44 @@
+// The OpenAI JSON shapes the server answers with: error objects, completion and chat completion
+// objects, their streamed chunks, usage and logprobs. One place, so both endpoints and both modes agree.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/engine.h"
+#include "server/request.h"
+
+namespace lctx::server {
+
+// {"error":{"message","type","code","param"}}; code is the HTTP status.
+nlohmann::json error_json(int status, const std::string &message, const std::string &type,
+                          const std::string &param = "");
+// Never throws on invalid UTF-8 in generated text (replaced by U+FFFD).
+std::string dump(const nlohmann::json &j);
+
+// What one choice accumulated (non-streaming answers).
+struct ChoiceResult {
+    std::string text;
+    std::string finish_reason;
+    std::vector<Event> tokens;  // with logprobs: one per generated token
+    int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+};
+
+struct ResponseMeta {
+    Endpoint endpoint = Endpoint::Completion;
+    std::string id, model;
+    int64_t created = 0;
+    bool logprobs = false;
+};
+
+nlohmann::json usage_json(const std::vector<ChoiceResult> &choices);
+nlohmann::json response_json(const ResponseMeta &m, const std::vector<ChoiceResult> &choices);
+// One streamed chunk for a choice: text (chat: delta.content; the first chunk of a choice carries the
+// role), its token's logprobs when asked for, or the finish reason (finish non-empty: no text).
+nlohmann::json chunk_json(const ResponseMeta &m, int32_t index, const std::string &text,
+                          const Event *logprob_token, bool first, const std::string &finish);
+// The last chunk when stream_options.include_usage: no choices, the usage.
+nlohmann::json usage_chunk_json(const ResponseMeta &m, const std::vector<ChoiceResult> &choices);
+
+}  // namespace lctx::server

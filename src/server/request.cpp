@@ -1,0 +1,293 @@
+#include "server/request.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+
+namespace lctx::server {
+
+namespace {
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string &field, const std::string &what) {
+    throw ApiError(400, "'" + field + "' " + what, "invalid_request_error", field);
+}
+
+const json *field(const json &body, const char *name) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return nullptr;  // null: as if absent (OpenAI clients send it)
+    return &*it;
+}
+
+float get_float(const json &body, const char *name, float def, float lo, float hi) {
+    const json *v = field(body, name);
+    if (!v) return def;
+    if (!v->is_number()) bad(name, "must be a number");
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi)
+        bad(name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    return static_cast<float>(d);
+}
+
+int64_t get_int(const json &body, const char *name, int64_t def, int64_t lo, int64_t hi) {
+    const json *v = field(body, name);
+    if (!v) return def;
+    if (!v->is_number_integer() && !v->is_number_unsigned()) bad(name, "must be an integer");
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        bad(name, "is out of range");
+    const int64_t i = v->get<int64_t>();
+    if (i < lo || i > hi) bad(name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    return i;
+}
+
+bool get_bool(const json &body, const char *name, bool def) {
+    const json *v = field(body, name);
+    if (!v) return def;
+    if (!v->is_boolean()) bad(name, "must be a boolean");
+    return v->get<bool>();
+}
+
+std::string get_string(const json &body, const char *name, const std::string &def) {
+    const json *v = field(body, name);
+    if (!v) return def;
+    if (!v->is_string()) bad(name, "must be a string");
+    return v->get<std::string>();
+}
+
+int32_t token_id(const json &v, const char *name, int32_t n_vocab) {
+    if (!v.is_number_integer() && !v.is_number_unsigned()) bad(name, "must hold token ids (integers)");
+    const int64_t t = v.get<int64_t>();
+    if (t < 0 || (n_vocab > 0 && t >= n_vocab) || t > INT32_MAX)
+        bad(name, "holds token " + std::to_string(t) + ", outside the vocabulary");
+    return static_cast<int32_t>(t);
+}
+
+// What both endpoints share: lengths, sampling, stop, stream, grammar.
+void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
+    r.model = get_string(body, "model", "");
+    // max_completion_tokens is the chat endpoint's newer name; n_predict is llama-server's.
+    const char *mt_name = field(body, "max_completion_tokens") ? "max_completion_tokens"
+                          : field(body, "n_predict")           ? "n_predict"
+                                                               : "max_tokens";
+    r.max_tokens = static_cast<int32_t>(get_int(body, mt_name, -1, 1, lim.max_tokens));
+    r.n = static_cast<int32_t>(get_int(body, "n", 1, 1, lim.max_n));
+    r.stream = get_bool(body, "stream", false);
+    if (const json *so = field(body, "stream_options")) {
+        if (!so->is_object()) bad("stream_options", "must be an object");
+        r.include_usage = get_bool(*so, "include_usage", false);
+    }
+
+    SamplingParams &s = r.sampling;
+    s.temperature = get_float(body, "temperature", 1.0f, 0.0f, 2.0f);
+    s.top_p = get_float(body, "top_p", 1.0f, 0.0f, 1.0f);
+    s.top_k = static_cast<int32_t>(get_int(body, "top_k", 0, 0, 1 << 30));
+    s.min_p = get_float(body, "min_p", 0.0f, 0.0f, 1.0f);
+    s.presence_penalty = get_float(body, "presence_penalty", 0.0f, -2.0f, 2.0f);
+    s.frequency_penalty = get_float(body, "frequency_penalty", 0.0f, -2.0f, 2.0f);
+    s.repeat_penalty = get_float(body, "repeat_penalty", 1.0f, 0.0f, 10.0f);
+    if (const json *v = field(body, "seed")) {
+        if (!v->is_number_integer() && !v->is_number_unsigned()) bad("seed", "must be an integer");
+        // Any 64-bit seed is accepted (clients send large ones); the sampler takes its low 32 bits.
+        s.seed = static_cast<uint32_t>(v->is_number_unsigned() ? v->get<uint64_t>()
+                                                               : static_cast<uint64_t>(v->get<int64_t>()));
+    }
+    if (const json *lb = field(body, "logit_bias")) {
+        // OpenAI: {"token id": bias}; llama-server also takes [[id, bias], ...].
+        auto add = [&](int32_t tok, const json &b) {
+            if (!b.is_number()) bad("logit_bias", "values must be numbers");
+            const double d = b.get<double>();
+            if (!std::isfinite(d) || d < -100.0 || d > 100.0)
+                bad("logit_bias", "values must be in [-100, 100]");
+            s.logit_bias.emplace_back(tok, static_cast<float>(d));
+        };
+        if (lb->is_object()) {
+            for (auto it = lb->begin(); it != lb->end(); ++it) {
+                const std::string &k = it.key();
+                size_t used = 0;
+                long long id = -1;
+                try {
+                    id = std::stoll(k, &used);
+                } catch (const std::exception &) {
+                    used = 0;
+                }
+                if (k.empty() || used != k.size()) bad("logit_bias", "keys must be token ids");
+                token_id(json(id), "logit_bias", lim.n_vocab);
+                add(static_cast<int32_t>(id), it.value());
+            }
+        } else if (lb->is_array()) {
+            for (const json &p : *lb) {
+                if (!p.is_array() || p.size() != 2) bad("logit_bias", "entries must be [token, bias] pairs");
+                add(token_id(p[0], "logit_bias", lim.n_vocab), p[1]);
+            }
+        } else {
+            bad("logit_bias", "must be an object mapping token ids to biases");
+        }
+    }
+
+    if (const json *st = field(body, "stop")) {
+        if (st->is_string()) {
+            r.stop.push_back(st->get<std::string>());
+        } else if (st->is_array()) {
+            if (st->size() > static_cast<size_t>(lim.max_stop))
+                bad("stop", "may hold at most " + std::to_string(lim.max_stop) + " strings");
+            for (const json &x : *st) {
+                if (!x.is_string()) bad("stop", "must be a string or an array of strings");
+                r.stop.push_back(x.get<std::string>());
+            }
+        } else {
+            bad("stop", "must be a string or an array of strings");
+        }
+        for (const std::string &x : r.stop)
+            if (x.empty()) bad("stop", "strings must not be empty");
+    }
+
+    // Constrained output: response_format (OpenAI), or llama-server's grammar / json_schema fields.
+    std::string grammar = get_string(body, "grammar", "");
+    auto from_schema = [&](const json &schema, const char *name) {
+        if (!schema.is_object() && !schema.is_boolean()) bad(name, "must be a JSON schema object");
+        try {
+            return grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema.dump()));
+        } catch (const grammar::SchemaError &e) {
+            bad(name, std::string("is not a usable JSON schema: ") + e.what());
+        }
+    };
+    if (const json *js = field(body, "json_schema")) {
+        if (!grammar.empty()) bad("json_schema", "cannot be combined with 'grammar'");
+        grammar = from_schema(*js, "json_schema");
+    }
+    if (const json *rf = field(body, "response_format")) {
+        if (!rf->is_object()) bad("response_format", "must be an object");
+        const std::string type = get_string(*rf, "type", "text");
+        if (type == "json_object") {
+            // llama-server's form: {"type":"json_object","schema":{...}} constrains to that schema.
+            if (const json *sc = field(*rf, "schema"))
+                grammar = from_schema(*sc, "response_format.schema");
+            else
+                grammar = json_object_grammar();
+        } else if (type == "json_schema") {
+            const json *wrap = field(*rf, "json_schema");
+            if (!wrap || !wrap->is_object()) bad("response_format.json_schema", "must be an object");
+            const json *sc = field(*wrap, "schema");
+            if (!sc) bad("response_format.json_schema.schema", "is required");
+            grammar = from_schema(*sc, "response_format.json_schema.schema");
+        } else if (type != "text") {
+            bad("response_format.type", "must be 'text', 'json_object' or 'json_schema'");
+        }
+    }
+    if (!grammar.empty()) {
+        try {
+            grammar::parse_gbnf(grammar);
+        } catch (const grammar::GrammarError &e) {
+            bad("grammar", std::string("is not a valid GBNF grammar: ") + e.what());
+        }
+    }
+    r.grammar = std::move(grammar);
+}
+
+std::string message_content(const json &c, size_t i) {
+    const std::string name = "messages[" + std::to_string(i) + "].content";
+    if (c.is_string()) return c.get<std::string>();
+    if (c.is_array()) {
+        // Content parts: the text ones are joined; images and audio are refused.
+        std::string out;
+        for (const json &part : c) {
+            if (!part.is_object()) bad(name, "parts must be objects");
+            if (get_string(part, "type", "") != "text") bad(name, "parts must be of type 'text'");
+            const json *t = field(part, "text");
+            if (!t || !t->is_string()) bad(name, "text parts need a string 'text'");
+            if (!out.empty()) out += "\n";
+            out += t->get<std::string>();
+        }
+        return out;
+    }
+    bad(name, "must be a string or an array of text parts");
+}
+}  // namespace
+
+json parse_body(const std::string &body) {
+    json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+    if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    return j;
+}
+
+bool valid_slot_filename(const std::string &name) {
+    if (name.empty() || name.size() > 255 || name[0] == '.') return false;
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return false;
+    return true;
+}
+
+const std::string &json_object_grammar() {
+    static const std::string g = grammar::json_schema_to_gbnf(std::string_view(R"({"type":"object"})"));
+    return g;
+}
+
+GenRequest parse_completion_request(const json &body, const RequestLimits &lim) {
+    GenRequest r;
+    r.endpoint = Endpoint::Completion;
+    const json *p = field(body, "prompt");
+    if (!p) bad("prompt", "is required");
+    if (p->is_string()) {
+        r.prompt = p->get<std::string>();
+    } else if (p->is_array()) {
+        // One prompt per request: a list of token ids, or a list holding a single string.
+        if (p->size() == 1 && (*p)[0].is_string()) {
+            r.prompt = (*p)[0].get<std::string>();
+        } else {
+            if (p->empty()) bad("prompt", "must not be empty");
+            for (const json &t : *p) r.prompt_tokens.push_back(token_id(t, "prompt", lim.n_vocab));
+            r.prompt_is_tokens = true;
+        }
+    } else {
+        bad("prompt", "must be a string or an array of token ids");
+    }
+    parse_common(body, lim, r);
+    // Completions take logprobs as the number of alternatives (OpenAI allows up to 5; llama-server more).
+    if (const json *lp = field(body, "logprobs")) {
+        if (lp->is_boolean()) {
+            r.logprobs = lp->get<bool>();
+        } else {
+            r.top_logprobs = static_cast<int32_t>(get_int(body, "logprobs", 0, 0, 20));
+            r.logprobs = true;
+        }
+    }
+    r.echo = get_bool(body, "echo", false);
+    if (r.echo) bad("echo", "is not supported");
+    return r;
+}
+
+GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
+    GenRequest r;
+    r.endpoint = Endpoint::Chat;
+    const json *m = field(body, "messages");
+    if (!m) bad("messages", "is required");
+    if (!m->is_array() || m->empty()) bad("messages", "must be a non-empty array");
+    for (size_t i = 0; i < m->size(); ++i) {
+        const json &msg = (*m)[i];
+        const std::string name = "messages[" + std::to_string(i) + "]";
+        if (!msg.is_object()) bad(name, "must be an object");
+        const json *role = field(msg, "role");
+        if (!role || !role->is_string()) bad(name + ".role", "must be a string");
+        const json *content = field(msg, "content");
+        ChatTurn t;
+        t.role = role->get<std::string>();
+        if (t.role != "system" && t.role != "user" && t.role != "assistant" && t.role != "developer" &&
+            t.role != "tool")
+            bad(name + ".role", "must be system, developer, user, assistant or tool");
+        if (t.role == "developer") t.role = "system";  // OpenAI's newer name for the system turn
+        t.content = content ? message_content(*content, i) : "";
+        r.messages.push_back(std::move(t));
+    }
+    parse_common(body, lim, r);
+    r.logprobs = get_bool(body, "logprobs", false);
+    r.top_logprobs = static_cast<int32_t>(get_int(body, "top_logprobs", 0, 0, 20));
+    if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "needs 'logprobs': true");
+    return r;
+}
+
+}  // namespace lctx::server

@@ -1,0 +1,92 @@
+// OpenAI request bodies -> a generation request: every field's type and range is checked here, before
+// anything reaches the scheduler, so a bad request is a 400 with a message naming the field and changes
+// nothing. Pure functions of the JSON (the fuzz harness drives them); tokenizing and the chat template
+// happen later, in the server, because they need the model.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lctx::server {
+
+// An error that becomes an OpenAI error object {"error":{"message","type","code"}} with an HTTP status.
+class ApiError : public std::runtime_error {
+  public:
+    ApiError(int status, std::string message, std::string type = "invalid_request_error",
+             std::string param = "")
+        : std::runtime_error(std::move(message)),
+          status(status),
+          type(std::move(type)),
+          param(std::move(param)) {}
+    int status;
+    std::string type;
+    std::string param;  // the offending field, or ""
+};
+
+struct SamplingParams {
+    float temperature = 1.0f;  // OpenAI's default; 0 is greedy
+    float top_p = 1.0f;
+    int32_t top_k = 0;  // 0: off
+    float min_p = 0.0f;
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    float repeat_penalty = 1.0f;  // llama-server's extension
+    std::optional<uint32_t> seed;
+    std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias; -100 bans the token
+};
+
+struct ChatTurn {
+    std::string role, content;
+};
+
+enum class Endpoint { Completion, Chat };
+
+struct GenRequest {
+    Endpoint endpoint = Endpoint::Completion;
+    std::string model;
+    // Completion: the prompt as text, or as token ids (prompt_is_tokens).
+    std::string prompt;
+    std::vector<int32_t> prompt_tokens;
+    bool prompt_is_tokens = false;
+    // Chat: the conversation (string content, or an array of text parts joined).
+    std::vector<ChatTurn> messages;
+    int32_t max_tokens = -1;  // -1: until end of text or the slot's context is full
+    int32_t n = 1;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    std::vector<std::string> stop;
+    SamplingParams sampling;
+    // logprobs: completions take an integer (0..20 alternatives); chat takes logprobs: true and
+    // top_logprobs 0..20.
+    bool logprobs = false;
+    int32_t top_logprobs = 0;
+    bool echo = false;  // completions: accepted only as false
+    // A GBNF grammar from response_format (json_object, json_schema), `grammar` or `json_schema`; "" none.
+    std::string grammar;
+};
+
+struct RequestLimits {
+    int32_t max_tokens = 1 << 20;
+    int32_t max_n = 16;
+    int32_t max_stop = 16;
+    int32_t n_vocab = 0;  // logit_bias token ids are checked against it when > 0
+};
+
+// Throws ApiError (status 400) naming the field.
+GenRequest parse_completion_request(const nlohmann::json &body, const RequestLimits &limits);
+GenRequest parse_chat_request(const nlohmann::json &body, const RequestLimits &limits);
+// Parses the body text: malformed JSON or a body that is not an object is a 400 too.
+nlohmann::json parse_body(const std::string &body);
+
+// A slot file name for --slot-save-path: a plain name (letters, digits, '.', '_', '-'; no leading dot, at
+// most 255 bytes), so that it cannot leave that folder.
+bool valid_slot_filename(const std::string &name);
+
+// The GBNF of response_format {"type":"json_object"}: any JSON object.
+const std::string &json_object_grammar();
+
+}  // namespace lctx::server

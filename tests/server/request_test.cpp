@@ -1,0 +1,126 @@
+// The request parser and validator (no server): every field's type and range, and the stop-string
+// text stream.
+#include "server/request.h"
+
+#include <gtest/gtest.h>
+
+#include "server/text_stream.h"
+
+namespace lctx::server {
+namespace {
+
+using json = nlohmann::json;
+
+int status_of(const std::function<void()> &f) {
+    try {
+        f();
+    } catch (const ApiError &e) {
+        return e.status;
+    }
+    return 200;
+}
+
+TEST(ServerRequest, CompletionFields) {
+    RequestLimits lim;
+    lim.n_vocab = 100;
+    const GenRequest r =
+        parse_completion_request(json::parse(R"({"prompt":"hi","max_tokens":7,"temperature":0,
+        "top_p":0.5,"top_k":3,"min_p":0.1,"seed":12345678901,"stop":["a","b"],"presence_penalty":1,
+        "frequency_penalty":-1,"logit_bias":{"5":-100,"7":2.5},"logprobs":2,"n":2,"stream":true,
+        "stream_options":{"include_usage":true},"response_format":{"type":"json_object"}})"),
+                                 lim);
+    EXPECT_EQ(r.prompt, "hi");
+    EXPECT_EQ(r.max_tokens, 7);
+    EXPECT_EQ(r.sampling.temperature, 0.0f);
+    EXPECT_EQ(r.sampling.top_k, 3);
+    EXPECT_EQ(*r.sampling.seed, static_cast<uint32_t>(12345678901ull));
+    EXPECT_EQ(r.stop.size(), 2u);
+    ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
+    EXPECT_TRUE(r.logprobs);
+    EXPECT_EQ(r.top_logprobs, 2);
+    EXPECT_EQ(r.n, 2);
+    EXPECT_TRUE(r.stream && r.include_usage);
+    EXPECT_FALSE(r.grammar.empty());
+    const GenRequest t = parse_completion_request(json::parse(R"({"prompt":[1,2,3]})"), lim);
+    EXPECT_TRUE(t.prompt_is_tokens);
+    EXPECT_EQ(t.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+    EXPECT_EQ(t.max_tokens, -1);
+}
+
+TEST(ServerRequest, RefusesWrongTypesAndRanges) {
+    RequestLimits lim;
+    lim.n_vocab = 100;
+    for (const char *body :
+         {R"({})",
+          R"({"prompt":null})",
+          R"({"prompt":{}})",
+          R"({"prompt":[]})",
+          R"({"prompt":[1.5]})",
+          R"({"prompt":[100]})",
+          R"({"prompt":"a","max_tokens":0})",
+          R"({"prompt":"a","max_tokens":1e3})",
+          R"({"prompt":"a","temperature":-1})",
+          R"({"prompt":"a","temperature":3})",
+          R"({"prompt":"a","top_p":1.5})",
+          R"({"prompt":"a","n":17})",
+          R"({"prompt":"a","stop":""})",
+          R"({"prompt":"a","stop":{}})",
+          R"({"prompt":"a","seed":"x"})",
+          R"({"prompt":"a","logit_bias":[1]})",
+          R"({"prompt":"a","logit_bias":{"1":1000}})",
+          R"({"prompt":"a","logit_bias":{"-1":1}})",
+          R"({"prompt":"a","stream_options":true})",
+          R"({"prompt":"a","response_format":{"type":"xml"}})",
+          R"({"prompt":"a","response_format":{"type":"json_schema"}})",
+          R"({"prompt":"a","grammar":"root ::= x"})",
+          R"({"prompt":"a","json_schema":{"type":"object","properties":{"a":{"$ref":"#/x"}}}})",
+          R"({"prompt":"a","logprobs":21})",
+          R"({"prompt":"a","echo":true})"})
+        EXPECT_EQ(status_of([&] { parse_completion_request(json::parse(body), lim); }), 400) << body;
+    for (const char *body :
+         {R"({"messages":"hi"})", R"({"messages":[1]})", R"({"messages":[{"content":"x"}]})",
+          R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+          R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"})
+        EXPECT_EQ(status_of([&] { parse_chat_request(json::parse(body), lim); }), 400) << body;
+    EXPECT_EQ(status_of([] { parse_body("{\"a\":"); }), 400);
+    EXPECT_EQ(status_of([] { parse_body("\"text\""); }), 400);
+    // null means absent; content parts are joined.
+    const GenRequest c = parse_chat_request(
+        json::parse(
+            R"({"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+                        "temperature":null,"max_completion_tokens":3})"),
+        lim);
+    EXPECT_EQ(c.messages[0].role, "system");
+    EXPECT_EQ(c.messages[0].content, "a\nb");
+    EXPECT_EQ(c.sampling.temperature, 1.0f);
+    EXPECT_EQ(c.max_tokens, 3);
+}
+
+TEST(ServerTextStream, HoldsBackAPossibleStopAndCutsAtIt) {
+    TextStream s({"END"});
+    EXPECT_EQ(s.push("Hello E"), "Hello ");
+    EXPECT_EQ(s.push("N"), "");
+    EXPECT_EQ(s.push("Xtra"), "ENXtra");  // not the stop string after all
+    EXPECT_EQ(s.push(" done EN"), " done ");
+    EXPECT_EQ(s.push("D more"), "");
+    EXPECT_TRUE(s.stopped());
+    EXPECT_EQ(s.text(), "Hello ENXtra done ");
+    EXPECT_EQ(s.flush(), "");
+    TextStream t({"x"});
+    EXPECT_EQ(t.push("ab"), "ab");
+    EXPECT_EQ(t.flush(), "");
+}
+
+TEST(ServerTextStream, NeverSplitsAUtf8Character) {
+    TextStream s({});
+    const std::string e = "\xC3\xA9";  // é
+    EXPECT_EQ(s.push("a\xC3"), "a");
+    EXPECT_EQ(s.push("\xA9"), e);
+    EXPECT_EQ(s.push("\xE2\x82"), "");
+    EXPECT_EQ(s.flush(), "\xE2\x82");  // at the end, what is left is sent as is
+    EXPECT_EQ(utf8_complete_prefix("ab\xF0\x9F\x98"), 2u);
+    EXPECT_EQ(utf8_complete_prefix("ab\xF0\x9F\x98\x80"), 6u);
+}
+
+}  // namespace
+}  // namespace lctx::server

@@ -1,0 +1,108 @@
+// An in-process `lctx serve` on 127.0.0.1 with an ephemeral port, over the model shipped in models/, and
+// the helpers the server tests share (an httplib client, SSE parsing, /metrics values).
+#pragma once
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/engine.h"
+#include "server/http_server.h"
+
+namespace lctx::testing {
+
+inline std::string stories_model() {
+    return std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
+}
+
+class LocalServer {
+  public:
+    explicit LocalServer(server::EngineOptions eo, server::ServerOptions so = {}) {
+        signal(SIGPIPE, SIG_IGN);
+        if (eo.model_path.empty()) eo.model_path = stories_model();
+        so.host = "127.0.0.1";
+        so.port = 0;
+        so.log = std::getenv("LCTX_SERVER_TEST_LOG") != nullptr;
+        engine = std::make_unique<server::Engine>(eo);
+        engine->start();
+        http = std::make_unique<server::HttpServer>(so);
+        http->set_engine(engine.get());
+        port = http->bind();
+        listener = std::thread([this] { http->listen(); });
+    }
+    ~LocalServer() {
+        engine->stop();
+        http->stop();
+        if (listener.joinable()) listener.join();
+    }
+    std::unique_ptr<httplib::Client> client(const std::string &api_key = "") const {
+        auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+        c->set_read_timeout(60, 0);
+        if (!api_key.empty()) c->set_bearer_token_auth(api_key.c_str());
+        return c;
+    }
+    // POST a JSON body; the response (status -1 when the request failed).
+    std::pair<int, nlohmann::json> post(const std::string &path, const nlohmann::json &body,
+                                        const std::string &api_key = "") const {
+        auto c = client(api_key);
+        auto r = c->Post(path.c_str(), body.dump(), "application/json");
+        if (!r) return {-1, nullptr};
+        return {r->status, nlohmann::json::parse(r->body, nullptr, false)};
+    }
+    // A value of /metrics by its full name (labels included), or -1.
+    double metric(const std::string &name) const {
+        auto r = client()->Get("/metrics");
+        if (!r) return -1;
+        std::istringstream in(r->body);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.empty() || line[0] == '#') continue;
+            const size_t sp = line.rfind(' ');
+            if (line.substr(0, sp) == name) return std::stod(line.substr(sp + 1));
+        }
+        return -1;
+    }
+
+    std::unique_ptr<server::Engine> engine;
+    std::unique_ptr<server::HttpServer> http;
+    int port = -1;
+    std::thread listener;
+};
+
+// The JSON of each `data:` line of an SSE body; "[DONE]" lines become the string "[DONE]"; a line that
+// is not JSON becomes a discarded value (tests check for it).
+inline std::vector<nlohmann::json> sse_events(const std::string &body) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(body);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("data: ", 0) != 0) continue;
+        const std::string d = line.substr(6);
+        if (d == "[DONE]")
+            out.emplace_back("[DONE]");
+        else
+            out.push_back(nlohmann::json::parse(d, nullptr, false));
+    }
+    return out;
+}
+
+// The text of a streamed completion or chat completion (choice 0).
+inline std::string sse_text(const std::vector<nlohmann::json> &evs) {
+    std::string s;
+    for (const auto &e : evs) {
+        if (!e.is_object() || !e.contains("choices") || e["choices"].empty()) continue;
+        const auto &c = e["choices"][0];
+        if (c.contains("text")) s += c["text"].get<std::string>();
+        if (c.contains("delta") && c["delta"].contains("content"))
+            s += c["delta"]["content"].get<std::string>();
+    }
+    return s;
+}
+
+}  // namespace lctx::testing

@@ -1,0 +1,129 @@
+// lctx serve: an OpenAI-compatible HTTP server with continuous batching over one context (src/server/).
+// The listener starts first (/health answers 503 while the model loads); SIGINT / SIGTERM stop accepting,
+// end the open requests (streams get an error chunk and [DONE]) and leave with status 0.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <thread>
+
+#include "server/engine.h"
+#include "server/http_server.h"
+#include "tools/lctx/args.h"
+#include "tools/lctx/commands.h"
+#include "tools/lctx/common.h"
+
+namespace lctx::cli {
+
+namespace {
+int g_signal_pipe[2] = {-1, -1};
+void on_signal(int sig) {
+    const int saved = errno;
+    [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &sig, sizeof sig);
+    errno = saved;
+}
+}  // namespace
+
+int cmd_serve(int argc, char **argv) {
+    CLI::App app{"Serve a model over HTTP with OpenAI's API (continuous batching over one context)",
+                 "lctx serve"};
+    configure_app(app);
+    server::EngineOptions eo;
+    eo.model_path = default_model_path();
+    server::ServerOptions so;
+    bool no_metrics = false;
+    app.add_option("-m,--model", eo.model_path, "GGUF model file");
+    app.add_option("--host", so.host, "address to listen on");
+    app.add_option("--port", so.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
+    app.add_option("-c,--ctx-size", eo.n_ctx,
+                   "the whole context in cells; each slot gets ctx-size / parallel")
+        ->check(CLI::Range(8, 1 << 24));
+    app.add_option("--parallel", eo.n_slots, "slots (-np): requests decoded together")
+        ->check(CLI::Range(1, 256));
+    app.add_option("-b,--batch-size", eo.step_tokens,
+                   "tokens in one decode step (the next token of every generating slot, then prompt chunks; "
+                   "small steps "
+                   "keep every stream moving; a request alone takes steps of up to 128)")
+        ->check(CLI::Range(1, 65536));
+    app.add_option("-t,--threads", eo.n_threads, "threads (0: every core)")->check(CLI::Range(0, 1024));
+    app.add_option("--queue", eo.max_queue, "requests that may wait for a slot; beyond: 503")
+        ->check(CLI::Range(0, 100000));
+    app.add_flag(
+        "--context-shift", eo.context_shift,
+        "a full slot drops half its tokens and goes on (requests with max_tokens); else finish 'length'");
+    app.add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (all but / and /health)");
+    app.add_option(
+        "--chat-template", eo.chat_template,
+        "a built-in chat format instead of the model's template (chatml, llama2, llama3, phi3, gemma, "
+        "zephyr, mistral, raw)");
+    app.add_option("--slot-save-path", so.slot_save_path, "folder for /slots/{id}?action=save|restore files");
+    app.add_flag("--metrics", so.metrics, "serve /metrics (on by default)");
+    app.add_flag("--no-metrics", no_metrics, "do not serve /metrics");
+    app.add_flag(
+        "--log-disable", [&](int64_t) { so.log = false; }, "no request log");
+    const int st = parse_or_report(app, "serve", normalize_args(argc, argv));
+    if (st >= 0) return st;
+    if (no_metrics) so.metrics = false;
+    so.http_threads = std::max(256, 2 * (eo.n_slots + eo.max_queue) + 32);
+
+    // A signal handler only writes to a pipe; a thread reads it and shuts down (whatever thread the
+    // kernel picks for the signal).
+    if (pipe(g_signal_pipe) != 0) {
+        std::fprintf(stderr, "lctx serve: cannot create a pipe\n");
+        return 1;
+    }
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a client gone shows up as a failed write
+
+    server::HttpServer http(so);
+    const int port = http.bind();
+    if (port < 0) {
+        std::fprintf(stderr, "lctx serve: cannot listen on %s:%d\n", so.host.c_str(), so.port);
+        return 1;
+    }
+    std::fprintf(stderr, "lctx serve: listening on http://%s:%d/ (loading %s)\n", so.host.c_str(), port,
+                 eo.model_path.c_str());
+    std::thread listener([&] { http.listen(); });
+
+    std::unique_ptr<server::Engine> engine;
+    std::atomic<server::Engine *> running{nullptr};  // what the signal thread may stop
+    std::thread waiter([&] {
+        int sig = 0;
+        while (read(g_signal_pipe[0], &sig, sizeof sig) < 0 && errno == EINTR) {
+        }
+        std::fprintf(stderr, "lctx serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        if (server::Engine *e = running.load())
+            e->stop();  // open requests end (streams get an error chunk and [DONE])
+        http.stop();
+    });
+    int status = 0;
+    try {
+        engine = std::make_unique<server::Engine>(eo);
+        engine->start();
+        running = engine.get();
+        http.set_engine(engine.get());
+        std::fprintf(stderr, "lctx serve: model %s, %d slots of %d cells; open http://%s:%d/\n",
+                     engine->model_name().c_str(), engine->n_slots(), engine->slot_ctx(), so.host.c_str(),
+                     port);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "lctx serve: %s\n", e.what());
+        status = 1;
+        on_signal(SIGTERM);  // wakes the waiter, which stops the listener
+    }
+    listener.join();
+    waiter.join();
+    http.set_engine(nullptr);
+    running = nullptr;
+    engine.reset();
+    return status;
+}
+
+}  // namespace lctx::cli
