@@ -4,6 +4,7 @@
 //   GemmX8/<type>/<rows>/<cols>/<tokens>   the same over the interleaved layout (groups of 8 or 16 rows)
 //   DotLoop/<type>/<rows>/<cols>/<tokens>  the same outputs by one vec_dot per output (the old path)
 //   Matmul/<type>/<rows>/<cols>/<tokens>/<threads>  kernels::matmul with its pool (big weights: memory)
+//   MatmulPP/<type>/<rows>/<cols>/512/<threads>  matmul over interleaved F16 / BF16 weights, model shapes
 //   MatmulTiny/<type>/...  the same for the K types on shapes of a Q4_K_M model: 512 tokens, 1 token
 // Built by CMake as build/bin/matmul_bench when Google Benchmark is installed.
 #include <benchmark/benchmark.h>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/dot.h"
@@ -104,6 +106,25 @@ void BM_Matmul(benchmark::State &st, GgmlType t) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// kernels::matmul over the interleaved layout the model repacks F16 / BF16 weights into (prompt processing).
+void BM_MatmulX8(benchmark::State &st, GgmlType t) {
+    const int64_t rows = st.range(0), cols = st.range(1), tokens = st.range(2);
+    Data d = make(t, rows, cols, tokens);
+    const TypeKernels &k = type_kernels(t);
+    const size_t ib = interleaved_row_bytes(t, cols);
+    std::vector<uint8_t> w8(ib * interleaved_rows(rows, k.group_rows));
+    interleave_rows(t, k.group_rows, d.w.data(), d.row_bytes, rows, cols, w8.data());
+    ThreadPool pool(static_cast<int>(st.range(3)));
+    MatmulScratch scratch;
+    WeightView w{t, w8.data(), rows, cols, ib, k.group_rows};
+    for (auto _ : st) {
+        matmul(w, d.x.data(), cols, tokens, d.y.data(), rows, pool, scratch);
+        benchmark::DoNotOptimize(d.y.data());
+    }
+    st.counters["MAC/s"] = benchmark::Counter(static_cast<double>(rows * cols * tokens),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
                        GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
@@ -130,6 +151,17 @@ void register_all() {
             ->Args({2048, 2048, 128, 1})
             ->Args({2048, 2048, 128, 2})
             ->UseRealTime();
+    }
+    // Prompt processing (512 tokens) of F16 / BF16 models: SmolLM-135M (576 x 576, 1536 x 576, 576 x 1536)
+    // and TinyLlama-1.1B (2048 x 2048, 5632 x 2048, 2048 x 5632) weights, rows x cols, 1 and 2 threads.
+    for (GgmlType t : {GgmlType::F16, GgmlType::BF16}) {
+        auto *b = benchmark::RegisterBenchmark((std::string("MatmulPP/") + lctx::type_name(t)).c_str(),
+                                               [t](benchmark::State &st) { BM_MatmulX8(st, t); });
+        for (int th : {1, 2})
+            for (auto [rows, cols] :
+                 {std::pair{576, 576}, {1536, 576}, {576, 1536}, {2048, 2048}, {5632, 2048}, {2048, 5632}})
+                b->Args({rows, cols, 512, th});
+        b->UseRealTime();
     }
     // Prompt processing and generation of a TinyLlama-shaped Q4_K_M model (Q4_K + Q6_K, some Q5_K):
     // attention (2048 x 2048) and feed-forward (5632 x 2048) weights, 512 tokens and 1 token.

@@ -4,7 +4,7 @@
 // and defaults are checked against the library before any run.
 //
 // Standalone: lctx-peer-bench --lib DIR -m FILE [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX] [-b 2048] [-ub
-// 512]
+// 512] [-fa 0|1] [-ctk f32|f16|q8_0] [-ctv f32|f16|q8_0]
 //   runs a warm-up and r repetitions of each test and prints one JSON line per test.
 // Serve (what lctx bench uses): lctx-peer-bench --serve --lib DIR -m FILE -c N_CTX [-b ..] [-ub ..]
 //   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
@@ -99,7 +99,16 @@ _Static_assert(sizeof(struct llama_context_params) == 160, "llama_context_params
 _Static_assert(offsetof(struct llama_context_params, cb_eval) == 88, "llama_context_params layout");
 _Static_assert(offsetof(struct llama_context_params, embeddings) == 128, "llama_context_params layout");
 
-enum { FLASH_ATTN_DISABLED = 0, GGML_TYPE_F16 = 1, GGML_LOG_LEVEL_ERROR = 4 };
+enum { FLASH_ATTN_DISABLED = 0, FLASH_ATTN_ENABLED = 1, GGML_LOG_LEVEL_ERROR = 4 };
+enum { GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_Q8_0 = 8 };
+
+// A K/V cache type name as llama-bench spells it -> its ggml type id; -1 when this program does not know it.
+static int kv_type_id(const char *name) {
+    if (!strcmp(name, "f32")) return GGML_TYPE_F32;
+    if (!strcmp(name, "f16")) return GGML_TYPE_F16;
+    if (!strcmp(name, "q8_0")) return GGML_TYPE_Q8_0;
+    return -1;
+}
 
 typedef void (*log_cb_t)(int level, const char *text, void *user);
 
@@ -365,15 +374,17 @@ static void run_grammar(struct llama_model *model, const char *grammar_path, con
 }
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
-            "                       [-b 2048] [-ub 512] [--seed S] [--verbose]\n"
-            "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n");
+    fprintf(
+        stderr,
+        "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
+        "                       [-b 2048] [-ub 512] [-fa 0|1] [-ctk f16] [-ctv f16] [--seed S] [--verbose]\n"
+        "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n");
 }
 
 int main(int argc, char **argv) {
     const char *lib_dir = NULL, *model_path = NULL, *grammar_path = NULL, *text = NULL;
     int n_prompt = 512, n_gen = 128, threads = 1, reps = 5, n_ctx = 0, n_batch = 2048, n_ubatch = 512;
+    int flash_attn = 0, type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -391,9 +402,13 @@ int main(int argc, char **argv) {
         INT_OPT("-c", n_ctx)
         INT_OPT("-b", n_batch)
         INT_OPT("-ub", n_ubatch)
+        INT_OPT("-fa", flash_attn)
 #undef INT_OPT
         if (!strcmp(a, "--seed") && v) {
             g_rng = strtoull(v, NULL, 10);
+            ++i;
+        } else if ((!strcmp(a, "-ctk") || !strcmp(a, "-ctv")) && v) {
+            *(a[3] == 'k' ? &type_k : &type_v) = kv_type_id(v);
             ++i;
         } else if (!strcmp(a, "--lib") && v) {
             lib_dir = v;
@@ -417,7 +432,8 @@ int main(int argc, char **argv) {
         }
     }
     if (!lib_dir || !model_path || !grammar_path != !text || threads < 1 || reps < 1 || n_prompt < 0 ||
-        n_gen < 0 || n_batch < 1 || n_ubatch < 1) {
+        n_gen < 0 || n_batch < 1 || n_ubatch < 1 || flash_attn < 0 || flash_attn > 1 || type_k < 0 ||
+        type_v < 0) {
         usage();
         return 2;
     }
@@ -494,14 +510,15 @@ int main(int argc, char **argv) {
     b.n_vocab = L.vocab_n_tokens(L.model_get_vocab(b.model));
     if (b.n_vocab <= 0) fail("the model has no vocabulary");
 
-    // Like with like: same n_ctx / n_batch / n_ubatch as lctx, F16 K and V, no flash attention, one sequence.
+    // Like with like: same n_ctx / n_batch / n_ubatch, K/V types and flash attention as lctx, one sequence.
     cp.n_ctx = (uint32_t)n_ctx;
     cp.n_batch = (uint32_t)n_batch;
     cp.n_ubatch = (uint32_t)n_ubatch;
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = threads;
-    cp.flash_attn_type = FLASH_ATTN_DISABLED;
-    cp.type_k = cp.type_v = GGML_TYPE_F16;
+    cp.flash_attn_type = flash_attn ? FLASH_ATTN_ENABLED : FLASH_ATTN_DISABLED;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     cp.no_perf = true;
     b.cparams = cp;
     b.threads = threads;

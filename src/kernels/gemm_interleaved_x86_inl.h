@@ -9,6 +9,9 @@
 // not depend on the batch size or the thread split; and since the integer sums are exact and the float
 // steps the same, a 16-row group gives every row the value an 8-row group gives it.
 #pragma once
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/interleave.h"
 
 namespace lctx::kernels {
@@ -594,6 +597,84 @@ using F16x8Tile = FloatX8Tile<LoadF16, C>;
 template <class V, int C>
 using BF16x8Tile = FloatX8Tile<LoadBF16, C>;
 
+// F16 / BF16 weights with many activations, converted once instead of once per (row, activation) pair:
+// the call's activations go to f32 first, then each group's weights a chunk of kStageBlocks blocks at a
+// time (16 KiB of f32, in L1), and a 4-row x 3-activation tile of f32 FMAs runs over every activation of
+// the call. The tile's 12 accumulators live in a buffer between chunks (acc: [nc][8 rows][8 lanes]), so
+// each (row, activation) sees the same FMAs in the same order as FloatX8Tile: the same bits. In the inner
+// loop 7 loads feed 12 FMAs and nothing converts (the old tile converted 7 operands per 12 FMAs, and the
+// AVX2 machines convert at one per cycle while they run two FMAs).
+constexpr int64_t kStageBlocks = 64;
+
+template <int C>
+inline void float_x8_chunk(const float *wf, const float *af, int64_t n, int64_t nb, float *acc, bool first) {
+    LCTX_UNROLL
+    for (int h = 0; h < 8; h += 4) {
+        __m256 s[4][C];
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            LCTX_UNROLL
+            for (int r = 0; r < 4; ++r)
+                s[r][c] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc + (c * 8 + h + r) * 8);
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+            __m256 xv[4];
+            LCTX_UNROLL
+            for (int r = 0; r < 4; ++r) xv[r] = _mm256_load_ps(wf + (b * 8 + h + r) * 8);
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) {
+                const __m256 yv = _mm256_load_ps(af + c * n + 8 * b);
+                LCTX_UNROLL
+                for (int r = 0; r < 4; ++r) s[r][c] = _mm256_fmadd_ps(xv[r], yv, s[r][c]);
+            }
+        }
+        LCTX_UNROLL
+        for (int c = 0; c < C; ++c) {
+            LCTX_UNROLL
+            for (int r = 0; r < 4; ++r) _mm256_store_ps(acc + (c * 8 + h + r) * 8, s[r][c]);
+        }
+    }
+}
+
+template <class L>
+void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                          int64_t nc, float *y, int64_t ldy) {
+    using T = typename L::T;
+    const int64_t nb = n / 8;
+    // Scratch (64-byte aligned): the activations as f32 [nc][n], one chunk of a group's weights
+    // [kStageBlocks][8 rows][8], the accumulators [nc][8][8].
+    const size_t a_bytes = static_cast<size_t>(nc * n) * 4, w_bytes = kStageBlocks * 64 * 4;
+    float *af =
+        reinterpret_cast<float *>(kernel_tile_scratch(a_bytes + w_bytes + static_cast<size_t>(nc) * 256));
+    float *wf = af + nc * n;
+    float *acc = wf + kStageBlocks * 64;
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t c = 0; c < nc; ++c) {
+        const T *a = reinterpret_cast<const T *>(ab + c * lda);
+        for (int64_t b = 0; b < nb; ++b) _mm256_store_ps(af + c * n + 8 * b, L::v(a + 8 * b));
+    }
+    for (int64_t r0 = 0; r0 < nr; r0 += 8) {
+        const auto *xb = reinterpret_cast<const block_f16x8 *>(static_cast<const uint8_t *>(w) + r0 * ldw);
+        for (int64_t b0 = 0; b0 < nb; b0 += kStageBlocks) {
+            const int64_t kb = nb - b0 < kStageBlocks ? nb - b0 : kStageBlocks;
+            for (int64_t b = 0; b < kb; ++b) {
+                prefetch_ahead(xb[b0 + b]);
+                LCTX_UNROLL
+                for (int r = 0; r < 8; ++r)
+                    _mm256_store_ps(wf + (b * 8 + r) * 8, L::v(reinterpret_cast<const T *>(xb[b0 + b].v[r])));
+            }
+            const bool first = b0 == 0;
+            int64_t c0 = 0;
+            for (; c0 + 3 <= nc; c0 += 3)
+                float_x8_chunk<3>(wf, af + c0 * n + 8 * b0, n, kb, acc + c0 * 64, first);
+            if (nc - c0 == 2) float_x8_chunk<2>(wf, af + c0 * n + 8 * b0, n, kb, acc + c0 * 64, first);
+            if (nc - c0 == 1) float_x8_chunk<1>(wf, af + c0 * n + 8 * b0, n, kb, acc + c0 * 64, first);
+        }
+        for (int64_t c = 0; c < nc; ++c)
+            for (int r = 0; r < 8; ++r) y[c * ldy + r0 + r] = hsum_ps(_mm256_load_ps(acc + (c * 8 + r) * 8));
+    }
+}
+
 using InterleavedTileFn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *,
                                    float *, int64_t);
 constexpr int kTileMaxC = 4;
@@ -633,6 +714,25 @@ void gemm_interleaved_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, co
     }
 }
 
+// Single-token work and few-activation tails keep the converting tile; from kStageMinAct activations on the
+// staged one wins. LCTX_F16_GEMM=tile forces the old tile everywhere (for A/B measurements).
+constexpr int64_t kStageMinAct = 4;
+inline bool float_stage_off() {
+    static const bool off = [] {
+        const char *e = std::getenv("LCTX_F16_GEMM");
+        return e && std::strcmp(e, "tile") == 0;
+    }();
+    return off;
+}
+template <class L, template <class, int> class Tile>
+void gemm_float_x8(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                   float *y, int64_t ldy) {
+    if (nc >= kStageMinAct && !float_stage_off())
+        gemm_float_x8_staged<L>(n, w, ldw, nr, act, lda, nc, y, ldy);
+    else
+        gemm_interleaved_tiled<Tile, V256, ActSums::None, 8, 3>(n, w, ldw, nr, act, lda, nc, y, ldy);
+}
+
 // The integer types over groups of V::kLanes rows (the float types have their own 8-row kernels).
 template <class V>
 inline GemmFn shared_gemm_interleaved_int(GgmlType t) {
@@ -657,9 +757,9 @@ inline GemmFn shared_gemm_interleaved_int(GgmlType t) {
 inline GemmFn shared_gemm_interleaved_256(GgmlType t) {
     switch (t) {
         case GgmlType::F16:
-            return &gemm_interleaved_tiled<F16x8Tile, V256, ActSums::None, 8, 3>;
+            return &gemm_float_x8<LoadF16, F16x8Tile>;
         case GgmlType::BF16:
-            return &gemm_interleaved_tiled<BF16x8Tile, V256, ActSums::None, 8, 3>;
+            return &gemm_float_x8<LoadBF16, BF16x8Tile>;
         default:
             return shared_gemm_interleaved_int<V256>(t);
     }

@@ -74,6 +74,8 @@ constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, G
 // Columns: a few blocks, odd block counts, and a real model width.
 std::vector<int64_t> cols_for(GgmlType t) {
     const int64_t bs = interleave_block_elems(t);
+    // F16 / BF16 also 69 blocks: the staged kernel's chunks of 64 blocks and a short last one.
+    if (bs == 8) return {bs, 3 * bs, 69 * bs, 2048};
     return {bs, 3 * bs, bs == 256 ? 2304 : 2048};
 }
 

@@ -356,3 +356,119 @@ TEST(BenchMarkdown, RatioPerBatchSettingNamedOnlyWhenThereAreSeveral) {
 
 }  // namespace
 }  // namespace lctx::bench
+
+namespace lctx::bench {
+namespace {
+
+// -fa, -ctk and -ctv take lists and every combination runs; the JSON says what ran, and a type lctx has no
+// cache for is refused before anything runs.
+TEST(BenchCli, AttentionSettingsRunEveryCombination) {
+    const synth::Shape *shape = synth::find_shape("tiny");  // head size 64: a q8_0 cache fits
+    synth::TypeChoice type;
+    ASSERT_TRUE(synth::parse_type("F16", &type));
+    synth::Options opts;
+    opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx_bench_fa_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    synth::write_model(*shape, type, path, opts);
+    auto run = [&](const std::string &args, int *status) {
+        std::string out;
+        FILE *p = popen((std::string(LCTX_BIN_DIR) + "/lctx bench -m " + path + " -p 8 -n 0 -t 1 -r 1 " +
+                         "--bw-mib 0 --no-peak " + args + " 2>&1")
+                            .c_str(),
+                        "r");
+        if (!p) return out;
+        char buf[4096];
+        for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+        *status = pclose(p);
+        return out;
+    };
+    int status = -1;
+    const std::string jsonl = run("-fa 0,1 -ctk f16,q8_0 -ctv f16,q8_0 -o jsonl", &status);
+    EXPECT_EQ(status, 0) << jsonl;
+    std::vector<nlohmann::json> rows;
+    std::stringstream ss(jsonl);
+    for (std::string line; std::getline(ss, line);)
+        rows.push_back(nlohmann::json::parse(line, nullptr, false));
+    ASSERT_EQ(rows.size(), 8u) << jsonl;
+    for (size_t i = 0; i < rows.size(); ++i) {  // fa outermost, then K, then V, as the lists are given
+        EXPECT_EQ(rows[i]["flash_attn"], i >= 4) << i;
+        EXPECT_EQ(rows[i]["type_k"], (i / 2) % 2 ? "q8_0" : "f16") << i;
+        EXPECT_EQ(rows[i]["type_v"], i % 2 ? "q8_0" : "f16") << i;
+        EXPECT_GT(rows[i].value("avg_ts", 0.0), 0.0) << i;
+    }
+    const std::string md = run("--flash-attn 1 --cache-type-k q8_0 --cache-type-v f32", &status);
+    EXPECT_EQ(status, 0) << md;
+    EXPECT_NE(md.find("| type_k | type_v | fa |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| q8_0 | f32 | 1 | pp8 |"), std::string::npos) << md;
+    EXPECT_EQ(run("", &status).find("| fa |"), std::string::npos);  // the defaults: no attention columns
+    const std::string bad = run("-ctk q4_0", &status);
+    EXPECT_NE(status, 0);
+    EXPECT_NE(bad.find("KV cache type q4_0 is not supported by lctx"), std::string::npos) << bad;
+    run("-fa 2", &status);
+    EXPECT_NE(status, 0);
+    std::filesystem::remove(path);
+}
+
+TEST(BenchMarkdown, RatioLinesPairTheSameAttentionSetting) {
+    Result a = fake("lctx", 64, 0, {1000, 1000});
+    Result b = fake("llama.cpp", 64, 0, {2000, 2000});
+    Result c = a, d = b;
+    c.flash_attn = d.flash_attn = true;
+    c.type_k = c.type_v = d.type_k = d.type_v = "q8_0";
+    d.samples_ns = {3000, 3000};
+    const std::string md = markdown({a, b, c, d});
+    EXPECT_NE(md.find("pp64 @ 2 threads (fa 0, type_k f16, type_v f16): lctx/llama.cpp = 2.00\n"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("pp64 @ 2 threads (fa 1, type_k q8_0, type_v q8_0): lctx/llama.cpp = 3.00\n"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("| 512 | 512 | q8_0 | q8_0 | 1 | pp64 |"), std::string::npos) << md;
+    EXPECT_EQ(markdown({a, b}).find("type_k"), std::string::npos);
+}
+
+TEST(BenchAttention, LctxRefusesUnknownCachesAndLlamaCppAQuantizedVWithoutFlashAttention) {
+    EXPECT_EQ(check_attention_setting(false, GgmlType::F16, GgmlType::F16, true), "");
+    EXPECT_EQ(check_attention_setting(true, GgmlType::Q8_0, GgmlType::Q8_0, true), "");
+    EXPECT_EQ(check_attention_setting(false, GgmlType::Q8_0, GgmlType::Q8_0, false), "");  // lctx alone
+    EXPECT_NE(check_attention_setting(false, GgmlType::F16, GgmlType::Q8_0, true), "");
+    EXPECT_NE(check_attention_setting(true, GgmlType::Q4_0, GgmlType::F16, false), "");
+}
+
+// The peer runs llama.cpp with flash attention and a q8_0 cache when asked (skipped without the peer).
+TEST(BenchPeer, LlamaCppRunsFlashAttentionWithAQ8Cache) {
+    const std::string lib = default_peer_dir();
+    const std::string exe = sibling("lctx-peer-bench");
+    if (lib.empty() || exe.empty()) GTEST_SKIP() << "peer not installed or not built";
+    const synth::Shape *shape = synth::find_shape("tiny");
+    synth::TypeChoice type;
+    ASSERT_TRUE(synth::parse_type("F16", &type));
+    synth::Options opts;
+    opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx_peer_fa_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    synth::write_model(*shape, type, path, opts);
+    {
+        Settings s;
+        s.n_prompt = 8;
+        s.n_gen = 0;
+        s.flash_attn = true;
+        s.type_k = s.type_v = GgmlType::Q8_0;
+        PeerProcess peer(exe, lib, path, s);
+        EXPECT_GT(peer.run_pp(8, 1), 0u);
+    }
+    {
+        Settings s;  // llama.cpp refuses a quantized V without flash attention: the peer says so
+        s.n_prompt = 8;
+        s.n_gen = 0;
+        s.type_v = GgmlType::Q8_0;
+        EXPECT_THROW(PeerProcess(exe, lib, path, s), Error);
+    }
+    std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace lctx::bench

@@ -86,7 +86,9 @@ LctxRunner::LctxRunner(const Model &model, const Settings &s) : model_(model), s
     cp.n_ctx = s.n_ctx();
     cp.n_batch = s.eff_batch();
     cp.n_ubatch = s.eff_ubatch();
-    cp.type_k = cp.type_v = GgmlType::F16;
+    cp.type_k = s.type_k;
+    cp.type_v = s.type_v;
+    cp.flash_attn = s.flash_attn;
     cp.no_perf = true;
     ctx_ = std::make_unique<Context>(model, cp);
 }
@@ -282,13 +284,13 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
         {"cpu_mask", "0x0"},
         {"cpu_strict", false},
         {"poll", 50},
-        {"type_k", "f16"},
-        {"type_v", "f16"},
+        {"type_k", r.type_k},
+        {"type_v", r.type_v},
         {"n_gpu_layers", 0},
         {"split_mode", "layer"},
         {"main_gpu", 0},
         {"no_kv_offload", false},
-        {"flash_attn", false},
+        {"flash_attn", r.flash_attn},
         {"tensor_split", "0.00"},
         {"use_mmap", true},
         {"embeddings", false},
@@ -325,12 +327,22 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
 }
 
 std::string markdown(const std::vector<Result> &results) {
-    std::string out =
-        "| model | size | params | backend | threads | n_batch | n_ubatch | test | t/s | engine | GB/s | % "
-        "of limit | % of peak |\n"
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n";
-    // (test, threads, n_batch, n_ubatch) -> engine -> mean t/s, for the ratio lines
-    std::map<std::tuple<std::string, int, uint32_t, uint32_t>, std::map<std::string, double>> means;
+    // The attention columns only when a result is not at llama-bench's defaults, as llama-bench adds them.
+    bool attn_cols = false;
+    for (const Result &r : results)
+        attn_cols = attn_cols || r.flash_attn || r.type_k != "f16" || r.type_v != "f16";
+    auto attn_label = [](const Result &r) {
+        return " (fa " + std::to_string(r.flash_attn ? 1 : 0) + ", type_k " + r.type_k + ", type_v " +
+               r.type_v + ")";
+    };
+    std::string out = std::string("| model | size | params | backend | threads | n_batch | n_ubatch | ") +
+                      (attn_cols ? "type_k | type_v | fa | " : "") +
+                      "test | t/s | engine | GB/s | % of limit | % of peak |\n"
+                      "| --- | ---: | ---: | --- | ---: | ---: | ---: | " +
+                      (attn_cols ? "--- | --- | ---: | " : "") + "---: | ---: | --- | ---: | ---: | ---: |\n";
+    // (test, threads, n_batch, n_ubatch, attention setting) -> engine -> mean t/s, for the ratio lines
+    std::map<std::tuple<std::string, int, uint32_t, uint32_t, std::string>, std::map<std::string, double>>
+        means;
     std::map<std::pair<std::string, int>, std::set<std::pair<uint32_t, uint32_t>>> batches;
     for (const Result &r : results) {
         const Stats st = compute_stats(r.samples_ns, r.n_tokens());
@@ -345,15 +357,17 @@ std::string markdown(const std::vector<Result> &results) {
         }
         out += "| " + r.model.type + " | " + human_size(r.model.size) + " | " +
                human_count(r.model.n_params) + " | CPU | " + std::to_string(r.n_threads) + " | " +
-               std::to_string(r.n_batch) + " | " + std::to_string(r.n_ubatch) + " | " + r.test_name() +
-               " | " + fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine + " | " + gbps + " | " +
-               frac + " | " + peak + " |\n";
-        means[{r.test_name(), r.n_threads, r.n_batch, r.n_ubatch}][r.engine] = st.avg_ts;
+               std::to_string(r.n_batch) + " | " + std::to_string(r.n_ubatch) + " | " +
+               (attn_cols ? r.type_k + " | " + r.type_v + " | " + (r.flash_attn ? "1" : "0") + " | " : "") +
+               r.test_name() + " | " + fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine +
+               " | " + gbps + " | " + frac + " | " + peak + " |\n";
+        means[{r.test_name(), r.n_threads, r.n_batch, r.n_ubatch, attn_cols ? attn_label(r) : ""}][r.engine] =
+            st.avg_ts;
         batches[{r.test_name(), r.n_threads}].insert({r.n_batch, r.n_ubatch});
     }
     std::string ratios;
     for (const auto &[key, by_engine] : means) {
-        const auto &[test, threads, n_batch, n_ubatch] = key;
+        const auto &[test, threads, n_batch, n_ubatch, attn] = key;
         const auto a = by_engine.find("lctx"), b = by_engine.find("llama.cpp");
         if (a == by_engine.end() || b == by_engine.end() || b->second <= 0) continue;
         // The batch sizes only when this test ran with several.
@@ -361,7 +375,7 @@ std::string markdown(const std::vector<Result> &results) {
             batches[{test, threads}].size() > 1
                 ? " (n_batch " + std::to_string(n_batch) + ", n_ubatch " + std::to_string(n_ubatch) + ")"
                 : "";
-        ratios += test + " @ " + std::to_string(threads) + " threads" + batch +
+        ratios += test + " @ " + std::to_string(threads) + " threads" + batch + attn +
                   ": lctx/llama.cpp = " + fmt("%.2f", a->second / b->second) + "\n";
     }
     if (!ratios.empty()) out += "\n" + ratios;
@@ -422,7 +436,8 @@ std::vector<std::string> plausibility_warnings(const std::vector<Result> &result
         if (a.engine != "lctx") continue;
         for (const Result &b : results) {
             if (b.engine != "llama.cpp" || b.test_name() != a.test_name() || b.n_threads != a.n_threads ||
-                b.n_batch != a.n_batch || b.n_ubatch != a.n_ubatch)
+                b.n_batch != a.n_batch || b.n_ubatch != a.n_ubatch || b.flash_attn != a.flash_attn ||
+                b.type_k != a.type_k || b.type_v != a.type_v)
                 continue;
             const double ta = compute_stats(a.samples_ns, a.n_tokens()).avg_ts;
             const double tb = compute_stats(b.samples_ns, b.n_tokens()).avg_ts;
@@ -435,6 +450,17 @@ std::vector<std::string> plausibility_warnings(const std::vector<Result> &result
         }
     }
     return w;
+}
+
+std::string check_attention_setting(bool flash_attn, GgmlType type_k, GgmlType type_v, bool with_peer) {
+    for (GgmlType t : {type_k, type_v})
+        if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::Q8_0)
+            return std::string("KV cache type ") + type_name(t) +
+                   " is not supported by lctx (f32, f16, q8_0)";
+    if (with_peer && !flash_attn && type_traits(type_v).is_quantized)
+        return std::string("-fa 0 with -ctv ") + type_name(type_v) +
+               ": llama.cpp stores a quantized V cache only with flash attention (use -fa 1, or no --peer)";
+    return "";
 }
 
 }  // namespace lctx::bench

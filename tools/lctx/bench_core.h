@@ -20,6 +20,10 @@ struct Settings {
     uint32_t n_ubatch = 512;
     int n_depth = 0;       // tokens already in the cache when a test starts (llama-bench -d)
     uint64_t seed = 1234;  // of the random token ids
+    // The attention settings of llama-bench's -fa, -ctk and -ctv.
+    bool flash_attn = false;
+    GgmlType type_k = GgmlType::F16;
+    GgmlType type_v = GgmlType::F16;
     // n_ctx = n_depth + n_prompt + n_gen; n_batch is clamped to n_ctx and n_ubatch to n_batch, as llama.cpp
     // does.
     uint32_t n_ctx() const { return static_cast<uint32_t>(std::max(1, n_depth + n_prompt + n_gen)); }
@@ -42,7 +46,8 @@ ModelFacts model_facts(const Model &model);
 // which one row is read (unless it doubles as the output matrix, when there is no output.weight).
 uint64_t bytes_per_token(const gguf::File &file);
 
-// Runs the timed tests on one lctx context (n_ctx, n_batch, n_ubatch from the settings; F16 K/V).
+// Runs the timed tests on one lctx context (n_ctx, n_batch, n_ubatch, flash_attn, K/V types from the
+// settings).
 class LctxRunner {
   public:
     LctxRunner(const Model &model, const Settings &s);
@@ -82,7 +87,9 @@ struct Result {
     int n_threads = 1;
     int n_prompt = 0, n_gen = 0, n_depth = 0;
     uint32_t n_batch = 0, n_ubatch = 0;  // as used: n_batch capped by the context, n_ubatch by n_batch
-    std::string test_time;               // ISO 8601, UTC
+    std::string type_k = "f16", type_v = "f16";  // K/V cache types, as llama-bench names them
+    bool flash_attn = false;
+    std::string test_time;  // ISO 8601, UTC
     std::vector<uint64_t> samples_ns;
     double mem_bw = 0;  // bytes/s for n_threads, the mean of one probe per repetition (0: none)
     // Prompt tests: operations per prompt token (bench_roofline.h) and the machine's peak operations/s of
@@ -105,7 +112,8 @@ std::string iso_time_now();
 // bandwidth figures: bytes_per_token, gbps, mem_bw_gbps, limit_ts, frac_of_limit.
 nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const std::string &cpu);
 
-// The markdown table: one row per result, then a ratio line per test when both engines ran it.
+// The markdown table: one row per result, then a ratio line per test when both engines ran it. The type_k,
+// type_v and fa columns appear when a result differs from the defaults (f16, f16, 0), as llama-bench's do.
 std::string markdown(const std::vector<Result> &results);
 // llama-bench's other outputs: csv (a header line, then one line per result), json (a list), jsonl (one
 // object per line); the fields of to_json.
@@ -114,5 +122,9 @@ std::string csv(const std::vector<nlohmann::ordered_json> &rows);
 // Results that do not look like a measurement: an lctx/llama.cpp ratio beyond 20x either way, a standard
 // deviation of zero over three or more runs, a run more than twice the median of the others. One line each.
 std::vector<std::string> plausibility_warnings(const std::vector<Result> &results);
+
+// Why lctx bench cannot run this attention setting (-fa, -ctk, -ctv), or empty when it can. `with_peer`:
+// llama.cpp runs too, which stores a block-quantized V only with flash attention.
+std::string check_attention_setting(bool flash_attn, GgmlType type_k, GgmlType type_v, bool with_peer);
 
 }  // namespace lctx::bench

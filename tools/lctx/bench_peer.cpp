@@ -77,7 +77,10 @@ PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, con
                                      "-c",     std::to_string(s.n_ctx()),
                                      "-b",     std::to_string(s.n_batch),
                                      "-ub",    std::to_string(s.n_ubatch),
-                                     "--seed", std::to_string(s.seed)};
+                                     "--seed", std::to_string(s.seed),
+                                     "-fa",    s.flash_attn ? "1" : "0",
+                                     "-ctk",   type_name(s.type_k),
+                                     "-ctv",   type_name(s.type_v)};
     std::vector<char *> argv;
     for (std::string &a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

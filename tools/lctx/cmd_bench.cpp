@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "kernels/dot.h"
@@ -63,6 +65,7 @@ int cmd_bench(int argc, char **argv) {
     bool json = false;
     double bw_mib = 1024;
     bool no_peak = false;
+    std::string fa_arg = "0", ctk_arg = "f16", ctv_arg = "f16";
     app.add_option("-m,--model", model_path, "GGUF model file");
     app.add_option("-p,--n-prompt", prompt_arg, "prompt sizes of the pp tests, e.g. 128,512 (0: none)");
     app.add_option("-n,--n-gen", gen_arg, "generated tokens of the tg tests, e.g. 64,128 (0: none)");
@@ -75,6 +78,9 @@ int cmd_bench(int argc, char **argv) {
                    "logical batch sizes, e.g. 512,2048 (capped by the context)");
     app.add_option("-u,--ubatch-size", ubatch_arg,
                    "physical batch sizes (-ub), e.g. 128,512 (capped by the batch)");
+    app.add_option("--flash-attn", fa_arg, "(-fa) flash attention off and/or on, e.g. 0,1");
+    app.add_option("--cache-type-k", ctk_arg, "(-ctk) K cache types, e.g. f16,q8_0 (f32, f16, q8_0)");
+    app.add_option("--cache-type-v", ctv_arg, "(-ctv) V cache types, e.g. f16,q8_0 (f32, f16, q8_0)");
     app.add_option("-o,--output", output, "output format: md, csv, json or jsonl");
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
     app.add_flag("--no-peak", no_peak, "skip the compute-peak probe of the prompt tests' \"% of peak\"");
@@ -118,6 +124,54 @@ int cmd_bench(int argc, char **argv) {
             return 1;
         }
     }
+    // -fa, -ctk, -ctv: lists like the others; every combination runs (with each depth, so the loop below
+    // keeps its shape).
+    std::vector<int> fas;
+    if (!parse_int_list(fa_arg, 0, &fas) ||
+        std::any_of(fas.begin(), fas.end(), [](int v) { return v > 1; })) {
+        std::fprintf(stderr, "lctx bench: -fa wants 0 or 1 separated by commas, not '%s'\n", fa_arg.c_str());
+        return 1;
+    }
+    std::vector<GgmlType> types_k, types_v;
+    for (auto [name, arg, out] :
+         {std::tuple{"-ctk", &ctk_arg, &types_k}, std::tuple{"-ctv", &ctv_arg, &types_v}}) {
+        std::stringstream ss(*arg);
+        for (std::string item; std::getline(ss, item, ',');) {
+            GgmlType t;
+            if (!type_from_name(item.c_str(), &t)) {
+                std::fprintf(stderr, "lctx bench: %s: unknown type '%s'\n", name, item.c_str());
+                return 1;
+            }
+            out->push_back(t);
+        }
+        if (out->empty() || arg->back() == ',') {
+            std::fprintf(stderr, "lctx bench: %s wants type names separated by commas, not '%s'\n", name,
+                         arg->c_str());
+            return 1;
+        }
+    }
+    struct Attn {
+        bool fa;
+        GgmlType k, v;
+        bool peer;  // llama.cpp can run it
+    };
+    std::vector<std::pair<int, Attn>> depth_attns;  // (depth, attention setting), every combination
+    for (int fa : fas)
+        for (GgmlType k : types_k)
+            for (GgmlType v : types_v) {
+                const std::string why = bench::check_attention_setting(fa != 0, k, v, false);
+                if (!why.empty()) {
+                    std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
+                    return 1;
+                }
+                // llama.cpp refuses some settings lctx runs (a quantized V without flash attention):
+                // lctx runs them alone, with a note.
+                const std::string peer_why = bench::check_attention_setting(fa != 0, k, v, true);
+                if (!peer_dir.empty() && !peer_why.empty())
+                    std::fprintf(stderr, "lctx bench: note: lctx only: %s\n", peer_why.c_str());
+                for (int depth : depths) depth_attns.push_back({depth, {fa != 0, k, v, peer_why.empty()}});
+            }
+
     std::vector<Test> tests;
     for (int p : prompts)
         if (p > 0) tests.push_back({p, 0});
@@ -190,9 +244,12 @@ int cmd_bench(int argc, char **argv) {
         // One context (and peer process) per batch setting and test, sized for it, as llama-bench does.
         for (int n_batch : batches)
             for (int n_ubatch : ubatches)
-                for (int depth : depths)
+                for (const auto &[depth, attn] : depth_attns)
                     for (const Test &test : tests) {
                         bench::Settings s;
+                        s.flash_attn = attn.fa;
+                        s.type_k = attn.k;
+                        s.type_v = attn.v;
                         s.n_prompt = test.n_prompt;
                         s.n_gen = test.n_gen;
                         s.n_depth = depth;
@@ -200,7 +257,7 @@ int cmd_bench(int argc, char **argv) {
                         s.n_batch = static_cast<uint32_t>(n_batch);
                         s.n_ubatch = static_cast<uint32_t>(n_ubatch);
                         std::unique_ptr<bench::PeerProcess> peer;
-                        if (!peer_dir.empty()) {
+                        if (!peer_dir.empty() && attn.peer) {
                             peer = std::make_unique<bench::PeerProcess>(peer_exe, peer_lib, model_path, s);
                             peer_facts = peer->facts();
                             peer_build = peer->build();
@@ -216,6 +273,9 @@ int cmd_bench(int argc, char **argv) {
                             base.n_batch = s.eff_batch();  // what ran, not what was asked
                             base.n_ubatch = s.eff_ubatch();
                             base.test_time = bench::iso_time_now();
+                            base.flash_attn = attn.fa;
+                            base.type_k = type_name(attn.k);
+                            base.type_v = type_name(attn.v);
                             bench::Result mine = base, theirs = base;
                             mine.engine = "lctx";
                             mine.model = facts;
