@@ -60,6 +60,8 @@ struct ForwardScratch {
     std::vector<float> rope_cs;                                   // [n_tokens][n_rot] cos, sin
     std::vector<int32_t> rows;                                    // [n_tokens] 0, 1, ... (all_rows)
     std::vector<std::vector<float>> per_thread;                   // attention scores and conversions
+    std::vector<float> ssm_x, ssm_z, ssm_xc, ssm_dtr, ssm_bc, ssm_dt, ssm_y;  // state-space layers (mamba)
+    std::vector<float *> conv_state, ssm_state;  // [n_tokens] each row's recurrent state
     kernels::MatmulScratch mm;
 };
 

@@ -165,7 +165,9 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     // Every matrix a family binds, the row ranges of a fused tensor included (each range is a matrix of its
     // own to the kernels).
     for (LayerWeights &l : weights_.layers)
-        for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+        for (kernels::WeightView *w :
+             {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ssm_in_x, &l.ssm_in_z,
+              &l.ssm_x_dt, &l.ssm_x_bc, &l.ssm_dt, &l.ssm_out})
             if (w->data) todo.push_back(w);
     // A tied output matrix is the embedding table: one interleaved copy serves both (a lookup de-interleaves
     // its row). An untied table is only looked up and stays in the mapping.

@@ -38,6 +38,20 @@ struct LayerWeights {
     kernels::WeightView ffn_down;                  // [n_embd, n_ff]
     ParamVector ffn_gate_b, ffn_up_b, ffn_down_b;  // optional biases
     ParamVector ffn_post_norm;                     // optional norm of the feed-forward output (gemma2)
+
+    // Selective state-space layer (mamba); shapes in HParams' ssm sizes.
+    // The file's ssm_in (rows x | z) and ssm_x (rows dt | B | C) are bound as row ranges, like a fused q/k/v.
+    kernels::WeightView ssm_in_x;  // [d_inner, n_embd]
+    kernels::WeightView ssm_in_z;  // [d_inner, n_embd]
+    ParamVector ssm_conv1d;        // [d_inner][d_conv] depthwise convolution, oldest input first
+    ParamVector ssm_conv1d_b;      // [d_inner]
+    kernels::WeightView ssm_x_dt;  // [dt_rank, d_inner]
+    kernels::WeightView ssm_x_bc;  // [2 * d_state, d_inner]: rows B | C
+    kernels::WeightView ssm_dt;    // [d_inner, dt_rank]
+    ParamVector ssm_dt_b;          // [d_inner]
+    ParamVector ssm_a;             // [d_inner][d_state], already -exp(A_log)
+    ParamVector ssm_d;             // [d_inner] skip connection
+    kernels::WeightView ssm_out;   // [n_embd, d_inner]
 };
 
 struct ModelWeights {
