@@ -178,6 +178,20 @@ TEST(MambaState, RefusedLoadsChangeNothing) {
         ASSERT_EQ(l.cell_count, 2u);
         state_test::poke<int32_t>(two, l.cell_nseq_off[1] + sizeof(uint32_t), 0);
         EXPECT_EQ(llama_state_set_data(b.get(), two.data(), two.size()), 0u);
+        // The same two cells as one sequence's state (the sequence layout: no ids).
+        std::vector<uint8_t> seq;
+        auto put = [&](auto v) {
+            const auto *p = reinterpret_cast<const uint8_t *>(&v);
+            seq.insert(seq.end(), p, p + sizeof v);
+        };
+        put(uint32_t{2});
+        for (uint32_t i = 0; i < 2; ++i) {
+            put(state_test::peek<int32_t>(two, l.cell_pos_off[i]));
+            put(uint32_t{0});
+        }
+        seq.insert(seq.end(), two.begin() + static_cast<std::ptrdiff_t>(l.v_trans_off), two.end());
+        ASSERT_EQ(state_test::parse_layout(seq.data(), seq.size(), true).end, seq.size());
+        EXPECT_EQ(llama_state_seq_set_data(b.get(), seq.data(), seq.size(), 1), 0u);
     }
     EXPECT_EQ(state_bytes(b.get()), before);
     llama_log_set(nullptr, nullptr);
