@@ -240,6 +240,11 @@ void load_mamba(const gguf::File &f, const std::string &p, HParams &hp) {
         if (v == 0 || v > kMaxSize)
             throw Error("model metadata '" + p + "ssm." + key + "' = " + std::to_string(v) +
                         " is out of range");
+    // The per-sequence state sizes (n_embd_k_s, n_embd_v_s) must fit in 32 bits of bytes.
+    if (static_cast<uint64_t>(hp.ssm_d_state) * hp.ssm_d_inner > (1ull << 28))
+        throw Error("model metadata '" + p + "ssm.state_size' x '" + p + "ssm.inner_size' = " +
+                    std::to_string(static_cast<uint64_t>(hp.ssm_d_state) * hp.ssm_d_inner) +
+                    " is out of range (a state of more than 2^28 values per layer)");
     if (hp.ssm_d_conv > 64)
         throw Error("model metadata '" + p + "ssm.conv_kernel' = " + std::to_string(hp.ssm_d_conv) +
                     " is out of range (at most 64)");

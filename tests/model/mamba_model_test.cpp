@@ -196,6 +196,12 @@ TEST(MambaModel, RefusesBadFiles) {
     testing::Rewrite zero;
     zero.add = [](gguf::Writer &w) { w.set_u32("mamba.ssm.state_size", 0); };
     expect_refused(testing::rewrite_gguf(kMamba, zero, "mamba-zero"), "mamba.ssm.state_size");
+    testing::Rewrite huge;  // each size in range, their product (the SSM state) not
+    huge.add = [](gguf::Writer &w) {
+        w.set_u32("mamba.ssm.state_size", 1u << 20);
+        w.set_u32("mamba.ssm.inner_size", 1u << 20);
+    };
+    expect_refused(testing::rewrite_gguf(kMamba, huge, "mamba-huge"), "ssm.inner_size");
     testing::Rewrite wide;
     wide.add = [](gguf::Writer &w) { w.set_u32("mamba.ssm.conv_kernel", 65); };
     expect_refused(testing::rewrite_gguf(kMamba, wide, "mamba-wide"), "mamba.ssm.conv_kernel");
