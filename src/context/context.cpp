@@ -172,7 +172,9 @@ bool Context::validate_recurrent(const Batch &b) const {
                     id, i, n_seq_max);
                 return false;
             }
-            if (!b.pos) continue;
+            if (!b.pos ||
+                (b.pos[i] == last[id] && std::find(b.seq_id[i], b.seq_id[i] + s, id) != b.seq_id[i] + s))
+                continue;  // no positions given, or an id the token lists twice
             if (b.pos[i] <= last[id]) {
                 LCTX_LOG_ERROR(
                     "decode: sequence %d has position %d at batch index %d after position %lld: a recurrent "

@@ -284,9 +284,19 @@ TEST(MambaContext, RefusedBatchesChangeNothing) {
     // A sequence id without a state cell (n_seq_max 2), and positions that do not increase.
     decode(*ctx, run(tokens(3, 18), 0, 2), DecodeStatus::Error);
     decode(*ctx, {{5, 6, {0}}, {6, 6, {0}}}, DecodeStatus::Error);
+    decode(*ctx, {{5, 7, {0}}, {6, 6, {0}}}, DecodeStatus::Error);
     EXPECT_EQ(state_of(*ctx), before);
     EXPECT_EQ(ctx->shift_context(0, 2), 0) << "a recurrent state cannot drop a part of its past";
     EXPECT_EQ(state_of(*ctx), before);
+    // An id listed twice by one token is one sequence (as for attention models).
+    const auto twice = decode(*ctx, {{5, 6, {0, 0}}, {6, 7, {0}}});
+    std::vector<int32_t> all = tokens(6, 17);
+    all.push_back(5);
+    all.push_back(6);
+    const auto ref = alone(all);
+    ASSERT_EQ(twice.size(), 2u);
+    EXPECT_LE(max_abs_diff(twice[0], ref[6]), kTol);
+    EXPECT_LE(max_abs_diff(twice[1], ref[7]), kTol);
 }
 
 TEST(MambaContext, AnAbortedDecodePutsTheStatesBack) {
