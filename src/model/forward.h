@@ -16,7 +16,8 @@ class Model;
 
 // Per-layer K and V storage of the KV cache. K rows: one per cell, n_embd_k_gqa elements of type_k.
 // V: when v_trans, one row per channel holding `size` cells of type_v (so attention's weighted sum
-// reads contiguous memory); otherwise one row per cell like K.
+// reads contiguous memory); otherwise one row per cell like K. A recurrent model's (mamba) cells hold its
+// sequences' states instead: the K row a cell's convolution state, the V row its SSM state (f32, by rows).
 struct KvView {
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
