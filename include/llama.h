@@ -10,6 +10,8 @@
  *   - llama_kv_cache_seq_pos_max returns -1 for an empty sequence (b4748 returned 0).
  *   - llama_get_logits_ith / llama_get_embeddings_ith return NULL and log the reason for a bad index in
  *     every build (b4748 aborted in debug builds).
+ *   - A recurrent model (mamba) refuses with -1 and a logged reason a batch in which a sequence's positions
+ *     do not increase (b4748 sorted them by position first).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -83,7 +85,8 @@ typedef int32_t llama_token;
 typedef int32_t llama_seq_id;
 
 /* lctx: sequence ids lie in [0, LCTX_MAX_SEQ) whatever n_seq_max (as b4748, which takes any id for models
- * with a KV cache); a decode with a larger id returns -1 with a logged reason. */
+ * with a KV cache); a decode with a larger id returns -1 with a logged reason. A recurrent model (mamba)
+ * has one state per sequence: its ids lie in [0, n_seq_max), as in b4748. */
 #define LCTX_MAX_SEQ 256
 
 /* ---------------------------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ void llama_kv_cache_update(struct llama_context *ctx) {
 
 bool llama_kv_cache_can_shift(struct llama_context *ctx) {
     LCTX_CAPI_REQUIRE(ctx, false);
-    return true;
+    return !ctx->impl->kv().recurrent();  // a recurrent state has no positions to move (b4748)
 }
 
 // ---- debugging view ----

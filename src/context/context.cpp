@@ -153,6 +153,39 @@ bool Context::validate(const Batch &b, const char *what) const {
             return false;
         }
     }
+    return !kv_->recurrent() || validate_recurrent(b);
+}
+
+// A recurrent model keeps one state per sequence (n_seq_max of them) and runs a sequence's tokens in batch
+// order: ids must lie below n_seq_max (b4748 refuses the others too), and a sequence's positions must
+// increase along the batch (b4748 would sort them; a batch that needs it is refused instead).
+bool Context::validate_recurrent(const Batch &b) const {
+    const int32_t n_seq_max = static_cast<int32_t>(kv_->size());
+    std::vector<int64_t> last(n_seq_max, -1);
+    for (int32_t i = 0; i < b.n_tokens; ++i) {
+        const int32_t ns = b.seq_id && b.n_seq_id ? b.n_seq_id[i] : 1;
+        for (int32_t s = 0; s < ns; ++s) {
+            const int32_t id = b.seq_id ? b.seq_id[i][s] : 0;
+            if (id >= n_seq_max) {
+                LCTX_LOG_ERROR(
+                    "decode: sequence id %d at batch index %d is not below n_seq_max = %d: a recurrent model "
+                    "keeps one state per sequence; create the context with a larger n_seq_max",
+                    id, i, n_seq_max);
+                return false;
+            }
+            if (!b.pos ||
+                (b.pos[i] == last[id] && std::find(b.seq_id[i], b.seq_id[i] + s, id) != b.seq_id[i] + s))
+                continue;  // no positions given, or an id the token lists twice
+            if (b.pos[i] <= last[id]) {
+                LCTX_LOG_ERROR(
+                    "decode: sequence %d has position %d at batch index %d after position %lld: a recurrent "
+                    "model takes each sequence's tokens in increasing positions",
+                    id, b.pos[i], i, static_cast<long long>(last[id]));
+                return false;
+            }
+            last[id] = b.pos[i];
+        }
+    }
     return true;
 }
 
@@ -164,6 +197,10 @@ bool Context::plan_ubatches(const Batch &b, std::vector<int32_t> &ends) const {
     const int32_t n = b.n_tokens;
     const int32_t nu = static_cast<int32_t>(params_.n_ubatch);
     ends.clear();
+    if (kv_->recurrent()) {
+        plan_recurrent_ubatches(b, ends);
+        return true;
+    }
     if (causal_attn_) {
         for (int32_t e = std::min(nu, n);; e = std::min(e + nu, n)) {
             ends.push_back(e);
@@ -197,6 +234,34 @@ bool Context::plan_ubatches(const Batch &b, std::vector<int32_t> &ends) const {
         begin = end;
     }
     return true;
+}
+
+// Recurrent models: runs of at most n_ubatch tokens, each token's set of sequence ids taking one state
+// cell (KvCache::find_state_cells). A sequence cannot be in two different sets of one micro-batch (its
+// state would have to be in two cells at once), so a run is also cut before a token whose set overlaps
+// another set of the run. Sequences in a run go on side by side, each from its own state, which gives what
+// b4748's split into equal per-sequence parts gives.
+void Context::plan_recurrent_ubatches(const Batch &b, std::vector<int32_t> &ends) const {
+    const int32_t n = b.n_tokens;
+    const int32_t nu = static_cast<int32_t>(params_.n_ubatch);
+    std::vector<SeqSet> set_of_seq(kv_->size());  // within the current run; none: not seen
+    int32_t begin = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        SeqSet set;
+        for (int32_t s = 0; s < b.n_seq_id[i]; ++s) set.set(b.seq_id[i][s]);
+        bool conflict = i - begin == nu;
+        for (int32_t s = 0; s < b.n_seq_id[i] && !conflict; ++s) {
+            const SeqSet &seen = set_of_seq[b.seq_id[i][s]];
+            conflict = seen.any() && seen != set;
+        }
+        if (conflict) {
+            ends.push_back(i);
+            begin = i;
+            std::fill(set_of_seq.begin(), set_of_seq.end(), SeqSet());
+        }
+        for (int32_t s = 0; s < b.n_seq_id[i]; ++s) set_of_seq[b.seq_id[i][s]] = set;
+    }
+    ends.push_back(n);
 }
 
 void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv) {
@@ -297,6 +362,7 @@ DecodeStatus Context::decode(const Batch &in) {
     // A call that stops early takes back every cell it placed and the search head, so the cache is as it
     // was and a retry places the batch in the same cells.
     const uint32_t head_before = kv_->head();
+    kv_->begin_decode();
     placed_.clear();
     int32_t out_row = 0;
     auto stop = [&](DecodeStatus st) {
@@ -308,18 +374,27 @@ DecodeStatus Context::decode(const Batch &in) {
     int32_t begin = 0;
     for (size_t k = 0; k < ubatch_ends.size(); begin = ubatch_ends[k++]) {
         const int32_t n = ubatch_ends[k] - begin;
-        kv_->maybe_rewind_head(n);
-        if (!kv_->find_cells(n, cells_)) {
-            LCTX_LOG_WARN("decode: no room in the KV cache for %d tokens (%u of %u cells used)", n,
-                          kv_->used(), kv_->size());
-            return stop(DecodeStatus::NoKvSlot);
+        uint32_t n_kv = 0;
+        if (kv_->recurrent()) {  // a state cell per sequence set; no attention, no mask
+            if (!kv_->find_state_cells(n, b.pos + begin, b.n_seq_id + begin, b.seq_id + begin, cells_)) {
+                LCTX_LOG_WARN("decode: no free recurrent state cell (%u of %u used)", kv_->used(),
+                              kv_->size());
+                return stop(DecodeStatus::NoKvSlot);
+            }
+        } else {
+            kv_->maybe_rewind_head(n);
+            if (!kv_->find_cells(n, cells_)) {
+                LCTX_LOG_WARN("decode: no room in the KV cache for %d tokens (%u of %u cells used)", n,
+                              kv_->used(), kv_->size());
+                return stop(DecodeStatus::NoKvSlot);
+            }
+            kv_->occupy(cells_, b.pos + begin, b.n_seq_id + begin, b.seq_id + begin);
+            placed_.insert(placed_.end(), cells_.begin(), cells_.end());
+            n_kv = kv_->n_kv();
+            build_mask(b, begin, n, n_kv);
+            fill_kv_pos(kv_->cells(), n_kv);
+            if (!enc_out_.empty()) build_cross_mask(b, begin, n);
         }
-        kv_->occupy(cells_, b.pos + begin, b.n_seq_id + begin, b.seq_id + begin);
-        placed_.insert(placed_.end(), cells_.begin(), cells_.end());
-        const uint32_t n_kv = kv_->n_kv();
-        build_mask(b, begin, n, n_kv);
-        fill_kv_pos(kv_->cells(), n_kv);
-        if (!enc_out_.empty()) build_cross_mask(b, begin, n);
 
         out_rows_.clear();
         for (int32_t t = 0; t < n; ++t)
@@ -350,7 +425,7 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.abort_cb = params_.abort_callback;
         fb.abort_data = params_.abort_callback_data;
         if (!forward(model_, kv_->view(), fb, scratch_, pool)) return stop(DecodeStatus::Aborted);
-        kv_->advance_head(static_cast<uint32_t>(n));
+        if (!kv_->recurrent()) kv_->advance_head(static_cast<uint32_t>(n));
         out_row += fb.n_outputs;
         if (params_.abort_callback && ubatch_ends[k] < n_tokens &&
             params_.abort_callback(params_.abort_callback_data))
@@ -432,6 +507,8 @@ float *Context::embeddings_seq(int32_t seq_id) {
 }
 
 int32_t Context::shift_context(int32_t seq, int32_t n_keep) {
+    if (kv_->recurrent())
+        return 0;  // a recurrent state cannot drop a part of its past (b4748: can_shift false)
     const int32_t n_past = kv_->seq_pos_max(seq) + 1;
     if (n_keep < 0) n_keep = 0;
     if (n_past <= n_keep) return 0;

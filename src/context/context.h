@@ -131,7 +131,9 @@ class Context {
     };
     static void fill_seq_defaults(Batch &b, SeqDefaults &d);
     bool validate(const Batch &batch, const char *what) const;
+    bool validate_recurrent(const Batch &batch) const;
     bool plan_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
+    void plan_recurrent_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
     kernels::ThreadPool &pool_for(int32_t n_tokens);
     void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
     void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);

@@ -18,11 +18,20 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
       n_seq_max_(n_seq_max),
       n_layer_(n_layer ? n_layer : hp.n_layer),
       n_embd_k_(hp.n_embd_k_gqa()),
-      n_embd_v_(hp.n_embd_v_gqa()) {
+      n_embd_v_(hp.n_embd_v_gqa()),
+      recurrent_(hp.recurrent) {
     if (size == 0) throw Error("KV cache size (n_ctx) must be greater than 0");
     if (n_seq_max == 0 || n_seq_max > kMaxSeqs)
         throw Error("n_seq_max must lie in [1, " + std::to_string(kMaxSeqs) + "], got " +
                     std::to_string(n_seq_max));
+    if (recurrent_) {
+        // One cell per sequence, f32 (b4748 forces it: its ssm_conv and ssm_scan read f32 states), V by rows.
+        size = size_ = n_seq_max;
+        n_embd_k_ = hp.n_embd_k_s();
+        n_embd_v_ = hp.n_embd_v_s();
+        type_k = type_v = GgmlType::F32;
+        v_trans = false;
+    }
     for (GgmlType t : {type_k, type_v})
         if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::Q8_0)
             throw Error(std::string("KV cache type ") + type_name(t) + " is not supported (f32, f16, q8_0)");
@@ -174,8 +183,31 @@ bool valid_seq(int32_t seq) {
 }
 }  // namespace
 
+void KvCache::rollback(const std::vector<uint32_t> &placed, uint32_t head) {
+    if (recurrent_) {
+        const size_t per_cell = n_layer_ * (view_.k_row_bytes + view_.v_row_bytes);
+        for (size_t i = 0; i < undo_ids_.size(); ++i) {
+            const uint8_t *src = undo_bytes_.data() + i * per_cell;
+            for (uint32_t il = 0; il < n_layer_; ++il) {
+                std::memcpy(view_.k[il] + undo_ids_[i] * view_.k_row_bytes, src, view_.k_row_bytes);
+                src += view_.k_row_bytes;
+                std::memcpy(view_.v[il] + undo_ids_[i] * view_.v_row_bytes, src, view_.v_row_bytes);
+                src += view_.v_row_bytes;
+            }
+        }
+        cells_ = undo_cells_;
+        head_ = undo_head_;
+        used_ = undo_used_;
+        undo_ids_.clear();
+        return;
+    }
+    release(placed);
+    head_ = head;
+}
+
 bool KvCache::seq_rm(int32_t seq, int32_t p0, int32_t p1) {
     normalize_range(p0, p1);
+    if (recurrent_ && !rs_seq_rm(seq, p0, p1)) return false;
     if (seq >= kMaxSeqs) return true;  // no cell holds it: nothing to remove
     uint32_t new_head = size_;
     for (uint32_t i = 0; i < size_; ++i) {
@@ -200,6 +232,7 @@ bool KvCache::seq_rm(int32_t seq, int32_t p0, int32_t p1) {
 
 void KvCache::seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1) {
     if (src == dst || !valid_seq(src) || !valid_seq(dst)) return;
+    if (recurrent_) return rs_seq_cp(src, dst);  // the whole state, whatever the range (b4748)
     normalize_range(p0, p1);
     head_ = 0;
     for (KvCell &c : cells_)
@@ -226,6 +259,7 @@ void KvCache::seq_keep(int32_t seq) {
 void KvCache::seq_add(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     if (delta == 0 || !valid_seq(seq)) return;
     normalize_range(p0, p1);
+    if (recurrent_) return rs_seq_move(seq, p0, p1, delta, 1);
     uint32_t new_head = size_;
     for (uint32_t i = 0; i < size_; ++i) {
         KvCell &c = cells_[i];
@@ -251,6 +285,10 @@ bool KvCache::seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d) {
     if (d < 1) return false;  // d <= 0 would move cells to negative positions no operation could reach
     if (d == 1 || !valid_seq(seq)) return true;
     normalize_range(p0, p1);
+    if (recurrent_) {
+        rs_seq_move(seq, p0, p1, 0, d);
+        return true;
+    }
     for (KvCell &c : cells_) {
         if (!c.seq.test(seq) || c.pos < p0 || c.pos >= p1) continue;
         has_shift_ = true;
@@ -320,6 +358,7 @@ void KvCache::apply_shift(const Model &model) {
 }
 
 void KvCache::defrag() {
+    if (recurrent_) return;  // one cell per sequence: nothing to compact (b4748 skips it too)
     // Compact: move each used cell to the first free slot before it (K rows and V columns move too).
     uint32_t dst = 0;
     for (uint32_t src = 0; src < size_; ++src) {

@@ -2,6 +2,12 @@
 // per-layer K and V storage (F16 by default; F32 and Q8_0 selectable). Sequence operations change
 // cells only; a position shift marks cells with a delta and the keys are re-rotated before the next
 // decode (apply_shift).
+//
+// For a recurrent model (HParams::recurrent: mamba) the same cells hold each sequence's state instead, as
+// b4748 does: n_seq_max cells, f32, a K row = the convolution state and a V row = the SSM state of every
+// layer, V by rows. A cell's position is its sequence's last one, and several sequences may share a cell
+// after seq_cp (copied when one of them goes on: find_state_cells). The rules of this mode are in
+// kv_cache_recurrent.cpp.
 #pragma once
 #include <bitset>
 #include <cstdint>
@@ -42,6 +48,7 @@ class KvCache {
     const std::vector<KvCell> &cells() const { return cells_; }
     bool has_shift() const { return has_shift_; }
     size_t memory_bytes() const { return storage_.size(); }
+    bool recurrent() const { return recurrent_; }
 
     // ---- placing a micro-batch ----
     // Finds cells for n tokens (contiguous from the head when possible, any free cells otherwise).
@@ -56,10 +63,22 @@ class KvCache {
     // Where the next search for cells starts. A decode saves it with the cells it placed, so that a
     // call that does not complete (abort, no room) can put the cache back exactly as it found it.
     uint32_t head() const { return head_; }
-    void rollback(const std::vector<uint32_t> &placed, uint32_t head) {
-        release(placed);
-        head_ = head;
-    }
+    // (Recurrent mode: back to what begin_decode recorded, states included; `placed` and `head` unused.)
+    void rollback(const std::vector<uint32_t> &placed, uint32_t head);
+    // Recurrent mode. The cells of a micro-batch's n tokens (out[t] for token t): for each set of sequences,
+    // the cell holding exactly that set, made so if needed: a set that shares its first sequence's cell with
+    // other sequences gets a copy of that state in a free cell (b4748's s_copy), a set without any state a
+    // zeroed cell (s_mask); the cell's position becomes the set's last one in the micro-batch. Each sequence
+    // id must lie in [0, size) and belong to one set of the micro-batch (Context::plan_ubatches). False,
+    // with nothing changed, when no free cell is left.
+    bool find_state_cells(int32_t n, const int32_t *pos, const int32_t *n_seq_id, int32_t *const *seq_id,
+                          std::vector<uint32_t> &out);
+    // Starts a decode call: a recurrent forward pass overwrites its cells' state in place, so the cache
+    // records each cell's state before its first change in the call (and the cells as they were), for
+    // rollback. Nothing to record for attention cells (a call only fills free cells).
+    void begin_decode();
+    // The cell holding seq's state (recurrent mode), or -1.
+    int32_t seq_cell(int32_t seq) const;
     // The heuristic llama.cpp uses to prefer filling holes at the start over appending.
     void maybe_rewind_head(uint32_t n_tokens);
     // Cells that attention must look at: [0, n_kv).
@@ -68,7 +87,9 @@ class KvCache {
     // ---- sequence operations (seq < 0 means every sequence; p1 < 0 means to the end) ----
     // An id no cell can hold (>= kMaxSeqs) matches no cell: the operation changes nothing.
     void clear();
-    // Always true for attention cells (false is reserved for recurrent state that cannot lose a middle part).
+    // Always true for attention cells. Recurrent state cannot lose a part of a sequence: false (nothing
+    // changed) unless [p0, p1) covers the sequence's last position and starts at 0, or misses it (b4748's
+    // rule), or seq >= n_seq_max; with seq < 0 the range must be everything or empty.
     bool seq_rm(int32_t seq, int32_t p0, int32_t p1);
     void seq_cp(int32_t src, int32_t dst, int32_t p0, int32_t p1);
     // Drops every cell not in seq; seq < 0 (no sequence) drops every cell.
@@ -98,6 +119,14 @@ class KvCache {
 
   private:
     void clear_cell(KvCell &c);
+    // Recurrent mode (kv_cache_recurrent.cpp).
+    bool rs_seq_rm(int32_t seq, int32_t p0, int32_t p1);
+    void rs_seq_cp(int32_t src, int32_t dst);
+    void rs_seq_move(int32_t seq, int32_t p0, int32_t p1, int32_t delta, int32_t d);
+    void save_state(uint32_t cell);  // records the cell's state for rollback, once per call
+    void copy_state(uint32_t dst, uint32_t src);
+    void zero_state(uint32_t cell);
+    void drop_seq(int32_t seq);  // removes seq from its cell (freeing a cell left empty)
 
     uint32_t size_ = 0;
     uint32_t n_seq_max_ = 1;
@@ -105,7 +134,14 @@ class KvCache {
     uint32_t head_ = 0;
     uint32_t used_ = 0;
     bool has_shift_ = false;
+    bool recurrent_ = false;
     std::vector<KvCell> cells_;
+    // Rollback of a decode call in recurrent mode: the cells, head and used as the call found them, and
+    // the state bytes (every layer's K then V row) of each cell it changed, before the change.
+    std::vector<KvCell> undo_cells_;
+    uint32_t undo_head_ = 0, undo_used_ = 0;
+    std::vector<uint32_t> undo_ids_;
+    std::vector<uint8_t> undo_bytes_;
     PageBuffer storage_;  // all layers' K then V
     KvView view_;
 };

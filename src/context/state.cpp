@@ -123,13 +123,18 @@ StagedOutputs stage_outputs(Reader &r, const Context &ctx) {
 StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
     const KvCache &kv = ctx.kv();
     const KvView &view = kv.view();
-    constexpr uint32_t n_ids = kMaxSeqs;  // the ids a cell can hold, as decode accepts them
+    // The ids a cell can hold, as decode accepts them: any below kMaxSeqs, or below n_seq_max for recurrent
+    // state (one cell per sequence).
+    const uint32_t n_ids = kv.recurrent() ? kv.size() : kMaxSeqs;
     StagedKv st;
 
     st.cell_count = r.get<uint32_t>("cell_count");
     if (st.cell_count > kv.size())
         throw Error("state holds " + str(st.cell_count) + " KV cells, more than this context's KV size " +
                     str(kv.size()));
+    if (kv.recurrent() && dest >= 0 && st.cell_count > 1)
+        throw Error("sequence state holds " + str(st.cell_count) +
+                    " cells; a recurrent model's sequence has one state cell");
     st.pos.resize(st.cell_count);
     if (dest < 0) st.seq.resize(st.cell_count);
     for (uint32_t i = 0; i < st.cell_count; ++i) {
@@ -152,6 +157,11 @@ StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
             if (id < 0 || static_cast<uint32_t>(id) >= n_ids)
                 throw Error("state KV cell " + str(i) + " belongs to sequence " + std::to_string(id) +
                             ", outside [0, " + str(n_ids) + ")");
+            if (kv.recurrent())  // a sequence's state is in one cell
+                for (uint32_t j = 0; j < i; ++j)
+                    if (st.seq[j].test(id))
+                        throw Error("state cells " + str(j) + " and " + str(i) +
+                                    " both hold the state of sequence " + std::to_string(id));
             st.seq[i].set(id);
         }
     }
@@ -300,10 +310,11 @@ void write_file_header(StateWriter &w, uint32_t magic, uint32_t version, const i
     if (n_tokens) w.write(tokens, n_tokens * sizeof(int32_t));
 }
 
-void check_seq(const Context &, int32_t seq) {
-    if (seq < 0 || seq >= kMaxSeqs)
-        throw Error("sequence id " + std::to_string(seq) + " is outside [0, " + std::to_string(kMaxSeqs) +
-                    ")");
+void check_seq(const Context &ctx, int32_t seq) {
+    // A recurrent model has a state cell for each id below n_seq_max only.
+    const int32_t n_ids = ctx.kv().recurrent() ? static_cast<int32_t>(ctx.kv().size()) : kMaxSeqs;
+    if (seq < 0 || seq >= n_ids)
+        throw Error("sequence id " + std::to_string(seq) + " is outside [0, " + std::to_string(n_ids) + ")");
 }
 
 // Keys must match their positions before they are saved (a shift re-rotates them lazily).

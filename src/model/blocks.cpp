@@ -116,6 +116,15 @@ void store_kv(const KvView &kv, uint32_t il, const ForwardBatch &b, const float 
     }
 }
 
+void recurrent_state_rows(const KvView &kv, uint32_t il, const ForwardBatch &b, ForwardScratch &s) {
+    grow(s.conv_state, static_cast<size_t>(b.n_tokens));
+    grow(s.ssm_state, static_cast<size_t>(b.n_tokens));
+    for (int t = 0; t < b.n_tokens; ++t) {
+        s.conv_state[t] = reinterpret_cast<float *>(kv.k[il] + b.cells[t] * kv.k_row_bytes);
+        s.ssm_state[t] = reinterpret_cast<float *>(kv.v[il] + b.cells[t] * kv.v_row_bytes);
+    }
+}
+
 void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch &b, const float *q,
             const LayerRows &r, float *out, const AttendOptions &opt, kernels::ThreadPool &pool) {
     kernels::AttentionArgs a;

@@ -55,6 +55,10 @@ void prefetch_kv_store(const KvView &kv, uint32_t il, const ForwardBatch &b, int
 void store_kv(const KvView &kv, uint32_t il, const ForwardBatch &b, const float *k, const float *v,
               int64_t k_dim, int64_t v_dim);
 
+// Recurrent families: s.conv_state[t] and s.ssm_state[t] = layer il's state of the cell of batch row t
+// (the K row: convolution state, the V row: SSM state; f32). Rows of one sequence share their cell.
+void recurrent_state_rows(const KvView &kv, uint32_t il, const ForwardBatch &b, ForwardScratch &s);
+
 struct AttendOptions {
     float scale = 1.0f;            // applied to q.k (usually 1 / sqrt(head_dim_k))
     float softcap = 0.0f;          // > 0: scores = softcap * tanh(scores / softcap)

@@ -16,6 +16,7 @@ constexpr std::array kFamilies = {
     Family{Arch::Gemma2, "gemma2", bind_gemma2, forward_gemma2, nullptr},
     Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom, nullptr},
     Family{Arch::T5, "t5", bind_t5, forward_t5_decoder, forward_t5_encoder},
+    Family{Arch::Mamba, "mamba", bind_mamba, forward_mamba, nullptr},  // recurrent: one state per sequence
 };
 
 }  // namespace

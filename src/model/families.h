@@ -67,4 +67,8 @@ bool forward_t5_encoder(const Model &model, const KvView &kv, const ForwardBatch
 bool forward_t5_decoder(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
                         kernels::ThreadPool &pool);
 
+void bind_mamba(WeightBinder &b, const HParams &hp, ModelWeights &w);
+bool forward_mamba(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
+                   kernels::ThreadPool &pool);
+
 }  // namespace lctx

@@ -16,7 +16,8 @@ class Model;
 
 // Per-layer K and V storage of the KV cache. K rows: one per cell, n_embd_k_gqa elements of type_k.
 // V: when v_trans, one row per channel holding `size` cells of type_v (so attention's weighted sum
-// reads contiguous memory); otherwise one row per cell like K.
+// reads contiguous memory); otherwise one row per cell like K. A recurrent model's (mamba) cells hold its
+// sequences' states instead: the K row a cell's convolution state, the V row its SSM state (f32, by rows).
 struct KvView {
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
@@ -67,6 +68,8 @@ struct ForwardScratch {
     std::vector<float> bias;    // [n_head][n_tokens][n_kv] per-head masks with a position bias (t5)
     std::vector<int32_t> rows;  // [n_tokens] 0, 1, ... (all_rows)
     std::vector<std::vector<float>> per_thread;  // attention scores and conversions
+    std::vector<float> ssm_x, ssm_z, ssm_xc, ssm_dtr, ssm_bc, ssm_dt, ssm_y;  // state-space layers (mamba)
+    std::vector<float *> conv_state, ssm_state;  // [n_tokens] each row's recurrent state
     kernels::MatmulScratch mm;
 };
 

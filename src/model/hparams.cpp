@@ -188,6 +188,13 @@ const char *model_size_name(const HParams &hp) {
                 default:
                     return "?B";
             }
+        case Arch::Mamba:  // b4748's rules: Mamba 130M, 370M, 790M, 1.4B, 2.8B
+            if (hp.n_layer == 24 && hp.n_embd == 768) return "0.1B";
+            if (hp.n_layer == 48 && hp.n_embd == 1024) return "0.4B";
+            if (hp.n_layer == 48 && hp.n_embd == 1536) return "0.8B";
+            if (hp.n_layer == 48 && hp.n_embd == 2048) return "1.5B";
+            if (hp.n_layer == 64 && hp.n_embd == 2560) return "3B";
+            return "?B";
         case Arch::Other:
             break;
     }
@@ -262,6 +269,38 @@ void load_t5(const gguf::File &f, const std::string &p, HParams &hp) {
     hp.dec_start_token = decoder_start_token(f, p, hp.n_vocab);
 }
 
+// mamba as b4748 reads it: the four state-space sizes and the RMS epsilon are required, dt_b_c_rms (Falcon
+// Mamba's norms of dt, B and C) is optional. The sizes bound the per-sequence state, so each is checked.
+void load_mamba(const gguf::File &f, const std::string &p, HParams &hp) {
+    if (hp.n_embd == 0 || hp.n_layer == 0)
+        throw Error("model metadata has a zero size (embedding or layers)");
+    hp.recurrent = true;
+    hp.ssm_d_conv = get_u32(f, p + "ssm.conv_kernel", true);
+    hp.ssm_d_inner = get_u32(f, p + "ssm.inner_size", true);
+    hp.ssm_d_state = get_u32(f, p + "ssm.state_size", true);
+    hp.ssm_dt_rank = get_u32(f, p + "ssm.time_step_rank", true);
+    if (std::optional<bool> rms = f.get_bool(p + "ssm.dt_b_c_rms")) hp.ssm_dt_b_c_rms = *rms;
+    hp.norm_rms_eps = get_required_f32(f, p + "attention.layer_norm_rms_epsilon");
+    constexpr uint32_t kMaxSize = 1u << 20;  // far above any released model; keeps products in range
+    for (const auto &[key, v] :
+         {std::pair{"conv_kernel", hp.ssm_d_conv}, std::pair{"inner_size", hp.ssm_d_inner},
+          std::pair{"state_size", hp.ssm_d_state}, std::pair{"time_step_rank", hp.ssm_dt_rank}})
+        if (v == 0 || v > kMaxSize)
+            throw Error("model metadata '" + p + "ssm." + key + "' = " + std::to_string(v) +
+                        " is out of range");
+    // The per-sequence state sizes (n_embd_k_s, n_embd_v_s) must fit in 32 bits of bytes.
+    if (static_cast<uint64_t>(hp.ssm_d_state) * hp.ssm_d_inner > (1ull << 28))
+        throw Error("model metadata '" + p + "ssm.state_size' x '" + p + "ssm.inner_size' = " +
+                    std::to_string(static_cast<uint64_t>(hp.ssm_d_state) * hp.ssm_d_inner) +
+                    " is out of range (a state of more than 2^28 values per layer)");
+    if (hp.ssm_d_conv > 64)
+        throw Error("model metadata '" + p + "ssm.conv_kernel' = " + std::to_string(hp.ssm_d_conv) +
+                    " is out of range (at most 64)");
+    hp.n_ff = get_u32(f, p + "feed_forward_length", false);
+    hp.n_head = get_u32(f, p + "attention.head_count", false);
+    hp.n_head_kv = 0;
+}
+
 // What each family reads beyond the keys every family shares.
 void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
     switch (hp.arch) {
@@ -280,6 +319,7 @@ void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
         case Arch::T5:
             load_t5(f, p, hp);
             break;
+        case Arch::Mamba:  // read by load_mamba
         case Arch::Other:
             throw Error("no hyper-parameters for architecture " + hp.arch_name);
     }
@@ -294,6 +334,11 @@ HParams HParams::load(const gguf::File &f) {
     hp.n_ctx_train = get_u32(f, p + "context_length", true);
     hp.n_embd = get_u32(f, p + "embedding_length", true);
     hp.n_layer = get_u32(f, p + "block_count", true);
+    if (hp.arch == Arch::Mamba) {  // no attention: no heads, no feed-forward, no rotation
+        load_mamba(f, p, hp);
+        hp.n_vocab = vocab_size(f, p);
+        return hp;
+    }
     hp.n_ff = get_u32(f, p + "feed_forward_length", true);
     hp.n_head = get_u32(f, p + "attention.head_count", true);
     hp.n_head_kv = get_u32(f, p + "attention.head_count_kv", false, hp.n_head);

@@ -16,7 +16,7 @@ class File;
 
 // Families lctx knows by name (model/families.h says which of them run). Other: an architecture b4748 knows
 // (model/architectures.h) that lctx has no family for; only its vocabulary can be loaded.
-enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, T5, Other };
+enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, T5, Mamba, Other };
 
 const char *arch_name(Arch arch);
 // Maps general.architecture to a family that runs; throws lctx::Error naming an architecture without a
@@ -64,6 +64,22 @@ struct HParams {
     int32_t dec_start_token = -1;
     // The layers of the KV cache: the decoder's for an encoder-decoder model, else every layer.
     uint32_t n_layer_cache() const { return n_layer_dec > 0 ? n_layer_dec : n_layer; }
+
+    // Selective state-space layers (mamba): no attention; each sequence carries a recurrent state instead of
+    // cached keys and values. Per layer: x, z = in(h) of d_inner each; a causal depthwise convolution of
+    // width d_conv over x; dt, B, C = x_proj(x) of dt_rank, d_state, d_state (RMS-normalized when
+    // dt_b_c_rms).
+    bool recurrent = false;
+    uint32_t ssm_d_conv = 0;
+    uint32_t ssm_d_inner = 0;
+    uint32_t ssm_d_state = 0;
+    uint32_t ssm_dt_rank = 0;
+    bool ssm_dt_b_c_rms = false;
+    // A sequence's recurrent state per layer: the convolution's last d_conv - 1 inputs ([d_inner][d_conv -
+    // 1]) and the SSM state ([d_inner][d_state]); b4748 stores them in the K and V rows of the sequence's
+    // cell.
+    uint32_t n_embd_k_s() const { return ssm_d_conv > 0 ? (ssm_d_conv - 1) * ssm_d_inner : 0; }
+    uint32_t n_embd_v_s() const { return ssm_d_state * ssm_d_inner; }
 
     uint32_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
     uint32_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }

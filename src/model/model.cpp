@@ -167,7 +167,8 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     for (std::vector<LayerWeights> *stack : {&weights_.enc_layers, &weights_.layers})
         for (LayerWeights &l : *stack)
             for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.cross_wq, &l.cross_wk, &l.cross_wv,
-                                           &l.cross_wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+                                           &l.cross_wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ssm_in_x,
+                                           &l.ssm_in_z, &l.ssm_x_dt, &l.ssm_x_bc, &l.ssm_dt, &l.ssm_out})
                 if (w->data) todo.push_back(w);
     // A tied output matrix is the embedding table: one interleaved copy serves both (a lookup de-interleaves
     // its row). An untied table is only looked up and stays in the mapping.

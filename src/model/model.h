@@ -44,6 +44,20 @@ struct LayerWeights {
     ParamVector cross_attn_norm;                       // [n_embd]
     kernels::WeightView cross_wq, cross_wk, cross_wv;  // as wq, wk, wv (k, v read the encoder output)
     kernels::WeightView cross_wo;                      // as wo
+
+    // Selective state-space layer (mamba); shapes in HParams' ssm sizes.
+    // The file's ssm_in (rows x | z) and ssm_x (rows dt | B | C) are bound as row ranges, like a fused q/k/v.
+    kernels::WeightView ssm_in_x;  // [d_inner, n_embd]
+    kernels::WeightView ssm_in_z;  // [d_inner, n_embd]
+    ParamVector ssm_conv1d;        // [d_inner][d_conv] depthwise convolution, oldest input first
+    ParamVector ssm_conv1d_b;      // [d_inner]
+    kernels::WeightView ssm_x_dt;  // [dt_rank, d_inner]
+    kernels::WeightView ssm_x_bc;  // [2 * d_state, d_inner]: rows B | C
+    kernels::WeightView ssm_dt;    // [d_inner, dt_rank]
+    ParamVector ssm_dt_b;          // [d_inner]
+    ParamVector ssm_a;             // [d_inner][d_state], already -exp(A_log)
+    ParamVector ssm_d;             // [d_inner] skip connection
+    kernels::WeightView ssm_out;   // [n_embd, d_inner]
 };
 
 struct ModelWeights {

@@ -52,6 +52,17 @@ ParamVector WeightBinder::vector(const std::string &name, int64_t n, Need need) 
     return v;
 }
 
+ParamVector WeightBinder::matrix_f32(const std::string &name, int64_t cols, int64_t rows, Need need) {
+    const kernels::WeightView w = matrix(name, cols, rows, need);
+    if (!w.data) return {};
+    if (cols % type_traits(w.type).block_size != 0)
+        throw Error("tensor '" + name + "' has unsupported type " + type_name(w.type));
+    ParamVector v(static_cast<size_t>(cols * rows));
+    for (int64_t r = 0; r < rows; ++r)
+        dequantize_row(w.type, w.data + r * w.row_bytes, v.data() + r * cols, cols);
+    return v;
+}
+
 void WeightBinder::finish() const {
     std::string names;
     size_t n_unbound = 0;

@@ -28,6 +28,9 @@ class WeightBinder {
     // A vector of n elements converted to f32; an absent optional one is empty. Declaring the same tensor
     // again (one rope_freqs shared by every layer) binds it again.
     ParamVector vector(const std::string &name, int64_t n, Need need = Need::Required);
+    // A small matrix of `rows` rows of `cols` elements converted to f32 row-major (a depthwise convolution's
+    // taps, mamba's A): like matrix() for its shape, like vector() for its values.
+    ParamVector matrix_f32(const std::string &name, int64_t cols, int64_t rows, Need need = Need::Required);
 
     // Throws lctx::Error naming the tensors of the file that no declaration bound.
     void finish() const;

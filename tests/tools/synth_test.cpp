@@ -395,5 +395,46 @@ TEST(SynthFamilies, TinyGemma2AndBloomLoadAndDecode) {
     }
 }
 
+// The small mamba shape: the state-space tensors (llama.cpp's quantize keeps the small ones in F32, A is
+// negative), and it loads as the mamba family and decodes.
+TEST(SynthFamilies, TinyMambaLoadsAndDecodes) {
+    TypeChoice type;
+    ASSERT_TRUE(parse_type("Q8_0", &type));
+    const Shape *s = find_shape("mamba-tiny");
+    ASSERT_NE(s, nullptr);
+    const std::vector<TensorPlan> plan = plan_tensors(*s, 32000, type);
+    EXPECT_EQ(planned(plan, "blk.1.ssm_in.weight")->type, GgmlType::Q8_0);
+    EXPECT_EQ(planned(plan, "blk.1.ssm_in.weight")->ne, (std::vector<int64_t>{256, 1024}));
+    EXPECT_EQ(planned(plan, "blk.1.ssm_x.weight")->type, GgmlType::F32);
+    EXPECT_EQ(planned(plan, "blk.1.ssm_x.weight")->ne, (std::vector<int64_t>{512, 48}));
+    EXPECT_EQ(planned(plan, "blk.0.ssm_conv1d.weight")->ne, (std::vector<int64_t>{4, 512}));
+    EXPECT_TRUE(planned(plan, "blk.0.ssm_a")->negate);
+    EXPECT_EQ(planned(plan, "output.weight"), nullptr);  // tied
+    Options opts;
+    opts.vocab_path = vocab_path(*s);
+    opts.n_threads = 2;
+    const std::string path = temp_path("mamba-tiny.gguf");
+    write_model(*s, type, path, opts);
+    std::unique_ptr<Model> m = Model::load(path);
+    const HParams &hp = m->hparams();
+    EXPECT_EQ(hp.arch, Arch::Mamba);
+    EXPECT_EQ(hp.ssm_d_inner, 512u);
+    EXPECT_EQ(hp.ssm_dt_rank, 16u);
+    for (float a : m->weights().layers[0].ssm_a) ASSERT_LT(a, 0.0f);
+    ContextParams p;
+    p.n_ctx = 64;
+    Context ctx(*m, p);
+    std::vector<int32_t> toks = {1, 100, 200, 300, 400};
+    Batch b;
+    b.n_tokens = static_cast<int32_t>(toks.size());
+    b.token = toks.data();
+    ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+    const float *l = ctx.logits_ith(-1);
+    ASSERT_NE(l, nullptr);
+    for (uint32_t i = 0; i < hp.n_vocab; ++i) ASSERT_TRUE(std::isfinite(l[i])) << i;
+    m.reset();
+    std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace lctx::synth

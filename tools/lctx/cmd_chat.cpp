@@ -51,7 +51,8 @@ struct ChatSession {
 
     // Makes room for n more tokens, shifting as often as needed. False if even a shift cannot help.
     bool make_room(int32_t n) {
-        const int32_t n_ctx = static_cast<int32_t>(ctx.kv().size());
+        // Positions, not cells: a recurrent model's cache has n_seq_max cells.
+        const int32_t n_ctx = static_cast<int32_t>(ctx.params().n_ctx);
         if (n > n_ctx - n_keep - 1) return false;
         while (n_past() + n > n_ctx) {
             const int32_t dropped = allow_shift ? ctx.shift_context(0, n_keep) : 0;

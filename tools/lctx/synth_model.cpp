@@ -64,6 +64,16 @@ Shape bloom(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head
     return s;
 }
 
+Shape mamba(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t d_inner, uint32_t dt_rank,
+            const char *vocab) {
+    Shape s = make_shape(name, n_embd, n_layer, 0, 0, 0, 1048576, true, vocab, "mamba");
+    s.ssm_d_conv = 4;
+    s.ssm_d_inner = d_inner;
+    s.ssm_d_state = 16;
+    s.ssm_dt_rank = dt_rank;
+    return s;
+}
+
 const std::vector<Shape> &shapes() {
     static const std::vector<Shape> all = {
         // Small enough for tests; rows of 256 so every type quantizes without a fallback.
@@ -93,6 +103,10 @@ const std::vector<Shape> &shapes() {
         // Small gemma2 and bloom models for tests (head size 128, not 256 / 4, in the gemma2 one).
         gemma2("gemma2-tiny", 256, 2, 4, 2, 128, 512, 512, 16),
         bloom("bloom-tiny", 256, 2, 4, 1024, 512),
+        // A mamba small enough for tests, and state-spaces/mamba-130m (tied output; the GPT-2 vocabulary
+        // stands in for its GPT-NeoX one, 50257 tokens instead of 50280).
+        mamba("mamba-tiny", 256, 2, 512, 16, "ggml-vocab-llama-spm.gguf"),
+        mamba("mamba-130m", 768, 24, 1536, 48, "ggml-vocab-gpt-2.gguf"),
     };
     return all;
 }
@@ -229,13 +243,13 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     const bool tied = s.tied_output || is_gemma2;  // gemma2 has no output matrix
     std::vector<TensorPlan> plan;
     auto matrix = [&](const std::string &name, int64_t ne0, int64_t ne1, GgmlType wanted) {
-        plan.push_back(TensorPlan{name, {ne0, ne1}, fallback_type(wanted, ne0), wanted, false, 0});
+        plan.push_back(TensorPlan{name, {ne0, ne1}, fallback_type(wanted, ne0), wanted, false, false, 0});
     };
     auto norm = [&](const std::string &name) {
-        plan.push_back(TensorPlan{name, {e}, GgmlType::F32, GgmlType::F32, true, 0});
+        plan.push_back(TensorPlan{name, {e}, GgmlType::F32, GgmlType::F32, true, false, 0});
     };
     auto bias = [&](const std::string &name, int64_t n) {  // values near 0
-        plan.push_back(TensorPlan{name, {n}, GgmlType::F32, GgmlType::F32, false, 0});
+        plan.push_back(TensorPlan{name, {n}, GgmlType::F32, GgmlType::F32, false, false, 0});
     };
     const GgmlType base = type.base;
     // In a mixture the output matrix (token_embd when tied) gets Q6_K, or Q8_0 when its rows are not whole
@@ -251,6 +265,20 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
         const std::string p = "blk." + std::to_string(il) + ".";
         const bool more = type.k_mixture && use_more_bits(il, nl);
         norm(p + "attn_norm.weight");
+        if (s.arch == "mamba") {
+            // llama.cpp's quantize keeps the small 2-D ssm_conv1d, ssm_x and ssm_dt (and ssm_a) in F32.
+            const int64_t d = s.ssm_d_inner, n = s.ssm_d_state, r = s.ssm_dt_rank;
+            matrix(p + "ssm_in.weight", e, 2 * d, base);
+            matrix(p + "ssm_conv1d.weight", s.ssm_d_conv, d, GgmlType::F32);
+            bias(p + "ssm_conv1d.bias", d);
+            matrix(p + "ssm_x.weight", d, r + 2 * n, GgmlType::F32);
+            matrix(p + "ssm_dt.weight", r, d, GgmlType::F32);
+            bias(p + "ssm_dt.bias", d);
+            plan.push_back(TensorPlan{p + "ssm_a", {n, d}, GgmlType::F32, GgmlType::F32, true, true, 0});
+            plan.push_back(TensorPlan{p + "ssm_d", {d}, GgmlType::F32, GgmlType::F32, true, false, 0});
+            matrix(p + "ssm_out.weight", d, e, more ? GgmlType::Q6_K : base);
+            continue;
+        }
         if (is_bloom) {
             // llama.cpp's mixture gives the fused q | k | v Q5_K
             bias(p + "attn_norm.bias", e);
@@ -344,10 +372,17 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     w.set_u32(a + "block_count", s.n_layer);
     w.set_u32(a + "feed_forward_length", s.n_ff);
     w.set_u32(a + "attention.head_count", s.n_head);
-    w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
-    if (s.arch == "bloom") {
+    if (s.arch == "mamba") {  // no attention: the state-space sizes instead
+        w.set_u32(a + "ssm.conv_kernel", s.ssm_d_conv);
+        w.set_u32(a + "ssm.inner_size", s.ssm_d_inner);
+        w.set_u32(a + "ssm.state_size", s.ssm_d_state);
+        w.set_u32(a + "ssm.time_step_rank", s.ssm_dt_rank);
+        w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+    } else if (s.arch == "bloom") {
+        w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
         w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);
     } else {
+        w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
         w.set_u32(a + "rope.dimension_count", s.head_size());
         w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
         w.set_f32(a + "rope.freq_base", s.rope_freq_base);
@@ -439,6 +474,8 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
                 std::vector<float> row(static_cast<size_t>(ne0));  // [ne0]
                 for (int64_t r = ith; r < nr; r += n_threads) {
                     fill_row(tseed, r0 + r, t.is_norm, row.data(), ne0);
+                    if (t.negate)
+                        for (float &v : row) v = -v;
                     quantize_row(t.type, row.data(), chunk.data() + static_cast<size_t>(r) * rbytes, ne0);
                 }
             };

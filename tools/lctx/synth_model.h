@@ -1,6 +1,6 @@
 // Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, qwen2,
-// phi3, gemma2 or bloom family), with the metadata and tokenizer llama.cpp needs, so both engines can load
-// the same file.
+// phi3, gemma2, bloom or mamba family), with the metadata and tokenizer llama.cpp needs, so both engines can
+// load the same file.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,12 +30,14 @@ struct Shape {
     // layer
     uint32_t sliding_window = 0;
     float attn_softcap = 0.0f, final_softcap = 0.0f;
+    // mamba (no attention: n_head, n_ff 0): the state-space sizes
+    uint32_t ssm_d_conv = 0, ssm_d_inner = 0, ssm_d_state = 0, ssm_dt_rank = 0;
 
-    uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
+    uint32_t head_size() const { return head_dim ? head_dim : n_head ? n_embd / n_head : 0; }
 };
 
 // The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
-// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny". Null
+// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "mamba-tiny", "mamba-130m". Null
 // when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
@@ -57,6 +59,7 @@ struct TensorPlan {
     GgmlType type;
     GgmlType wanted;       // before the fallback for rows that are not whole blocks
     bool is_norm = false;  // 1-D: filled with values near 1 (a 1-D bias is not a norm: values near 0)
+    bool negate = false;   // filled like a norm and written negated (mamba's A = -exp(A_log), near -1)
     size_t nbytes = 0;
 };
 
