@@ -15,6 +15,7 @@ constexpr std::array kFamilies = {
     Family{Arch::Phi3, "phi3", bind_phi3, forward_phi3},
     Family{Arch::Gemma2, "gemma2", bind_gemma2, forward_gemma2},
     Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom},
+    Family{Arch::Bert, "bert", bind_bert, forward_bert},
 };
 
 }  // namespace

@@ -55,4 +55,8 @@ void bind_bloom(WeightBinder &b, const HParams &hp, ModelWeights &w);
 bool forward_bloom(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
                    kernels::ThreadPool &pool);
 
+void bind_bert(WeightBinder &b, const HParams &hp, ModelWeights &w);
+bool forward_bert(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
+                  kernels::ThreadPool &pool);
+
 }  // namespace lctx

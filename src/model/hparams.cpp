@@ -154,6 +154,19 @@ const char *model_size_name(const HParams &hp) {
                 default:
                     return "?B";
             }
+        case Arch::Bert:  // b4748's rules (bge-small and all-MiniLM are 33M / 22M)
+            switch (hp.n_layer) {
+                case 3:
+                    return "17M";
+                case 6:
+                    return "22M";
+                case 12:
+                    return hp.n_embd == 384 ? "33M" : hp.n_embd == 768 ? "109M" : "?B";
+                case 24:
+                    return "335M";
+                default:
+                    return "?B";
+            }
         case Arch::Other:
             break;
     }
@@ -214,6 +227,27 @@ void load_bloom(const gguf::File &f, const std::string &p, HParams &hp) {
                     "attention.max_alibi_bias' = " + std::to_string(hp.max_alibi_bias) + " is not a bias");
 }
 
+// bert: LayerNorm epsilon required; non-causal unless the file says otherwise; the pooling the model was
+// trained with (optional); position embeddings for n_ctx_train positions; the token-type count (b4748 reads
+// it from the vocabulary; BERT's two types when absent).
+void load_bert(const gguf::File &f, const std::string &p, HParams &hp) {
+    hp.norm_eps = get_required_f32(f, p + "attention.layer_norm_epsilon");
+    hp.causal_attn = f.get_bool(p + "attention.causal").value_or(false);
+    if (std::optional<int64_t> pt = f.get_int(p + "pooling_type")) {
+        if (*pt < 0 || *pt > 4)
+            throw Error("model metadata '" + p + "pooling_type' = " + std::to_string(*pt) +
+                        " is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+        hp.pooling_type = static_cast<int32_t>(*pt);
+    }
+    hp.abs_pos_embd = true;
+    hp.n_token_types = get_u32(f, "tokenizer.ggml.token_type_count", false, 2);
+    if (hp.n_token_types == 0) throw Error("tokenizer.ggml.token_type_count is 0; BERT needs a token type");
+    if (hp.n_embd_head_k * hp.n_head != hp.n_embd || hp.n_embd_head_v != hp.n_embd_head_k)
+        throw Error(
+            "bert: the attention heads must split embedding_length evenly (key_length and "
+            "value_length n_embd / head_count)");
+}
+
 // What each family reads beyond the keys every family shares.
 void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
     switch (hp.arch) {
@@ -228,6 +262,9 @@ void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
             break;
         case Arch::Bloom:
             load_bloom(f, p, hp);
+            break;
+        case Arch::Bert:
+            load_bert(f, p, hp);
             break;
         case Arch::Other:
             throw Error("no hyper-parameters for architecture " + hp.arch_name);

@@ -64,6 +64,16 @@ Shape bloom(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head
     return s;
 }
 
+// An encoder with the bge vocabulary (WordPiece, [CLS] ... [SEP]), LayerNorm epsilon 1e-12 as BERT's.
+Shape bert(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_ff,
+           uint32_t n_ctx, int pooling, bool cls_head) {
+    Shape s = make_shape(name, n_embd, n_layer, n_head, n_head, n_ff, n_ctx, false,
+                         "ggml-vocab-bert-bge.gguf", "bert", 10000.0f, 1e-12f);
+    s.pooling_type = pooling;
+    s.cls_head = cls_head;
+    return s;
+}
+
 const std::vector<Shape> &shapes() {
     static const std::vector<Shape> all = {
         // Small enough for tests; rows of 256 so every type quantizes without a fallback.
@@ -93,6 +103,11 @@ const std::vector<Shape> &shapes() {
         // Small gemma2 and bloom models for tests (head size 128, not 256 / 4, in the gemma2 one).
         gemma2("gemma2-tiny", 256, 2, 4, 2, 128, 512, 512, 16),
         bloom("bloom-tiny", 256, 2, 4, 1024, 512),
+        // BAAI/bge-small-en-v1.5: 12 layers of 384 (12 heads), feed-forward 1536, 512 positions, CLS pooling.
+        bert("bge-small", 384, 12, 12, 1536, 512, 2, false),
+        // Small encoders for tests: a bge-like one, and a reranker (rank pooling over a classification head).
+        bert("bert-tiny", 64, 2, 4, 128, 128, 2, false),
+        bert("bert-rerank-tiny", 64, 2, 4, 128, 128, 4, true),
     };
     return all;
 }
@@ -219,6 +234,51 @@ std::vector<std::string> type_names() {
     return v;
 }
 
+namespace {
+
+void finish_sizes(std::vector<TensorPlan> &plan) {
+    for (TensorPlan &t : plan) {
+        size_t n = row_size(t.type, t.ne[0]);
+        for (size_t d = 1; d < t.ne.size(); ++d) n *= static_cast<size_t>(t.ne[d]);
+        t.nbytes = n;
+    }
+}
+
+// bert after token_embd, in the order llama.cpp's converter writes it. The position and token-type tables
+// stay F32 (llama-quantize leaves them as converted); a mixture's extra bits go to nothing (it has no output
+// matrix).
+template <typename Matrix, typename Norm, typename Bias>
+void plan_bert(const Shape &s, GgmlType base, Matrix matrix, Norm norm, Bias bias) {
+    const int64_t e = s.n_embd, ff = s.n_ff;
+    matrix("token_types.weight", e, 2, GgmlType::F32);
+    matrix("position_embd.weight", e, s.n_ctx_train, GgmlType::F32);
+    norm("token_embd_norm.weight");
+    bias("token_embd_norm.bias", e);
+    for (uint32_t il = 0; il < s.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        for (const char *m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+            matrix(p + m + ".weight", e, e, base);
+            bias(p + m + ".bias", e);
+        }
+        norm(p + "attn_output_norm.weight");
+        bias(p + "attn_output_norm.bias", e);
+        matrix(p + "ffn_up.weight", e, ff, base);
+        bias(p + "ffn_up.bias", ff);
+        matrix(p + "ffn_down.weight", ff, e, base);
+        bias(p + "ffn_down.bias", e);
+        norm(p + "layer_output_norm.weight");
+        bias(p + "layer_output_norm.bias", e);
+    }
+    if (s.cls_head) {
+        matrix("cls.weight", e, e, base);
+        bias("cls.bias", e);
+        matrix("cls.output.weight", e, 1, base);
+        bias("cls.output.bias", 1);
+    }
+}
+
+}  // namespace
+
 std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const TypeChoice &type) {
     const int64_t head_dim = s.head_size();
     const int64_t q_dim = head_dim * s.n_head;
@@ -243,6 +303,11 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     GgmlType out_type = base;
     if (type.k_mixture) out_type = e % type_traits(base).block_size != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
     matrix("token_embd.weight", e, n_vocab, tied ? out_type : base);
+    if (s.arch == "bert") {
+        plan_bert(s, base, matrix, norm, bias);
+        finish_sizes(plan);
+        return plan;
+    }
     if (is_bloom) {
         norm("token_embd_norm.weight");
         bias("token_embd_norm.bias", e);
@@ -295,11 +360,7 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     norm("output_norm.weight");
     if (is_bloom) bias("output_norm.bias", e);
     if (!tied) matrix("output.weight", e, n_vocab, out_type);
-    for (TensorPlan &t : plan) {
-        size_t n = row_size(t.type, t.ne[0]);
-        for (size_t d = 1; d < t.ne.size(); ++d) n *= static_cast<size_t>(t.ne[d]);
-        t.nbytes = n;
-    }
+    finish_sizes(plan);
     return plan;
 }
 
@@ -345,7 +406,11 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     w.set_u32(a + "feed_forward_length", s.n_ff);
     w.set_u32(a + "attention.head_count", s.n_head);
     w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
-    if (s.arch == "bloom") {
+    if (s.arch == "bert") {
+        w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);
+        w.set_bool(a + "attention.causal", false);
+        if (s.pooling_type >= 0) w.set_u32(a + "pooling_type", static_cast<uint32_t>(s.pooling_type));
+    } else if (s.arch == "bloom") {
         w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);
     } else {
         w.set_u32(a + "rope.dimension_count", s.head_size());

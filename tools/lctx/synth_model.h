@@ -1,6 +1,6 @@
 // Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, qwen2,
-// phi3, gemma2 or bloom family), with the metadata and tokenizer llama.cpp needs, so both engines can load
-// the same file.
+// phi3, gemma2, bloom or bert family), with the metadata and tokenizer llama.cpp needs, so both engines can
+// load the same file.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -14,7 +14,8 @@ namespace lctx::synth {
 struct Shape {
     std::string name;
     std::string arch = "llama";  // general.architecture: llama, qwen2 (q/k/v biases), phi3 (fused tensors),
-                                 // gemma2 (post norms, soft-caps, window) or bloom (LayerNorms, ALiBi)
+                                 // gemma2 (post norms, soft-caps, window), bloom (LayerNorms, ALiBi) or bert
+                                 // (an encoder: position and token-type embeddings, post-norm layers)
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
@@ -30,12 +31,16 @@ struct Shape {
     // layer
     uint32_t sliding_window = 0;
     float attn_softcap = 0.0f, final_softcap = 0.0f;
+    // bert: the pooling written as bert.pooling_type (llama_pooling_type), and a reranker's classification
+    // head (cls, cls.output with their biases)
+    int pooling_type = -1;
+    bool cls_head = false;
 
     uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 
 // The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
-// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny". Null
+// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "bge-small", "bert-tiny", "bert-rerank-tiny". Null
 // when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
