@@ -9,5 +9,6 @@ int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_grammar(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 
 }  // namespace lctx::cli
