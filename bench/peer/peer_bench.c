@@ -10,7 +10,9 @@
 //   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
 //   T threads) with {"test":"pp","n":N,"threads":T,"ns":NANOSECONDS}, and "pg P G T D" (D tokens in the
 //   cache first, untimed, then a prompt of P tokens and G generated ones; -pg and -d of llama-bench) with
-//   {"test":"pg",...,"ns":NANOSECONDS}; "quit" or end of input stops it.
+//   {"test":"pg",...,"ns":NANOSECONDS}; "quit" or end of input stops it. With --embd S (an embedding model:
+//   embeddings on, the model's pooling, S sequences, n_batch = n_ubatch = N_CTX) it answers "embd S L T" (S
+//   sequences of L tokens in one llama_encode) with {"test":"embd",...,"ns":NANOSECONDS}.
 // Grammar: lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]
 //   times llama.cpp's grammar sampler writing TEXT token by token (apply over the whole vocabulary, then
 //   accept), a new sampler for each of r documents after a warm-up, and prints
@@ -115,6 +117,7 @@ static struct {
     struct llama_batch (*batch_init)(int32_t, int32_t, int32_t);
     void (*batch_free)(struct llama_batch);
     int32_t (*decode)(struct llama_context *, struct llama_batch);
+    int32_t (*encode)(struct llama_context *, struct llama_batch);  // optional: embedding mode
     float *(*get_logits_ith)(struct llama_context *, int32_t);
     void (*synchronize)(struct llama_context *);
     llama_memory_t (*get_memory)(const struct llama_context *);
@@ -269,6 +272,25 @@ static uint64_t run_pg(struct bench *b, int n_pp, int n_tg, int depth) {
     return now_ns() - t0;
 }
 
+// Embedding mode: n_seq sequences of n tokens (positions 0..n-1 each) in one llama_encode.
+static uint64_t run_embd(struct bench *b, int n_seq, int n) {
+    for (int s = 0; s < n_seq; ++s)
+        for (int i = 0; i < n; ++i) {
+            const int k = s * n + i;
+            b->batch.token[k] = next_token(b->n_vocab);
+            b->batch.pos[k] = i;
+            b->batch.n_seq_id[k] = 1;
+            b->batch.seq_id[k][0] = s;
+            b->batch.logits[k] = 1;
+        }
+    b->batch.n_tokens = n_seq * n;
+    const uint64_t t0 = now_ns();
+    const int32_t rc = L.encode(b->ctx, b->batch);
+    if (rc != 0) fail("llama_encode returned %d", rc);
+    L.synchronize(b->ctx);
+    return now_ns() - t0;
+}
+
 static uint64_t run_pp(struct bench *b, int n) {
     return run_pg(b, n, 0, 0);
 }
@@ -365,15 +387,17 @@ static void run_grammar(struct llama_model *model, const char *grammar_path, con
 }
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
-            "                       [-b 2048] [-ub 512] [--seed S] [--verbose]\n"
-            "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n");
+    fprintf(
+        stderr,
+        "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
+        "                       [-b 2048] [-ub 512] [--seed S] [--embd N_SEQ (with --serve)] [--verbose]\n"
+        "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n");
 }
 
 int main(int argc, char **argv) {
     const char *lib_dir = NULL, *model_path = NULL, *grammar_path = NULL, *text = NULL;
     int n_prompt = 512, n_gen = 128, threads = 1, reps = 5, n_ctx = 0, n_batch = 2048, n_ubatch = 512;
+    int n_embd_seq = 0;  // > 0: embedding mode with this many sequences
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -391,6 +415,7 @@ int main(int argc, char **argv) {
         INT_OPT("-c", n_ctx)
         INT_OPT("-b", n_batch)
         INT_OPT("-ub", n_ubatch)
+        INT_OPT("--embd", n_embd_seq)
 #undef INT_OPT
         if (!strcmp(a, "--seed") && v) {
             g_rng = strtoull(v, NULL, 10);
@@ -417,7 +442,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!lib_dir || !model_path || !grammar_path != !text || threads < 1 || reps < 1 || n_prompt < 0 ||
-        n_gen < 0 || n_batch < 1 || n_ubatch < 1) {
+        n_gen < 0 || n_batch < 1 || n_ubatch < 1 || n_embd_seq < 0 || (n_embd_seq > 0 && !g_serve)) {
         usage();
         return 2;
     }
@@ -453,6 +478,7 @@ int main(int argc, char **argv) {
     REQ(model_free, "llama_model_free");
 #undef REQ
     *(void **)&L.log_set = sym(llama, "llama_log_set", false);
+    *(void **)&L.encode = sym(llama, "llama_encode", n_embd_seq > 0);
     *(void **)&L.set_n_threads = sym(llama, "llama_set_n_threads", false);
     *(void **)&L.model_desc = sym(llama, "llama_model_desc", false);
     const bool grammar = grammar_path != NULL;
@@ -503,6 +529,13 @@ int main(int argc, char **argv) {
     cp.flash_attn_type = FLASH_ATTN_DISABLED;
     cp.type_k = cp.type_v = GGML_TYPE_F16;
     cp.no_perf = true;
+    if (n_embd_seq > 0) {  // the whole batch is one micro-batch, as llama_encode requires
+        cp.embeddings = true;
+        cp.n_seq_max = (uint32_t)n_embd_seq;
+        cp.kv_unified = true;
+        cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
+        n_batch = n_ctx;
+    }
     b.cparams = cp;
     b.threads = threads;
     make_context(&b);
@@ -536,6 +569,20 @@ int main(int argc, char **argv) {
             int n = 0, t = 0, n_tg = 0, depth = 0;
             if (!strncmp(line, "quit", 4)) break;
             uint64_t ns;
+            if (!strncmp(line, "embd ", 5)) {
+                int n_seq = 0;
+                if (sscanf(line, "embd %d %d %d", &n_seq, &n, &t) != 3 || n_seq < 1 || n < 1 || t < 1)
+                    fail("bad command: %s", line);
+                if (n_embd_seq == 0 || n_seq > n_embd_seq || n_seq * n > n_ctx)
+                    fail("%d sequences of %d tokens do not fit (--embd %d, -c %d)", n_seq, n, n_embd_seq,
+                         n_ctx);
+                set_threads(&b, t);
+                ns = run_embd(&b, n_seq, n);
+                printf("{\"test\":\"embd\",\"n_seq\":%d,\"n\":%d,\"threads\":%d,\"ns\":%llu}\n", n_seq, n, t,
+                       (unsigned long long)ns);
+                fflush(stdout);
+                continue;
+            }
             if (!strncmp(line, "pg ", 3)) {
                 if (sscanf(line, "pg %d %d %d %d", &n, &n_tg, &t, &depth) != 4 || n < 0 || n_tg < 0 ||
                     n + n_tg < 1 || t < 1 || depth < 0)
