@@ -764,8 +764,13 @@ LLAMA_API struct llama_batch llama_batch_init(int32_t n_tokens, int32_t embd, in
 /* Frees a batch made by llama_batch_init. */
 LLAMA_API void llama_batch_free(struct llama_batch batch);
 
-/* Runs the encoder (encoder-decoder and encoder-only models); the batch must fit one micro-batch.
- * Returns 0 on success, 2 when aborted, negative on error. */
+/* Runs the encoder (encoder-decoder and encoder-only models); the batch must fit one micro-batch
+ * (n_tokens <= n_ubatch). Each sequence attends to all of its own tokens; the KV cache is not touched.
+ * NULL pos are the batch indices 0, 1, ... (b4748). Encoder-only models: the outputs are read as after a
+ * decode with embeddings on (llama_get_embeddings_ith, or llama_get_embeddings_seq when pooled).
+ * Encoder-decoder models: the output is kept for the cross-attention of the following llama_decode calls
+ * (and can be read with llama_get_embeddings_ith). Returns 0 on success, 2 when aborted, negative on error
+ * (a model without an encoder, an invalid batch). */
 LLAMA_API int32_t llama_encode(struct llama_context *ctx, struct llama_batch batch);
 
 /* Runs the decoder over a batch, extending the KV cache and storing the requested outputs.

@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev               # unit tests
   libbenchmark-dev                        # micro-benchmarks
   clang libclang-rt-14-dev                # sanitizer and fuzzing builds
+  ccache                                  # serves repeated compiles (the test script builds three times)
 )
 missing=()
 for p in "${packages[@]}"; do

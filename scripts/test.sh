@@ -17,6 +17,10 @@ for a in "$@"; do
   esac
 done
 "$root/scripts/build.sh"
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 ctest --test-dir "$root/build" --output-on-failure -j"$(nproc)"
 if [ $sanitize = 1 ] || [ $tsan = 1 ]; then
   "$root/scripts/setup.sh"
@@ -27,7 +31,7 @@ if [ $sanitize = 1 ]; then
   flags="-fsanitize=fuzzer-no-link -fno-omit-frame-pointer"
   cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_SANITIZE=ON -DLCTX_FUZZ=ON \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-        -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
+        -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" "${launcher[@]}" >/dev/null
   cmake --build "$root/build-asan" -j"$(nproc)"
   # Every suite at the CPU's best level (the unprefixed copies) and at the scalar level; the avx2 / avx512 /
   # amx copies run in the release pass above (the kernel suites also sweep every level in one process, so
@@ -39,7 +43,7 @@ if [ $sanitize = 1 ]; then
 fi
 if [ $tsan = 1 ]; then
   cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_TSAN=ON \
-        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" >/dev/null
   cmake --build "$root/build-tsan" -j"$(nproc)" --target test_kernels test_context
   # The unprefixed copies only (labelled by layer; the level copies carry their level's label: the same
   # threads over other kernels), less the kernel tests that call kernels directly on one thread.

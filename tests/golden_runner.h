@@ -172,8 +172,7 @@ inline GoldenRun run_embed_case(const Model &model, const nlohmann::json &c, Emb
         b.n_seq_id = nseq.data();
         b.seq_id = sids.data();
         b.logits = want.data();
-        const DecodeStatus st =
-            path == EmbedPath::Encode ? DecodeStatus::Error : ctx.decode(b);  // ENCODE_PENDING
+        const DecodeStatus st = path == EmbedPath::Encode ? ctx.encode(b) : ctx.decode(b);
         if (st != DecodeStatus::Ok) throw std::runtime_error("embedding pass failed");
         if (p.pooling == PoolingType::None) {
             for (int32_t i = 0; i < n; ++i) {

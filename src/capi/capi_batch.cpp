@@ -6,7 +6,6 @@
 
 using lctx::capi::guard;
 
-
 extern "C" {
 
 struct llama_batch llama_batch_get_one(llama_token *tokens, int32_t n_tokens) {
@@ -84,10 +83,19 @@ int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch) {
     });
 }
 
-int32_t llama_encode(struct llama_context *ctx, struct llama_batch) {
+int32_t llama_encode(struct llama_context *ctx, struct llama_batch batch) {
     LCTX_CAPI_REQUIRE(ctx, -1);
-    lctx::capi::not_supported(__func__, "encoder models (llama_encode)");
-    return -1;
+    return guard(__func__, -1, [&]() -> int32_t {
+        lctx::Batch b;
+        b.n_tokens = batch.n_tokens;
+        b.token = batch.token;
+        b.embd = batch.embd;
+        b.pos = batch.pos;
+        b.n_seq_id = batch.n_seq_id;
+        b.seq_id = batch.seq_id;
+        b.logits = batch.logits;  // the encoder outputs every token whatever the flags say (as b4748)
+        return static_cast<int32_t>(ctx->impl->encode(b));
+    });
 }
 
 }  // extern "C"

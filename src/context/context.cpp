@@ -97,25 +97,38 @@ void Context::perf_reset() {
     perf_.t_start_ms = now_ms();
 }
 
-bool Context::validate(const Batch &b) const {
+void Context::fill_seq_defaults(Batch &b, SeqDefaults &d) {
+    static int32_t seq_zero = 0;
+    if (!b.seq_id) {
+        d.n_seq.assign(b.n_tokens, 1);
+        d.seq.assign(b.n_tokens, &seq_zero);
+        b.n_seq_id = d.n_seq.data();
+        b.seq_id = d.seq.data();
+    } else if (!b.n_seq_id) {
+        d.n_seq.assign(b.n_tokens, 1);
+        b.n_seq_id = d.n_seq.data();
+    }
+}
+
+bool Context::validate(const Batch &b, const char *what) const {
     const HParams &hp = model_.hparams();
     if (b.n_tokens <= 0) {
-        LCTX_LOG_ERROR("decode: the batch is empty (n_tokens = %d)", b.n_tokens);
+        LCTX_LOG_ERROR("%s: the batch is empty (n_tokens = %d)", what, b.n_tokens);
         return false;
     }
     if (static_cast<uint32_t>(b.n_tokens) > params_.n_batch) {
-        LCTX_LOG_ERROR("decode: the batch has %d tokens, more than n_batch = %u", b.n_tokens,
+        LCTX_LOG_ERROR("%s: the batch has %d tokens, more than n_batch = %u", what, b.n_tokens,
                        params_.n_batch);
         return false;
     }
     if ((b.token == nullptr) == (b.embd == nullptr)) {
-        LCTX_LOG_ERROR("decode: a batch needs exactly one of token ids and embeddings");
+        LCTX_LOG_ERROR("%s: a batch needs exactly one of token ids and embeddings", what);
         return false;
     }
     for (int32_t i = 0; i < b.n_tokens; ++i) {
         if (b.token && (b.token[i] < 0 || static_cast<uint32_t>(b.token[i]) >= hp.n_vocab)) {
-            LCTX_LOG_ERROR("decode: token %d at batch index %d is outside the vocabulary [0, %u)", b.token[i],
-                           i, hp.n_vocab);
+            LCTX_LOG_ERROR("%s: token %d at batch index %d is outside the vocabulary [0, %u)", what,
+                           b.token[i], i, hp.n_vocab);
             return false;
         }
         // Any id a cell can hold is accepted (b4748 takes any id for attention models; n_seq_max only
@@ -123,20 +136,21 @@ bool Context::validate(const Batch &b) const {
         if (b.seq_id) {
             const int32_t ns = b.n_seq_id ? b.n_seq_id[i] : 1;
             if (ns < 1 || ns > kMaxSeqs) {
-                LCTX_LOG_ERROR("decode: batch index %d has %d sequence ids (must be 1..%d)", i, ns, kMaxSeqs);
+                LCTX_LOG_ERROR("%s: batch index %d has %d sequence ids (must be 1..%d)", what, i, ns,
+                               kMaxSeqs);
                 return false;
             }
             for (int32_t s = 0; s < ns; ++s) {
                 const int32_t id = b.seq_id[i][s];
                 if (id < 0 || id >= kMaxSeqs) {
-                    LCTX_LOG_ERROR("decode: sequence id %d at batch index %d is outside [0, %d)", id, i,
+                    LCTX_LOG_ERROR("%s: sequence id %d at batch index %d is outside [0, %d)", what, id, i,
                                    kMaxSeqs);
                     return false;
                 }
             }
         }
         if (b.pos && b.pos[i] < 0) {
-            LCTX_LOG_ERROR("decode: position %d at batch index %d is negative", b.pos[i], i);
+            LCTX_LOG_ERROR("%s: position %d at batch index %d is negative", what, b.pos[i], i);
             return false;
         }
     }
@@ -186,15 +200,15 @@ bool Context::plan_ubatches(const Batch &b, std::vector<int32_t> &ends) const {
     return true;
 }
 
-bool Context::check_positions(const Batch &b) const {
+bool Context::check_positions(const Batch &b, const char *what) const {
     const HParams &hp = model_.hparams();
     if (!hp.abs_pos_embd) return true;
     for (int32_t i = 0; i < b.n_tokens; ++i)
         if (static_cast<uint32_t>(b.pos[i]) >= hp.n_ctx_train) {
             LCTX_LOG_ERROR(
-                "decode: position %d at batch index %d is beyond the model's %u learned positions (the text "
-                "is too long for it)",
-                b.pos[i], i, hp.n_ctx_train);
+                "%s: position %d at batch index %d is beyond the model's %u learned positions (the text is "
+                "too long for it)",
+                what, b.pos[i], i, hp.n_ctx_train);
             return false;
         }
     return true;
@@ -218,26 +232,33 @@ void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv
                 hp.n_swa > 0 ? mask_swa_.data() : nullptr);
 }
 
+void Context::fill_kv_pos(const std::vector<KvCell> &cells, uint32_t n_kv) {
+    kv_pos_.resize(n_kv);
+    for (uint32_t j = 0; j < n_kv; ++j) kv_pos_[j] = cells[j].pos;
+}
+
+// Decoder token t may attend to encoder token j when t's sequence is one of j's (b4748's cross mask).
+void Context::build_cross_mask(const Batch &b, int32_t begin, int32_t n) {
+    const size_t n_enc = enc_seq_.size();
+    cross_mask_.resize(static_cast<size_t>(n) * n_enc);
+    for (int32_t t = 0; t < n; ++t) {
+        const int32_t seq = b.seq_id[begin + t][0];
+        float *row = cross_mask_.data() + static_cast<size_t>(t) * n_enc;
+        for (size_t j = 0; j < n_enc; ++j)
+            row[j] = enc_seq_[j].test(seq) ? 0.0f : -std::numeric_limits<float>::infinity();
+    }
+}
+
 DecodeStatus Context::decode(const Batch &in) {
-    if (!validate(in)) return DecodeStatus::Error;
+    if (!validate(in, "decode")) return DecodeStatus::Error;
     const HParams &hp = model_.hparams();
     const double t_start = now_ms();
     const int32_t n_tokens = in.n_tokens;
 
     // Fill in defaults: sequence 0, positions continuing each sequence, output for the last token.
     Batch b = in;
-    static int32_t seq_zero = 0;
-    std::vector<int32_t> n_seq_default;
-    std::vector<int32_t *> seq_default;
-    if (!b.seq_id) {
-        n_seq_default.assign(n_tokens, 1);
-        seq_default.assign(n_tokens, &seq_zero);
-        b.n_seq_id = n_seq_default.data();
-        b.seq_id = seq_default.data();
-    } else if (!b.n_seq_id) {
-        n_seq_default.assign(n_tokens, 1);
-        b.n_seq_id = n_seq_default.data();
-    }
+    SeqDefaults seq_defaults;
+    fill_seq_defaults(b, seq_defaults);
     if (!b.pos) {
         auto_pos_.resize(n_tokens);
         std::vector<int64_t> next(kMaxSeqs, -1);
@@ -252,9 +273,15 @@ DecodeStatus Context::decode(const Batch &in) {
         }
         b.pos = auto_pos_.data();
     }
-    if (!check_positions(b) || !check_outputs()) return DecodeStatus::Error;
+    if (!check_positions(b, "decode") || !check_outputs()) return DecodeStatus::Error;
     std::vector<int32_t> ubatch_ends;
     if (!plan_ubatches(b, ubatch_ends)) return DecodeStatus::Error;
+    if (is_encoder_decoder() && enc_out_.empty()) {
+        LCTX_LOG_ERROR("decode: %s is an encoder-decoder model; run llama_encode on the input first",
+                       hp.arch_name.c_str());
+        return DecodeStatus::Error;
+    }
+    enc_rows_readable_ = false;
 
     std::vector<int8_t> want(n_tokens, 0);
     if (params_.embeddings && params_.pooling != PoolingType::None) {
@@ -313,6 +340,8 @@ DecodeStatus Context::decode(const Batch &in) {
         placed_.insert(placed_.end(), cells_.begin(), cells_.end());
         const uint32_t n_kv = kv_->n_kv();
         build_mask(b, begin, n, n_kv);
+        fill_kv_pos(kv_->cells(), n_kv);
+        if (!enc_out_.empty()) build_cross_mask(b, begin, n);
 
         out_rows_.clear();
         for (int32_t t = 0; t < n; ++t)
@@ -327,6 +356,12 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.n_kv = static_cast<int32_t>(n_kv);
         fb.mask = mask_.data();
         fb.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
+        fb.kv_pos = kv_pos_.data();
+        if (!enc_out_.empty()) {
+            fb.enc_out = enc_out_.data();
+            fb.n_enc = static_cast<int32_t>(enc_seq_.size());
+            fb.cross_mask = cross_mask_.data();
+        }
         fb.n_outputs = static_cast<int32_t>(out_rows_.size());
         fb.out_rows = out_rows_.data();
         fb.logits = want_logits ? logits_.data() + static_cast<size_t>(out_row) * hp.n_vocab : nullptr;
@@ -471,7 +506,7 @@ float *Context::logits_ith(int32_t i) {
 }
 
 float *Context::embeddings_ith(int32_t i) {
-    if (!params_.embeddings || embd_.empty()) {
+    if ((!params_.embeddings && !enc_rows_readable_) || embd_.empty()) {
         LCTX_LOG_ERROR("get_embeddings_ith: no embeddings are available (embeddings off or nothing decoded)");
         return nullptr;
     }

@@ -71,6 +71,18 @@ class Context {
     // cache exactly as it found it; the outputs of the micro-batches it completed stay readable.
     DecodeStatus decode(const Batch &batch);
 
+    // Runs the model's encoder over a batch (llama_encode), in src/context/encode.cpp. The whole batch is one
+    // micro-batch (n_tokens <= n_ubatch, as b4748), attends within each sequence in both directions, and
+    // never touches the KV cache: its keys and values live in cells of its own. Missing positions are the
+    // batch indices 0, 1, ... and missing sequence ids 0 (b4748's defaults). An encoder-decoder model keeps
+    // the output, with each token's sequences, for the cross-attention of later decodes (and it can be read
+    // as embeddings); an encoder-only model's output is read as a decode's with embeddings on (per token, or
+    // pooled per sequence). A model without an encoder, or an invalid batch, is refused (Error) with a logged
+    // reason.
+    DecodeStatus encode(const Batch &batch);
+    // An encoder and a decoder (T5): decodes cross-attend to the last encode's output.
+    bool is_encoder_decoder() const;
+
     // Outputs of the last decode. Rows are in batch order; i indexes the batch (negative: from the
     // end of the outputs). Null with a logged reason for a token that did not ask for output.
     float *logits() { return logits_.data(); }
@@ -113,15 +125,23 @@ class Context {
   private:
     friend class ContextState;  // state save/restore (src/context/state.cpp) reads and writes outputs
 
-    bool validate(const Batch &batch) const;
+    // Storage for the defaults of a batch that left out its sequence ids (one id per token, sequence 0).
+    struct SeqDefaults {
+        std::vector<int32_t> n_seq;
+        std::vector<int32_t *> seq;
+    };
+    static void fill_seq_defaults(Batch &b, SeqDefaults &d);
+    bool validate(const Batch &batch, const char *what) const;
     bool plan_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
     // Learned absolute positions (bert) exist only below n_ctx_train; logits need an output matrix.
-    bool check_positions(const Batch &batch) const;
+    bool check_positions(const Batch &batch, const char *what) const;
     bool check_outputs() const;
     kernels::ThreadPool &pool_for(int32_t n_tokens);
     void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
     void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);
     void pool_embeddings(const Batch &batch);
+    void fill_kv_pos(const std::vector<KvCell> &cells, uint32_t n_kv);
+    void build_cross_mask(const Batch &batch, int32_t begin, int32_t n);
 
     const Model &model_;
     ContextParams params_;
@@ -146,6 +166,15 @@ class Context {
     std::vector<uint32_t> placed_;   // cells of every micro-batch of the current call (for rollback)
     std::vector<int32_t> out_rows_;  // ubatch rows with output
     std::vector<int32_t> auto_pos_;  // positions when the batch gave none
+    std::vector<int32_t> kv_pos_;    // [n_kv] position of each cell the micro-batch attends to
+
+    // The encoder (encode.cpp): its own cells, created at the first encode, and for encoder-decoder models
+    // the last output with the sequences of each of its tokens, and the decoder's cross-attention mask.
+    std::unique_ptr<KvCache> enc_kv_;
+    std::vector<float> enc_out_;      // [n_enc][n_embd]
+    std::vector<SeqSet> enc_seq_;     // [n_enc]
+    std::vector<float> cross_mask_;   // [n_ubatch][n_enc]
+    bool enc_rows_readable_ = false;  // embd_ holds the last encode's rows (read even with embeddings off)
     PerfCounters perf_;
     bool causal_attn_ = true;
 };

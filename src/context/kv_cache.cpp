@@ -13,10 +13,10 @@
 namespace lctx {
 
 KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max,
-                 bool v_trans)
+                 bool v_trans, uint32_t n_layer)
     : size_(size),
       n_seq_max_(n_seq_max),
-      n_layer_(hp.n_layer),
+      n_layer_(n_layer ? n_layer : hp.n_layer),
       n_embd_k_(hp.n_embd_k_gqa()),
       n_embd_v_(hp.n_embd_v_gqa()) {
     if (size == 0) throw Error("KV cache size (n_ctx) must be greater than 0");

@@ -30,8 +30,10 @@ class KvCache {
   public:
     // v_trans: V stored a row per channel (the default); false keeps a row per cell (flash-attention
     // contexts, and block-quantized V types, which cannot be stored by single elements).
+    // n_layer: layers with K/V, 0 for the model's n_layer (an encoder-decoder model's decoder has its own
+    // count).
     KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType type_v, uint32_t n_seq_max,
-            bool v_trans = true);
+            bool v_trans = true, uint32_t n_layer = 0);
 
     uint32_t size() const { return size_; }
     uint32_t used() const { return used_; }

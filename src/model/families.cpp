@@ -10,12 +10,12 @@ namespace lctx {
 namespace {
 
 constexpr std::array kFamilies = {
-    Family{Arch::Llama, "llama", bind_llama, forward_llama},
-    Family{Arch::Qwen2, "qwen2", bind_qwen2, forward_llama},  // llama's layer
-    Family{Arch::Phi3, "phi3", bind_phi3, forward_phi3},
-    Family{Arch::Gemma2, "gemma2", bind_gemma2, forward_gemma2},
-    Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom},
-    Family{Arch::Bert, "bert", bind_bert, forward_bert},
+    Family{Arch::Llama, "llama", bind_llama, forward_llama, nullptr},
+    Family{Arch::Qwen2, "qwen2", bind_qwen2, forward_llama, nullptr},  // llama's layer
+    Family{Arch::Phi3, "phi3", bind_phi3, forward_phi3, nullptr},
+    Family{Arch::Gemma2, "gemma2", bind_gemma2, forward_gemma2, nullptr},
+    Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom, nullptr},
+    Family{Arch::Bert, "bert", bind_bert, forward_bert, forward_bert},  // an encoder: encode and decode alike
 };
 
 }  // namespace

@@ -28,6 +28,10 @@ struct Family {
     std::string_view name;  // general.architecture
     BindFn bind;            // null (with forward) until the family's forward pass exists
     ForwardFn forward;
+    // The encoder pass llama_encode runs (every token's final hidden state into ForwardBatch::hidden): the
+    // same function as forward for encoder-only families, the encoder stack for encoder-decoder ones, null
+    // for decoder-only families.
+    ForwardFn encode;
     bool runs() const { return bind && forward; }
 };
 

@@ -41,6 +41,12 @@ struct ForwardBatch {
     int32_t n_kv = 0;                 // attention spans cells [0, n_kv)
     const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf (ALiBi: -|pos_q - pos_k|)
     const float *mask_swa = nullptr;  // the same for sliding-window layers (HParams::layer_is_swa), or null
+    const int32_t *kv_pos = nullptr;  // [n_kv] position of each cell (-1: empty; masked anyway)
+    // Encoder-decoder models' decoder: the last encode's output [n_enc][n_embd] and which of its tokens each
+    // token may attend to, cross_mask [n_tokens][n_enc] (0 or -inf). Null / 0 otherwise.
+    const float *enc_out = nullptr;
+    int32_t n_enc = 0;
+    const float *cross_mask = nullptr;
     int32_t n_outputs = 0;
     const int32_t *out_rows = nullptr;  // [n_outputs] ubatch rows whose outputs are wanted (ascending)
     float *logits = nullptr;            // [n_outputs][n_vocab], or null

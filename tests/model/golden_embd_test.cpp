@@ -67,7 +67,11 @@ TEST_P(GoldenEmbeddings, MatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Bert, GoldenEmbeddings,
-                         ::testing::Values(Case{"bert_embd_mean", testing::EmbedPath::Decode},
+                         ::testing::Values(Case{"bert_embd_mean", testing::EmbedPath::Encode},
+                                           Case{"bert_embd_cls", testing::EmbedPath::Encode},
+                                           Case{"bert_embd_last", testing::EmbedPath::Encode},
+                                           Case{"bert_embd_none", testing::EmbedPath::Encode},
+                                           Case{"bert_embd_mean", testing::EmbedPath::Decode},
                                            Case{"bert_embd_cls", testing::EmbedPath::Decode},
                                            Case{"bert_embd_last", testing::EmbedPath::Decode},
                                            Case{"bert_embd_none", testing::EmbedPath::Decode}),

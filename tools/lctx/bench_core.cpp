@@ -172,9 +172,8 @@ uint64_t LctxRunner::run_embd() {
     b.pos = pos_.data();
     b.n_seq_id = n_seq_id.data();
     b.seq_id = seq_ids.data();
-    ctx_->kv().clear();  // ENCODE_PENDING
     const uint64_t t0 = now_ns();
-    const DecodeStatus st = ctx_->decode(b);  // ENCODE_PENDING
+    const DecodeStatus st = ctx_->encode(b);
     const uint64_t ns = now_ns() - t0;
     if (st != DecodeStatus::Ok)
         throw Error("lctx encode failed with status " + std::to_string(static_cast<int>(st)));

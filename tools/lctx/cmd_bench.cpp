@@ -1,9 +1,9 @@
 // lctx bench: llama-bench style speed tests (pp: one prompt batch; tg: single-token decodes; -pg: a prompt
 // then generation; -d: after that many tokens already in the cache), over lists of sizes, thread counts and
 // batch sizes, with the memory-bandwidth limit of generation, optionally against llama.cpp itself (--peer)
-// with the runs of the two engines alternating. Output as llama-bench's: md, csv, json or jsonl. An embedding
-// model (an encoder without an output matrix, such as bert, or any model with --embd) is measured in
-// embedding mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them.
+// with the runs of the two engines alternating. Output as llama-bench's: md, csv, json or jsonl. An encoder
+// without an output matrix (bert), or with --embd any model with an encoder pass, is measured in embedding
+// mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/families.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
@@ -156,7 +157,14 @@ int cmd_bench(int argc, char **argv) {
     std::unique_ptr<Model> model = load_model_or_report(model_path);
     if (!model) return 1;
     // An encoder that only gives embeddings has no generation to measure.
-    if (!model->hparams().causal_attn && !model->weights().output.data) embd = true;
+    const Family *family = find_family(model->hparams().arch);
+    const bool has_encoder = family && family->encode;
+    if (has_encoder && !model->weights().output.data) embd = true;
+    if (embd && !has_encoder) {
+        std::fprintf(stderr, "lctx bench: --embd: %s has no encoder pass (llama_encode) to measure\n",
+                     model->hparams().arch_name.c_str());
+        return 1;
+    }
     if (embd) {
         std::vector<int> n_seqs;
         if (!parse_int_list(n_seq_arg, 1, &n_seqs)) {

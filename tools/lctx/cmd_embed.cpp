@@ -170,7 +170,7 @@ int cmd_embed(int argc, char **argv) {
         return 1;
     }
     const Family *family = find_family(hp.arch);
-    const bool encoder = family && false;  // ENCODE_PENDING family->encode
+    const bool encoder = family && family->encode;
 
     Output out;
     const size_t n_embd = hp.n_embd;
@@ -198,8 +198,8 @@ int cmd_embed(int argc, char **argv) {
         b.n_seq_id = nseq.data();
         b.seq_id = sids.data();
         b.logits = want.data();
-        ctx->kv().clear();  // a decoder's pass must not see the previous texts
-        const DecodeStatus ds = encoder ? DecodeStatus::Error : ctx->decode(b);  // ENCODE_PENDING
+        if (!encoder) ctx->kv().clear();  // a decoder's pass must not see the previous texts
+        const DecodeStatus ds = encoder ? ctx->encode(b) : ctx->decode(b);
         if (ds != DecodeStatus::Ok) {
             std::fprintf(stderr, "lctx embed: the pass over texts %zu..%zu failed (see the message above)\n",
                          first + 1, last);
