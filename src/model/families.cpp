@@ -16,6 +16,7 @@ constexpr std::array kFamilies = {
     Family{Arch::Gemma2, "gemma2", bind_gemma2, forward_gemma2, nullptr},
     Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom, nullptr},
     Family{Arch::Bert, "bert", bind_bert, forward_bert, forward_bert},  // an encoder: encode and decode alike
+    Family{Arch::NomicBert, "nomic-bert", bind_nomic_bert, forward_bert, forward_bert},  // bert's layer
 };
 
 }  // namespace

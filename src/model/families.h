@@ -60,6 +60,7 @@ bool forward_bloom(const Model &model, const KvView &kv, const ForwardBatch &bat
                    kernels::ThreadPool &pool);
 
 void bind_bert(WeightBinder &b, const HParams &hp, ModelWeights &w);
+void bind_nomic_bert(WeightBinder &b, const HParams &hp, ModelWeights &w);  // runs forward_bert
 bool forward_bert(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
                   kernels::ThreadPool &pool);
 

@@ -167,6 +167,8 @@ const char *model_size_name(const HParams &hp) {
                 default:
                     return "?B";
             }
+        case Arch::NomicBert:
+            return hp.n_layer == 12 && hp.n_embd == 768 ? "137M" : "?B";
         case Arch::Other:
             break;
     }
@@ -227,9 +229,9 @@ void load_bloom(const gguf::File &f, const std::string &p, HParams &hp) {
                     "attention.max_alibi_bias' = " + std::to_string(hp.max_alibi_bias) + " is not a bias");
 }
 
-// bert: LayerNorm epsilon required; non-causal unless the file says otherwise; the pooling the model was
-// trained with (optional); position embeddings for n_ctx_train positions; the token-type count (b4748 reads
-// it from the vocabulary; BERT's two types when absent).
+// bert and nomic-bert: LayerNorm epsilon required; non-causal unless the file says otherwise; the pooling the
+// model was trained with (optional); the token-type count (b4748 reads it from the vocabulary; BERT's two
+// types when absent). bert has position embeddings for n_ctx_train positions, nomic-bert rotates instead.
 void load_bert(const gguf::File &f, const std::string &p, HParams &hp) {
     hp.norm_eps = get_required_f32(f, p + "attention.layer_norm_epsilon");
     hp.causal_attn = f.get_bool(p + "attention.causal").value_or(false);
@@ -239,7 +241,7 @@ void load_bert(const gguf::File &f, const std::string &p, HParams &hp) {
                         " is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
         hp.pooling_type = static_cast<int32_t>(*pt);
     }
-    hp.abs_pos_embd = true;
+    hp.abs_pos_embd = hp.arch == Arch::Bert;
     hp.n_token_types = get_u32(f, "tokenizer.ggml.token_type_count", false, 2);
     if (hp.n_token_types == 0) throw Error("tokenizer.ggml.token_type_count is 0; BERT needs a token type");
     if (hp.n_embd_head_k * hp.n_head != hp.n_embd || hp.n_embd_head_v != hp.n_embd_head_k)
@@ -264,6 +266,7 @@ void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
             load_bloom(f, p, hp);
             break;
         case Arch::Bert:
+        case Arch::NomicBert:
             load_bert(f, p, hp);
             break;
         case Arch::Other:

@@ -16,7 +16,7 @@ class File;
 
 // Families lctx knows by name (model/families.h says which of them run). Other: an architecture b4748 knows
 // (model/architectures.h) that lctx has no family for; only its vocabulary can be loaded.
-enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, Bert, Other };
+enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, Bert, NomicBert, Other };
 
 const char *arch_name(Arch arch);
 // Maps general.architecture to a family that runs; throws lctx::Error naming an architecture without a

@@ -40,7 +40,8 @@ struct Shape {
 };
 
 // The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
-// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "bge-small", "bert-tiny", "bert-rerank-tiny". Null
+// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "bge-small", "bert-tiny", "bert-rerank-tiny",
+// "nomic-embed-text", "nomic-bert-tiny". Null
 // when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
