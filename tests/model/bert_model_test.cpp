@@ -115,6 +115,8 @@ TEST(Bert, RefusesPositionsBeyondItsLearnedOnes) {
     for (int32_t &p : s.pos) p += static_cast<int32_t>(m->hparams().n_ctx_train) - 2;  // the last reach 128
     EXPECT_EQ(ctx.decode(s.batch()), DecodeStatus::Error);
     EXPECT_EQ(ctx.kv().used(), 0u);
+    EXPECT_EQ(ctx.encode(s.batch()), DecodeStatus::Error);
+    EXPECT_EQ(ctx.embeddings_seq(0), nullptr);  // nothing was pooled
 }
 
 TEST(Bert, RefusesLogitsItHasNoMatrixFor) {
