@@ -350,20 +350,28 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
             j["frac_of_limit"] = st.avg_ts / limit;
         }
     }
+    if (r.n_prompt > 0 && r.n_gen == 0 && r.peak_ops > 0) {
+        j["ops_per_token"] = r.ops_per_token;
+        j["peak_kind"] = r.peak_kind;
+        j["peak_ops"] = r.peak_ops;
+        j["frac_of_peak"] = st.avg_ts * r.ops_per_token / r.peak_ops;
+    }
     return j;
 }
 
 std::string markdown(const std::vector<Result> &results) {
     std::string out =
         "| model | size | params | backend | threads | n_batch | n_ubatch | test | t/s | engine | GB/s | % "
-        "of limit |\n"
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n";
+        "of limit | % of peak |\n"
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n";
     // (test, threads, n_batch, n_ubatch) -> engine -> mean t/s, for the ratio lines
     std::map<std::tuple<std::string, int, uint32_t, uint32_t>, std::map<std::string, double>> means;
     std::map<std::pair<std::string, int>, std::set<std::pair<uint32_t, uint32_t>>> batches;
     for (const Result &r : results) {
         const Stats st = compute_stats(r.samples_ns, r.n_tokens());
-        std::string gbps = "-", frac = "-";
+        std::string gbps = "-", frac = "-", peak = "-";
+        if (r.n_prompt > 0 && r.n_gen == 0 && r.peak_ops > 0)
+            peak = fmt("%.1f%%", 100.0 * st.avg_ts * r.ops_per_token / r.peak_ops);
         if (r.n_gen > 0 && r.n_prompt == 0) {
             gbps = fmt("%.2f", st.avg_ts * static_cast<double>(r.model.bytes_per_token) / 1e9);
             if (r.mem_bw > 0)
@@ -374,7 +382,7 @@ std::string markdown(const std::vector<Result> &results) {
                human_count(r.model.n_params) + " | CPU | " + std::to_string(r.n_threads) + " | " +
                std::to_string(r.n_batch) + " | " + std::to_string(r.n_ubatch) + " | " + r.test_name() +
                " | " + fmt("%.2f ± %.2f", st.avg_ts, st.stddev_ts) + " | " + r.engine + " | " + gbps + " | " +
-               frac + " |\n";
+               frac + " | " + peak + " |\n";
         means[{r.test_name(), r.n_threads, r.n_batch, r.n_ubatch}][r.engine] = st.avg_ts;
         batches[{r.test_name(), r.n_threads}].insert({r.n_batch, r.n_ubatch});
     }

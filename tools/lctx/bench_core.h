@@ -94,6 +94,10 @@ struct Result {
     std::string test_time;               // ISO 8601, UTC
     std::vector<uint64_t> samples_ns;
     double mem_bw = 0;  // bytes/s for n_threads, the mean of one probe per repetition (0: none)
+    // Prompt tests: operations per prompt token (bench_roofline.h) and the machine's peak operations/s of
+    // the kind the weights use, for n_threads (0: not probed).
+    double ops_per_token = 0, peak_ops = 0;
+    std::string peak_kind;
     // "pp512" / "tg128" / "pp512+tg128", " @ d1024" after a depth; "embd8x128" (8 sequences of 128 tokens)
     std::string test_name() const;
     int n_tokens() const { return n_seq > 0 ? n_seq * n_prompt : n_prompt + n_gen; }

@@ -8,16 +8,19 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "kernels/dot.h"
 #include "model/families.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
+#include "tools/lctx/bench_roofline.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 
@@ -64,6 +67,7 @@ int cmd_bench(int argc, char **argv) {
     bool json = false, embd = false;
     std::string n_seq_arg = "8";
     double bw_mib = 1024;
+    bool no_peak = false;
     app.add_option("-m,--model", model_path, "GGUF model file");
     app.add_option("-p,--n-prompt", prompt_arg, "prompt sizes of the pp tests, e.g. 128,512 (0: none)");
     app.add_option("-n,--n-gen", gen_arg, "generated tokens of the tg tests, e.g. 64,128 (0: none)");
@@ -78,6 +82,7 @@ int cmd_bench(int argc, char **argv) {
                    "physical batch sizes (-ub), e.g. 128,512 (capped by the batch)");
     app.add_option("-o,--output", output, "output format: md, csv, json or jsonl");
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
+    app.add_flag("--no-peak", no_peak, "skip the compute-peak probe of the prompt tests' \"% of peak\"");
     app.add_option("--peer", peer_dir,
                    "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
     app.add_flag("--json", json, "the same as -o json");
@@ -188,6 +193,8 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     const bench::ModelFacts facts = bench::model_facts(*model);
+    const bench::ComputeFacts compute = bench::compute_facts(*model);
+    std::map<int, double> peak_by_threads;  // probed once per thread count, at the first prompt test
     const bool tty = isatty(STDERR_FILENO);
     auto progress = [&](const char *engine, const std::string &test, int t, int rep) {
         if (!tty) return;
@@ -293,6 +300,20 @@ int cmd_bench(int argc, char **argv) {
                                     theirs.samples_ns.push_back(run_peer());
                                 }
                             }
+                            if (test.n_prompt > 0 && test.n_gen == 0 && !no_peak) {
+                                if (!peak_by_threads.count(t)) {
+                                    if (tty)
+                                        std::fprintf(stderr, "\r\033[Kbench: %s peak t=%d",
+                                                     bench::peak_kind_name(compute.kind), t);
+                                    peak_by_threads[t] = bench::compute_peak(compute.kind, t);
+                                }
+                                mine.ops_per_token = theirs.ops_per_token =
+                                    test.n_seq > 0
+                                        ? bench::ops_per_encoded_token(compute, test.n_prompt)
+                                        : bench::ops_per_prompt_token(compute, test.n_prompt, depth);
+                                mine.peak_ops = theirs.peak_ops = peak_by_threads[t];
+                                mine.peak_kind = theirs.peak_kind = bench::peak_kind_name(compute.kind);
+                            }
                             if (!bw.empty()) {
                                 double sum = 0;
                                 for (double b : bw) sum += b;
@@ -334,6 +355,19 @@ int cmd_bench(int argc, char **argv) {
         } else {
             std::printf(
                 "\nembdSxL: S sequences of L tokens in one llama_encode; t/s counts all S x L tokens\n");
+        }
+        if (!peak_by_threads.empty()) {
+            // "% of peak" = pp t/s x operations per token / this peak (bench_roofline.h).
+            std::printf("compute peak, %s at the %s level:", bench::peak_kind_name(compute.kind),
+                        kernels::isa_name(kernels::isa_active()));
+            for (const auto &[t, ops] : peak_by_threads) std::printf(" t=%d %.1f G/s;", t, ops / 1e9);
+            for (int p : prompts)
+                if (p > 0)
+                    std::printf(" %s%d: %.3f G operations per token", embd ? "embd L=" : "pp", p,
+                                (embd ? bench::ops_per_encoded_token(compute, p)
+                                      : bench::ops_per_prompt_token(compute, p, 0)) /
+                                    1e9);
+            std::printf("\n");
         }
         if (!peer_dir.empty())
             std::printf("llama.cpp: %s (build %s)\n",

@@ -1,0 +1,242 @@
+#include "tools/lctx/bench_roofline.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "model/families.h"
+#include "tensor/types.h"
+
+namespace lctx::bench {
+
+namespace {
+
+// Each probe runs `iters` rounds of independent dependency chains (enough of them to cover the latency of
+// every pipe) and returns a value derived from all of them, so nothing is optimized away. They return the
+// operations done.
+
+// Twelve named accumulators (not an array, which the compiler may keep in memory), each step one
+// instruction per accumulator. They start from distinct values: identical chains would be merged into one.
+#define LCTX_DISTINCT(set1, scale)                                                                      \
+    a0 = set1(scale 0), a1 = set1(scale 1), a2 = set1(scale 2), a3 = set1(scale 3), a4 = set1(scale 4), \
+    a5 = set1(scale 5), a6 = set1(scale 6), a7 = set1(scale 7), a8 = set1(scale 8), a9 = set1(scale 9), \
+    a10 = set1(scale 10), a11 = set1(scale 11)
+#define LCTX_ROUNDS12(step)                \
+    for (uint64_t i = 0; i < iters; ++i) { \
+        step(a0);                          \
+        step(a1);                          \
+        step(a2);                          \
+        step(a3);                          \
+        step(a4);                          \
+        step(a5);                          \
+        step(a6);                          \
+        step(a7);                          \
+        step(a8);                          \
+        step(a9);                          \
+        step(a10);                         \
+        step(a11);                         \
+    }
+
+__attribute__((target("avx512f"))) double fma_avx512(uint64_t iters, float *sink) {
+    __m512 a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
+    LCTX_DISTINCT(_mm512_set1_ps, 1.0f + 0.001f *);
+    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+#define LCTX_STEP(x) x = _mm512_fmadd_ps(x, m, c)
+    LCTX_ROUNDS12(LCTX_STEP)
+#undef LCTX_STEP
+    const __m512 s =
+        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
+                                    _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+    alignas(64) float v[16];
+    _mm512_store_ps(v, s);
+    *sink = v[0] + v[15];
+    return static_cast<double>(iters) * 12 * 16 * 2;
+}
+
+__attribute__((target("avx2,fma"))) double fma_avx2(uint64_t iters, float *sink) {
+    __m256 a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
+    LCTX_DISTINCT(_mm256_set1_ps, 1.0f + 0.001f *);
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+#define LCTX_STEP(x) x = _mm256_fmadd_ps(x, m, c)
+    LCTX_ROUNDS12(LCTX_STEP)
+#undef LCTX_STEP
+    const __m256 s =
+        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                      _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)),
+                                    _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11))));
+    alignas(32) float v[8];
+    _mm256_store_ps(v, s);
+    *sink = v[0] + v[7];
+    return static_cast<double>(iters) * 12 * 8 * 2;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double dot_avx512(uint64_t iters, float *sink) {
+    __m512i a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
+    LCTX_DISTINCT(_mm512_set1_epi32, 1 +);
+    const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+#define LCTX_STEP(acc) acc = _mm512_dpbusd_epi32(acc, x, y)
+    LCTX_ROUNDS12(LCTX_STEP)
+#undef LCTX_STEP
+    const __m512i s = _mm512_add_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+        _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),
+                         _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));
+    alignas(64) int32_t v[16];
+    _mm512_store_si512(v, s);
+    *sink = static_cast<float>(v[0] + v[15]);
+    return static_cast<double>(iters) * 12 * 64 * 2;
+}
+
+// AVX2 has no int8 dot: a product pair goes through maddubs (u8 x s8 -> i16 pairs) and madd (-> i32), then
+// an add into the accumulator, as the AVX2 kernels do.
+__attribute__((target("avx2"))) double dot_avx2(uint64_t iters, float *sink) {
+    __m256i a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
+    LCTX_DISTINCT(_mm256_set1_epi32, 1 +);
+    __m256i x = _mm256_set1_epi8(3);
+    const __m256i y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+    // x changes each round (through an empty asm), so the products cannot be hoisted out of the loop.
+#define LCTX_STEP(acc) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), ones))
+    for (uint64_t i = 0; i < iters; ++i) {
+        __asm__ volatile("" : "+x"(x));
+        LCTX_STEP(a0);
+        LCTX_STEP(a1);
+        LCTX_STEP(a2);
+        LCTX_STEP(a3);
+        LCTX_STEP(a4);
+        LCTX_STEP(a5);
+        LCTX_STEP(a6);
+        LCTX_STEP(a7);
+        LCTX_STEP(a8);
+        LCTX_STEP(a9);
+        LCTX_STEP(a10);
+        LCTX_STEP(a11);
+    }
+#undef LCTX_STEP
+    const __m256i s = _mm256_add_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+        _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)),
+                         _mm256_add_epi32(_mm256_add_epi32(a8, a9), _mm256_add_epi32(a10, a11))));
+    alignas(32) int32_t v[8];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(v), s);
+    *sink = static_cast<float>(v[0] + v[7]);
+    return static_cast<double>(iters) * 12 * 32 * 2;
+}
+
+#undef LCTX_ROUNDS12
+#undef LCTX_DISTINCT
+
+double fma_scalar(uint64_t iters, float *sink) {
+    float a[8];
+    for (int k = 0; k < 8; ++k) a[k] = 1.0f + 0.001f * static_cast<float>(k);
+    for (uint64_t i = 0; i < iters; ++i)
+        for (int k = 0; k < 8; ++k) a[k] = a[k] * 0.999999f + 1e-6f;
+    *sink = a[0] + a[7];
+    return static_cast<double>(iters) * 8 * 2;
+}
+
+double dot_scalar(uint64_t iters, float *sink) {
+    int32_t a[8] = {};
+    volatile int8_t yv = -2;  // keeps the compiler from folding the loop into one multiply
+    for (uint64_t i = 0; i < iters; ++i)
+        for (int k = 0; k < 8; ++k) a[k] += 3 * yv;
+    *sink = static_cast<float>(a[0] + a[7]);
+    return static_cast<double>(iters) * 8 * 2;
+}
+
+using Probe = double (*)(uint64_t, float *);
+
+Probe probe_for(PeakKind kind) {
+    const kernels::Isa isa = kernels::isa_active();
+    if (isa >= kernels::Isa::Avx512) return kind == PeakKind::F32Fma ? fma_avx512 : dot_avx512;
+    if (isa == kernels::Isa::Avx2) return kind == PeakKind::F32Fma ? fma_avx2 : dot_avx2;
+    return kind == PeakKind::F32Fma ? fma_scalar : dot_scalar;
+}
+
+}  // namespace
+
+const char *peak_kind_name(PeakKind k) {
+    return k == PeakKind::F32Fma ? "f32 FMA" : "int8 dot";
+}
+
+double compute_peak(PeakKind kind, int n_threads) {
+    const Probe probe = probe_for(kind);
+    n_threads = std::max(1, n_threads);
+    const uint64_t iters = 2'000'000;  // ~20 ms per thread at a few GHz
+    double best = 0;
+    for (int run = 0; run < 3; ++run) {
+        std::vector<float> sinks(static_cast<size_t>(n_threads) * 16);  // a cache line apart
+        std::vector<double> ops(n_threads);
+        std::atomic<int> ready{0};
+        std::atomic<bool> go{false};
+        std::vector<std::thread> workers;
+        for (int t = 0; t < n_threads; ++t)
+            workers.emplace_back([&, t] {
+                ready.fetch_add(1);
+                while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+                ops[t] = probe(iters, &sinks[static_cast<size_t>(t) * 16]);
+            });
+        while (ready.load() < n_threads) std::this_thread::yield();
+        const auto t0 = std::chrono::steady_clock::now();
+        go.store(true, std::memory_order_release);
+        for (std::thread &w : workers) w.join();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double total = 0;
+        for (double o : ops) total += o;
+        if (s > 0) best = std::max(best, total / s);
+    }
+    return best;
+}
+
+ComputeFacts compute_facts(const Model &model) {
+    ComputeFacts f;
+    const gguf::File &file = model.file();
+    const gguf::TensorInfo *embd = nullptr;
+    bool has_output = false;
+    uint64_t quant_bytes = 0, float_bytes = 0;
+    auto count = [&](const gguf::TensorInfo &t) {
+        f.matmul_macs += static_cast<uint64_t>(t.ne[0]) * static_cast<uint64_t>(t.ne[1]);
+        (type_traits(t.type).is_quantized ? quant_bytes : float_bytes) += t.nbytes;
+    };
+    for (const gguf::TensorInfo &t : file.tensors()) {
+        const std::string_view name = t.name;
+        if (name == "token_embd.weight") {
+            embd = &t;
+            continue;
+        }
+        if (name == "output.weight") has_output = true;
+        // Matrices only; lookups (position and token-type embeddings) cost no products.
+        // A reranker's classification head (cls, cls.output) runs once per sequence, not per token.
+        if (t.ne.size() < 2 || t.n_elements() != t.ne[0] * t.ne[1] || name.starts_with("position_embd") ||
+            name.starts_with("token_types") || name.starts_with("cls."))
+            continue;
+        count(t);
+    }
+    // The output projection reuses the embedding matrix; an encoder-only model (bert) has none.
+    const Family *family = find_family(model.hparams().arch);
+    const bool encoder_only = family && family->encode && !model.hparams().causal_attn;
+    if (embd && !has_output && !encoder_only) count(*embd);
+    const HParams &hp = model.hparams();
+    f.attn_macs_per_key =
+        static_cast<uint64_t>(hp.n_layer) * hp.n_head * (hp.n_embd_head_k + hp.n_embd_head_v);
+    f.kind = quant_bytes > float_bytes ? PeakKind::Int8Dot : PeakKind::F32Fma;
+    return f;
+}
+
+double ops_per_encoded_token(const ComputeFacts &f, int n_len) {
+    return 2.0 * (static_cast<double>(f.matmul_macs) +
+                  static_cast<double>(f.attn_macs_per_key) * static_cast<double>(n_len));
+}
+
+double ops_per_prompt_token(const ComputeFacts &f, int n_prompt, int depth) {
+    const double mean_keys = static_cast<double>(depth) + (static_cast<double>(n_prompt) + 1.0) / 2.0;
+    return 2.0 * (static_cast<double>(f.matmul_macs) + static_cast<double>(f.attn_macs_per_key) * mean_keys);
+}
+
+}  // namespace lctx::bench
