@@ -155,7 +155,8 @@ int cmd_embed(int argc, char **argv) {
                                         : static_cast<uint32_t>(std::min<size_t>(texts.size(), kMaxSeqs));
 
     ContextParams cp;
-    cp.n_ctx = n_ctx;
+    cp.n_ctx =
+        batch;  // one pass at a time: an encoder keeps nothing, a decoder clears its cache between passes
     cp.n_batch = cp.n_ubatch = batch;
     cp.n_seq_max = seqs;
     cp.n_threads = cp.n_threads_batch = resolved_threads(n_threads);
