@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ostream>
 
 #include "golden_runner.h"
 
@@ -28,6 +29,10 @@ struct Case {
     const char *name;
     testing::EmbedPath path;
 };
+
+void PrintTo(const Case &c, std::ostream *os) {
+    *os << c.name << (c.path == testing::EmbedPath::Encode ? " encode" : " decode");
+}
 
 class GoldenEmbeddings : public ::testing::TestWithParam<Case> {};
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "../../tools/lctx/bench_peer.h"
 #include "../../tools/lctx/synth_model.h"
@@ -43,6 +44,10 @@ struct Case {
     const char *shape;
     PoolingType pooling;
 };
+
+void PrintTo(const Case &c, std::ostream *os) {
+    *os << c.shape << " pooling " << static_cast<int>(c.pooling);
+}
 
 class PeerEmbedding : public ::testing::TestWithParam<Case> {};
 
