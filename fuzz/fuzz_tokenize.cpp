@@ -1,6 +1,6 @@
-// Fuzzes the tokenizers of the three vocabulary kinds with arbitrary bytes (invalid UTF-8, control-token
+// Fuzzes the tokenizers of the four vocabulary kinds with arbitrary bytes (invalid UTF-8, control-token
 // spellings, long inputs) and the detokenizer with arbitrary ids.
-// Input: byte 0 picks the vocabulary (% 3: SPM stories260K, BPE gpt-2, WPM bert-bge) and the flags
+// Input: byte 0 picks the vocabulary (% 4: SPM stories260K, BPE gpt-2, WPM bert-bge, UGM t5) and the flags
 // (bit 2 add_special, bit 3 parse_special, bit 4 remove_special, bit 5 unparse_special, bit 6 also read
 // the rest as int32 token ids); the rest is the text.
 #include <cstdint>
@@ -31,12 +31,13 @@ Loaded load(const std::string &path) {
 }
 
 const Vocab &pick(uint8_t selector) {
-    static Loaded vocabs[3] = {
+    static Loaded vocabs[4] = {
         load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf"),
         load(std::string(LCTX_FIXTURES_DIR) + "/vocab/ggml-vocab-gpt-2.gguf"),
         load(std::string(LCTX_FIXTURES_DIR) + "/vocab/ggml-vocab-bert-bge.gguf"),
+        load(std::string(LCTX_FIXTURES_DIR) + "/golden-t5/vocab/ggml-vocab-t5.gguf"),
     };
-    return *vocabs[selector % 3].vocab;
+    return *vocabs[selector % 4].vocab;
 }
 
 [[noreturn]] void fail(const char *what, int64_t detail) {

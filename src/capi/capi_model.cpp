@@ -240,7 +240,7 @@ bool llama_model_has_decoder(const struct llama_model *model) {
 
 llama_token llama_model_decoder_start_token(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, LLAMA_TOKEN_NULL);
-    return LLAMA_TOKEN_NULL;
+    return hp(model).dec_start_token;  // t5.decoder_start_token_id, or -1 (LLAMA_TOKEN_NULL)
 }
 
 bool llama_model_is_recurrent(const struct llama_model *model) {

@@ -45,8 +45,9 @@ Context::Context(const Model &model, const ContextParams &params) : model_(model
             causal_attn_ = hp.causal_attn;
             break;
     }
+    // An encoder-decoder model's cache holds its decoder's layers (the encoder has cells of its own).
     kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max,
-                                    /*v_trans=*/!params_.flash_attn);
+                                    /*v_trans=*/!params_.flash_attn, hp.n_layer_cache());
     pool_ = std::make_unique<kernels::ThreadPool>(std::max(params_.n_threads, params_.n_threads_batch));
     perf_.t_start_ms = now_ms();
 }

@@ -125,11 +125,12 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         for (int hh = 0; hh < hpi; ++hh) {
             float *s = scores + static_cast<int64_t>(hh) * lds;
             const float slope = a.alibi ? a.alibi[h0 + hh] : 1.0f;
+            const float *m = mask + (h0 + hh) * a.mask_head_stride + j0;
             if (a.softcap > 0.0f) {  // the scale goes inside the cap
                 softcap(s + j0, span, a.softcap, a.scale);
-                softmax(s + j0, mask + j0, span, 1.0f, slope);
+                softmax(s + j0, m, span, 1.0f, slope);
             } else {
-                softmax(s + j0, mask + j0, span, a.scale, slope);
+                softmax(s + j0, m, span, a.scale, slope);
             }
         }
 

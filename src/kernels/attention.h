@@ -32,6 +32,9 @@ struct AttentionArgs {
     float scale = 1.0f;            // usually 1/sqrt(head_dim_k)
     float softcap = 0.0f;          // > 0: scores = softcap * tanh(scores * scale / softcap), then the mask
     const float *alibi = nullptr;  // [n_head] ALiBi slopes: head h adds alibi[h] * mask; null: the mask as is
+    // > 0: each head has its own mask, head h's at mask + h * mask_head_stride (a per-head bias such as T5's
+    // relative positions); the heads' masks must have their -inf cells in the same places.
+    int64_t mask_head_stride = 0;
 
     const int32_t *rows = nullptr;  // query rows to compute
     int n_rows = 0;

@@ -54,6 +54,7 @@ float gelu(float x);
 void geglu(const float *g, const float *u, float *y, int64_t n);
 void gelu_inplace(float *x, int64_t n);
 void silu_inplace(float *x, int64_t n);
+void relu_inplace(float *x, int64_t n);  // x = max(x, 0)
 // y += x
 void add_inplace(float *y, const float *x, int64_t n);
 void scale_inplace(float *x, float s, int64_t n);

@@ -1,5 +1,6 @@
 #include "model/blocks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -8,6 +9,7 @@
 #include "kernels/matmul.h"
 #include "kernels/rows.h"
 #include "model/projection.h"
+#include "util/error.h"
 
 namespace lctx {
 
@@ -40,6 +42,10 @@ void rope_angles_rows(const ForwardBatch &b, const kernels::RopeParams &rope, Fo
 
 LayerRows layer_rows(const HParams &hp, uint32_t il, const ForwardBatch &b, ForwardScratch &s) {
     if (il + 1 == hp.n_layer) return {b.out_rows, b.n_outputs, b.n_outputs != b.n_tokens};
+    return all_rows(b, s);
+}
+
+LayerRows all_rows(const ForwardBatch &b, ForwardScratch &s) {
     if (s.rows.size() < static_cast<size_t>(b.n_tokens)) {
         s.rows.resize(static_cast<size_t>(b.n_tokens));
         for (size_t t = 0; t < s.rows.size(); ++t) s.rows[t] = static_cast<int32_t>(t);
@@ -54,6 +60,11 @@ void gather_rows(const LayerRows &r, float *x, int64_t width) {
 }
 
 namespace {
+
+std::vector<int32_t> &bucket_scratch() {
+    thread_local std::vector<int32_t> row;
+    return row;
+}
 
 std::vector<uint8_t> &v_row_scratch() {
     thread_local std::vector<uint8_t> row;
@@ -128,6 +139,7 @@ void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch
     a.scale = opt.scale;
     a.softcap = opt.softcap;
     a.alibi = opt.alibi;
+    a.mask_head_stride = opt.mask_head_stride;
     a.rows = r.rows;
     a.n_rows = static_cast<int>(r.n);
     a.out = out;
@@ -145,6 +157,70 @@ void ffn_swiglu(const HParams &hp, const LayerWeights &l, const float *h, int64_
         h, n_embd, n_rows, pool, s.mm);
     kernels::swiglu_rows(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows, n_ff, pool);
     project({{&l.ffn_down, &l.ffn_down_b, out, n_embd}}, s.ffn_a.data(), n_ff, n_rows, pool, s.mm);
+}
+
+void ffn_geglu(const HParams &hp, const LayerWeights &l, const float *h, int64_t n_rows, float *out,
+               ForwardScratch &s, kernels::ThreadPool &pool) {
+    const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff;
+    grow(s.ffn_a, n_rows * n_ff);  // ffn_a: [n_rows][n_ff]  gate, then gelu(gate) * up
+    grow(s.ffn_b, n_rows * n_ff);  // ffn_b: [n_rows][n_ff]  up
+    project(
+        {{&l.ffn_gate, &l.ffn_gate_b, s.ffn_a.data(), n_ff}, {&l.ffn_up, &l.ffn_up_b, s.ffn_b.data(), n_ff}},
+        h, n_embd, n_rows, pool, s.mm);
+    kernels::geglu_rows(s.ffn_a.data(), s.ffn_b.data(), s.ffn_a.data(), n_rows, n_ff, pool);
+    project({{&l.ffn_down, &l.ffn_down_b, out, n_embd}}, s.ffn_a.data(), n_ff, n_rows, pool, s.mm);
+}
+
+void ffn_relu(const HParams &hp, const LayerWeights &l, const float *h, int64_t n_rows, float *out,
+              ForwardScratch &s, kernels::ThreadPool &pool) {
+    const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff;
+    grow(s.ffn_a, n_rows * n_ff);  // ffn_a: [n_rows][n_ff]  up, then relu(up)
+    project({{&l.ffn_up, &l.ffn_up_b, s.ffn_a.data(), n_ff}}, h, n_embd, n_rows, pool, s.mm);
+    kernels::relu_inplace(s.ffn_a.data(), n_rows * n_ff);
+    project({{&l.ffn_down, &l.ffn_down_b, out, n_embd}}, s.ffn_a.data(), n_ff, n_rows, pool, s.mm);
+}
+
+int32_t relative_position_bucket(int64_t rel, uint32_t n_buckets, bool bidirectional) {
+    constexpr float kMaxDistance = 128.0f;  // T5's, which llama.cpp does not read from the file
+    int32_t nb = static_cast<int32_t>(n_buckets), bucket = 0;
+    int64_t n;  // the distance, made non-negative
+    if (bidirectional) {
+        nb /= 2;
+        if (rel > 0) bucket = nb;
+        n = rel < 0 ? -rel : rel;
+    } else {
+        n = rel < 0 ? -rel : 0;
+    }
+    const int32_t max_exact = nb / 2;
+    if (n < max_exact) return bucket + static_cast<int32_t>(n);
+    // in float, as llama.cpp computes it (a distance on a bucket's edge lands where it puts it)
+    const float large = std::floor(static_cast<float>(max_exact) +
+                                   std::log(static_cast<float>(n) / static_cast<float>(max_exact)) *
+                                       static_cast<float>(nb - max_exact) /
+                                       std::log(kMaxDistance / static_cast<float>(max_exact)));
+    return bucket + std::min(static_cast<int32_t>(std::min(large, 1e9f)), nb - 1);
+}
+
+void relative_position_masks(const HParams &hp, const ParamVector &rel_b, const ForwardBatch &b,
+                             const float *mask, bool bidirectional, std::vector<float> &out) {
+    const int64_t n_head = hp.n_head, n_tokens = b.n_tokens, n_kv = b.n_kv;
+    if (!b.kv_pos)
+        throw Error("relative-position attention needs the cells' positions (ForwardBatch::kv_pos)");
+    grow(out, static_cast<size_t>(n_head * n_tokens * n_kv));
+    std::vector<int32_t> &buckets = bucket_scratch();
+    buckets.resize(static_cast<size_t>(n_kv));
+    for (int64_t i = 0; i < n_tokens; ++i) {
+        const float *m = mask + i * n_kv;
+        for (int64_t j = 0; j < n_kv; ++j)  // only visible cells have a position to measure from
+            buckets[j] = std::isinf(m[j]) ? 0
+                                          : relative_position_bucket(int64_t{b.kv_pos[j]} - b.pos[i],
+                                                                     hp.n_rel_buckets, bidirectional);
+        for (int64_t h = 0; h < n_head; ++h) {
+            float *o = out.data() + (h * n_tokens + i) * n_kv;
+            for (int64_t j = 0; j < n_kv; ++j)
+                o[j] = std::isinf(m[j]) ? m[j] : m[j] + rel_b[buckets[j] * n_head + h];
+        }
+    }
 }
 
 void output_rms(const HParams &hp, const ModelWeights &w, const ForwardBatch &b, const float *x,

@@ -40,6 +40,8 @@ struct LayerRows {
     bool gathered;  // the last layer with fewer rows than tokens: gather_rows moves them to the front
 };
 LayerRows layer_rows(const HParams &hp, uint32_t il, const ForwardBatch &b, ForwardScratch &s);
+// Every row of the micro-batch (0, 1, ..., n_tokens - 1).
+LayerRows all_rows(const ForwardBatch &b, ForwardScratch &s);
 // x [n_tokens][width] -> x [r.n][width]: row i = old row r.rows[i] (ascending, so in place); nothing to do
 // unless r.gathered.
 void gather_rows(const LayerRows &r, float *x, int64_t width);
@@ -58,16 +60,36 @@ struct AttendOptions {
     float softcap = 0.0f;          // > 0: scores = softcap * tanh(scores / softcap)
     const float *mask = nullptr;   // [n_tokens][n_kv]; null: the batch's mask
     const float *alibi = nullptr;  // [n_head] ALiBi slopes (kernels::alibi_slopes), or null
+    // > 0: one mask per head, [n_head][n_tokens][n_kv] with this stride (relative_position_masks)
+    int64_t mask_head_stride = 0;
 };
 // out [r.n][n_head * head_dim_v] = attention of the query rows r.rows of q [n_tokens][n_head * head_dim_k]
 // (already rotated) over cells [0, n_kv) of layer il's cache.
 void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch &b, const float *q,
             const LayerRows &r, float *out, const AttendOptions &opt, kernels::ThreadPool &pool);
 
+// T5's relative-position bucket (of n_buckets) of a key at rel = key_pos - query_pos. Bidirectional (an
+// encoder): half the buckets for keys after the query, half for the others, by |rel|; otherwise (a decoder)
+// all for keys at or before it, by max(-rel, 0). Within a half of nb buckets, distances below nb/2 have one
+// bucket each, and the rest share the others on a log scale up to a distance of 128:
+//   nb/2 + floor(ln(n / (nb/2)) / ln(128 / (nb/2)) * (nb - nb/2)), at most nb - 1.
+int32_t relative_position_bucket(int64_t rel, uint32_t n_buckets, bool bidirectional);
+// out [n_head][n_tokens][n_kv] = mask + rel_b[bucket(b.kv_pos[j] - b.pos[i])][h] for mask [n_tokens][n_kv]
+// (-inf stays -inf): one attention mask per head (AttendOptions::mask_head_stride = n_tokens * n_kv).
+// rel_b is [n_buckets][n_head].
+void relative_position_masks(const HParams &hp, const ParamVector &rel_b, const ForwardBatch &b,
+                             const float *mask, bool bidirectional, std::vector<float> &out);
+
 // out [n_rows][n_embd] = (silu(h Wgate + bg) * (h Wup + bu)) Wdown + bd for h [n_rows][n_embd]; uses
 // s.ffn_a and s.ffn_b (grown here).
 void ffn_swiglu(const HParams &hp, const LayerWeights &l, const float *h, int64_t n_rows, float *out,
                 ForwardScratch &s, kernels::ThreadPool &pool);
+// The same with GELU (ggml's, kernels::gelu) in place of silu: (gelu(h Wgate) * (h Wup)) Wdown.
+void ffn_geglu(const HParams &hp, const LayerWeights &l, const float *h, int64_t n_rows, float *out,
+               ForwardScratch &s, kernels::ThreadPool &pool);
+// out [n_rows][n_embd] = relu(h Wup + bu) Wdown + bd (no gate); uses s.ffn_a.
+void ffn_relu(const HParams &hp, const LayerWeights &l, const float *h, int64_t n_rows, float *out,
+              ForwardScratch &s, kernels::ThreadPool &pool);
 
 // The batch's outputs from the final hidden states x [n_outputs][n_embd]: RMS-normalized with output_norm
 // (into s.cur), then write_outputs.

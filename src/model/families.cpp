@@ -17,6 +17,7 @@ constexpr std::array kFamilies = {
     Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom, nullptr},
     Family{Arch::Bert, "bert", bind_bert, forward_bert, forward_bert},  // an encoder: encode and decode alike
     Family{Arch::NomicBert, "nomic-bert", bind_nomic_bert, forward_bert, forward_bert},  // bert's layer
+    Family{Arch::T5, "t5", bind_t5, forward_t5_decoder, forward_t5_encoder},
 };
 
 }  // namespace

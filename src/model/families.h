@@ -64,4 +64,12 @@ void bind_nomic_bert(WeightBinder &b, const HParams &hp, ModelWeights &w);  // r
 bool forward_bert(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
                   kernels::ThreadPool &pool);
 
+// t5: forward runs the decoder (over the context's cache, with the batch's encoder output), encode the
+// encoder.
+void bind_t5(WeightBinder &b, const HParams &hp, ModelWeights &w);
+bool forward_t5_encoder(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
+                        kernels::ThreadPool &pool);
+bool forward_t5_decoder(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
+                        kernels::ThreadPool &pool);
+
 }  // namespace lctx

@@ -64,8 +64,9 @@ struct ForwardBatch {
 struct ForwardScratch {
     std::vector<float> x, cur, q, k, v, attn, ffn_a, ffn_b, out;  // activations
     std::vector<float> rope_cs;                                   // [n_tokens][n_rot] cos, sin
-    std::vector<int32_t> rows;                                    // [n_tokens] 0, 1, ... (all_rows)
-    std::vector<std::vector<float>> per_thread;                   // attention scores and conversions
+    std::vector<float> bias;    // [n_head][n_tokens][n_kv] per-head masks with a position bias (t5)
+    std::vector<int32_t> rows;  // [n_tokens] 0, 1, ... (all_rows)
+    std::vector<std::vector<float>> per_thread;  // attention scores and conversions
     kernels::MatmulScratch mm;
 };
 

@@ -54,6 +54,13 @@ uint32_t vocab_size(const gguf::File &f, const std::string &p) {
     return get_u32(f, p + "vocab_size", false, n);
 }
 
+// <arch>.decoder_start_token_id (read for vocabulary-only loads too, as b4748 does); -1 when absent or not a
+// token of the vocabulary.
+int32_t decoder_start_token(const gguf::File &f, const std::string &p, uint32_t n_vocab) {
+    const std::optional<int64_t> v = f.get_int(p + "decoder_start_token_id");
+    return v && *v >= 0 && *v < static_cast<int64_t>(n_vocab) ? static_cast<int32_t>(*v) : -1;
+}
+
 HParams load_arch(const gguf::File &f) {
     HParams hp;
     std::optional<std::string> arch = f.get_string("general.architecture");
@@ -74,6 +81,7 @@ HParams HParams::load_vocab_only(const gguf::File &f) {
     const Family *fam = find_family(*arch);
     hp.arch = fam ? fam->arch : Arch::Other;
     hp.n_vocab = vocab_size(f, hp.arch_name + ".");
+    hp.dec_start_token = decoder_start_token(f, hp.arch_name + ".", hp.n_vocab);
     return hp;
 }
 
@@ -169,6 +177,32 @@ const char *model_size_name(const HParams &hp) {
             }
         case Arch::NomicBert:
             return hp.n_layer == 12 && hp.n_embd == 768 ? "137M" : "?B";
+        case Arch::T5:  // b4748's rules: the encoder's block count, then the feed-forward size
+            switch (hp.n_layer) {
+                case 6:
+                    return "60M";  // t5-small
+                case 8:
+                    return "80M";  // flan-t5-small
+                case 12:
+                    return hp.n_ff == 3072 ? "220M" : hp.n_ff == 2048 ? "250M" : "?B";
+                case 24:
+                    switch (hp.n_ff) {
+                        case 4096:
+                            return "770M";
+                        case 2816:
+                            return "780M";
+                        case 16384:
+                        case 5120:
+                            return "3B";
+                        case 65536:
+                        case 10240:
+                            return "11B";
+                        default:
+                            return "?B";
+                    }
+                default:
+                    return "?B";
+            }
         case Arch::Other:
             break;
     }
@@ -250,6 +284,20 @@ void load_bert(const gguf::File &f, const std::string &p, HParams &hp) {
             "value_length n_embd / head_count)");
 }
 
+// t5: the decoder's block count (default: the encoder's) and the relative-position buckets (b4748 reads 32
+// when the key is absent; the bucket formula needs at least 4, and an even count, to split them by
+// direction).
+void load_t5(const gguf::File &f, const std::string &p, HParams &hp) {
+    hp.n_layer_dec = get_u32(f, p + "decoder_block_count", false, hp.n_layer);
+    if (hp.n_layer_dec == 0) throw Error("model metadata '" + p + "decoder_block_count' is zero");
+    hp.n_rel_buckets = get_u32(f, p + "attention.relative_buckets_count", false, 32);
+    if (hp.n_rel_buckets < 4 || hp.n_rel_buckets % 2 != 0 || hp.n_rel_buckets > 4096)
+        throw Error("model metadata '" + p +
+                    "attention.relative_buckets_count' = " + std::to_string(hp.n_rel_buckets) +
+                    " is not an even count of at least 4 (and at most 4096)");
+    hp.dec_start_token = decoder_start_token(f, p, hp.n_vocab);
+}
+
 // What each family reads beyond the keys every family shares.
 void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
     switch (hp.arch) {
@@ -268,6 +316,9 @@ void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
         case Arch::Bert:
         case Arch::NomicBert:
             load_bert(f, p, hp);
+            break;
+        case Arch::T5:
+            load_t5(f, p, hp);
             break;
         case Arch::Other:
             throw Error("no hyper-parameters for architecture " + hp.arch_name);

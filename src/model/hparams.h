@@ -16,7 +16,7 @@ class File;
 
 // Families lctx knows by name (model/families.h says which of them run). Other: an architecture b4748 knows
 // (model/architectures.h) that lctx has no family for; only its vocabulary can be loaded.
-enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, Bert, NomicBert, Other };
+enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, Bert, NomicBert, T5, Other };
 
 const char *arch_name(Arch arch);
 // Maps general.architecture to a family that runs; throws lctx::Error naming an architecture without a
@@ -61,6 +61,15 @@ struct HParams {
     int32_t pooling_type = -1;
     bool abs_pos_embd = false;
     uint32_t n_token_types = 0;
+    // Encoder-decoder (t5): n_layer counts the encoder's blocks and n_layer_dec the decoder's (whose
+    // self-attention is what the KV cache holds); the attention bias comes from n_rel_buckets
+    // relative-position buckets; generation starts from dec_start_token (-1: none in the file; b4748 then
+    // uses BOS).
+    uint32_t n_layer_dec = 0;
+    uint32_t n_rel_buckets = 0;
+    int32_t dec_start_token = -1;
+    // The layers of the KV cache: the decoder's for an encoder-decoder model, else every layer.
+    uint32_t n_layer_cache() const { return n_layer_dec > 0 ? n_layer_dec : n_layer; }
 
     uint32_t n_embd_k_gqa() const { return n_embd_head_k * n_head_kv; }
     uint32_t n_embd_v_gqa() const { return n_embd_head_v * n_head_kv; }

@@ -164,9 +164,11 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     std::vector<kernels::WeightView *> todo;
     // Every matrix a family binds, the row ranges of a fused tensor included (each range is a matrix of its
     // own to the kernels).
-    for (LayerWeights &l : weights_.layers)
-        for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-            if (w->data) todo.push_back(w);
+    for (std::vector<LayerWeights> *stack : {&weights_.enc_layers, &weights_.layers})
+        for (LayerWeights &l : *stack)
+            for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.cross_wq, &l.cross_wk, &l.cross_wv,
+                                           &l.cross_wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+                if (w->data) todo.push_back(w);
     // A tied output matrix is the embedding table: one interleaved copy serves both (a lookup de-interleaves
     // its row). An untied table is only looked up and stays in the mapping.
     const bool tied = weights_.output.data == weights_.token_embd.data;

@@ -41,6 +41,12 @@ struct LayerWeights {
     // Post-norm encoders (bert): LayerNorms of the residual sums, after attention and after the layer.
     ParamVector attn_out_norm, attn_out_norm_b;    // [n_embd]
     ParamVector layer_out_norm, layer_out_norm_b;  // [n_embd]
+    // t5: the relative-position attention bias [n_rel_buckets][n_head] (only the first layer has one; every
+    // layer of that stack uses it), and the decoder's cross-attention over the encoder output.
+    ParamVector attn_rel_b;
+    ParamVector cross_attn_norm;                       // [n_embd]
+    kernels::WeightView cross_wq, cross_wk, cross_wv;  // as wq, wk, wv (k, v read the encoder output)
+    kernels::WeightView cross_wo;                      // as wo
 };
 
 struct ModelWeights {
@@ -59,11 +65,14 @@ struct ModelWeights {
     kernels::WeightView token_types;  // [n_token_types, n_embd]
     // Classification head of rerankers (rank pooling): score = cls_out . tanh(cls h_cls + cls_b) + cls_out_b
     // over a sequence's CLS hidden state. cls / cls_b empty when the model has no head; cls_out optional.
-    kernels::WeightView cls;      // [n_cls, n_embd]
-    ParamVector cls_b;            // [n_cls]
-    kernels::WeightView cls_out;  // [1, n_cls]
-    ParamVector cls_out_b;        // [1]
-    std::vector<LayerWeights> layers;
+    kernels::WeightView cls;           // [n_cls, n_embd]
+    ParamVector cls_b;                 // [n_cls]
+    kernels::WeightView cls_out;       // [1, n_cls]
+    ParamVector cls_out_b;             // [1]
+    std::vector<LayerWeights> layers;  // the decoder's, for an encoder-decoder model
+    // An encoder-decoder model's encoder (t5): its layers and final norm.
+    std::vector<LayerWeights> enc_layers;
+    ParamVector enc_output_norm;
 };
 
 struct ModelLoadOptions {

@@ -379,6 +379,8 @@ void Vocab::finish_load(const gguf::File &f) {
         for (const char *t : {"<unk>", "<s>", "<|endoftext|>"}) set_rstrip(t, false);
     }
 
+    if (type_ == VocabType::kUgm) load_ugm(f);
+
     piece_ends_.resize(n);
     for (size_t i = 0; i < n; ++i) {
         pieces_ += render_piece(int32_t(i));

@@ -135,6 +135,10 @@ class Vocab {
     void tokenize_bpe(std::string_view text, std::vector<int32_t> &out) const;
     void tokenize_wpm(std::string_view text, std::vector<int32_t> &out) const;
     void tokenize_ugm(std::string_view text, std::vector<int32_t> &out) const;
+    // UGM's normalizer and its tables (tokenizer_ugm.cpp).
+    void load_ugm(const gguf::File &file);
+    size_t ugm_charsmap_prefix(std::string_view in, std::string_view *replacement) const;
+    std::string ugm_normalize(std::string_view text) const;
 
     VocabType type_ = VocabType::kNone;
     PreSpec pre_;
@@ -154,6 +158,10 @@ class Vocab {
     std::vector<int32_t> special_tokens_;  // control / user-defined / unknown ids, longest text first
     std::vector<int32_t> eog_;             // sorted
     int32_t max_token_len_ = 0;
+    // UGM: the precompiled charsmap's double array and normalized strings, and the unknown character's score.
+    std::vector<uint32_t> ugm_trie_;
+    std::string ugm_norm_;
+    float ugm_unk_score_ = 0.0f;
 
     int32_t bos_ = -1, eos_ = -1, eot_ = -1, eom_ = -1, unk_ = -1, sep_ = -1, pad_ = -1, mask_ = -1, nl_ = -1;
     int32_t fim_pre_ = -1, fim_suf_ = -1, fim_mid_ = -1, fim_pad_ = -1, fim_rep_ = -1, fim_sep_ = -1;

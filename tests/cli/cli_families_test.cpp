@@ -1,7 +1,10 @@
-// lctx synth writes small gemma2 and bloom models that lctx run generates from, through a context shift too.
+// lctx synth writes small gemma2 and bloom models that lctx run generates from, through a context shift too;
+// lctx run on a T5 model encodes the prompt and generates from the decoder start token.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
@@ -34,6 +37,39 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SynthFamily, ::testing::Values("gemma2-tiny", "
                                  if (ch == '-') ch = '_';
                              return n;
                          });
+
+// The greedy case of fixtures/golden-t5 (llama.cpp's stream, 24 tokens): lctx run --temp 0 gives the same
+// prompt tokens (with </s>) and the same tokens, and says how it stopped.
+TEST(CliT5, RunEncodesThePromptAndGeneratesGreedily) {
+    const std::string dir = std::string(LCTX_FIXTURES_DIR) + "/golden-t5/";
+    std::ifstream f(dir + "cases/t5_greedy.json");
+    const nlohmann::json step = nlohmann::json::parse(f)["steps"][0];
+    const std::string prompt = step["prompt"];
+    const int n = step["n_predict"];
+    const CliResult r = run_cli("run -m " + dir + "models/t5.gguf -p '" + prompt + "' -n " +
+                                std::to_string(n) + " --temp 0 --json");
+    ASSERT_EQ(r.status, 0) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["prompt_ids"], step["prompt_tokens"]);
+    EXPECT_EQ(j["ids"], step["generated_tokens"]);
+    EXPECT_EQ(j["text"], step["generated_text"]);
+    EXPECT_EQ(j["stop"], "-n reached");
+    // Streamed: the prompt, then the text.
+    const CliResult s =
+        run_cli("run -m " + dir + "models/t5.gguf -p '" + prompt + "' -n " + std::to_string(n) + " --temp 0");
+    ASSERT_EQ(s.status, 0) << s.out;
+    EXPECT_EQ(s.out, prompt + step["generated_text"].get<std::string>() + "\n");
+    // The decoder's cache of 16 cells shifts (its bias comes from relative positions: nothing to rotate).
+    const CliResult shifted = run_cli(
+        "run -m " + dir + "models/t5.gguf -p '" + prompt + "' -c 16 -n 30 --ignore-eos --temp 0", true);
+    EXPECT_EQ(shifted.status, 0) << shifted.out;
+    EXPECT_NE(shifted.out.find("context shifted"), std::string::npos) << shifted.out;
+    // A prompt longer than a micro-batch cannot be encoded: a clear error.
+    const CliResult big =
+        run_cli("run -m " + dir + "models/t5.gguf -p '" + prompt + "' -ub 4 -b 4 -n 2", true);
+    EXPECT_EQ(big.status, 1) << big.out;
+    EXPECT_NE(big.out.find("micro-batch"), std::string::npos) << big.out;
+}
 
 }  // namespace
 }  // namespace lctx::testing

@@ -31,13 +31,15 @@ struct Case {
     std::vector<int32_t> rows = {};  // the query rows to compute, in order (empty: every other, reversed)
     float alibi_max_bias = 0.0f;     // > 0: ALiBi slopes, and the mask holds -|pos_q - pos_k|
     bool slopes_of_one = false;      // slopes of 1 over the plain mask (the same values as none)
+    bool per_head_bias = false;      // one mask per head: the mask plus a random bias per head and cell (T5)
 };
 
 std::string case_name(const Case &c) {
     return "h" + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " d" +
            std::to_string(c.head_dim) + " kv" + std::to_string(c.n_kv) + " t" + std::to_string(c.n_tokens) +
            " " + type_name(c.type_k) + "/" + type_name(c.type_v) + (c.v_trans ? " vt" : "") +
-           (c.softcap > 0 ? " softcap" : "") + (c.alibi_max_bias > 0 ? " alibi" : "");
+           (c.softcap > 0 ? " softcap" : "") + (c.alibi_max_bias > 0 ? " alibi" : "") +
+           (c.per_head_bias ? " head-bias" : "");
 }
 
 // Round trip of n floats through `type`.
@@ -118,6 +120,19 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 if (mask[t * ldmask + j] != -kInf)
                     mask[t * ldmask + j] = -static_cast<float>(std::abs(c.n_kv - c.n_tokens + t - j));
     }
+    // per-head masks [n_head][n_tokens][ldmask]: the -inf cells stay, the others get a bias of their own
+    const int64_t head_stride = c.n_tokens * ldmask;
+    std::vector<float> head_masks;
+    if (c.per_head_bias) {
+        head_masks.resize(c.n_head * head_stride);
+        for (int h = 0; h < c.n_head; ++h)
+            for (int64_t i = 0; i < head_stride; ++i)
+                head_masks[h * head_stride + i] = mask[i] == -kInf ? -kInf : mask[i] + normal(rng) * 1.5f;
+    }
+    // the mask value head h sees for token t, cell j
+    auto mask_at = [&](int h, int t, int j) {
+        return c.per_head_bias ? head_masks[h * head_stride + t * ldmask + j] : mask[t * ldmask + j];
+    };
     std::vector<float> slopes(c.n_head);
     alibi_slopes(c.n_head, c.alibi_max_bias, slopes.data());  // all 1 when the max bias is 0
     // every other row, in reverse order, unless the case names them
@@ -143,8 +158,9 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     a.v_row_bytes = v_row_bytes;
     a.v_cells = cells;
     a.n_kv = c.n_kv;
-    a.mask = mask.data();
+    a.mask = c.per_head_bias ? head_masks.data() : mask.data();
     a.ldmask = ldmask;
+    a.mask_head_stride = c.per_head_bias ? head_stride : 0;
     a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     a.softcap = c.softcap;
     a.alibi = c.alibi_max_bias > 0 || c.slopes_of_one ? slopes.data() : nullptr;
@@ -172,7 +188,7 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 for (int d = 0; d < hd; ++d) s += static_cast<double>(qh[d]) * kdq[j * kv_dim + g * hd + d];
                 s *= a.scale;
                 if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
-                s += static_cast<double>(c.alibi_max_bias > 0 ? slopes[h] : 1.0f) * mask[t * ldmask + j];
+                s += static_cast<double>(c.alibi_max_bias > 0 ? slopes[h] : 1.0f) * mask_at(h, t, j);
                 p[j] = s;
                 mx = std::max(mx, s);
                 any = true;
@@ -340,6 +356,24 @@ TEST(AttentionTest, Alibi) {
     Case c{4, 2, 64, 50, 6, GgmlType::F16, GgmlType::F16, true, 5.0f};
     c.alibi_max_bias = 8.0f;
     run_case(c, seed++, 2);
+}
+
+// A mask per head (T5's relative-position bias): each head's scores take its own mask, on every path (the
+// prompt's key blocks, a decoded token's dot products, one or all heads of a KV group per work item).
+TEST(AttentionTest, PerHeadMasks) {
+    uint32_t seed = 500;
+    for (GgmlType tk : {GgmlType::F16, GgmlType::F32}) {
+        for (bool v_trans : {true, false}) {
+            for (auto [nh, nkv] : {std::pair{4, 4}, std::pair{6, 2}}) {
+                for (auto [n_kv, n_tokens] : {std::pair{1, 1}, std::pair{37, 1}, std::pair{70, 9}}) {
+                    Case c{nh, nkv, 16, n_kv, n_tokens, tk, tk, v_trans};
+                    c.per_head_bias = true;
+                    for (int threads : {1, 2}) run_case(c, seed++, threads);
+                    if (::testing::Test::HasFailure()) return;
+                }
+            }
+        }
+    }
 }
 
 // Slopes of 1 over a 0 / -inf mask are the plain computation: the same bits as no slopes, on every path.

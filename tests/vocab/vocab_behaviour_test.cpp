@@ -220,7 +220,7 @@ TEST(VocabBadInput, OutOfRangeIdsThrow) {
 TEST(VocabBadInput, InvalidUtf8NeverCrashes) {
     const std::string bad = "ok\xFF\xFE\xC3 \xE2\x82 \xF0\x9F\x98 end\x80\xBF \xED\xA0\x80 \xF4\x90\x80\x80";
     for (const char *set : {"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon",
-                            "bert-bge", "mpt", "refact", "starcoder"}) {
+                            "bert-bge", "mpt", "refact", "starcoder", "t5"}) {
         const Vocab &v = fixture_vocab(set);
         std::vector<int32_t> ids;
         EXPECT_NO_THROW(ids = v.tokenize(bad, true, true)) << set;

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "gguf_rewrite.h"
+#include "util/error.h"
 #include "vocab/vocab_test_util.h"
 
 namespace lctx::test {
@@ -20,8 +22,13 @@ void PrintTo(const Param &p, std::ostream *os) {
     *os << p.set << " #" << p.index;
 }
 
+// T5's SentencePiece unigram vocabulary with its precompiled charsmap (fixtures/golden-t5/FORMAT-T5.md):
+// 20 texts, each also what SentencePiece itself gives.
+constexpr size_t kT5Texts = 20;
+
 std::vector<Param> all_params() {
     std::vector<Param> ps;
+    for (size_t i = 0; i < kT5Texts; ++i) ps.push_back({"t5", i});
     for (const char *s : kSets) {
         const size_t n = read_cases(s).size();
         for (size_t i = 0; i < n; ++i) ps.push_back({s, i});
@@ -61,6 +68,56 @@ INSTANTIATE_TEST_SUITE_P(AllSets, VocabFixture, ::testing::ValuesIn(all_params()
 // Each set must actually be exercised (a missing or empty fixture must not pass silently).
 TEST(VocabFixtureSets, EachSetHasItsCases) {
     for (const char *s : kSets) EXPECT_EQ(read_cases(s).size(), 46u) << s;
+    EXPECT_EQ(read_cases("t5").size(), kT5Texts);
+}
+
+// T5 adds no BOS and appends </s> (id 1) when asked for special tokens.
+TEST(VocabFixtureSets, T5AppendsEos) {
+    const Vocab &v = fixture_vocab("t5");
+    EXPECT_EQ(v.type(), VocabType::kUgm);
+    const std::vector<int32_t> plain = v.tokenize("The house is wonderful.", false, false);
+    std::vector<int32_t> want = plain;
+    want.push_back(1);
+    EXPECT_EQ(v.tokenize("The house is wonderful.", true, false), want);
+    EXPECT_EQ(plain, (std::vector<int32_t>{37, 629, 19, 1627, 5}));  // FORMAT-T5.md's encoder text
+}
+
+// A charsmap whose size field points past its end is refused by name; one that is valid but empty of the
+// double array's entries for a text still tokenizes (characters kept as they are), ids in range.
+TEST(VocabFixtureSets, T5BadCharsmapIsRefusedByName) {
+    auto with_charsmap = [](std::vector<uint8_t> bytes) {
+        testing::Rewrite r;
+        r.add = [bytes](gguf::Writer &w) {
+            std::vector<gguf::Value> elems;
+            for (uint8_t b : bytes) elems.push_back(gguf::Value::from_uint(gguf::ValueType::UINT8, b));
+            w.set("tokenizer.ggml.precompiled_charsmap",
+                  gguf::Value::from_array(gguf::ValueType::UINT8, elems));
+        };
+        return r;
+    };
+    const std::string src = vocab_path("t5");
+    for (const std::vector<uint8_t> &bad :
+         {std::vector<uint8_t>{1, 0}, std::vector<uint8_t>{0xFF, 0, 0, 0, 1, 2, 3, 4}}) {
+        const std::string path = testing::rewrite_gguf(src, with_charsmap(bad), "t5-charsmap");
+        const auto f = gguf::File::open(path);
+        try {
+            Vocab::load(*f);
+            ADD_FAILURE() << "a bad charsmap loaded";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find("precompiled_charsmap"), std::string::npos) << e.what();
+        }
+        std::remove(path.c_str());
+    }
+    // A one-unit double array (a root without children) matches nothing: text is only whitespace-folded.
+    const std::string path =
+        testing::rewrite_gguf(src, with_charsmap({4, 0, 0, 0, 0, 0, 0, 0}), "t5-charsmap-empty");
+    const auto f = gguf::File::open(path);
+    const auto v = Vocab::load(*f);
+    for (int32_t id : v->tokenize("  Hello\xFF world\xEF\xAC\x81  ", true, false))
+        EXPECT_TRUE(id >= 0 && id < v->n_tokens());
+    EXPECT_EQ(v->tokenize("The house", false, false),
+              fixture_vocab("t5").tokenize("The house", false, false));
+    std::remove(path.c_str());
 }
 
 }  // namespace

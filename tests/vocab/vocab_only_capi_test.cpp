@@ -17,8 +17,8 @@
 
 namespace {
 
-const char *const kSets[] = {"bert-bge", "deepseek-coder", "deepseek-llm", "falcon",   "gpt-2", "llama-spm",
-                             "mpt",      "phi-3",          "refact",       "starcoder"};
+const char *const kSets[] = {"bert-bge", "deepseek-coder", "deepseek-llm", "falcon",    "gpt-2", "llama-spm",
+                             "mpt",      "phi-3",          "refact",       "starcoder", "t5"};
 
 llama_model *load_vocab_only(const std::string &path) {
     llama_model_params p = llama_model_default_params();
@@ -65,6 +65,19 @@ TEST(CapiVocabOnly, ArchitectureFactsComeFromB4748sTable) {
         EXPECT_TRUE(llama_model_has_decoder(m)) << w.set;
         llama_model_free(m);
     }
+    // T5: an encoder and a decoder, no rotation, the decoder starts from t5.decoder_start_token_id (0).
+    llama_model *m = load_vocab_only(lctx::test::vocab_path("t5"));
+    ASSERT_NE(m, nullptr);
+    EXPECT_TRUE(llama_model_has_encoder(m));
+    EXPECT_TRUE(llama_model_has_decoder(m));
+    EXPECT_EQ(llama_model_rope_type(m), LLAMA_ROPE_TYPE_NONE);
+    EXPECT_EQ(llama_model_decoder_start_token(m), 0);
+    llama_model_free(m);
+    // A decoder-only model names none.
+    m = load_vocab_only(lctx::test::vocab_path("gpt-2"));
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(llama_model_decoder_start_token(m), LLAMA_TOKEN_NULL);
+    llama_model_free(m);
 }
 
 // stories260K relabelled: a known architecture without a forward pass loads only with vocab_only; an
@@ -94,17 +107,17 @@ TEST(CapiVocabOnly, UnknownArchitecturesAreRefusedByName) {
         w.write_file(path);
         return path;
     };
-    const std::string t5 = relabelled("t5"), odd = relabelled("no-such-arch");
-    llama_model *m = load_vocab_only(t5);
+    const std::string gptj = relabelled("gptj"), odd = relabelled("no-such-arch");
+    llama_model *m = load_vocab_only(gptj);
     ASSERT_NE(m, nullptr);
-    EXPECT_TRUE(llama_model_has_encoder(m));
+    EXPECT_FALSE(llama_model_has_encoder(m));
     EXPECT_EQ(llama_model_rope_type(m), LLAMA_ROPE_TYPE_NONE);
     llama_model_free(m);
-    EXPECT_EQ(llama_model_load_from_file(t5.c_str(), llama_model_default_params()), nullptr);
-    EXPECT_NE(logged.find("no forward pass for the 't5' architecture"), std::string::npos) << logged;
+    EXPECT_EQ(llama_model_load_from_file(gptj.c_str(), llama_model_default_params()), nullptr);
+    EXPECT_NE(logged.find("no forward pass for the 'gptj' architecture"), std::string::npos) << logged;
     EXPECT_EQ(load_vocab_only(odd), nullptr);
     EXPECT_NE(logged.find("unknown model architecture 'no-such-arch'"), std::string::npos) << logged;
-    std::remove(t5.c_str());
+    std::remove(gptj.c_str());
     std::remove(odd.c_str());
     capi_test::quiet_log();
 }

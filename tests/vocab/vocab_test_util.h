@@ -11,8 +11,10 @@
 
 namespace lctx::test {
 
+// fixtures/vocab/ggml-vocab-NAME.gguf; "t5" lives with the T5 goldens (fixtures/golden-t5/vocab).
 inline std::string vocab_path(const std::string &name) {
-    return std::string(LCTX_FIXTURES_DIR) + "/vocab/ggml-vocab-" + name + ".gguf";
+    const std::string dir = name == "t5" ? "/golden-t5/vocab" : "/vocab";
+    return std::string(LCTX_FIXTURES_DIR) + dir + "/ggml-vocab-" + name + ".gguf";
 }
 
 // Loads fixtures/vocab/ggml-vocab-NAME.gguf once per process.

@@ -67,6 +67,29 @@ int cmd_run(int argc, char **argv) {
         std::fprintf(stderr, "lctx run: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const ContextParams &cp = ctx->params();
     const int32_t n_ctx = static_cast<int32_t>(cp.n_ctx);
+    // An encoder-decoder model (t5) encodes the prompt; the decoder then starts from its start token (BOS
+    // when the file names none, as llama.cpp does) and generates from there.
+    std::vector<int32_t> encoder_ids;
+    if (ctx->is_encoder_decoder()) {
+        encoder_ids = prompt_ids;
+        Batch eb;
+        eb.n_tokens = static_cast<int32_t>(encoder_ids.size());
+        eb.token = encoder_ids.data();
+        if (ctx->encode(eb) != DecodeStatus::Ok) {
+            std::fprintf(stderr,
+                         "lctx run: encoding the prompt (%zu tokens) failed: the encoder takes it in one "
+                         "micro-batch, here %u tokens (raise -ub, and -b and -c, which bound it)\n",
+                         encoder_ids.size(), cp.n_ubatch);
+            return 1;
+        }
+        const int32_t start =
+            model->hparams().dec_start_token >= 0 ? model->hparams().dec_start_token : vocab.bos();
+        if (start < 0) {
+            std::fprintf(stderr, "lctx run: the model names no decoder start token and has no BOS token\n");
+            return 1;
+        }
+        prompt_ids = {start};
+    }
     if (prompt_ids.size() >= cp.n_ctx) {
         std::fprintf(stderr,
                      "lctx run: the prompt has %zu tokens, which does not fit a context of %u (use -c)\n",
@@ -158,7 +181,7 @@ int cmd_run(int argc, char **argv) {
     const PerfCounters perf = ctx->perf();
     if (o.json) {
         nlohmann::json j;
-        j["prompt_ids"] = prompt_ids;
+        j["prompt_ids"] = encoder_ids.empty() ? prompt_ids : encoder_ids;
         j["ids"] = ids;
         j["text"] = text;
         j["seed"] = seed;
