@@ -10,10 +10,13 @@
 
 #include "context/context.h"
 #include "model/model.h"
+#include "vocab/vocab.h"
 
 namespace lctx::testing {
 
-inline std::string fixtures_dir() { return LCTX_FIXTURES_DIR; }
+inline std::string fixtures_dir() {
+    return LCTX_FIXTURES_DIR;
+}
 
 inline nlohmann::json read_json(const std::string &path) {
     std::ifstream f(path);
@@ -111,6 +114,78 @@ inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, in
             ctx = std::make_unique<Context>(model, p);
         } else {
             throw std::runtime_error("unknown golden step op " + op);
+        }
+    }
+    return out;
+}
+
+inline PoolingType pooling_from_name(const std::string &name) {
+    if (name == "none") return PoolingType::None;
+    if (name == "mean") return PoolingType::Mean;
+    if (name == "cls") return PoolingType::Cls;
+    if (name == "last") return PoolingType::Last;
+    if (name == "rank") return PoolingType::Rank;
+    throw std::runtime_error("unknown pooling " + name);
+}
+
+// How an "embed" case reaches the model: llama_encode's path (as llama.cpp ran the goldens) or a decode with
+// embeddings on (the non-causal mask over the context's cache).
+enum class EmbedPath { Encode, Decode };
+
+// Executes the "embed" step of an embeddings case: its texts tokenized with add_special (checked against the
+// case's token ids), back to back in one batch; returns the pooled rows (one per sequence) or, without
+// pooling, one row per token, in the data file's order. type_kv: the cache type of the decode path.
+inline GoldenRun run_embed_case(const Model &model, const nlohmann::json &c, EmbedPath path,
+                                GgmlType type_kv = GgmlType::F32, int n_threads = 1) {
+    ContextParams p = context_params(c);
+    p.n_threads = p.n_threads_batch = n_threads;
+    p.embeddings = true;
+    p.pooling = pooling_from_name(c["ctx"]["pooling"]);
+    p.type_k = p.type_v = type_kv;
+    Context ctx(model, p);
+    GoldenRun out;
+    out.row_len = model.hparams().n_embd;
+    for (const nlohmann::json &step : c["steps"]) {
+        if (step["op"] != "embed") throw std::runtime_error("not an embed step");
+        std::vector<int32_t> tok, pos, sid;
+        for (size_t s = 0; s < step["seqs"].size(); ++s) {
+            const nlohmann::json &seq = step["seqs"][s];
+            const std::vector<int32_t> ids =
+                model.vocab().tokenize(seq["text"].get<std::string>(), true, false);
+            if (ids != step["seqs_tokens"][s].get<std::vector<int32_t>>())
+                throw std::runtime_error("tokenization differs from the case's");
+            for (size_t i = 0; i < ids.size(); ++i) {
+                tok.push_back(ids[i]);
+                pos.push_back(seq["pos0"].get<int32_t>() + static_cast<int32_t>(i));
+                sid.push_back(seq["seq_id"]);
+            }
+        }
+        const int32_t n = static_cast<int32_t>(tok.size());
+        std::vector<int32_t> nseq(n, 1);
+        std::vector<int32_t *> sids(n);
+        for (int32_t i = 0; i < n; ++i) sids[i] = &sid[i];
+        std::vector<int8_t> want(n, 1);
+        Batch b;
+        b.n_tokens = n;
+        b.token = tok.data();
+        b.pos = pos.data();
+        b.n_seq_id = nseq.data();
+        b.seq_id = sids.data();
+        b.logits = want.data();
+        const DecodeStatus st = path == EmbedPath::Encode ? ctx.encode(b) : ctx.decode(b);
+        if (st != DecodeStatus::Ok) throw std::runtime_error("embedding pass failed");
+        if (p.pooling == PoolingType::None) {
+            for (int32_t i = 0; i < n; ++i) {
+                const float *e = ctx.embeddings_ith(i);
+                if (!e) throw std::runtime_error("no embedding for a token");
+                out.rows.insert(out.rows.end(), e, e + out.row_len);
+            }
+        } else {
+            for (const nlohmann::json &seq : step["seqs"]) {
+                const float *e = ctx.embeddings_seq(seq["seq_id"]);
+                if (!e) throw std::runtime_error("no pooled embedding for a sequence");
+                out.rows.insert(out.rows.end(), e, e + out.row_len);
+            }
         }
     }
     return out;

@@ -10,11 +10,18 @@
 //   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
 //   T threads) with {"test":"pp","n":N,"threads":T,"ns":NANOSECONDS}, and "pg P G T D" (D tokens in the
 //   cache first, untimed, then a prompt of P tokens and G generated ones; -pg and -d of llama-bench) with
-//   {"test":"pg",...,"ns":NANOSECONDS}; "quit" or end of input stops it.
+//   {"test":"pg",...,"ns":NANOSECONDS}; "quit" or end of input stops it. With --embd S (an embedding model:
+//   embeddings on, the model's pooling, S sequences, n_batch = n_ubatch = N_CTX) it answers "embd S L T" (S
+//   sequences of L tokens in one llama_encode) with {"test":"embd",...,"ns":NANOSECONDS}.
 // Grammar: lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]
 //   times llama.cpp's grammar sampler writing TEXT token by token (apply over the whole vocabulary, then
 //   accept), a new sampler for each of r documents after a warm-up, and prints
 //   {"test":"grammar","tokens":N,"ns_per_token":...}; the model is loaded vocab-only.
+// Embed: lctx-peer-bench --lib DIR -m MODEL.gguf --embed TEXT [--pooling P]
+//   llama.cpp's embedding of TEXT (tokenized with special tokens, one llama_encode; P a llama_pooling_type,
+//   the model's by default) as {"test":"embed","n_tokens":N,"pooling":P,"rows":[[...], ...]}: one row pooled
+//   (rank: one value), or one per token with pooling none. To check `lctx embed` against llama.cpp on any
+//   model.
 // Errors are a JSON line {"error":"..."} and exit status 1.
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
@@ -124,6 +131,11 @@ static struct {
     struct llama_batch (*batch_init)(int32_t, int32_t, int32_t);
     void (*batch_free)(struct llama_batch);
     int32_t (*decode)(struct llama_context *, struct llama_batch);
+    int32_t (*encode)(struct llama_context *, struct llama_batch);  // optional: embedding mode, --embed
+    float *(*get_embeddings_seq)(struct llama_context *, int32_t);  // optional: --embed
+    float *(*get_embeddings_ith)(struct llama_context *, int32_t);  // optional: --embed
+    int32_t (*model_n_embd)(const struct llama_model *);            // optional: --embed
+    int32_t (*pooling_type)(const struct llama_context *);          // optional: --embed
     float *(*get_logits_ith)(struct llama_context *, int32_t);
     void (*synchronize)(struct llama_context *);
     llama_memory_t (*get_memory)(const struct llama_context *);
@@ -278,6 +290,25 @@ static uint64_t run_pg(struct bench *b, int n_pp, int n_tg, int depth) {
     return now_ns() - t0;
 }
 
+// Embedding mode: n_seq sequences of n tokens (positions 0..n-1 each) in one llama_encode.
+static uint64_t run_embd(struct bench *b, int n_seq, int n) {
+    for (int s = 0; s < n_seq; ++s)
+        for (int i = 0; i < n; ++i) {
+            const int k = s * n + i;
+            b->batch.token[k] = next_token(b->n_vocab);
+            b->batch.pos[k] = i;
+            b->batch.n_seq_id[k] = 1;
+            b->batch.seq_id[k][0] = s;
+            b->batch.logits[k] = 1;
+        }
+    b->batch.n_tokens = n_seq * n;
+    const uint64_t t0 = now_ns();
+    const int32_t rc = L.encode(b->ctx, b->batch);
+    if (rc != 0) fail("llama_encode returned %d", rc);
+    L.synchronize(b->ctx);
+    return now_ns() - t0;
+}
+
 static uint64_t run_pp(struct bench *b, int n) {
     return run_pg(b, n, 0, 0);
 }
@@ -373,18 +404,65 @@ static void run_grammar(struct llama_model *model, const char *grammar_path, con
     free(gbnf);
 }
 
+// One text through llama_encode with embeddings on; prints its pooled row (or every token's).
+static void run_embed(struct llama_model *model, const char *text, int pooling) {
+    const struct llama_vocab *v = L.model_get_vocab(model);
+    const int32_t len = (int32_t)strlen(text);
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(len + 8));
+    const int32_t n = L.tokenize(v, text, len, toks, len + 8, true, false);
+    if (n <= 0) fail("cannot tokenize the text");
+    struct llama_context_params cp = L.context_default_params();
+    cp.n_ctx = cp.n_batch = cp.n_ubatch = (uint32_t)(n > 64 ? n : 64);
+    cp.n_threads = cp.n_threads_batch = 1;
+    cp.embeddings = true;
+    cp.pooling_type = pooling;
+    cp.flash_attn_type = FLASH_ATTN_DISABLED;
+    struct llama_context *ctx = L.init_from_model(model, cp);
+    if (!ctx) fail("llama_init_from_model failed");
+    struct llama_batch b = L.batch_init(n, 0, 1);
+    for (int32_t i = 0; i < n; ++i) {
+        b.token[i] = toks[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = n;
+    if (L.encode(ctx, b) != 0) fail("llama_encode failed");
+    const int32_t n_embd = L.model_n_embd(model);
+    const int32_t used = L.pooling_type(ctx);
+    printf("{\"test\":\"embed\",\"n_tokens\":%d,\"pooling\":%d,\"rows\":[", n, used);
+    const int32_t n_rows = used == 0 ? n : 1;
+    for (int32_t r = 0; r < n_rows; ++r) {
+        const float *e = used == 0 ? L.get_embeddings_ith(ctx, r) : L.get_embeddings_seq(ctx, 0);
+        if (!e) fail("no embedding for row %d", r);
+        const int32_t width = used == 4 ? 1 : n_embd;  // rank: one score
+        printf("%s[", r ? "," : "");
+        for (int32_t k = 0; k < width; ++k) printf("%s%.9g", k ? "," : "", e[k]);
+        printf("]");
+    }
+    printf("]}\n");
+    L.batch_free(b);
+    L.free_ctx(ctx);
+    free(toks);
+}
+
 static void usage(void) {
     fprintf(
         stderr,
         "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
-        "                       [-b 2048] [-ub 512] [-fa 0|1] [-ctk f16] [-ctv f16] [--seed S] [--verbose]\n"
-        "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n");
+        "                       [-b 2048] [-ub 512] [-fa 0|1] [-ctk f16] [-ctv f16] [--seed S]\n"
+        "                       [--embd N_SEQ (with --serve)] [--verbose]\n"
+        "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n"
+        "       lctx-peer-bench --lib DIR -m MODEL.gguf --embed TEXT [--pooling P]\n");
 }
 
 int main(int argc, char **argv) {
-    const char *lib_dir = NULL, *model_path = NULL, *grammar_path = NULL, *text = NULL;
+    const char *lib_dir = NULL, *model_path = NULL, *grammar_path = NULL, *text = NULL, *embed_text = NULL;
+    int pooling = -1;  // --embed: LLAMA_POOLING_TYPE_UNSPECIFIED
     int n_prompt = 512, n_gen = 128, threads = 1, reps = 5, n_ctx = 0, n_batch = 2048, n_ubatch = 512;
     int flash_attn = 0, type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
+    int n_embd_seq = 0;  // > 0: embedding mode with this many sequences
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -403,6 +481,8 @@ int main(int argc, char **argv) {
         INT_OPT("-b", n_batch)
         INT_OPT("-ub", n_ubatch)
         INT_OPT("-fa", flash_attn)
+        INT_OPT("--embd", n_embd_seq)
+        INT_OPT("--pooling", pooling)
 #undef INT_OPT
         if (!strcmp(a, "--seed") && v) {
             g_rng = strtoull(v, NULL, 10);
@@ -415,6 +495,9 @@ int main(int argc, char **argv) {
             ++i;
         } else if (!strcmp(a, "--grammar") && v) {
             grammar_path = v;
+            ++i;
+        } else if (!strcmp(a, "--embed") && v) {
+            embed_text = v;
             ++i;
         } else if (!strcmp(a, "--text") && v) {
             text = v;
@@ -433,7 +516,7 @@ int main(int argc, char **argv) {
     }
     if (!lib_dir || !model_path || !grammar_path != !text || threads < 1 || reps < 1 || n_prompt < 0 ||
         n_gen < 0 || n_batch < 1 || n_ubatch < 1 || flash_attn < 0 || flash_attn > 1 || type_k < 0 ||
-        type_v < 0) {
+        type_v < 0 || n_embd_seq < 0 || (n_embd_seq > 0 && !g_serve)) {
         usage();
         return 2;
     }
@@ -469,6 +552,12 @@ int main(int argc, char **argv) {
     REQ(model_free, "llama_model_free");
 #undef REQ
     *(void **)&L.log_set = sym(llama, "llama_log_set", false);
+    const bool embed = embed_text != NULL;
+    *(void **)&L.encode = sym(llama, "llama_encode", n_embd_seq > 0 || embed);
+    *(void **)&L.get_embeddings_seq = sym(llama, "llama_get_embeddings_seq", embed);
+    *(void **)&L.get_embeddings_ith = sym(llama, "llama_get_embeddings_ith", embed);
+    *(void **)&L.model_n_embd = sym(llama, "llama_model_n_embd", embed);
+    *(void **)&L.pooling_type = sym(llama, "llama_pooling_type", embed);
     *(void **)&L.set_n_threads = sym(llama, "llama_set_n_threads", false);
     *(void **)&L.model_desc = sym(llama, "llama_model_desc", false);
     const bool grammar = grammar_path != NULL;
@@ -476,7 +565,7 @@ int main(int argc, char **argv) {
     *(void **)&L.sampler_apply = sym(llama, "llama_sampler_apply", grammar);
     *(void **)&L.sampler_accept = sym(llama, "llama_sampler_accept", grammar);
     *(void **)&L.sampler_free = sym(llama, "llama_sampler_free", grammar);
-    *(void **)&L.tokenize = sym(llama, "llama_tokenize", grammar);
+    *(void **)&L.tokenize = sym(llama, "llama_tokenize", grammar || embed);
     *(void **)&L.token_to_piece = sym(llama, "llama_token_to_piece", grammar);
 
     if (!verbose) {
@@ -507,6 +596,11 @@ int main(int argc, char **argv) {
         L.model_free(b.model);
         return 0;
     }
+    if (embed) {
+        run_embed(b.model, embed_text, pooling);
+        L.model_free(b.model);
+        return 0;
+    }
     b.n_vocab = L.vocab_n_tokens(L.model_get_vocab(b.model));
     if (b.n_vocab <= 0) fail("the model has no vocabulary");
 
@@ -520,6 +614,13 @@ int main(int argc, char **argv) {
     cp.type_k = type_k;
     cp.type_v = type_v;
     cp.no_perf = true;
+    if (n_embd_seq > 0) {  // the whole batch is one micro-batch, as llama_encode requires
+        cp.embeddings = true;
+        cp.n_seq_max = (uint32_t)n_embd_seq;
+        cp.kv_unified = true;
+        cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
+        n_batch = n_ctx;
+    }
     b.cparams = cp;
     b.threads = threads;
     make_context(&b);
@@ -553,6 +654,20 @@ int main(int argc, char **argv) {
             int n = 0, t = 0, n_tg = 0, depth = 0;
             if (!strncmp(line, "quit", 4)) break;
             uint64_t ns;
+            if (!strncmp(line, "embd ", 5)) {
+                int n_seq = 0;
+                if (sscanf(line, "embd %d %d %d", &n_seq, &n, &t) != 3 || n_seq < 1 || n < 1 || t < 1)
+                    fail("bad command: %s", line);
+                if (n_embd_seq == 0 || n_seq > n_embd_seq || n_seq * n > n_ctx)
+                    fail("%d sequences of %d tokens do not fit (--embd %d, -c %d)", n_seq, n, n_embd_seq,
+                         n_ctx);
+                set_threads(&b, t);
+                ns = run_embd(&b, n_seq, n);
+                printf("{\"test\":\"embd\",\"n_seq\":%d,\"n\":%d,\"threads\":%d,\"ns\":%llu}\n", n_seq, n, t,
+                       (unsigned long long)ns);
+                fflush(stdout);
+                continue;
+            }
             if (!strncmp(line, "pg ", 3)) {
                 if (sscanf(line, "pg %d %d %d %d", &n, &n_tg, &t, &depth) != 4 || n < 0 || n_tg < 0 ||
                     n + n_tg < 1 || t < 1 || depth < 0)

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "context/mask.h"
+#include "model/cls_head.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -29,8 +30,9 @@ Context::Context(const Model &model, const ContextParams &params) : model_(model
     if (params_.n_threads < 1) params_.n_threads = 1;
     if (params_.n_threads_batch < 1) params_.n_threads_batch = params_.n_threads;
     if (params_.pooling == PoolingType::Unspecified) params_.pooling = PoolingType::None;
-    if (params_.pooling == PoolingType::Rank)
-        throw Error("rank pooling needs a classification head, which this model does not have");
+    if (params_.pooling == PoolingType::Rank && !has_cls_head(model.weights()))
+        throw Error(
+            "rank pooling needs a classification head (cls, cls.output), which this model does not have");
 
     switch (params_.attention) {
         case AttentionType::Causal:
@@ -264,6 +266,26 @@ void Context::plan_recurrent_ubatches(const Batch &b, std::vector<int32_t> &ends
     ends.push_back(n);
 }
 
+bool Context::check_positions(const Batch &b, const char *what) const {
+    const HParams &hp = model_.hparams();
+    if (!hp.abs_pos_embd) return true;
+    for (int32_t i = 0; i < b.n_tokens; ++i)
+        if (static_cast<uint32_t>(b.pos[i]) >= hp.n_ctx_train) {
+            LCTX_LOG_ERROR(
+                "%s: position %d at batch index %d is beyond the model's %u learned positions (the text is "
+                "too long for it)",
+                what, b.pos[i], i, hp.n_ctx_train);
+            return false;
+        }
+    return true;
+}
+
+bool Context::check_outputs() const {
+    if (params_.embeddings || model_.weights().output.data) return true;
+    LCTX_LOG_ERROR("decode: this model has no output matrix, only embeddings: turn embeddings on");
+    return false;
+}
+
 void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv) {
     const HParams &hp = model_.hparams();
     MaskRules rules;
@@ -317,6 +339,7 @@ DecodeStatus Context::decode(const Batch &in) {
         }
         b.pos = auto_pos_.data();
     }
+    if (!check_positions(b, "decode") || !check_outputs()) return DecodeStatus::Error;
     std::vector<int32_t> ubatch_ends;
     if (!plan_ubatches(b, ubatch_ends)) return DecodeStatus::Error;
     if (is_encoder_decoder() && enc_out_.empty()) {
@@ -468,6 +491,7 @@ void Context::pool_embeddings(const Batch &b) {
                     break;
                 }
                 case PoolingType::Cls:
+                case PoolingType::Rank:  // the head's score of the CLS state, below
                     if (b.pos[i] == 0)
                         embd_seq_[seq].assign(h, h + n_embd);
                     else
@@ -488,6 +512,15 @@ void Context::pool_embeddings(const Batch &b) {
         for (auto &[seq, e] : embd_seq_)
             for (float &v : e) v /= static_cast<float>(count[seq]);
     std::erase_if(cls_missing_, [&](int32_t seq) { return embd_seq_.count(seq) != 0; });
+    if (params_.pooling == PoolingType::Rank && !embd_seq_.empty()) {
+        // One product for every sequence's CLS state; each keeps one value, its score (as b4748).
+        std::vector<float> h, scores(embd_seq_.size());  // h: [n_seq][n_embd]
+        for (const auto &[seq, e] : embd_seq_) h.insert(h.end(), e.begin(), e.end());
+        cls_head_scores(model_, h.data(), static_cast<int64_t>(embd_seq_.size()), scores.data(),
+                        pool_for(static_cast<int32_t>(embd_seq_.size())), scratch_.mm);
+        size_t k = 0;
+        for (auto &[seq, e] : embd_seq_) e.assign(1, scores[k++]);
+    }
 }
 
 float *Context::embeddings_seq(int32_t seq_id) {
@@ -496,7 +529,7 @@ float *Context::embeddings_seq(int32_t seq_id) {
         if (std::find(cls_missing_.begin(), cls_missing_.end(), seq_id) != cls_missing_.end())
             LCTX_LOG_ERROR(
                 "get_embeddings_seq: sequence %d had no token at position 0 in the last batch, so "
-                "CLS pooling has no vector for it",
+                "CLS (or rank) pooling has no vector for it",
                 seq_id);
         else
             LCTX_LOG_ERROR("get_embeddings_seq: sequence %d was not in the last batch; no pooled embedding",

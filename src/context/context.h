@@ -89,8 +89,9 @@ class Context {
     float *logits_ith(int32_t i);
     float *embeddings() { return embd_.data(); }
     float *embeddings_ith(int32_t i);
-    // The pooled embedding of a sequence of the last decode (pooling mean / cls / last), or null with a
-    // logged reason: the sequence was not in the last batch, or (cls) its position 0 was not.
+    // The pooled embedding of a sequence of the last decode (pooling mean / cls / last; rank: one value, the
+    // classification head's score), or null with a logged reason: the sequence was not in the last batch,
+    // or (cls, rank) its position 0 was not.
     float *embeddings_seq(int32_t seq_id);
     int32_t n_outputs() const { return n_outputs_; }
     const std::vector<int32_t> &output_ids() const { return output_ids_; }
@@ -134,6 +135,9 @@ class Context {
     bool validate_recurrent(const Batch &batch) const;
     bool plan_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
     void plan_recurrent_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
+    // Learned absolute positions (bert) exist only below n_ctx_train; logits need an output matrix.
+    bool check_positions(const Batch &batch, const char *what) const;
+    bool check_outputs() const;
     kernels::ThreadPool &pool_for(int32_t n_tokens);
     void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
     void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);

@@ -51,6 +51,7 @@ DecodeStatus Context::encode(const Batch &in) {
         std::iota(auto_pos_.begin(), auto_pos_.end(), 0);
         b.pos = auto_pos_.data();
     }
+    if (!check_positions(b, "encode")) return DecodeStatus::Error;
 
     const bool enc_dec = is_encoder_decoder();
     std::vector<float> rows;

@@ -15,6 +15,8 @@ constexpr std::array kFamilies = {
     Family{Arch::Phi3, "phi3", bind_phi3, forward_phi3, nullptr},
     Family{Arch::Gemma2, "gemma2", bind_gemma2, forward_gemma2, nullptr},
     Family{Arch::Bloom, "bloom", bind_bloom, forward_bloom, nullptr},
+    Family{Arch::Bert, "bert", bind_bert, forward_bert, forward_bert},  // an encoder: encode and decode alike
+    Family{Arch::NomicBert, "nomic-bert", bind_nomic_bert, forward_bert, forward_bert},  // bert's layer
     Family{Arch::T5, "t5", bind_t5, forward_t5_decoder, forward_t5_encoder},
     Family{Arch::Mamba, "mamba", bind_mamba, forward_mamba, nullptr},  // recurrent: one state per sequence
 };

@@ -59,6 +59,11 @@ void bind_bloom(WeightBinder &b, const HParams &hp, ModelWeights &w);
 bool forward_bloom(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
                    kernels::ThreadPool &pool);
 
+void bind_bert(WeightBinder &b, const HParams &hp, ModelWeights &w);
+void bind_nomic_bert(WeightBinder &b, const HParams &hp, ModelWeights &w);  // runs forward_bert
+bool forward_bert(const Model &model, const KvView &kv, const ForwardBatch &batch, ForwardScratch &s,
+                  kernels::ThreadPool &pool);
+
 // t5: forward runs the decoder (over the context's cache, with the batch's encoder output), encode the
 // encoder.
 void bind_t5(WeightBinder &b, const HParams &hp, ModelWeights &w);

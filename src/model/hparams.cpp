@@ -162,6 +162,21 @@ const char *model_size_name(const HParams &hp) {
                 default:
                     return "?B";
             }
+        case Arch::Bert:  // b4748's rules (bge-small and all-MiniLM are 33M / 22M)
+            switch (hp.n_layer) {
+                case 3:
+                    return "17M";
+                case 6:
+                    return "22M";
+                case 12:
+                    return hp.n_embd == 384 ? "33M" : hp.n_embd == 768 ? "109M" : "?B";
+                case 24:
+                    return "335M";
+                default:
+                    return "?B";
+            }
+        case Arch::NomicBert:
+            return hp.n_layer == 12 && hp.n_embd == 768 ? "137M" : "?B";
         case Arch::T5:  // b4748's rules: the encoder's block count, then the feed-forward size
             switch (hp.n_layer) {
                 case 6:
@@ -255,6 +270,27 @@ void load_bloom(const gguf::File &f, const std::string &p, HParams &hp) {
                     "attention.max_alibi_bias' = " + std::to_string(hp.max_alibi_bias) + " is not a bias");
 }
 
+// bert and nomic-bert: LayerNorm epsilon required; non-causal unless the file says otherwise; the pooling the
+// model was trained with (optional); the token-type count (b4748 reads it from the vocabulary; BERT's two
+// types when absent). bert has position embeddings for n_ctx_train positions, nomic-bert rotates instead.
+void load_bert(const gguf::File &f, const std::string &p, HParams &hp) {
+    hp.norm_eps = get_required_f32(f, p + "attention.layer_norm_epsilon");
+    hp.causal_attn = f.get_bool(p + "attention.causal").value_or(false);
+    if (std::optional<int64_t> pt = f.get_int(p + "pooling_type")) {
+        if (*pt < 0 || *pt > 4)
+            throw Error("model metadata '" + p + "pooling_type' = " + std::to_string(*pt) +
+                        " is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+        hp.pooling_type = static_cast<int32_t>(*pt);
+    }
+    hp.abs_pos_embd = hp.arch == Arch::Bert;
+    hp.n_token_types = get_u32(f, "tokenizer.ggml.token_type_count", false, 2);
+    if (hp.n_token_types == 0) throw Error("tokenizer.ggml.token_type_count is 0; BERT needs a token type");
+    if (hp.n_embd_head_k * hp.n_head != hp.n_embd || hp.n_embd_head_v != hp.n_embd_head_k)
+        throw Error(
+            "bert: the attention heads must split embedding_length evenly (key_length and "
+            "value_length n_embd / head_count)");
+}
+
 // t5: the decoder's block count (default: the encoder's) and the relative-position buckets (b4748 reads 32
 // when the key is absent; the bucket formula needs at least 4, and an even count, to split them by
 // direction).
@@ -315,6 +351,10 @@ void load_family(const gguf::File &f, const std::string &p, HParams &hp) {
             break;
         case Arch::Bloom:
             load_bloom(f, p, hp);
+            break;
+        case Arch::Bert:
+        case Arch::NomicBert:
+            load_bert(f, p, hp);
             break;
         case Arch::T5:
             load_t5(f, p, hp);

@@ -16,7 +16,7 @@ class File;
 
 // Families lctx knows by name (model/families.h says which of them run). Other: an architecture b4748 knows
 // (model/architectures.h) that lctx has no family for; only its vocabulary can be loaded.
-enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, T5, Mamba, Other };
+enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, Bert, NomicBert, T5, Mamba, Other };
 
 const char *arch_name(Arch arch);
 // Maps general.architecture to a family that runs; throws lctx::Error naming an architecture without a
@@ -55,6 +55,12 @@ struct HParams {
     // slopes from max_alibi_bias (kernels::alibi_slopes).
     bool use_alibi = false;
     float max_alibi_bias = 0.0f;
+    // Encoders (bert): <arch>.pooling_type as written (llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last,
+    // 4 rank), -1 when the file has none; learned absolute position embeddings, so positions must stay
+    // below n_ctx_train (the table's rows); the token-type table's rows (tokenizer.ggml.token_type_count).
+    int32_t pooling_type = -1;
+    bool abs_pos_embd = false;
+    uint32_t n_token_types = 0;
     // Encoder-decoder (t5): n_layer counts the encoder's blocks and n_layer_dec the decoder's (whose
     // self-attention is what the KV cache holds); the attention bias comes from n_rel_buckets
     // relative-position buckets; generation starts from dec_start_token (-1: none in the file; b4748 then

@@ -174,8 +174,8 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     // its row). An untied table is only looked up and stays in the mapping.
     const bool tied = weights_.output.data == weights_.token_embd.data;
     todo.push_back(tied ? &weights_.token_embd : &weights_.output);
-    std::erase_if(todo, [](const kernels::WeightView *w) {
-        return !kernels::can_interleave(w->type, w->rows, w->cols);
+    std::erase_if(todo, [](const kernels::WeightView *w) {  // encoders (bert) have no output matrix
+        return !w->data || !kernels::can_interleave(w->type, w->rows, w->cols);
     });
     if (todo.empty()) return;
     // One buffer for all copies, laid out in the order a forward pass reads them (todo's order), each

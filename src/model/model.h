@@ -38,6 +38,9 @@ struct LayerWeights {
     kernels::WeightView ffn_down;                  // [n_embd, n_ff]
     ParamVector ffn_gate_b, ffn_up_b, ffn_down_b;  // optional biases
     ParamVector ffn_post_norm;                     // optional norm of the feed-forward output (gemma2)
+    // Post-norm encoders (bert): LayerNorms of the residual sums, after attention and after the layer.
+    ParamVector attn_out_norm, attn_out_norm_b;    // [n_embd]
+    ParamVector layer_out_norm, layer_out_norm_b;  // [n_embd]
     // t5: the relative-position attention bias [n_rel_buckets][n_head] (only the first layer has one; every
     // layer of that stack uses it), and the decoder's cross-attention over the encoder output.
     ParamVector attn_rel_b;
@@ -71,6 +74,15 @@ struct ModelWeights {
     // LongRoPE (phi3): per-pair divisors for contexts beyond rope.n_ctx_orig per sequence (long) and within
     // it (short), [n_rot / 2] each, optional; layer_rope picks one.
     ParamVector rope_long, rope_short;
+    // Encoders (bert): learned absolute positions and token types (every token is type 0, as b4748).
+    kernels::WeightView pos_embd;     // [n_ctx_train, n_embd]
+    kernels::WeightView token_types;  // [n_token_types, n_embd]
+    // Classification head of rerankers (rank pooling): score = cls_out . tanh(cls h_cls + cls_b) + cls_out_b
+    // over a sequence's CLS hidden state. cls / cls_b empty when the model has no head; cls_out optional.
+    kernels::WeightView cls;           // [n_cls, n_embd]
+    ParamVector cls_b;                 // [n_cls]
+    kernels::WeightView cls_out;       // [1, n_cls]
+    ParamVector cls_out_b;             // [1]
     std::vector<LayerWeights> layers;  // the decoder's, for an encoder-decoder model
     // An encoder-decoder model's encoder (t5): its layers and final norm.
     std::vector<LayerWeights> enc_layers;

@@ -164,6 +164,38 @@ TEST(BenchCli, JsonOnStdoutParses) {
 
 // llama.cpp loads a synthesized model and the peer answers timed runs. Needs scripts/install-peer.sh and the
 // lctx_peer_bench target; skipped without them.
+// Embedding mode: n_seq sequences of n_prompt tokens in one encode, one micro-batch of all of them.
+TEST(BenchRun, EmbeddingModeEncodesSequences) {
+    const std::string path = std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf";
+    std::unique_ptr<Model> m = Model::load(path);
+    Settings s;
+    s.n_prompt = 16;
+    s.n_seq = 3;
+    s.n_batch = 8;  // ignored: the encode takes the whole batch at once
+    s.reps = 1;
+    EXPECT_EQ(s.n_ctx(), 48u);
+    EXPECT_EQ(s.eff_batch(), 48u);
+    EXPECT_EQ(s.eff_ubatch(), 48u);
+    LctxRunner run(*m, s);
+    run.set_threads(1);
+    Result r;
+    r.engine = "lctx";
+    r.model = model_facts(*m);
+    r.n_prompt = 16;
+    r.n_seq = 3;
+    r.n_batch = s.eff_batch();
+    r.n_ubatch = s.eff_ubatch();
+    r.test_time = iso_time_now();
+    r.samples_ns.push_back(run.run_embd());
+    EXPECT_EQ(r.test_name(), "embd3x16");
+    EXPECT_EQ(r.n_tokens(), 48);
+    const nlohmann::json j = nlohmann::json::parse(to_json(r, lctx_build_info(), cpu_info()).dump());
+    expect_bench_object(j, "lctx", 16, 0, 1);
+    EXPECT_EQ(j.value("embeddings", false), true);
+    EXPECT_EQ(j.value("n_seq", 0), 3);
+    EXPECT_NEAR(j.value("avg_ts", 0.0), 48e9 / static_cast<double>(r.samples_ns[0]), 1e-6);
+}
+
 TEST(BenchPeer, LlamaCppRunsASynthesizedModel) {
     const char *home = std::getenv("HOME");
     const std::string lib = resolve_peer_lib_dir(std::string(home ? home : "") + "/.cache/lctx/peer");
@@ -193,6 +225,22 @@ TEST(BenchPeer, LlamaCppRunsASynthesizedModel) {
         EXPECT_THROW(peer.run_pg(8, 4, 5, 1), Error);  // one more than n_ctx: the peer reports an error
     }
     std::filesystem::remove(path);
+}
+
+// The peer's embedding mode on a bert model: llama_encode of n_seq sequences.
+TEST(BenchPeer, LlamaCppEncodesABertModel) {
+    const char *home = std::getenv("HOME");
+    const std::string lib = resolve_peer_lib_dir(std::string(home ? home : "") + "/.cache/lctx/peer");
+    const std::string exe = sibling("lctx-peer-bench");
+    if (lib.empty() || exe.empty())
+        GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
+    Settings s;
+    s.n_prompt = 16;
+    s.n_seq = 2;
+    PeerProcess peer(exe, lib, std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf", s);
+    EXPECT_EQ(peer.facts().n_vocab, 30522);
+    EXPECT_GT(peer.run_embd(2, 16, 1), 0u);
+    EXPECT_THROW(peer.run_embd(3, 16, 1), Error);  // more sequences than the context was made for
 }
 
 }  // namespace

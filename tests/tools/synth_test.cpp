@@ -255,6 +255,62 @@ TEST(SynthFamilies, TinyQwen2AndPhi3LoadAndDecode) {
     }
 }
 
+// bge-small's shape: BAAI/bge-small-en-v1.5 has 33,360,000 parameters, of which its pooler (a 384 x 384
+// matrix and its bias, which llama.cpp's converter drops) is not in a GGUF. Q8_0 leaves the position and
+// token-type tables F32, as llama-quantize does; the encoder loads and pools, and the reranker has its head.
+TEST(SynthFamilies, BertShapes) {
+    const Shape *bge = find_shape("bge-small");
+    ASSERT_NE(bge, nullptr);
+    EXPECT_EQ(bge->arch, "bert");
+    TypeChoice t;
+    ASSERT_TRUE(parse_type("Q8_0", &t));
+    uint64_t n_params = 0;
+    std::set<std::string> names;
+    for (const TensorPlan &p : plan_tensors(*bge, 30522, t)) {
+        int64_t n = 1;
+        for (int64_t d : p.ne) n *= d;
+        n_params += static_cast<uint64_t>(n);
+        names.insert(p.name);
+        const bool table = p.name == "position_embd.weight" || p.name == "token_types.weight";
+        if (table || p.name == "blk.11.ffn_down.weight") {
+            EXPECT_EQ(p.type, table ? GgmlType::F32 : GgmlType::Q8_0) << p.name;
+        }
+    }
+    EXPECT_EQ(n_params, 33360000u - (384u * 384u + 384u));
+    EXPECT_EQ(names.count("output.weight"), 0u);
+    EXPECT_EQ(names.count("cls.weight"), 0u);
+
+    for (const char *name : {"bert-tiny", "bert-rerank-tiny"}) {
+        const Shape *shape = find_shape(name);
+        ASSERT_NE(shape, nullptr);
+        Options opts;
+        opts.vocab_path = vocab_path(*shape);
+        opts.n_threads = 1;
+        const std::string path = temp_path(std::string(name) + ".gguf");
+        write_model(*shape, t, path, opts);
+        std::unique_ptr<Model> m = Model::load(path);
+        std::filesystem::remove(path);
+        EXPECT_EQ(m->hparams().arch, Arch::Bert);
+        EXPECT_FALSE(m->hparams().causal_attn);
+        const bool rerank = std::string(name) == "bert-rerank-tiny";
+        EXPECT_EQ(m->hparams().pooling_type, rerank ? 4 : 2);
+        EXPECT_EQ(m->weights().cls.data != nullptr, rerank);
+        ContextParams cp;
+        cp.n_ctx = 16;
+        cp.embeddings = true;
+        cp.pooling = PoolingType::Mean;
+        Context ctx(*m, cp);
+        const int32_t toks[3] = {101, 7592, 102};
+        Batch b;
+        b.n_tokens = 3;
+        b.token = toks;
+        ASSERT_EQ(ctx.encode(b), DecodeStatus::Ok);
+        const float *e = ctx.embeddings_seq(0);
+        ASSERT_NE(e, nullptr);
+        for (uint32_t i = 0; i < m->hparams().n_embd; ++i) ASSERT_TRUE(std::isfinite(e[i])) << name;
+    }
+}
+
 TEST(SynthGenerator, DeterministicInSeedAndRoughlyNormal) {
     const Shape *shape = find_shape("tiny");
     TypeChoice type;

@@ -90,6 +90,12 @@ LctxRunner::LctxRunner(const Model &model, const Settings &s) : model_(model), s
     cp.type_v = s.type_v;
     cp.flash_attn = s.flash_attn;
     cp.no_perf = true;
+    if (s.n_seq > 0) {  // the model's pooling, as llama.cpp's context takes it unless told otherwise
+        cp.embeddings = true;
+        cp.n_seq_max = static_cast<uint32_t>(s.n_seq);
+        const int32_t p = model.hparams().pooling_type;
+        cp.pooling = p >= 0 && p <= 4 ? static_cast<PoolingType>(p) : PoolingType::None;
+    }
     ctx_ = std::make_unique<Context>(model, cp);
 }
 
@@ -147,6 +153,33 @@ uint64_t LctxRunner::run_pg(int n_pp, int n_tg, int depth) {
         decode_or_throw(b);
     }
     return now_ns() - t0;
+}
+
+uint64_t LctxRunner::run_embd() {
+    const int32_t n_vocab = static_cast<int32_t>(model_.hparams().n_vocab);
+    const int n = s_.n_seq * s_.n_prompt;
+    tokens_.resize(static_cast<size_t>(n));
+    pos_.resize(static_cast<size_t>(n));
+    std::vector<int32_t> seq(static_cast<size_t>(n)), n_seq_id(static_cast<size_t>(n), 1);
+    std::vector<int32_t *> seq_ids(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        tokens_[static_cast<size_t>(i)] = next_token(rng_, n_vocab);
+        pos_[static_cast<size_t>(i)] = i % s_.n_prompt;
+        seq[static_cast<size_t>(i)] = i / s_.n_prompt;
+        seq_ids[static_cast<size_t>(i)] = &seq[static_cast<size_t>(i)];
+    }
+    Batch b;
+    b.n_tokens = n;
+    b.token = tokens_.data();
+    b.pos = pos_.data();
+    b.n_seq_id = n_seq_id.data();
+    b.seq_id = seq_ids.data();
+    const uint64_t t0 = now_ns();
+    const DecodeStatus st = ctx_->encode(b);
+    const uint64_t ns = now_ns() - t0;
+    if (st != DecodeStatus::Ok)
+        throw Error("lctx encode failed with status " + std::to_string(static_cast<int>(st)));
+    return ns;
 }
 
 double read_bandwidth(int n_threads, size_t bytes, int passes) {
@@ -222,6 +255,7 @@ Stats compute_stats(const std::vector<uint64_t> &samples_ns, int n_tokens) {
 }
 
 std::string Result::test_name() const {
+    if (n_seq > 0) return "embd" + std::to_string(n_seq) + "x" + std::to_string(n_prompt);
     const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
     if (n_prompt > 0 && n_gen == 0) return "pp" + std::to_string(n_prompt) + depth;
     if (n_gen > 0 && n_prompt == 0) return "tg" + std::to_string(n_gen) + depth;
@@ -293,7 +327,7 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
         {"flash_attn", r.flash_attn},
         {"tensor_split", "0.00"},
         {"use_mmap", true},
-        {"embeddings", false},
+        {"embeddings", r.n_seq > 0},
         {"n_prompt", r.n_prompt},
         {"n_gen", r.n_gen},
         {"n_depth", r.n_depth},
@@ -306,6 +340,7 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
         {"samples_ts", samples_ts},
         {"engine", r.engine},
     };
+    if (r.n_seq > 0) j["n_seq"] = r.n_seq;
     if (r.n_gen > 0 && r.n_prompt == 0) {
         const double gbps = st.avg_ts * static_cast<double>(r.model.bytes_per_token) / 1e9;
         j["bytes_per_token"] = r.model.bytes_per_token;

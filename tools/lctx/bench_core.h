@@ -24,11 +24,17 @@ struct Settings {
     bool flash_attn = false;
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
+    // > 0: embedding mode (an encoder such as bert): n_seq sequences of n_prompt tokens in one llama_encode,
+    // which takes the whole batch as one micro-batch (n_batch = n_ubatch = n_ctx = n_seq * n_prompt).
+    int n_seq = 0;
     // n_ctx = n_depth + n_prompt + n_gen; n_batch is clamped to n_ctx and n_ubatch to n_batch, as llama.cpp
     // does.
-    uint32_t n_ctx() const { return static_cast<uint32_t>(std::max(1, n_depth + n_prompt + n_gen)); }
-    uint32_t eff_batch() const { return std::min(n_batch, n_ctx()); }
-    uint32_t eff_ubatch() const { return std::min(n_ubatch, eff_batch()); }
+    uint32_t n_ctx() const {
+        if (n_seq > 0) return static_cast<uint32_t>(std::max(1, n_seq * n_prompt));
+        return static_cast<uint32_t>(std::max(1, n_depth + n_prompt + n_gen));
+    }
+    uint32_t eff_batch() const { return n_seq > 0 ? n_ctx() : std::min(n_batch, n_ctx()); }
+    uint32_t eff_ubatch() const { return n_seq > 0 ? n_ctx() : std::min(n_ubatch, eff_batch()); }
 };
 
 // What the output needs to know about a model file.
@@ -59,6 +65,8 @@ class LctxRunner {
     // After `depth` untimed tokens in the cache: a prompt of n_pp tokens, then n_tg single-token decodes
     // (llama-bench's pp, tg, -pg and -d tests); wall nanoseconds of the timed part.
     uint64_t run_pg(int n_pp, int n_tg, int depth);
+    // Embedding mode: n_seq sequences of n_prompt tokens (the settings') in one encode; wall nanoseconds.
+    uint64_t run_embd();
 
   private:
     void fill_prompt(int n, int pos0);  // random tokens_ at positions pos0.. in batches
@@ -86,6 +94,7 @@ struct Result {
     ModelFacts model;
     int n_threads = 1;
     int n_prompt = 0, n_gen = 0, n_depth = 0;
+    int n_seq = 0;                       // embedding mode: sequences of n_prompt tokens per encode
     uint32_t n_batch = 0, n_ubatch = 0;  // as used: n_batch capped by the context, n_ubatch by n_batch
     std::string type_k = "f16", type_v = "f16";  // K/V cache types, as llama-bench names them
     bool flash_attn = false;
@@ -96,8 +105,9 @@ struct Result {
     // the kind the weights use, for n_threads (0: not probed).
     double ops_per_token = 0, peak_ops = 0;
     std::string peak_kind;
-    std::string test_name() const;  // "pp512" / "tg128" / "pp512+tg128", " @ d1024" after a depth
-    int n_tokens() const { return n_prompt + n_gen; }
+    // "pp512" / "tg128" / "pp512+tg128", " @ d1024" after a depth; "embd8x128" (8 sequences of 128 tokens)
+    std::string test_name() const;
+    int n_tokens() const { return n_seq > 0 ? n_seq * n_prompt : n_prompt + n_gen; }
 };
 
 struct BuildInfo {

@@ -81,6 +81,10 @@ PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, con
                                      "-fa",    s.flash_attn ? "1" : "0",
                                      "-ctk",   type_name(s.type_k),
                                      "-ctv",   type_name(s.type_v)};
+    if (s.n_seq > 0) {
+        args.push_back("--embd");
+        args.push_back(std::to_string(s.n_seq));
+    }
     std::vector<char *> argv;
     for (std::string &a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -139,6 +143,13 @@ nlohmann::json PeerProcess::read_reply() {
 
 uint64_t PeerProcess::run(const char *test, int n, int n_threads) {
     if (std::fprintf(to_, "%s %d %d\n", test, n, n_threads) < 0 || std::fflush(to_) != 0)
+        throw Error("lctx-peer-bench is gone (write failed)");
+    const nlohmann::json j = read_reply();
+    return j.at("ns").get<uint64_t>();
+}
+
+uint64_t PeerProcess::run_embd(int n_seq, int n, int n_threads) {
+    if (std::fprintf(to_, "embd %d %d %d\n", n_seq, n, n_threads) < 0 || std::fflush(to_) != 0)
         throw Error("lctx-peer-bench is gone (write failed)");
     const nlohmann::json j = read_reply();
     return j.at("ns").get<uint64_t>();

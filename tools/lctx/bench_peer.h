@@ -38,6 +38,8 @@ class PeerProcess {
     uint64_t run_tg(int n, int n_threads) { return run("tg", n, n_threads); }
     // depth tokens in the cache (untimed), then n_pp prompt tokens and n_tg generated ones, timed together.
     uint64_t run_pg(int n_pp, int n_tg, int depth, int n_threads);
+    // Embedding mode (Settings::n_seq): n_seq sequences of n tokens in one llama_encode.
+    uint64_t run_embd(int n_seq, int n, int n_threads);
 
   private:
     uint64_t run(const char *test, int n, int n_threads);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/dot.h"
+#include "model/families.h"
 #include "tensor/types.h"
 
 namespace lctx::bench {
@@ -211,17 +212,26 @@ ComputeFacts compute_facts(const Model &model) {
         }
         if (name == "output.weight") has_output = true;
         // Matrices only; lookups (position and token-type embeddings) cost no products.
+        // A reranker's classification head (cls, cls.output) runs once per sequence, not per token.
         if (t.ne.size() < 2 || t.n_elements() != t.ne[0] * t.ne[1] || name.starts_with("position_embd") ||
-            name.starts_with("token_types"))
+            name.starts_with("token_types") || name.starts_with("cls."))
             continue;
         count(t);
     }
-    if (embd && !has_output) count(*embd);  // the output projection reuses the embedding matrix
+    // The output projection reuses the embedding matrix; an encoder-only model (bert) has none.
+    const Family *family = find_family(model.hparams().arch);
+    const bool encoder_only = family && family->encode && !model.hparams().causal_attn;
+    if (embd && !has_output && !encoder_only) count(*embd);
     const HParams &hp = model.hparams();
     f.attn_macs_per_key =
         static_cast<uint64_t>(hp.n_layer) * hp.n_head * (hp.n_embd_head_k + hp.n_embd_head_v);
     f.kind = quant_bytes > float_bytes ? PeakKind::Int8Dot : PeakKind::F32Fma;
     return f;
+}
+
+double ops_per_encoded_token(const ComputeFacts &f, int n_len) {
+    return 2.0 * (static_cast<double>(f.matmul_macs) +
+                  static_cast<double>(f.attn_macs_per_key) * static_cast<double>(n_len));
 }
 
 double ops_per_prompt_token(const ComputeFacts &f, int n_prompt, int depth) {

@@ -33,5 +33,8 @@ ComputeFacts compute_facts(const Model &model);
 // Operations of a prompt of n_prompt tokens after `depth` cached ones, per prompt token: the matrix products
 // plus causal attention (token i attends to depth + i + 1 keys).
 double ops_per_prompt_token(const ComputeFacts &f, int n_prompt, int depth);
+// The same for an encoder's sequences of n_len tokens (bench's embedding mode): non-causal attention, every
+// token attends to all n_len keys of its sequence.
+double ops_per_encoded_token(const ComputeFacts &f, int n_len);
 
 }  // namespace lctx::bench

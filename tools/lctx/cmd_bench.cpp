@@ -1,7 +1,9 @@
 // lctx bench: llama-bench style speed tests (pp: one prompt batch; tg: single-token decodes; -pg: a prompt
 // then generation; -d: after that many tokens already in the cache), over lists of sizes, thread counts and
 // batch sizes, with the memory-bandwidth limit of generation, optionally against llama.cpp itself (--peer)
-// with the runs of the two engines alternating. Output as llama-bench's: md, csv, json or jsonl.
+// with the runs of the two engines alternating. Output as llama-bench's: md, csv, json or jsonl. An encoder
+// without an output matrix (bert), or with --embd any model with an encoder pass, is measured in embedding
+// mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "kernels/dot.h"
+#include "model/families.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
@@ -49,6 +52,7 @@ const char *const kInstalledPeer = "<installed>";
 
 struct Test {
     int n_prompt, n_gen;
+    int n_seq = 0;  // embedding mode: sequences of n_prompt tokens per encode
 };
 
 }  // namespace
@@ -62,7 +66,8 @@ int cmd_bench(int argc, char **argv) {
     std::vector<std::string> pg_args;
     std::string peer_dir, output = "md";
     int reps = 5;
-    bool json = false;
+    bool json = false, embd = false;
+    std::string n_seq_arg = "8";
     double bw_mib = 1024;
     bool no_peak = false;
     std::string fa_arg = "0", ctk_arg = "f16", ctv_arg = "f16";
@@ -87,6 +92,10 @@ int cmd_bench(int argc, char **argv) {
     app.add_option("--peer", peer_dir,
                    "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
     app.add_flag("--json", json, "the same as -o json");
+    app.add_flag("--embd", embd,
+                 "embedding mode (automatic for an encoder such as bert): --n-seq sequences of -p tokens "
+                 "(default 128) per llama_encode");
+    app.add_option("--n-seq", n_seq_arg, "embedding mode: sequences per encode, e.g. 1,8");
     // A bare --peer (last, or before another option) means the installed peer.
     std::vector<std::string> args = normalize_args(argc, argv);
     for (size_t i = 1; i < args.size(); ++i)
@@ -206,6 +215,37 @@ int cmd_bench(int argc, char **argv) {
 
     std::unique_ptr<Model> model = load_model_or_report(model_path);
     if (!model) return 1;
+    // An encoder that only gives embeddings has no generation to measure.
+    const Family *family = find_family(model->hparams().arch);
+    const bool has_encoder = family && family->encode;
+    if (has_encoder && !model->weights().output.data) embd = true;
+    if (embd && !has_encoder) {
+        std::fprintf(stderr, "lctx bench: --embd: %s has no encoder pass (llama_encode) to measure\n",
+                     model->hparams().arch_name.c_str());
+        return 1;
+    }
+    if (embd) {
+        std::vector<int> n_seqs;
+        if (!parse_int_list(n_seq_arg, 1, &n_seqs)) {
+            std::fprintf(stderr, "lctx bench: --n-seq wants positive numbers separated by commas, not '%s'\n",
+                         n_seq_arg.c_str());
+            return 1;
+        }
+        if (app.count("-n") || !pg_args.empty() || app.count("-d")) {
+            std::fprintf(stderr,
+                         "lctx bench: embedding mode measures llama_encode: -n, --pg and -d do not apply\n");
+            return 1;
+        }
+        if (!app.count("-p")) prompts = {128};
+        tests.clear();
+        for (int ns : n_seqs)
+            for (int p : prompts)
+                if (p > 0) tests.push_back({p, 0, ns});
+        if (tests.empty()) {
+            std::fprintf(stderr, "lctx bench: embedding mode needs -p above 0\n");
+            return 1;
+        }
+    }
     const bench::ModelFacts facts = bench::model_facts(*model);
     const bench::ComputeFacts compute = bench::compute_facts(*model);
     std::map<int, double> peak_by_threads;  // probed once per thread count, at the first prompt test
@@ -256,6 +296,7 @@ int cmd_bench(int argc, char **argv) {
                         s.reps = reps;
                         s.n_batch = static_cast<uint32_t>(n_batch);
                         s.n_ubatch = static_cast<uint32_t>(n_ubatch);
+                        s.n_seq = test.n_seq;
                         std::unique_ptr<bench::PeerProcess> peer;
                         if (!peer_dir.empty() && attn.peer) {
                             peer = std::make_unique<bench::PeerProcess>(peer_exe, peer_lib, model_path, s);
@@ -270,6 +311,7 @@ int cmd_bench(int argc, char **argv) {
                             base.n_prompt = test.n_prompt;
                             base.n_gen = test.n_gen;
                             base.n_depth = depth;
+                            base.n_seq = test.n_seq;
                             base.n_batch = s.eff_batch();  // what ran, not what was asked
                             base.n_ubatch = s.eff_ubatch();
                             base.test_time = bench::iso_time_now();
@@ -284,8 +326,14 @@ int cmd_bench(int argc, char **argv) {
                             theirs.model.bytes_per_token = facts.bytes_per_token;  // same file
                             const std::string name = mine.test_name();
                             const bool is_tg = test.n_prompt == 0;
-                            auto run_lctx = [&] { return lctx_run.run_pg(test.n_prompt, test.n_gen, depth); };
-                            auto run_peer = [&] { return peer->run_pg(test.n_prompt, test.n_gen, depth, t); };
+                            auto run_lctx = [&] {
+                                return test.n_seq > 0 ? lctx_run.run_embd()
+                                                      : lctx_run.run_pg(test.n_prompt, test.n_gen, depth);
+                            };
+                            auto run_peer = [&] {
+                                return test.n_seq > 0 ? peer->run_embd(test.n_seq, test.n_prompt, t)
+                                                      : peer->run_pg(test.n_prompt, test.n_gen, depth, t);
+                            };
                             // One uncounted warm-up each, then the repetitions alternate engine by engine.
                             progress("lctx", name, t, 0);
                             run_lctx();
@@ -320,7 +368,9 @@ int cmd_bench(int argc, char **argv) {
                                     peak_by_threads[t] = bench::compute_peak(compute.kind, t);
                                 }
                                 mine.ops_per_token = theirs.ops_per_token =
-                                    bench::ops_per_prompt_token(compute, test.n_prompt, depth);
+                                    test.n_seq > 0
+                                        ? bench::ops_per_encoded_token(compute, test.n_prompt)
+                                        : bench::ops_per_prompt_token(compute, test.n_prompt, depth);
                                 mine.peak_ops = theirs.peak_ops = peak_by_threads[t];
                                 mine.peak_kind = theirs.peak_kind = bench::peak_kind_name(compute.kind);
                             }
@@ -355,12 +405,17 @@ int cmd_bench(int argc, char **argv) {
         }
     } else {
         std::printf("%s", bench::markdown(results).c_str());
-        std::printf("\nbytes read per generated token: %.2f MiB", facts.bytes_per_token / 1048576.0);
-        for (const bench::Result &r : results)
-            if (r.engine == "lctx" && r.n_gen > 0 && r.n_prompt == 0 && r.mem_bw > 0)
-                std::printf("; t=%d: read bandwidth %.1f GB/s, limit %.1f t/s", r.n_threads, r.mem_bw / 1e9,
-                            r.mem_bw / static_cast<double>(facts.bytes_per_token));
-        std::printf("\n");
+        if (!embd) {
+            std::printf("\nbytes read per generated token: %.2f MiB", facts.bytes_per_token / 1048576.0);
+            for (const bench::Result &r : results)
+                if (r.engine == "lctx" && r.n_gen > 0 && r.n_prompt == 0 && r.mem_bw > 0)
+                    std::printf("; t=%d: read bandwidth %.1f GB/s, limit %.1f t/s", r.n_threads,
+                                r.mem_bw / 1e9, r.mem_bw / static_cast<double>(facts.bytes_per_token));
+            std::printf("\n");
+        } else {
+            std::printf(
+                "\nembdSxL: S sequences of L tokens in one llama_encode; t/s counts all S x L tokens\n");
+        }
         if (!peak_by_threads.empty()) {
             // "% of peak" = pp t/s x operations per token / this peak (bench_roofline.h).
             std::printf("compute peak, %s at the %s level:", bench::peak_kind_name(compute.kind),
@@ -368,8 +423,10 @@ int cmd_bench(int argc, char **argv) {
             for (const auto &[t, ops] : peak_by_threads) std::printf(" t=%d %.1f G/s;", t, ops / 1e9);
             for (int p : prompts)
                 if (p > 0)
-                    std::printf(" pp%d: %.3f G operations per token", p,
-                                bench::ops_per_prompt_token(compute, p, 0) / 1e9);
+                    std::printf(" %s%d: %.3f G operations per token", embd ? "embd L=" : "pp", p,
+                                (embd ? bench::ops_per_encoded_token(compute, p)
+                                      : bench::ops_per_prompt_token(compute, p, 0)) /
+                                    1e9);
             std::printf("\n");
         }
         if (!peer_dir.empty())

@@ -16,6 +16,7 @@ void usage() {
         "  run        generate text from a prompt (-cnv or -i: chat instead)\n"
         "  chat       talk with a model (context shift keeps long chats going)\n"
         "  tokenize   print the token ids of a text\n"
+        "  embed      print the embedding of each text (or its relevance score with a reranker)\n"
         "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
         "  synth      write a GGUF with random weights in a real model's shape\n"
         "  template   render a conversation with a chat template (Jinja) and print the prompt\n"
@@ -35,6 +36,7 @@ int dispatch(int argc, char **argv) {
     }
     if (cmd == "chat") return lctx::cli::cmd_chat(argc - 1, argv + 1);
     if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
+    if (cmd == "embed") return lctx::cli::cmd_embed(argc - 1, argv + 1);
     if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
     if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
     if (cmd == "template") return lctx::cli::cmd_template(argc - 1, argv + 1);

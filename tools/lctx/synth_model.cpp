@@ -74,6 +74,24 @@ Shape mamba(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t d_inne
     return s;
 }
 
+// An encoder with the bge vocabulary (WordPiece, [CLS] ... [SEP]), LayerNorm epsilon 1e-12 as BERT's.
+Shape bert(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_ff,
+           uint32_t n_ctx, int pooling, bool cls_head) {
+    Shape s = make_shape(name, n_embd, n_layer, n_head, n_head, n_ff, n_ctx, false,
+                         "ggml-vocab-bert-bge.gguf", "bert", 10000.0f, 1e-12f);
+    s.pooling_type = pooling;
+    s.cls_head = cls_head;
+    return s;
+}
+
+Shape nomic_bert(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_ff,
+                 uint32_t n_ctx) {
+    Shape s = bert(name, n_embd, n_layer, n_head, n_ff, n_ctx, 1, false);
+    s.arch = "nomic-bert";
+    s.rope_freq_base = 1000.0f;
+    return s;
+}
+
 const std::vector<Shape> &shapes() {
     static const std::vector<Shape> all = {
         // Small enough for tests; rows of 256 so every type quantizes without a fallback.
@@ -107,6 +125,15 @@ const std::vector<Shape> &shapes() {
         // stands in for its GPT-NeoX one, 50257 tokens instead of 50280).
         mamba("mamba-tiny", 256, 2, 512, 16, "ggml-vocab-llama-spm.gguf"),
         mamba("mamba-130m", 768, 24, 1536, 48, "ggml-vocab-gpt-2.gguf"),
+        // BAAI/bge-small-en-v1.5: 12 layers of 384 (12 heads), feed-forward 1536, 512 positions, CLS pooling.
+        bert("bge-small", 384, 12, 12, 1536, 512, 2, false),
+        // Small encoders for tests: a bge-like one, and a reranker (rank pooling over a classification head).
+        bert("bert-tiny", 64, 2, 4, 128, 128, 2, false),
+        bert("bert-rerank-tiny", 64, 2, 4, 128, 128, 4, true),
+        // nomic-ai/nomic-embed-text-v1.5 (nomic-bert: rotary positions with base 1000, fused q|k|v, SwiGLU,
+        // mean pooling), and a small one for tests.
+        nomic_bert("nomic-embed-text", 768, 12, 12, 3072, 2048),
+        nomic_bert("nomic-bert-tiny", 64, 2, 4, 128, 128),
     };
     return all;
 }
@@ -233,6 +260,64 @@ std::vector<std::string> type_names() {
     return v;
 }
 
+namespace {
+
+void finish_sizes(std::vector<TensorPlan> &plan) {
+    for (TensorPlan &t : plan) {
+        size_t n = row_size(t.type, t.ne[0]);
+        for (size_t d = 1; d < t.ne.size(); ++d) n *= static_cast<size_t>(t.ne[d]);
+        t.nbytes = n;
+    }
+}
+
+// bert after token_embd, in the order llama.cpp's converter writes it. The position and token-type tables
+// stay F32 (llama-quantize leaves them as converted); a mixture's extra bits go to nothing (it has no output
+// matrix).
+template <typename Matrix, typename Norm, typename Bias>
+void plan_bert(const Shape &s, GgmlType base, Matrix matrix, Norm norm, Bias bias) {
+    const int64_t e = s.n_embd, ff = s.n_ff;
+    const bool nomic = s.arch == "nomic-bert";  // rotary positions, fused q|k|v, SwiGLU, no biases
+    matrix("token_types.weight", e, 2, GgmlType::F32);
+    if (!nomic) matrix("position_embd.weight", e, s.n_ctx_train, GgmlType::F32);
+    norm("token_embd_norm.weight");
+    bias("token_embd_norm.bias", e);
+    for (uint32_t il = 0; il < s.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        if (nomic) {
+            matrix(p + "attn_qkv.weight", e, 3 * e, base);
+            matrix(p + "attn_output.weight", e, e, base);
+            norm(p + "attn_output_norm.weight");
+            bias(p + "attn_output_norm.bias", e);
+            matrix(p + "ffn_up.weight", e, ff, base);
+            matrix(p + "ffn_gate.weight", e, ff, base);
+            matrix(p + "ffn_down.weight", ff, e, base);
+            norm(p + "layer_output_norm.weight");
+            bias(p + "layer_output_norm.bias", e);
+            continue;
+        }
+        for (const char *m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+            matrix(p + m + ".weight", e, e, base);
+            bias(p + m + ".bias", e);
+        }
+        norm(p + "attn_output_norm.weight");
+        bias(p + "attn_output_norm.bias", e);
+        matrix(p + "ffn_up.weight", e, ff, base);
+        bias(p + "ffn_up.bias", ff);
+        matrix(p + "ffn_down.weight", ff, e, base);
+        bias(p + "ffn_down.bias", e);
+        norm(p + "layer_output_norm.weight");
+        bias(p + "layer_output_norm.bias", e);
+    }
+    if (s.cls_head) {
+        matrix("cls.weight", e, e, base);
+        bias("cls.bias", e);
+        matrix("cls.output.weight", e, 1, base);
+        bias("cls.output.bias", 1);
+    }
+}
+
+}  // namespace
+
 std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const TypeChoice &type) {
     const int64_t head_dim = s.head_size();
     const int64_t q_dim = head_dim * s.n_head;
@@ -257,6 +342,11 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     GgmlType out_type = base;
     if (type.k_mixture) out_type = e % type_traits(base).block_size != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
     matrix("token_embd.weight", e, n_vocab, tied ? out_type : base);
+    if (s.arch == "bert" || s.arch == "nomic-bert") {
+        plan_bert(s, base, matrix, norm, bias);
+        finish_sizes(plan);
+        return plan;
+    }
     if (is_bloom) {
         norm("token_embd_norm.weight");
         bias("token_embd_norm.bias", e);
@@ -323,11 +413,7 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     norm("output_norm.weight");
     if (is_bloom) bias("output_norm.bias", e);
     if (!tied) matrix("output.weight", e, n_vocab, out_type);
-    for (TensorPlan &t : plan) {
-        size_t n = row_size(t.type, t.ne[0]);
-        for (size_t d = 1; d < t.ne.size(); ++d) n *= static_cast<size_t>(t.ne[d]);
-        t.nbytes = n;
-    }
+    finish_sizes(plan);
     return plan;
 }
 
@@ -378,6 +464,12 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
         w.set_u32(a + "ssm.state_size", s.ssm_d_state);
         w.set_u32(a + "ssm.time_step_rank", s.ssm_dt_rank);
         w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+    } else if (s.arch == "bert" || s.arch == "nomic-bert") {
+        w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
+        w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);
+        w.set_bool(a + "attention.causal", false);
+        if (s.pooling_type >= 0) w.set_u32(a + "pooling_type", static_cast<uint32_t>(s.pooling_type));
+        if (s.arch == "nomic-bert") w.set_f32(a + "rope.freq_base", s.rope_freq_base);
     } else if (s.arch == "bloom") {
         w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
         w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);

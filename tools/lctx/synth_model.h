@@ -1,5 +1,5 @@
 // Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, qwen2,
-// phi3, gemma2, bloom or mamba family), with the metadata and tokenizer llama.cpp needs, so both engines can
+// phi3, gemma2, bloom, mamba or bert family), with the metadata and tokenizer llama.cpp needs, so both engines can
 // load the same file.
 #pragma once
 #include <cstdint>
@@ -14,7 +14,8 @@ namespace lctx::synth {
 struct Shape {
     std::string name;
     std::string arch = "llama";  // general.architecture: llama, qwen2 (q/k/v biases), phi3 (fused tensors),
-                                 // gemma2 (post norms, soft-caps, window) or bloom (LayerNorms, ALiBi)
+                                 // gemma2 (post norms, soft-caps, window), bloom (LayerNorms, ALiBi) or bert
+                                 // (an encoder: position and token-type embeddings, post-norm layers)
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
@@ -32,12 +33,17 @@ struct Shape {
     float attn_softcap = 0.0f, final_softcap = 0.0f;
     // mamba (no attention: n_head, n_ff 0): the state-space sizes
     uint32_t ssm_d_conv = 0, ssm_d_inner = 0, ssm_d_state = 0, ssm_dt_rank = 0;
+    // bert: the pooling written as bert.pooling_type (llama_pooling_type), and a reranker's classification
+    // head (cls, cls.output with their biases)
+    int pooling_type = -1;
+    bool cls_head = false;
 
     uint32_t head_size() const { return head_dim ? head_dim : n_head ? n_embd / n_head : 0; }
 };
 
 // The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
-// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "mamba-tiny", "mamba-130m". Null
+// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "mamba-tiny", "mamba-130m", "bge-small", "bert-tiny",
+// "bert-rerank-tiny", "nomic-embed-text", "nomic-bert-tiny". Null
 // when the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();

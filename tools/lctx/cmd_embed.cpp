@@ -1,0 +1,272 @@
+// lctx embed: one embedding vector per text (or, with rank pooling, one relevance score per text), as
+// llama.cpp's llama-embedding. The texts go in as separate sequences of one batch, as many per pass as fit
+// n_batch tokens and n_seq_max sequences; an encoder (bert) runs them through llama_encode's path, a decoder
+// model through a decode with embeddings on.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "context/context.h"
+#include "model/cls_head.h"
+#include "model/families.h"
+#include "tools/lctx/args.h"
+#include "tools/lctx/commands.h"
+#include "tools/lctx/common.h"
+#include "vocab/vocab.h"
+
+namespace lctx::cli {
+
+namespace {
+
+const char *pooling_name(PoolingType p) {
+    switch (p) {
+        case PoolingType::None:
+            return "none";
+        case PoolingType::Mean:
+            return "mean";
+        case PoolingType::Cls:
+            return "cls";
+        case PoolingType::Last:
+            return "last";
+        case PoolingType::Rank:
+            return "rank";
+        default:
+            return "unspecified";
+    }
+}
+
+PoolingType pooling_from_name(const std::string &name) {
+    for (PoolingType p :
+         {PoolingType::None, PoolingType::Mean, PoolingType::Cls, PoolingType::Last, PoolingType::Rank})
+        if (name == pooling_name(p)) return p;
+    return PoolingType::Unspecified;
+}
+
+// The model's own pooling (<arch>.pooling_type), else none, as llama.cpp resolves an unspecified one.
+PoolingType model_pooling(const Model &m) {
+    const int32_t p = m.hparams().pooling_type;
+    return p >= 0 && p <= 4 ? static_cast<PoolingType>(p) : PoolingType::None;
+}
+
+// Euclidean normalization (llama-embedding's default --embd-normalize 2); a zero vector stays zero.
+void normalize(std::vector<float> &v) {
+    double sum = 0.0;
+    for (float x : v) sum += static_cast<double>(x) * x;
+    if (sum <= 0.0) return;
+    const float inv = static_cast<float>(1.0 / std::sqrt(sum));
+    for (float &x : v) x *= inv;
+}
+
+// llama-server's rerank input: [BOS] query [EOS] [SEP] document [EOS], the texts tokenized without special
+// tokens (a special token the vocabulary lacks is left out).
+std::vector<int32_t> rerank_tokens(const Vocab &vocab, const std::string &query, const std::string &doc) {
+    std::vector<int32_t> out;
+    auto special = [&](int32_t id) {
+        if (id >= 0) out.push_back(id);
+    };
+    const std::vector<int32_t> q = vocab.tokenize(query, false, false);
+    const std::vector<int32_t> d = vocab.tokenize(doc, false, false);
+    special(vocab.bos());
+    out.insert(out.end(), q.begin(), q.end());
+    special(vocab.eos());
+    special(vocab.sep());
+    out.insert(out.end(), d.begin(), d.end());
+    special(vocab.eos());
+    return out;
+}
+
+struct Output {
+    std::vector<std::vector<float>> rows;  // one per input: pooled vector or score; none: one per token
+};
+
+}  // namespace
+
+int cmd_embed(int argc, char **argv) {
+    CLI::App app{"Print the embedding of each text (or its relevance score with --pooling rank)",
+                 "lctx embed"};
+    configure_app(app);
+    std::string model_path = default_model_path(), pooling_arg, query;
+    std::vector<std::string> texts;
+    bool json = false, norm = false, quiet = false;
+    int32_t n_threads = 0, n_batch = 2048, n_seq_max = 0;
+    app.add_option("-m,--model", model_path, "GGUF model file (an embedding model such as bert)");
+    app.add_option("texts", texts, "the texts to embed, one sequence each")->required();
+    app.add_option("--pooling", pooling_arg,
+                   "mean, cls, last, none (every token) or rank (default: the model's)")
+        ->check(CLI::IsMember({"mean", "cls", "last", "none", "rank"}));
+    app.add_flag("--normalize", norm, "scale each vector to unit length (Euclidean)");
+    app.add_option("--query", query,
+                   "rank: score each text as a document for this query (llama-server's "
+                   "rerank input) instead of as it is");
+    app.add_flag("--json", json, "print {\"data\": [{\"index\", \"embedding\" | \"score\"}, ...]}");
+    app.add_option("-t,--threads", n_threads, "threads (0: every core)");
+    app.add_option("-b,--batch-size", n_batch, "most tokens of one pass (capped by the model's context)")
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--n-seq-max", n_seq_max, "most texts of one pass (0: every text, up to 256)")
+        ->check(CLI::Range(0, kMaxSeqs));
+    app.add_flag("-q,--log-disable", quiet, "no notes on stderr");
+    const int st = parse_or_report(app, "embed", normalize_args(argc, argv));
+    if (st >= 0) return st;
+
+    std::unique_ptr<Model> model = load_model_or_report(model_path, true);
+    if (!model) return 1;
+    const HParams &hp = model->hparams();
+    const PoolingType pooling = pooling_arg.empty() ? model_pooling(*model) : pooling_from_name(pooling_arg);
+    if (pooling == PoolingType::Rank && !has_cls_head(model->weights())) {
+        std::fprintf(stderr,
+                     "lctx embed: --pooling rank needs a reranker's classification head (cls, cls.output); "
+                     "%s has none\n",
+                     model_path.c_str());
+        return 1;
+    }
+    if (pooling == PoolingType::Rank && norm) {
+        std::fprintf(stderr, "lctx embed: --normalize: rank pooling gives scores, not vectors\n");
+        return 1;
+    }
+    if (!query.empty() && pooling != PoolingType::Rank) {
+        std::fprintf(stderr, "lctx embed: --query: only rank pooling scores texts against a query\n");
+        return 1;
+    }
+
+    // Every text whole in one pass: n_batch tokens, as many micro-batch tokens (a non-causal model must
+    // see a sequence whole), at most n_ctx_train positions.
+    const uint32_t n_ctx = hp.n_ctx_train;
+    const uint32_t batch = std::min<uint32_t>(static_cast<uint32_t>(n_batch), n_ctx);
+    std::vector<std::vector<int32_t>> tokens;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        tokens.push_back(query.empty() ? model->vocab().tokenize(texts[i], true, false)
+                                       : rerank_tokens(model->vocab(), query, texts[i]));
+        if (tokens.back().empty()) {
+            std::fprintf(stderr, "lctx embed: text %zu gives no tokens\n", i + 1);
+            return 1;
+        }
+        if (tokens.back().size() > batch) {
+            std::fprintf(
+                stderr, "lctx embed: text %zu is %zu tokens long; the model takes at most %u in one pass%s\n",
+                i + 1, tokens.back().size(), batch,
+                batch < n_ctx ? " (raise -b)" : " (its training context)");
+            return 1;
+        }
+    }
+    const uint32_t seqs = n_seq_max > 0 ? static_cast<uint32_t>(n_seq_max)
+                                        : static_cast<uint32_t>(std::min<size_t>(texts.size(), kMaxSeqs));
+
+    ContextParams cp;
+    cp.n_ctx =
+        batch;  // one pass at a time: an encoder keeps nothing, a decoder clears its cache between passes
+    cp.n_batch = cp.n_ubatch = batch;
+    cp.n_seq_max = seqs;
+    cp.n_threads = cp.n_threads_batch = resolved_threads(n_threads);
+    cp.embeddings = true;
+    cp.pooling = pooling;
+    cp.type_k = cp.type_v = GgmlType::F32;  // a decoder's pass: no cache rounding (an encoder's has none)
+    std::unique_ptr<Context> ctx;
+    try {
+        ctx = std::make_unique<Context>(*model, cp);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "lctx embed: cannot create the context: %s\n", e.what());
+        return 1;
+    }
+    const Family *family = find_family(hp.arch);
+    const bool encoder = family && family->encode;
+
+    Output out;
+    const size_t n_embd = hp.n_embd;
+    for (size_t first = 0; first < texts.size();) {
+        // As many texts as fit one pass.
+        size_t last = first, n_tok = 0;
+        while (last < texts.size() && last - first < seqs && n_tok + tokens[last].size() <= batch)
+            n_tok += tokens[last++].size();
+        std::vector<int32_t> tok, pos, sid;
+        for (size_t i = first; i < last; ++i)
+            for (size_t k = 0; k < tokens[i].size(); ++k) {
+                tok.push_back(tokens[i][k]);
+                pos.push_back(static_cast<int32_t>(k));
+                sid.push_back(static_cast<int32_t>(i - first));
+            }
+        const int32_t n = static_cast<int32_t>(tok.size());
+        std::vector<int32_t> nseq(n, 1);
+        std::vector<int32_t *> sids(n);
+        for (int32_t i = 0; i < n; ++i) sids[i] = &sid[i];
+        std::vector<int8_t> want(n, 1);
+        Batch b;
+        b.n_tokens = n;
+        b.token = tok.data();
+        b.pos = pos.data();
+        b.n_seq_id = nseq.data();
+        b.seq_id = sids.data();
+        b.logits = want.data();
+        if (!encoder) ctx->kv().clear();  // a decoder's pass must not see the previous texts
+        const DecodeStatus ds = encoder ? ctx->encode(b) : ctx->decode(b);
+        if (ds != DecodeStatus::Ok) {
+            std::fprintf(stderr, "lctx embed: the pass over texts %zu..%zu failed (see the message above)\n",
+                         first + 1, last);
+            return 1;
+        }
+        for (size_t i = first; i < last; ++i) {
+            const int32_t s = static_cast<int32_t>(i - first);
+            if (pooling == PoolingType::None) {
+                int32_t row0 = 0;
+                for (size_t j = first; j < i; ++j) row0 += static_cast<int32_t>(tokens[j].size());
+                for (size_t k = 0; k < tokens[i].size(); ++k) {
+                    const float *e = ctx->embeddings_ith(row0 + static_cast<int32_t>(k));
+                    if (!e) return 1;
+                    out.rows.emplace_back(e, e + n_embd);
+                }
+            } else {
+                const float *e = ctx->embeddings_seq(s);
+                if (!e) return 1;
+                out.rows.emplace_back(e, e + (pooling == PoolingType::Rank ? 1 : n_embd));
+            }
+        }
+        first = last;
+    }
+    if (norm)
+        for (std::vector<float> &v : out.rows) normalize(v);
+
+    // One row per text (none: one per token, each text's rows in a block).
+    if (json) {
+        nlohmann::json data = nlohmann::json::array();
+        size_t r = 0;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            nlohmann::json item;
+            item["index"] = i;
+            if (pooling == PoolingType::Rank) {
+                item["score"] = out.rows[r++][0];
+            } else if (pooling == PoolingType::None) {
+                nlohmann::json rows = nlohmann::json::array();
+                for (size_t k = 0; k < tokens[i].size(); ++k) rows.push_back(out.rows[r++]);
+                item["embedding"] = rows;
+            } else {
+                item["embedding"] = out.rows[r++];
+            }
+            data.push_back(item);
+        }
+        nlohmann::json doc;
+        doc["model"] = model_path;
+        doc["pooling"] = pooling_name(pooling);
+        doc["n_embd"] = n_embd;
+        doc["data"] = data;
+        std::printf("%s\n", doc.dump().c_str());
+        return 0;
+    }
+    size_t r = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        const size_t rows = pooling == PoolingType::None ? tokens[i].size() : 1;
+        if (pooling == PoolingType::None && i > 0) std::printf("\n");
+        for (size_t k = 0; k < rows; ++k, ++r) {
+            const std::vector<float> &v = out.rows[r];
+            for (size_t j = 0; j < v.size(); ++j) std::printf(j ? " %.6f" : "%.6f", v[j]);
+            std::printf("\n");
+        }
+    }
+    if (!quiet)
+        std::fprintf(stderr, "lctx embed: %zu text%s, pooling %s%s\n", texts.size(),
+                     texts.size() == 1 ? "" : "s", pooling_name(pooling), norm ? ", normalized" : "");
+    return 0;
+}
+
+}  // namespace lctx::cli
