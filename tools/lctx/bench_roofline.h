@@ -15,7 +15,8 @@ const char *peak_kind_name(PeakKind k);  // "f32 FMA", "int8 dot"
 
 // Operations (a multiply-add counts as two) per second with n_threads threads running the probe loop of the
 // active level at once: f32 FMAs (scalar: mul + add), or u8 x s8 products summed into i32 (VNNI dpbusd at the
-// AVX-512 level, maddubs + madd at AVX2; AMX machines report the AVX-512 figure). The best of a few short
+// AVX-512 level, maddubs + madd at AVX2; AMX machines report the AVX-512 figure; at the AVX-512 level the
+// 256-bit form counts too when it is faster). The best of a few short
 // runs; about 0.1 s.
 double compute_peak(PeakKind kind, int n_threads);
 
