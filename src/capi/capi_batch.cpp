@@ -6,6 +6,22 @@
 
 using lctx::capi::guard;
 
+namespace {
+
+lctx::Batch to_batch(const llama_batch &batch) {
+    lctx::Batch b;
+    b.n_tokens = batch.n_tokens;
+    b.token = batch.token;
+    b.embd = batch.embd;
+    b.pos = batch.pos;
+    b.n_seq_id = batch.n_seq_id;
+    b.seq_id = batch.seq_id;
+    b.logits = batch.logits;
+    return b;
+}
+
+}  // namespace
+
 extern "C" {
 
 struct llama_batch llama_batch_get_one(llama_token *tokens, int32_t n_tokens) {
@@ -61,14 +77,7 @@ void llama_batch_free(struct llama_batch batch) {
 int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch) {
     LCTX_CAPI_REQUIRE(ctx, -1);
     return guard(__func__, -1, [&]() -> int32_t {
-        lctx::Batch b;
-        b.n_tokens = batch.n_tokens;
-        b.token = batch.token;
-        b.embd = batch.embd;
-        b.pos = batch.pos;
-        b.n_seq_id = batch.n_seq_id;
-        b.seq_id = batch.seq_id;
-        b.logits = batch.logits;
+        lctx::Batch b = to_batch(batch);
         // logits_all (deprecated) asks for every row when logits is NULL. (Pooling takes every row by
         // itself in the context.)
         if (ctx->cparams.logits_all && !batch.logits && batch.n_tokens > 0 &&
@@ -86,15 +95,8 @@ int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch) {
 int32_t llama_encode(struct llama_context *ctx, struct llama_batch batch) {
     LCTX_CAPI_REQUIRE(ctx, -1);
     return guard(__func__, -1, [&]() -> int32_t {
-        lctx::Batch b;
-        b.n_tokens = batch.n_tokens;
-        b.token = batch.token;
-        b.embd = batch.embd;
-        b.pos = batch.pos;
-        b.n_seq_id = batch.n_seq_id;
-        b.seq_id = batch.seq_id;
-        b.logits = batch.logits;  // the encoder outputs every token whatever the flags say (as b4748)
-        return static_cast<int32_t>(ctx->impl->encode(b));
+        // The encoder outputs every token whatever the logits flags say (as b4748).
+        return static_cast<int32_t>(ctx->impl->encode(to_batch(batch)));
     });
 }
 

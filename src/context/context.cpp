@@ -12,12 +12,10 @@
 
 namespace lctx {
 
-namespace {
-double now_ms() {
+double Context::now_ms() {
     using namespace std::chrono;
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
-}  // namespace
 
 Context::Context(const Model &model, const ContextParams &params) : model_(model), params_(params) {
     const HParams &hp = model.hparams();

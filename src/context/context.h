@@ -131,6 +131,7 @@ class Context {
         std::vector<int32_t *> seq;
     };
     static void fill_seq_defaults(Batch &b, SeqDefaults &d);
+    static double now_ms();  // the performance counters' clock
     bool validate(const Batch &batch, const char *what) const;
     bool validate_recurrent(const Batch &batch) const;
     bool plan_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;

@@ -13,13 +13,6 @@
 
 namespace lctx {
 
-namespace {
-double now_ms() {
-    using namespace std::chrono;
-    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
-
 bool Context::is_encoder_decoder() const {
     const ArchitectureInfo *a = find_architecture(model_.hparams().arch_name);
     return a && a->has_encoder && a->has_decoder;
