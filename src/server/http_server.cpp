@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -45,6 +47,31 @@ void send_json(httplib::Response &res, int status, const json &j) {
     res.set_content(dump(j), "application/json; charset=utf-8");
 }
 
+std::string base64(const void *data, size_t n) {
+    static const char *kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const auto *p = static_cast<const unsigned char *>(data);
+    std::string out;
+    out.reserve((n + 2) / 3 * 4);
+    for (size_t i = 0; i < n; i += 3) {
+        const uint32_t v = (uint32_t(p[i]) << 16) | (i + 1 < n ? uint32_t(p[i + 1]) << 8 : 0) |
+                           (i + 2 < n ? uint32_t(p[i + 2]) : 0);
+        out += kAlphabet[(v >> 18) & 63];
+        out += kAlphabet[(v >> 12) & 63];
+        out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+        out += i + 2 < n ? kAlphabet[v & 63] : '=';
+    }
+    return out;
+}
+
+// Euclidean normalization, as llama-server's OpenAI embeddings; a zero vector stays zero.
+void normalize(std::vector<float> &v) {
+    double sum = 0.0;
+    for (float x : v) sum += static_cast<double>(x) * x;
+    if (sum <= 0.0) return;
+    const float inv = static_cast<float>(1.0 / std::sqrt(sum));
+    for (float &x : v) x *= inv;
+}
+
 void send_error(httplib::Response &res, const ApiError &e) {
     send_json(res, e.status, error_json(e.status, e.what(), e.type, e.param));
 }
@@ -81,6 +108,8 @@ struct HttpServer::Impl {
     }
 
     void routes();
+    void embeddings(const httplib::Request &req, httplib::Response &res);
+    void rerank(const httplib::Request &req, httplib::Response &res);
     void generate(const httplib::Request &req, httplib::Response &res, Endpoint ep);
     std::vector<int32_t> prompt_tokens(Engine &eng, const GenRequest &r);
 };
@@ -104,6 +133,10 @@ std::vector<int32_t> HttpServer::Impl::prompt_tokens(Engine &eng, const GenReque
 
 void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &res, Endpoint ep) {
     Engine &eng = need_engine();
+    if (eng.embedding_only())
+        throw ApiError(400,
+                       "this model makes embeddings only (an encoder): use /v1/embeddings (or /v1/rerank)",
+                       "invalid_request_error");
     const json body = parse_body(req.body);
     RequestLimits lim;
     lim.n_vocab = eng.n_vocab();
@@ -224,7 +257,80 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
         });
 }
 
+void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response &res) {
+    Engine &eng = need_engine();
+    const json body = parse_body(req.body);
+    if (!eng.embedding_only())
+        throw ApiError(400, "this model generates text; /v1/embeddings needs an embedding model (an encoder)",
+                       "invalid_request_error");
+    if (eng.pooling() == LLAMA_POOLING_TYPE_RANK)
+        throw ApiError(400, "this model is a reranker (rank pooling): use /v1/rerank",
+                       "invalid_request_error");
+    const EmbeddingRequest r = parse_embedding_request(body, eng.n_vocab());
+    std::vector<std::vector<int32_t>> inputs;
+    int64_t n_tokens = 0;
+    for (const EmbeddingInput &in : r.inputs) {
+        inputs.push_back(in.is_tokens ? in.tokens : eng.tokenize(in.text, true, false));
+        n_tokens += static_cast<int64_t>(inputs.back().size());
+    }
+    std::vector<std::vector<float>> rows = eng.embed(inputs);
+    json data = json::array();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        normalize(rows[i]);
+        json item = {{"object", "embedding"}, {"index", i}};
+        if (r.base64)
+            item["embedding"] = base64(rows[i].data(), rows[i].size() * sizeof(float));
+        else
+            item["embedding"] = rows[i];
+        data.push_back(std::move(item));
+    }
+    t_log.tokens += n_tokens;
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", std::move(data)},
+               {"model", eng.model_name()},
+               {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
+}
+
+void HttpServer::Impl::rerank(const httplib::Request &req, httplib::Response &res) {
+    Engine &eng = need_engine();
+    const json body = parse_body(req.body);
+    if (!eng.embedding_only() || eng.pooling() != LLAMA_POOLING_TYPE_RANK)
+        throw ApiError(400,
+                       "this model is not a reranker: /v1/rerank needs a classification head (rank pooling)",
+                       "invalid_request_error");
+    const RerankRequest r = parse_rerank_request(body);
+    std::vector<std::vector<int32_t>> inputs;
+    int64_t n_tokens = 0;
+    for (const std::string &d : r.documents) {
+        inputs.push_back(eng.rerank_tokens(r.query, d));
+        n_tokens += static_cast<int64_t>(inputs.back().size());
+    }
+    const std::vector<std::vector<float>> rows = eng.embed(inputs);
+    std::vector<size_t> order(rows.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a][0] > rows[b][0]; });
+    if (r.top_n >= 0 && static_cast<size_t>(r.top_n) < order.size())
+        order.resize(static_cast<size_t>(r.top_n));
+    json results = json::array();
+    for (size_t i : order) results.push_back({{"index", i}, {"relevance_score", rows[i][0]}});
+    t_log.tokens += n_tokens;
+    send_json(res, 200,
+              {{"model", eng.model_name()},
+               {"object", "list"},
+               {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}},
+               {"results", std::move(results)}});
+}
+
 void HttpServer::Impl::routes() {
+    for (const char *p : {"/v1/embeddings", "/embeddings"})
+        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
+            guarded(res, [&] { embeddings(req, res); });
+        });
+    for (const char *p : {"/v1/rerank", "/rerank"})
+        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
+            guarded(res, [&] { rerank(req, res); });
+        });
     svr.Get("/", [](const httplib::Request &, httplib::Response &res) {
         res.set_content(web_page_html(), "text/html; charset=utf-8");
     });
