@@ -1,7 +1,11 @@
 #include "server/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cmath>
@@ -70,6 +74,52 @@ void normalize(std::vector<float> &v) {
     if (sum <= 0.0) return;
     const float inv = static_cast<float>(1.0 / std::sqrt(sum));
     for (float &x : v) x *= inv;
+}
+
+// httplib 0.11 tells a plain handler nothing of its connection: the socket is the one whose two ends are
+// the request's addresses, looked up in /proc/self/fd (the handler's thread holds it open meanwhile).
+// -1 when none matches.
+int connection_fd(const httplib::Request &req) {
+    std::error_code ec;
+    for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        int fd = -1;
+        try {
+            fd = std::stoi(entry.path().filename().string());
+        } catch (const std::exception &) {
+            continue;
+        }
+        struct stat st {};
+        if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+        sockaddr_storage peer{}, self{};
+        socklen_t pl = sizeof peer, sl = sizeof self;
+        if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
+            getsockname(fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
+            continue;
+        char addr[INET6_ADDRSTRLEN] = {0};
+        int peer_port = -1, self_port = -1;
+        if (peer.ss_family == AF_INET) {
+            const auto *p = reinterpret_cast<const sockaddr_in *>(&peer);
+            inet_ntop(AF_INET, &p->sin_addr, addr, sizeof addr);
+            peer_port = ntohs(p->sin_port);
+            self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
+        } else if (peer.ss_family == AF_INET6) {
+            const auto *p = reinterpret_cast<const sockaddr_in6 *>(&peer);
+            inet_ntop(AF_INET6, &p->sin6_addr, addr, sizeof addr);
+            peer_port = ntohs(p->sin6_port);
+            self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
+        } else {
+            continue;
+        }
+        if (peer_port == req.remote_port && self_port == req.local_port && req.remote_addr == addr) return fd;
+    }
+    return -1;
+}
+
+// The client closed its end (or the connection broke).
+bool peer_gone(int fd) {
+    if (fd < 0) return false;
+    pollfd p{fd, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void send_error(httplib::Response &res, const ApiError &e) {
@@ -170,9 +220,17 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     auto results = std::make_shared<std::vector<ChoiceResult>>(static_cast<size_t>(r.n));
 
     if (!r.stream) {
+        // A client that goes away cancels the request (its cells are freed at the next step): the wait
+        // looks at the connection every 100 ms.
+        const int fd = connection_fd(req);
         std::vector<Event> evs;
         std::string failure;
-        while (channel->pop(evs, 1000)) {
+        while (channel->pop(evs, 100)) {
+            if (peer_gone(fd)) {
+                channel->cancel();
+                res.status = 499;  // nobody reads it: the request log says what happened
+                return;
+            }
             for (Event &e : evs) {
                 ChoiceResult &c = (*results)[static_cast<size_t>(e.index)];
                 if (e.kind == Event::Token) {
