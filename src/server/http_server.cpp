@@ -132,6 +132,7 @@ struct HttpServer::Impl {
     httplib::Server svr;
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
+    std::atomic<bool> listen_called{false};  // stop() before the listener runs must not be lost
     std::atomic<int> open_streams{0};
     int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5  // streams not yet
                          // ended; stop() lets them write their end first
@@ -636,6 +637,8 @@ int HttpServer::bind() {
 }
 
 bool HttpServer::listen() {
+    impl_->listen_called = true;
+    if (impl_->stopping) return false;  // stop() came first (a model that failed to load at once)
     return impl_->svr.listen_after_bind();
 }
 
@@ -644,6 +647,10 @@ void HttpServer::stop() {
     // Streams whose requests ended (Engine::stop) get a moment to write their last chunks and [DONE].
     for (int i = 0; i < 300 && impl_->open_streams > 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // httplib's stop() does nothing before its listener runs: wait for a listen() already under way.
+    if (impl_->listen_called)
+        for (int i = 0; i < 200 && !impl_->svr.is_running(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
     impl_->svr.stop();
 }
 
