@@ -26,6 +26,15 @@ size_t common_prefix(const std::vector<int32_t> &a, const std::vector<int32_t> &
     while (i < n && a[i] == b[i]) ++i;
     return i;
 }
+// An encoder that makes embeddings (bert and its kin): llama_model_has_encoder is false for these (as in
+// llama.cpp, it means an encoder-decoder), so the architecture, or a pooling type in the metadata, tells.
+bool is_embedding_model(const llama_model *model) {
+    char arch[64] = {0}, val[32] = {0};
+    if (llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch) < 0) return false;
+    const std::string a = arch;
+    if (a.size() >= 4 && a.compare(a.size() - 4, 4, "bert") == 0) return true;
+    return llama_model_meta_val_str(model, (a + ".pooling_type").c_str(), val, sizeof val) >= 0;
+}
 }  // namespace
 
 // ---- Channel ----
@@ -100,6 +109,15 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     max_step_ = std::max(opts_.step_tokens, kLoneStepTokens);
     cp.n_batch = static_cast<uint32_t>(max_step_);
     cp.n_ubatch = static_cast<uint32_t>(std::min(max_step_, 512));
+    embedding_only_ = is_embedding_model(model_);
+    if (embedding_only_) {
+        // An encoder sees each input whole in one micro-batch and keeps nothing between passes: the
+        // context is one pass of up to the model's positions (or -c when smaller).
+        const int32_t n_train = std::max(llama_model_n_ctx_train(model_), 8);
+        max_embed_tokens_ = std::min(n_train, opts_.n_ctx);
+        cp.n_ctx = cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(max_embed_tokens_);
+        cp.embeddings = true;
+    }
     cp.n_seq_max = static_cast<uint32_t>(opts_.n_slots);
     if (opts_.n_threads > 0) cp.n_threads = cp.n_threads_batch = opts_.n_threads;
     cp.no_perf = true;
@@ -109,6 +127,8 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
         throw std::runtime_error("cannot create a context of " + std::to_string(opts_.n_ctx) + " cells");
     }
     vocab_ = llama_model_get_vocab(model_);
+    pooling_ = llama_pooling_type(ctx_);
+    n_embd_ = llama_model_n_embd(model_);
     n_vocab_ = llama_vocab_n_tokens(vocab_);
     slot_ctx_ = static_cast<int32_t>(llama_n_ctx(ctx_)) / opts_.n_slots;
     model_name_ = std::filesystem::path(opts_.model_path).filename().string();
@@ -160,6 +180,10 @@ void Engine::stop() {
 }
 
 void Engine::submit(std::vector<Task> tasks) {
+    if (embedding_only_)
+        throw ApiError(400,
+                       "this model makes embeddings only (an encoder): use /v1/embeddings (or /v1/rerank)",
+                       "invalid_request_error");
     {
         std::lock_guard<std::mutex> lk(mu_);
         if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
@@ -326,6 +350,96 @@ nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const 
             }
             update_kv_metrics();
             done->set_value(out);
+        } catch (...) {
+            done->set_exception(std::current_exception());
+        }
+    };
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
+        commands_.push_back(run);
+    }
+    cv_.notify_all();
+    return result.get();
+}
+
+std::vector<int32_t> Engine::rerank_tokens(const std::string &query, const std::string &doc) const {
+    std::vector<int32_t> out;
+    auto special = [&](int32_t id) {
+        if (id >= 0) out.push_back(id);
+    };
+    const std::vector<int32_t> q = tokenize(query, false, false), d = tokenize(doc, false, false);
+    special(llama_vocab_bos(vocab_));
+    out.insert(out.end(), q.begin(), q.end());
+    special(llama_vocab_eos(vocab_));
+    special(llama_vocab_sep(vocab_));
+    out.insert(out.end(), d.begin(), d.end());
+    special(llama_vocab_eos(vocab_));
+    return out;
+}
+
+std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int32_t>> &inputs) {
+    if (!embedding_only_)
+        throw ApiError(400, "this model generates text; embeddings need an embedding model (an encoder)",
+                       "invalid_request_error");
+    if (pooling_ == LLAMA_POOLING_TYPE_NONE)
+        throw ApiError(400,
+                       "this model has no pooling (pooling none): a vector per input needs mean, cls or last",
+                       "invalid_request_error");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i].empty())
+            throw ApiError(400, "input " + std::to_string(i) + " gives no tokens", "invalid_request_error",
+                           "input");
+        if (static_cast<int64_t>(inputs[i].size()) > max_embed_tokens_)
+            throw ApiError(400,
+                           "input " + std::to_string(i) + " has " + std::to_string(inputs[i].size()) +
+                               " tokens; the model takes at most " + std::to_string(max_embed_tokens_),
+                           "invalid_request_error", "input");
+        for (int32_t t : inputs[i])
+            if (t < 0 || t >= n_vocab_)
+                throw ApiError(400, "input " + std::to_string(i) + " holds a token id outside the vocabulary",
+                               "invalid_request_error", "input");
+    }
+    using Rows = std::vector<std::vector<float>>;
+    auto done = std::make_shared<std::promise<Rows>>();
+    std::future<Rows> result = done->get_future();
+    auto run = [this, &inputs, done] {
+        try {
+            const size_t seqs = static_cast<size_t>(opts_.n_slots);
+            const size_t width = pooling_ == LLAMA_POOLING_TYPE_RANK ? 1 : static_cast<size_t>(n_embd_);
+            llama_batch b = llama_batch_init(max_embed_tokens_, 0, 1);
+            Rows rows;
+            for (size_t first = 0; first < inputs.size();) {
+                size_t last = first, n_tok = 0;
+                while (last < inputs.size() && last - first < seqs &&
+                       n_tok + inputs[last].size() <= static_cast<size_t>(max_embed_tokens_))
+                    n_tok += inputs[last++].size();
+                b.n_tokens = 0;
+                for (size_t i = first; i < last; ++i)
+                    for (size_t k = 0; k < inputs[i].size(); ++k) {
+                        const int32_t j = b.n_tokens++;
+                        b.token[j] = inputs[i][k];
+                        b.pos[j] = static_cast<int32_t>(k);
+                        b.n_seq_id[j] = 1;
+                        b.seq_id[j][0] = static_cast<int32_t>(i - first);
+                        b.logits[j] = 1;
+                    }
+                if (llama_encode(ctx_, b) != 0) {
+                    llama_batch_free(b);
+                    throw ApiError(500, "the embedding pass failed", "server_error");
+                }
+                for (size_t i = first; i < last; ++i) {
+                    const float *e = llama_get_embeddings_seq(ctx_, static_cast<int32_t>(i - first));
+                    if (!e) {
+                        llama_batch_free(b);
+                        throw ApiError(500, "the embedding pass gave no vector", "server_error");
+                    }
+                    rows.emplace_back(e, e + width);
+                }
+                first = last;
+            }
+            llama_batch_free(b);
+            done->set_value(std::move(rows));
         } catch (...) {
             done->set_exception(std::current_exception());
         }

@@ -138,6 +138,18 @@ class Engine {
     // Returns the response object; throws ApiError (404 unknown slot, 409 slot busy, 400 bad file).
     nlohmann::json slot_action(int32_t id, const std::string &action, const std::string &path);
 
+    // Embedding models (an encoder such as bert): the context makes pooled vectors, not tokens.
+    bool embedding_only() const { return embedding_only_; }
+    enum llama_pooling_type pooling() const { return pooling_; }
+    int32_t n_embd() const { return n_embd_; }
+    int32_t max_embed_tokens() const { return max_embed_tokens_; }  // the longest input one pass takes
+    // One row per input (the model's pooling: a vector, or rank's one score), through llama_encode on the
+    // decode loop between steps; as many inputs per pass as fit n_ubatch tokens and n_seq_max sequences.
+    // Throws ApiError (400 for an input that no pass can hold, 500 when the pass fails).
+    std::vector<std::vector<float>> embed(const std::vector<std::vector<int32_t>> &inputs);
+    // llama-server's rerank input: [BOS] query [EOS] [SEP] document [EOS] (missing specials left out).
+    std::vector<int32_t> rerank_tokens(const std::string &query, const std::string &doc) const;
+
   private:
     struct Slot;
     void loop();
@@ -156,6 +168,9 @@ class Engine {
     const llama_vocab *vocab_ = nullptr;
     static constexpr int32_t kLoneStepTokens = 128;
     int32_t n_vocab_ = 0, slot_ctx_ = 0, max_step_ = 0;
+    bool embedding_only_ = false;
+    enum llama_pooling_type pooling_ = LLAMA_POOLING_TYPE_NONE;
+    int32_t n_embd_ = 0, max_embed_tokens_ = 0;
     std::string model_name_, model_template_, bos_text_, eos_text_;
     Metrics metrics_;
 

@@ -1,11 +1,17 @@
 #include "server/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -45,6 +51,77 @@ void send_json(httplib::Response &res, int status, const json &j) {
     res.set_content(dump(j), "application/json; charset=utf-8");
 }
 
+std::string base64(const void *data, size_t n) {
+    static const char *kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const auto *p = static_cast<const unsigned char *>(data);
+    std::string out;
+    out.reserve((n + 2) / 3 * 4);
+    for (size_t i = 0; i < n; i += 3) {
+        const uint32_t v = (uint32_t(p[i]) << 16) | (i + 1 < n ? uint32_t(p[i + 1]) << 8 : 0) |
+                           (i + 2 < n ? uint32_t(p[i + 2]) : 0);
+        out += kAlphabet[(v >> 18) & 63];
+        out += kAlphabet[(v >> 12) & 63];
+        out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+        out += i + 2 < n ? kAlphabet[v & 63] : '=';
+    }
+    return out;
+}
+
+// Euclidean normalization, as llama-server's OpenAI embeddings; a zero vector stays zero.
+void normalize(std::vector<float> &v) {
+    double sum = 0.0;
+    for (float x : v) sum += static_cast<double>(x) * x;
+    if (sum <= 0.0) return;
+    const float inv = static_cast<float>(1.0 / std::sqrt(sum));
+    for (float &x : v) x *= inv;
+}
+
+// httplib 0.11 tells a plain handler nothing of its connection: the socket is the one whose two ends are
+// the request's addresses, looked up in /proc/self/fd (the handler's thread holds it open meanwhile).
+// -1 when none matches.
+int connection_fd(const httplib::Request &req) {
+    std::error_code ec;
+    for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        int fd = -1;
+        try {
+            fd = std::stoi(entry.path().filename().string());
+        } catch (const std::exception &) {
+            continue;
+        }
+        struct stat st {};
+        if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+        sockaddr_storage peer{}, self{};
+        socklen_t pl = sizeof peer, sl = sizeof self;
+        if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
+            getsockname(fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
+            continue;
+        char addr[INET6_ADDRSTRLEN] = {0};
+        int peer_port = -1, self_port = -1;
+        if (peer.ss_family == AF_INET) {
+            const auto *p = reinterpret_cast<const sockaddr_in *>(&peer);
+            inet_ntop(AF_INET, &p->sin_addr, addr, sizeof addr);
+            peer_port = ntohs(p->sin_port);
+            self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
+        } else if (peer.ss_family == AF_INET6) {
+            const auto *p = reinterpret_cast<const sockaddr_in6 *>(&peer);
+            inet_ntop(AF_INET6, &p->sin6_addr, addr, sizeof addr);
+            peer_port = ntohs(p->sin6_port);
+            self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
+        } else {
+            continue;
+        }
+        if (peer_port == req.remote_port && self_port == req.local_port && req.remote_addr == addr) return fd;
+    }
+    return -1;
+}
+
+// The client closed its end (or the connection broke).
+bool peer_gone(int fd) {
+    if (fd < 0) return false;
+    pollfd p{fd, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 void send_error(httplib::Response &res, const ApiError &e) {
     send_json(res, e.status, error_json(e.status, e.what(), e.type, e.param));
 }
@@ -55,6 +132,7 @@ struct HttpServer::Impl {
     httplib::Server svr;
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
+    std::atomic<bool> listen_called{false};  // stop() before the listener runs must not be lost
     std::atomic<int> open_streams{0};
     int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5  // streams not yet
                          // ended; stop() lets them write their end first
@@ -81,6 +159,8 @@ struct HttpServer::Impl {
     }
 
     void routes();
+    void embeddings(const httplib::Request &req, httplib::Response &res);
+    void rerank(const httplib::Request &req, httplib::Response &res);
     void generate(const httplib::Request &req, httplib::Response &res, Endpoint ep);
     std::vector<int32_t> prompt_tokens(Engine &eng, const GenRequest &r);
 };
@@ -104,6 +184,10 @@ std::vector<int32_t> HttpServer::Impl::prompt_tokens(Engine &eng, const GenReque
 
 void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &res, Endpoint ep) {
     Engine &eng = need_engine();
+    if (eng.embedding_only())
+        throw ApiError(400,
+                       "this model makes embeddings only (an encoder): use /v1/embeddings (or /v1/rerank)",
+                       "invalid_request_error");
     const json body = parse_body(req.body);
     RequestLimits lim;
     lim.n_vocab = eng.n_vocab();
@@ -137,9 +221,17 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     auto results = std::make_shared<std::vector<ChoiceResult>>(static_cast<size_t>(r.n));
 
     if (!r.stream) {
+        // A client that goes away cancels the request (its cells are freed at the next step): the wait
+        // looks at the connection every 100 ms.
+        const int fd = connection_fd(req);
         std::vector<Event> evs;
         std::string failure;
-        while (channel->pop(evs, 1000)) {
+        while (channel->pop(evs, 100)) {
+            if (peer_gone(fd)) {
+                channel->cancel();
+                res.status = 499;  // nobody reads it: the request log says what happened
+                return;
+            }
             for (Event &e : evs) {
                 ChoiceResult &c = (*results)[static_cast<size_t>(e.index)];
                 if (e.kind == Event::Token) {
@@ -224,7 +316,80 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
         });
 }
 
+void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response &res) {
+    Engine &eng = need_engine();
+    const json body = parse_body(req.body);
+    if (!eng.embedding_only())
+        throw ApiError(400, "this model generates text; /v1/embeddings needs an embedding model (an encoder)",
+                       "invalid_request_error");
+    if (eng.pooling() == LLAMA_POOLING_TYPE_RANK)
+        throw ApiError(400, "this model is a reranker (rank pooling): use /v1/rerank",
+                       "invalid_request_error");
+    const EmbeddingRequest r = parse_embedding_request(body, eng.n_vocab());
+    std::vector<std::vector<int32_t>> inputs;
+    int64_t n_tokens = 0;
+    for (const EmbeddingInput &in : r.inputs) {
+        inputs.push_back(in.is_tokens ? in.tokens : eng.tokenize(in.text, true, false));
+        n_tokens += static_cast<int64_t>(inputs.back().size());
+    }
+    std::vector<std::vector<float>> rows = eng.embed(inputs);
+    json data = json::array();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        normalize(rows[i]);
+        json item = {{"object", "embedding"}, {"index", i}};
+        if (r.base64)
+            item["embedding"] = base64(rows[i].data(), rows[i].size() * sizeof(float));
+        else
+            item["embedding"] = rows[i];
+        data.push_back(std::move(item));
+    }
+    t_log.tokens += n_tokens;
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", std::move(data)},
+               {"model", eng.model_name()},
+               {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
+}
+
+void HttpServer::Impl::rerank(const httplib::Request &req, httplib::Response &res) {
+    Engine &eng = need_engine();
+    const json body = parse_body(req.body);
+    if (!eng.embedding_only() || eng.pooling() != LLAMA_POOLING_TYPE_RANK)
+        throw ApiError(400,
+                       "this model is not a reranker: /v1/rerank needs a classification head (rank pooling)",
+                       "invalid_request_error");
+    const RerankRequest r = parse_rerank_request(body);
+    std::vector<std::vector<int32_t>> inputs;
+    int64_t n_tokens = 0;
+    for (const std::string &d : r.documents) {
+        inputs.push_back(eng.rerank_tokens(r.query, d));
+        n_tokens += static_cast<int64_t>(inputs.back().size());
+    }
+    const std::vector<std::vector<float>> rows = eng.embed(inputs);
+    std::vector<size_t> order(rows.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a][0] > rows[b][0]; });
+    if (r.top_n >= 0 && static_cast<size_t>(r.top_n) < order.size())
+        order.resize(static_cast<size_t>(r.top_n));
+    json results = json::array();
+    for (size_t i : order) results.push_back({{"index", i}, {"relevance_score", rows[i][0]}});
+    t_log.tokens += n_tokens;
+    send_json(res, 200,
+              {{"model", eng.model_name()},
+               {"object", "list"},
+               {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}},
+               {"results", std::move(results)}});
+}
+
 void HttpServer::Impl::routes() {
+    for (const char *p : {"/v1/embeddings", "/embeddings"})
+        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
+            guarded(res, [&] { embeddings(req, res); });
+        });
+    for (const char *p : {"/v1/rerank", "/rerank"})
+        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
+            guarded(res, [&] { rerank(req, res); });
+        });
     svr.Get("/", [](const httplib::Request &, httplib::Response &res) {
         res.set_content(web_page_html(), "text/html; charset=utf-8");
     });
@@ -472,6 +637,8 @@ int HttpServer::bind() {
 }
 
 bool HttpServer::listen() {
+    impl_->listen_called = true;
+    if (impl_->stopping) return false;  // stop() came first (a model that failed to load at once)
     return impl_->svr.listen_after_bind();
 }
 
@@ -480,6 +647,10 @@ void HttpServer::stop() {
     // Streams whose requests ended (Engine::stop) get a moment to write their last chunks and [DONE].
     for (int i = 0; i < 300 && impl_->open_streams > 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // httplib's stop() does nothing before its listener runs: wait for a listen() already under way.
+    if (impl_->listen_called)
+        for (int i = 0; i < 200 && !impl_->svr.is_running(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
     impl_->svr.stop();
 }
 

@@ -290,4 +290,76 @@ GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
     return r;
 }
 
+EmbeddingRequest parse_embedding_request(const json &body, int32_t n_vocab) {
+    EmbeddingRequest r;
+    auto in = body.find("input");
+    if (in == body.end() && body.contains("content")) in = body.find("content");  // llama-server's name
+    const char *kShape =
+        "'input' must be a string, an array of strings, an array of token ids or an array "
+        "of arrays of token ids";
+    if (in == body.end() || in->is_null()) throw ApiError(400, kShape, "invalid_request_error", "input");
+    auto ids = [&](const json &a) {
+        EmbeddingInput e;
+        e.is_tokens = true;
+        for (const json &t : a) {
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+                throw ApiError(400, "'input' holds something that is not a token id of this model",
+                               "invalid_request_error", "input");
+            e.tokens.push_back(t.get<int32_t>());
+        }
+        if (e.tokens.empty())
+            throw ApiError(400, "'input' holds an empty list of tokens", "invalid_request_error", "input");
+        return e;
+    };
+    if (in->is_string()) {
+        r.inputs.push_back({false, in->get<std::string>(), {}});
+    } else if (in->is_array() && !in->empty() && (*in)[0].is_number()) {
+        r.inputs.push_back(ids(*in));
+    } else if (in->is_array() && !in->empty()) {
+        for (const json &x : *in) {
+            if (x.is_string())
+                r.inputs.push_back({false, x.get<std::string>(), {}});
+            else if (x.is_array())
+                r.inputs.push_back(ids(x));
+            else
+                throw ApiError(400, kShape, "invalid_request_error", "input");
+        }
+    } else {
+        throw ApiError(400, kShape, "invalid_request_error", "input");
+    }
+    auto f = body.find("encoding_format");
+    if (f != body.end() && !f->is_null()) {
+        if (!f->is_string() || (*f != "float" && *f != "base64"))
+            throw ApiError(400, "'encoding_format' must be \"float\" or \"base64\"", "invalid_request_error",
+                           "encoding_format");
+        r.base64 = *f == "base64";
+    }
+    return r;
+}
+
+RerankRequest parse_rerank_request(const json &body) {
+    RerankRequest r;
+    auto q = body.find("query");
+    if (q == body.end() || !q->is_string())
+        throw ApiError(400, "'query' must be a string", "invalid_request_error", "query");
+    r.query = q->get<std::string>();
+    auto d = body.find("documents");
+    if (d == body.end() || !d->is_array() || d->empty())
+        throw ApiError(400, "'documents' must be a non-empty array of strings", "invalid_request_error",
+                       "documents");
+    for (const json &x : *d) {
+        if (!x.is_string())
+            throw ApiError(400, "'documents' must be a non-empty array of strings", "invalid_request_error",
+                           "documents");
+        r.documents.push_back(x.get<std::string>());
+    }
+    auto n = body.find("top_n");
+    if (n != body.end() && !n->is_null()) {
+        if (!n->is_number_integer() || n->get<int64_t>() < 1)
+            throw ApiError(400, "'top_n' must be a positive integer", "invalid_request_error", "top_n");
+        r.top_n = n->get<int64_t>();
+    }
+    return r;
+}
+
 }  // namespace lctx::server

@@ -82,6 +82,27 @@ GenRequest parse_chat_request(const nlohmann::json &body, const RequestLimits &l
 // Parses the body text: malformed JSON or a body that is not an object is a 400 too.
 nlohmann::json parse_body(const std::string &body);
 
+// POST /v1/embeddings: `input` is a string, an array of strings, an array of token ids or an array of
+// arrays of ids; `encoding_format` float (default) or base64; `model` is ignored.
+struct EmbeddingInput {
+    bool is_tokens = false;
+    std::string text;
+    std::vector<int32_t> tokens;
+};
+struct EmbeddingRequest {
+    std::vector<EmbeddingInput> inputs;
+    bool base64 = false;
+};
+EmbeddingRequest parse_embedding_request(const nlohmann::json &body, int32_t n_vocab);
+
+// POST /v1/rerank: {query, documents: [string...], top_n?}.
+struct RerankRequest {
+    std::string query;
+    std::vector<std::string> documents;
+    int64_t top_n = -1;  // -1: every document
+};
+RerankRequest parse_rerank_request(const nlohmann::json &body);
+
 // A slot file name for --slot-save-path: a plain name (letters, digits, '.', '_', '-'; no leading dot, at
 // most 255 bytes), so that it cannot leave that folder.
 bool valid_slot_filename(const std::string &name);

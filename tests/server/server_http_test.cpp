@@ -739,5 +739,30 @@ TEST(ServerOwn, ClientGoneMidStreamFreesCells) {
     EXPECT_EQ(s.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}}).first, 200);
 }
 
+TEST(ServerOwn, ClientGoneBeforeANonStreamedAnswerFreesCells) {
+    server::EngineOptions eo;
+    eo.n_ctx = 512;
+    eo.n_slots = 1;
+    eo.n_threads = 2;
+    eo.context_shift = true;  // with end of text banned and a huge max_tokens: runs until cancelled
+    LocalServer s(eo);
+    auto c = s.client();
+    c->set_read_timeout(0, 300000);  // the client gives up after 0.3 s and closes the connection
+    const json body = {{"prompt", "Once upon a time"},
+                       {"temperature", 0.8},
+                       {"max_tokens", 1000000},
+                       {"logit_bias", {{"2", -100}}}};
+    auto r = c->Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_FALSE(r) << r->status << " " << r->body.substr(0, 300);  // timed out
+    c.reset();
+    bool freed = false;
+    for (int i = 0; i < 300 && !freed; ++i) {
+        freed = s.metric("lctx:kv_cache_tokens") == 0 && s.metric("lctx:requests_processing") == 0;
+        if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(freed) << "cells in use: " << s.metric("lctx:kv_cache_tokens");
+    EXPECT_EQ(s.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}}).first, 200);
+}
+
 }  // namespace
 }  // namespace lctx::testing
