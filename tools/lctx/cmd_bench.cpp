@@ -284,8 +284,12 @@ int cmd_bench(int argc, char **argv) {
         // One context (and peer process) per batch setting and test, sized for it, as llama-bench does.
         for (int n_batch : batches)
             for (int n_ubatch : ubatches)
-                for (const auto &[depth, attn] : depth_attns)
+                for (const auto &depth_attn : depth_attns)
                     for (const Test &test : tests) {
+                        // (not a structured binding: the lambdas below capture the depth, which clang 14
+                        // refuses for bindings)
+                        const int depth = depth_attn.first;
+                        const auto &attn = depth_attn.second;
                         bench::Settings s;
                         s.flash_attn = attn.fa;
                         s.type_k = attn.k;
