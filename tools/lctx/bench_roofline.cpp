@@ -27,28 +27,33 @@ namespace {
     a0 = set1(scale 0), a1 = set1(scale 1), a2 = set1(scale 2), a3 = set1(scale 3), a4 = set1(scale 4), \
     a5 = set1(scale 5), a6 = set1(scale 6), a7 = set1(scale 7), a8 = set1(scale 8), a9 = set1(scale 9), \
     a10 = set1(scale 10), a11 = set1(scale 11)
-#define LCTX_ROUNDS12(step)                \
-    for (uint64_t i = 0; i < iters; ++i) { \
-        step(a0);                          \
-        step(a1);                          \
-        step(a2);                          \
-        step(a3);                          \
-        step(a4);                          \
-        step(a5);                          \
-        step(a6);                          \
-        step(a7);                          \
-        step(a8);                          \
-        step(a9);                          \
-        step(a10);                         \
-        step(a11);                         \
+// Each round also passes `opaque` through an empty asm that claims to change it, so the compiler cannot take
+// it as a constant and fold the rounds into a closed form (clang turns an integer sum of a constant into one
+// multiply).
+#define LCTX_ROUNDS12(step, opaque)          \
+    for (uint64_t i = 0; i < iters; ++i) {   \
+        __asm__ volatile("" : "+v"(opaque)); \
+        step(a0);                            \
+        step(a1);                            \
+        step(a2);                            \
+        step(a3);                            \
+        step(a4);                            \
+        step(a5);                            \
+        step(a6);                            \
+        step(a7);                            \
+        step(a8);                            \
+        step(a9);                            \
+        step(a10);                           \
+        step(a11);                           \
     }
 
 __attribute__((target("avx512f"))) double fma_avx512(uint64_t iters, float *sink) {
     __m512 a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
     LCTX_DISTINCT(_mm512_set1_ps, 1.0f + 0.001f *);
-    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+    __m512 m = _mm512_set1_ps(0.999999f);
+    const __m512 c = _mm512_set1_ps(1e-6f);
 #define LCTX_STEP(x) x = _mm512_fmadd_ps(x, m, c)
-    LCTX_ROUNDS12(LCTX_STEP)
+    LCTX_ROUNDS12(LCTX_STEP, m)
 #undef LCTX_STEP
     const __m512 s =
         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
@@ -63,9 +68,10 @@ __attribute__((target("avx512f"))) double fma_avx512(uint64_t iters, float *sink
 __attribute__((target("avx2,fma"))) double fma_avx2(uint64_t iters, float *sink) {
     __m256 a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
     LCTX_DISTINCT(_mm256_set1_ps, 1.0f + 0.001f *);
-    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    __m256 m = _mm256_set1_ps(0.999999f);
+    const __m256 c = _mm256_set1_ps(1e-6f);
 #define LCTX_STEP(x) x = _mm256_fmadd_ps(x, m, c)
-    LCTX_ROUNDS12(LCTX_STEP)
+    LCTX_ROUNDS12(LCTX_STEP, m)
 #undef LCTX_STEP
     const __m256 s =
         _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
@@ -80,9 +86,10 @@ __attribute__((target("avx2,fma"))) double fma_avx2(uint64_t iters, float *sink)
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) double dot_avx512(uint64_t iters, float *sink) {
     __m512i a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
     LCTX_DISTINCT(_mm512_set1_epi32, 1 +);
-    const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+    __m512i x = _mm512_set1_epi8(3);
+    const __m512i y = _mm512_set1_epi8(-2);
 #define LCTX_STEP(acc) acc = _mm512_dpbusd_epi32(acc, x, y)
-    LCTX_ROUNDS12(LCTX_STEP)
+    LCTX_ROUNDS12(LCTX_STEP, x)
 #undef LCTX_STEP
     const __m512i s = _mm512_add_epi32(
         _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
