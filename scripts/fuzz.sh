@@ -73,7 +73,7 @@ cmake --build "$build" -j"$jobs" "${targets[@]}"
 # Small, quick runs: 64 KiB inputs for the tokenizer (long texts), whole seed files elsewhere.
 declare -A extra=([gguf]="-max_len=65536" [model_load]="-max_len=131072" [tokenize]="-max_len=65536"
                   [state]="-max_len=65536" [chat]="-max_len=65536" [grammar]="-max_len=65536"
-                  [json_schema]="-max_len=16384" [template]="-max_len=65536")
+                  [json_schema]="-max_len=16384" [template]="-max_len=65536" [server_request]="-max_len=65536")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Findings libFuzzer left in a folder (not its slow-unit reports).
