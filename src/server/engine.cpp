@@ -304,52 +304,13 @@ void Engine::loop() {
     commands_.clear();
 }
 
-nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const std::string &path) {
-    if (id < 0 || id >= opts_.n_slots)
-        throw ApiError(404, "no slot " + std::to_string(id), "not_found_error");
-    if (action != "save" && action != "restore" && action != "erase")
-        throw ApiError(400, "action must be save, restore or erase", "invalid_request_error", "action");
-    auto done = std::make_shared<std::promise<nlohmann::json>>();
-    std::future<nlohmann::json> result = done->get_future();
-    auto run = [this, id, action, path, done] {
+template <typename R, typename F>
+R Engine::run_on_loop(F work) {
+    auto done = std::make_shared<std::promise<R>>();
+    std::future<R> result = done->get_future();
+    auto run = [work = std::move(work), done]() mutable {
         try {
-            Slot &s = *slots_[static_cast<size_t>(id)];
-            if (s.busy)
-                throw ApiError(409, "slot " + std::to_string(id) + " is processing a request",
-                               "conflict_error");
-            const int64_t t0 = now_us();
-            nlohmann::json out = {{"id_slot", id}};
-            if (action == "erase") {
-                out["n_erased"] = s.cache.size();
-                release_cells(s);
-            } else if (action == "save") {
-                const size_t n =
-                    llama_state_seq_save_file(ctx_, path.c_str(), s.id, s.cache.data(), s.cache.size());
-                if (n == 0) throw ApiError(500, "the slot could not be saved to the file", "server_error");
-                out["filename"] = std::filesystem::path(path).filename().string();
-                out["n_saved"] = s.cache.size();
-                out["n_written"] = n;
-                out["timings"] = {{"save_ms", double(now_us() - t0) / 1000.0}};
-            } else {
-                std::vector<int32_t> toks(static_cast<size_t>(slot_ctx_));
-                size_t n_tok = 0;
-                release_cells(s);
-                const size_t n =
-                    llama_state_seq_load_file(ctx_, path.c_str(), s.id, toks.data(), toks.size(), &n_tok);
-                if (n == 0) {
-                    release_cells(s);
-                    throw ApiError(400, "the file is not a slot state this slot can hold",
-                                   "invalid_request_error");
-                }
-                toks.resize(n_tok);
-                s.cache = std::move(toks);
-                out["filename"] = std::filesystem::path(path).filename().string();
-                out["n_restored"] = s.cache.size();
-                out["n_read"] = n;
-                out["timings"] = {{"restore_ms", double(now_us() - t0) / 1000.0}};
-            }
-            update_kv_metrics();
-            done->set_value(out);
+            done->set_value(work());
         } catch (...) {
             done->set_exception(std::current_exception());
         }
@@ -357,10 +318,55 @@ nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const 
     {
         std::lock_guard<std::mutex> lk(mu_);
         if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
-        commands_.push_back(run);
+        commands_.push_back(std::move(run));
     }
     cv_.notify_all();
     return result.get();
+}
+
+nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const std::string &path) {
+    if (id < 0 || id >= opts_.n_slots)
+        throw ApiError(404, "no slot " + std::to_string(id), "not_found_error");
+    if (action != "save" && action != "restore" && action != "erase")
+        throw ApiError(400, "action must be save, restore or erase", "invalid_request_error", "action");
+    return run_on_loop<nlohmann::json>([this, id, &action, &path] {
+        Slot &s = *slots_[static_cast<size_t>(id)];
+        if (s.busy)
+            throw ApiError(409, "slot " + std::to_string(id) + " is processing a request", "conflict_error");
+        const int64_t t0 = now_us();
+        nlohmann::json out = {{"id_slot", id}};
+        if (action == "erase") {
+            out["n_erased"] = s.cache.size();
+            release_cells(s);
+        } else if (action == "save") {
+            const size_t n =
+                llama_state_seq_save_file(ctx_, path.c_str(), s.id, s.cache.data(), s.cache.size());
+            if (n == 0) throw ApiError(500, "the slot could not be saved to the file", "server_error");
+            out["filename"] = std::filesystem::path(path).filename().string();
+            out["n_saved"] = s.cache.size();
+            out["n_written"] = n;
+            out["timings"] = {{"save_ms", double(now_us() - t0) / 1000.0}};
+        } else {
+            std::vector<int32_t> toks(static_cast<size_t>(slot_ctx_));
+            size_t n_tok = 0;
+            release_cells(s);
+            const size_t n =
+                llama_state_seq_load_file(ctx_, path.c_str(), s.id, toks.data(), toks.size(), &n_tok);
+            if (n == 0) {
+                release_cells(s);
+                throw ApiError(400, "the file is not a slot state this slot can hold",
+                               "invalid_request_error");
+            }
+            toks.resize(n_tok);
+            s.cache = std::move(toks);
+            out["filename"] = std::filesystem::path(path).filename().string();
+            out["n_restored"] = s.cache.size();
+            out["n_read"] = n;
+            out["timings"] = {{"restore_ms", double(now_us() - t0) / 1000.0}};
+        }
+        update_kv_metrics();
+        return out;
+    });
 }
 
 std::vector<int32_t> Engine::rerank_tokens(const std::string &query, const std::string &doc) const {
@@ -401,56 +407,43 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int3
                                "invalid_request_error", "input");
     }
     using Rows = std::vector<std::vector<float>>;
-    auto done = std::make_shared<std::promise<Rows>>();
-    std::future<Rows> result = done->get_future();
-    auto run = [this, &inputs, done] {
-        try {
-            const size_t seqs = static_cast<size_t>(opts_.n_slots);
-            const size_t width = pooling_ == LLAMA_POOLING_TYPE_RANK ? 1 : static_cast<size_t>(n_embd_);
-            llama_batch b = llama_batch_init(max_embed_tokens_, 0, 1);
-            Rows rows;
-            for (size_t first = 0; first < inputs.size();) {
-                size_t last = first, n_tok = 0;
-                while (last < inputs.size() && last - first < seqs &&
-                       n_tok + inputs[last].size() <= static_cast<size_t>(max_embed_tokens_))
-                    n_tok += inputs[last++].size();
-                b.n_tokens = 0;
-                for (size_t i = first; i < last; ++i)
-                    for (size_t k = 0; k < inputs[i].size(); ++k) {
-                        const int32_t j = b.n_tokens++;
-                        b.token[j] = inputs[i][k];
-                        b.pos[j] = static_cast<int32_t>(k);
-                        b.n_seq_id[j] = 1;
-                        b.seq_id[j][0] = static_cast<int32_t>(i - first);
-                        b.logits[j] = 1;
-                    }
-                if (llama_encode(ctx_, b) != 0) {
-                    llama_batch_free(b);
-                    throw ApiError(500, "the embedding pass failed", "server_error");
+    return run_on_loop<Rows>([this, &inputs] {
+        const size_t seqs = static_cast<size_t>(opts_.n_slots);
+        const size_t width = pooling_ == LLAMA_POOLING_TYPE_RANK ? 1 : static_cast<size_t>(n_embd_);
+        llama_batch b = llama_batch_init(max_embed_tokens_, 0, 1);
+        Rows rows;
+        for (size_t first = 0; first < inputs.size();) {
+            size_t last = first, n_tok = 0;
+            while (last < inputs.size() && last - first < seqs &&
+                   n_tok + inputs[last].size() <= static_cast<size_t>(max_embed_tokens_))
+                n_tok += inputs[last++].size();
+            b.n_tokens = 0;
+            for (size_t i = first; i < last; ++i)
+                for (size_t k = 0; k < inputs[i].size(); ++k) {
+                    const int32_t j = b.n_tokens++;
+                    b.token[j] = inputs[i][k];
+                    b.pos[j] = static_cast<int32_t>(k);
+                    b.n_seq_id[j] = 1;
+                    b.seq_id[j][0] = static_cast<int32_t>(i - first);
+                    b.logits[j] = 1;
                 }
-                for (size_t i = first; i < last; ++i) {
-                    const float *e = llama_get_embeddings_seq(ctx_, static_cast<int32_t>(i - first));
-                    if (!e) {
-                        llama_batch_free(b);
-                        throw ApiError(500, "the embedding pass gave no vector", "server_error");
-                    }
-                    rows.emplace_back(e, e + width);
-                }
-                first = last;
+            if (llama_encode(ctx_, b) != 0) {
+                llama_batch_free(b);
+                throw ApiError(500, "the embedding pass failed", "server_error");
             }
-            llama_batch_free(b);
-            done->set_value(std::move(rows));
-        } catch (...) {
-            done->set_exception(std::current_exception());
+            for (size_t i = first; i < last; ++i) {
+                const float *e = llama_get_embeddings_seq(ctx_, static_cast<int32_t>(i - first));
+                if (!e) {
+                    llama_batch_free(b);
+                    throw ApiError(500, "the embedding pass gave no vector", "server_error");
+                }
+                rows.emplace_back(e, e + width);
+            }
+            first = last;
         }
-    };
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
-        commands_.push_back(run);
-    }
-    cv_.notify_all();
-    return result.get();
+        llama_batch_free(b);
+        return rows;
+    });
 }
 
 bool Engine::assign_waiting() {

@@ -182,6 +182,10 @@ class Engine {
     std::condition_variable cv_;
     std::deque<Task> queue_;
     std::deque<std::function<void()>> commands_;  // slot actions for the loop
+    // Runs work() on the loop's thread between steps (the only thread touching the context) and returns its
+    // result here, or rethrows what it threw; 503 once the server is stopping.
+    template <typename R, typename F>
+    R run_on_loop(F work);
     bool stopping_ = false;
     std::thread thread_;
 };
