@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "capi/capi_internal.h"
+#include "lctx/lctx_ext.h"
 
 namespace {
 
@@ -85,6 +86,11 @@ void llama_kv_cache_defrag(struct llama_context *ctx) {
 void llama_kv_cache_update(struct llama_context *ctx) {
     LCTX_CAPI_REQUIRE(ctx, );
     lctx::capi::guard_void(__func__, [&] { apply_pending(ctx); });
+}
+
+void lctx_kv_cache_place_by_sequence(struct llama_context *ctx, bool enable) {
+    LCTX_CAPI_REQUIRE(ctx, );
+    kv_of(ctx).set_place_by_sequence(enable);
 }
 
 bool llama_kv_cache_can_shift(struct llama_context *ctx) {

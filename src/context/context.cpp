@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "context/mask.h"
+#include "kernels/attention.h"
 #include "model/cls_head.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -294,6 +295,12 @@ void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv
     if (hp.n_swa > 0) mask_swa_.resize(static_cast<size_t>(n) * n_kv);
     build_masks(kv_->cells(), n_kv, n, b.pos + begin, b.seq_id + begin, rules, mask_.data(),
                 hp.n_swa > 0 ? mask_swa_.data() : nullptr);
+    mask_spans_.resize(2 * static_cast<size_t>(n));
+    kernels::attention_mask_spans(mask_.data(), n_kv, n, static_cast<int>(n_kv), mask_spans_.data());
+    if (hp.n_swa > 0) {
+        mask_swa_spans_.resize(2 * static_cast<size_t>(n));
+        kernels::attention_mask_spans(mask_swa_.data(), n_kv, n, static_cast<int>(n_kv), mask_swa_spans_.data());
+    }
 }
 
 void Context::fill_kv_pos(const std::vector<KvCell> &cells, uint32_t n_kv) {
@@ -404,7 +411,7 @@ DecodeStatus Context::decode(const Batch &in) {
             }
         } else {
             kv_->maybe_rewind_head(n);
-            if (!kv_->find_cells(n, cells_)) {
+            if (!kv_->find_cells(n, b.n_seq_id + begin, b.seq_id + begin, cells_)) {
                 LCTX_LOG_WARN("decode: no room in the KV cache for %d tokens (%u of %u cells used)", n,
                               kv_->used(), kv_->size());
                 return stop(DecodeStatus::NoKvSlot);
@@ -430,6 +437,8 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.n_kv = static_cast<int32_t>(n_kv);
         fb.mask = mask_.data();
         fb.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
+        fb.mask_spans = mask_spans_.data();
+        fb.mask_swa_spans = hp.n_swa > 0 ? mask_swa_spans_.data() : nullptr;
         fb.kv_pos = kv_pos_.data();
         if (!enc_out_.empty()) {
             fb.enc_out = enc_out_.data();

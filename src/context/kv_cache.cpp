@@ -125,6 +125,33 @@ bool KvCache::find_cells(int32_t n, std::vector<uint32_t> &out) {
     return static_cast<int32_t>(out.size()) == n;
 }
 
+bool KvCache::find_cells(int32_t n, const int32_t *n_seq_id, int32_t *const *seq_id, std::vector<uint32_t> &out) {
+    if (!place_by_sequence_ || recurrent_ || n_seq_max_ <= 1) return find_cells(n, out);
+    out.clear();
+    if (n <= 0) return true;
+    if (static_cast<uint32_t>(n) > size_ - used_) return false;
+    const uint32_t region = size_ / n_seq_max_;
+    taken_.assign(size_, 0);
+    seq_cursor_.assign(kMaxSeqs, -1);
+    for (int32_t t = 0; t < n; ++t) {
+        const int32_t s = n_seq_id && n_seq_id[t] > 0 ? seq_id[t][0] : 0;
+        int64_t &cur = seq_cursor_[static_cast<uint32_t>(s) % kMaxSeqs];
+        if (cur < 0) cur = static_cast<int64_t>(static_cast<uint32_t>(s) % n_seq_max_) * region;
+        // the cursor only moves forward (round the cache once at most): there are n free cells
+        uint32_t tested = 0;
+        while (cells_[cur].pos >= 0 || taken_[cur]) {
+            cur = cur + 1 == size_ ? 0 : cur + 1;
+            if (++tested == size_) {  // cannot happen: used_ + n <= size_
+                out.clear();
+                return false;
+            }
+        }
+        taken_[cur] = 1;
+        out.push_back(static_cast<uint32_t>(cur));
+    }
+    return true;
+}
+
 void KvCache::occupy(const std::vector<uint32_t> &cells, const int32_t *pos, const int32_t *n_seq_id,
                      int32_t *const *seq_id) {
     for (size_t i = 0; i < cells.size(); ++i) {

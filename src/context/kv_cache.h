@@ -54,6 +54,17 @@ class KvCache {
     // Finds cells for n tokens (contiguous from the head when possible, any free cells otherwise).
     // Returns false when there is no room; changes nothing then.
     bool find_cells(int32_t n, std::vector<uint32_t> &out);
+    // The same for tokens with their sequences: by the head as above, or, when placing by sequence, each
+    // token in the first free cell of its (first) sequence's region.
+    bool find_cells(int32_t n, const int32_t *n_seq_id, int32_t *const *seq_id, std::vector<uint32_t> &out);
+    // Placement by sequence: the cache is cut into n_seq_max equal regions, and a token of sequence s takes
+    // the first free cell of region s % n_seq_max (of the cells after it, wrapping round, when the region
+    // is full). Each sequence's cells then stay together, so the attention of tokens of many sequences
+    // decoded together reads each one's own span of cells, where llama.cpp's placement interleaves them
+    // and every token's span covers every sequence's cells. Off by default: whole-state files keep
+    // llama.cpp's cell order. (The server turns it on; a sequence's own state is the same either way.)
+    void set_place_by_sequence(bool on) { place_by_sequence_ = on; }
+    bool place_by_sequence() const { return place_by_sequence_; }
     // Occupies the cells found for the tokens (positions and sequence sets).
     void occupy(const std::vector<uint32_t> &cells, const int32_t *pos, const int32_t *n_seq_id,
                 int32_t *const *seq_id);
@@ -135,7 +146,11 @@ class KvCache {
     uint32_t used_ = 0;
     bool has_shift_ = false;
     bool recurrent_ = false;
+    bool place_by_sequence_ = false;
     std::vector<KvCell> cells_;
+    // find_cells by sequence: the cells taken so far in the call, and where each sequence's search goes on
+    std::vector<uint8_t> taken_;
+    std::vector<int64_t> seq_cursor_;
     // Rollback of a decode call in recurrent mode: the cells, head and used as the call found them, and
     // the state bytes (every layer's K then V row) of each cell it changed, before the change.
     std::vector<KvCell> undo_cells_;

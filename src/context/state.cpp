@@ -525,7 +525,7 @@ size_t ContextState::read_seq(Context &ctx, const uint8_t *src, size_t size, int
     kv.seq_rm(dest, -1, -1);
     if (st.cell_count == 0) return r.pos();
     // Contiguous from the head when possible, any free cells otherwise; cannot fail after the count above.
-    if (!kv.find_cells(static_cast<int32_t>(st.cell_count), placed))
+    if (!kv.find_cells(static_cast<int32_t>(st.cell_count), n_seq_id.data(), seq_ids.data(), placed))
         throw Error("internal error: free KV cells disappeared during a sequence restore");
     for (uint32_t i = 0; i < st.cell_count; ++i) put_cell_kv(kv, st, i, placed[i]);
     kv.occupy(placed, st.pos.data(), n_seq_id.data(), seq_ids.data());

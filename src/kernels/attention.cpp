@@ -38,8 +38,21 @@ std::vector<uint8_t> &thread_scratch() {
     return buf;
 }
 
+// The calling thread's per-call tables: each query row's visible span, and the blocks no row sees.
+std::vector<int> &row_spans_scratch() {
+    thread_local std::vector<int> buf;
+    return buf;
+}
+
+std::vector<int32_t> &block_scratch() {
+    thread_local std::vector<int32_t> buf;
+    return buf;
+}
+
 // Query rows from which turning every key block once pays (a decoded token keeps the dot products).
 constexpr int kMinRowsToTurnKeys = 4;
+// Rows that must see each turned cell on average: rows of different sequences see disjoint cells.
+constexpr int kMinRowsPerTurnedCell = 2;
 // Query rows per work item against turned key blocks.
 constexpr int kRowsPerItem = 4;
 
@@ -71,13 +84,60 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const int64_t n_groups = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
     const int hpi = gqa > 1 && max_threads > 1 && n_groups < 4 * max_threads ? 1 : gqa;
     const int items_per_row = a.n_head / hpi;
+    // The visible span [j0, j1) of every row, up front: whether turning keys pays depends on how many rows
+    // see each key. (Probabilities into a blocked V type start at cell 0: the whole range.)
+    std::vector<int> &spans = row_spans_scratch();
+    spans.resize(2 * static_cast<size_t>(a.n_rows));
+    int64_t sum_spans = 0;
+    for (int r = 0; r < a.n_rows; ++r) {
+        int32_t j01[2];
+        if (a.spans) {
+            j01[0] = a.spans[2 * static_cast<int64_t>(a.rows[r])];
+            j01[1] = a.spans[2 * static_cast<int64_t>(a.rows[r]) + 1];
+        } else {
+            attention_mask_spans(a.mask + static_cast<int64_t>(a.rows[r]) * a.ldmask, a.ldmask, 1, a.n_kv, j01);
+        }
+        if (j01[0] < j01[1] && p_block > 1) {
+            j01[0] = 0;
+            j01[1] = a.n_kv;
+        }
+        spans[2 * r] = j01[0];
+        spans[2 * r + 1] = j01[1];
+        sum_spans += j01[1] - j01[0];
+    }
+
     // A prompt's scores against F16 keys from turned key blocks (attention_x86.h) where the CPU has AVX-512:
-    // every KV head's blocks in a row, turned once up front. [n_head_kv][n_blocks][dk][16]
+    // the blocks some row sees, turned once up front ([n_head_kv][n_blocks][dk][16]), when on average
+    // kMinRowsPerTurnedCell rows see each of their cells. Tokens of different sequences decoded together see
+    // disjoint cells, and keep the dot products.
     using detail::kKeyBlock;
-    const bool key_blocks =
-        a.type_k == GgmlType::F16 && a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
     const int dk = a.head_dim_k;
     const int64_t n_blocks = (a.n_kv + kKeyBlock - 1) / kKeyBlock;
+    bool key_blocks =
+        a.type_k == GgmlType::F16 && a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
+    // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
+    std::vector<int32_t> &unturned = block_scratch();
+    if (key_blocks) {
+        unturned.assign(static_cast<size_t>(n_blocks) + 1, 0);
+        for (int r = 0; r < a.n_rows; ++r)  // coverage as a difference array over blocks
+            if (spans[2 * r] < spans[2 * r + 1]) {
+                ++unturned[spans[2 * r] / kKeyBlock];
+                --unturned[(spans[2 * r + 1] + kKeyBlock - 1) / kKeyBlock];
+            }
+        int32_t cover = 0, n_unseen = 0;
+        int64_t seen_cells = 0;
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            cover += unturned[b];
+            unturned[b] = n_unseen;
+            if (cover > 0)
+                seen_cells += std::min<int64_t>(kKeyBlock, a.n_kv - b * kKeyBlock);
+            else
+                ++n_unseen;
+        }
+        unturned[n_blocks] = n_unseen;
+        key_blocks = sum_spans >= kMinRowsPerTurnedCell * seen_cells;
+    }
+    auto block_seen = [&](int64_t b) { return unturned[b + 1] == unturned[b]; };
     const int64_t lds = key_blocks ? n_blocks * kKeyBlock : a.n_kv;  // a score row: whole blocks
     const size_t per_block = static_cast<size_t>(dk) * kKeyBlock;
     const float *turned = nullptr;
@@ -89,6 +149,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             [&](int64_t i0, int64_t i1) {
                 for (int64_t i = i0; i < i1; ++i) {
                     const int64_t g = i / n_blocks, blk = i % n_blocks;
+                    if (!block_seen(blk)) continue;
                     detail::turn_key_block_f16(
                         a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes, a.k_row_bytes,
                         static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock)), dk,
@@ -198,20 +259,14 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             // Visible span [j0, j1) of each row; the scores cover the union [u0, u1).
             int j0s[kRowsPerItem], j1s[kRowsPerItem];
             int u0 = a.n_kv, u1 = 0;
+            int64_t item_spans = 0;
             for (int i = 0; i < nr; ++i) {
-                const float *mask = a.mask + static_cast<int64_t>(a.rows[ri0 + i]) * a.ldmask;
-                int j0 = 0, j1 = a.n_kv;
-                while (j0 < j1 && mask[j0] == kNegInf) ++j0;
-                while (j1 > j0 && mask[j1 - 1] == kNegInf) --j1;
-                if (j0 < j1 && p_block > 1) {
-                    j0 = 0;
-                    j1 = a.n_kv;
-                }
-                j0s[i] = j0;
-                j1s[i] = j1;
-                if (j0 < j1) {
-                    u0 = std::min(u0, j0);
-                    u1 = std::max(u1, j1);
+                j0s[i] = spans[2 * (ri0 + i)];
+                j1s[i] = spans[2 * (ri0 + i) + 1];
+                if (j0s[i] < j1s[i]) {
+                    u0 = std::min(u0, j0s[i]);
+                    u1 = std::max(u1, j1s[i]);
+                    item_spans += j1s[i] - j0s[i];
                 }
             }
 
@@ -221,16 +276,23 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     for (int hh = 0; hh < hpi; ++hh)
                         kk.quantize_act(a.q + a.rows[ri0 + i] * a.ldq + static_cast<int64_t>(h0 + hh) * dk,
                                         qbuf + (i * hpi + hh) * q_act_bytes, dk);
-                if (key_blocks) {
+                const int64_t b0 = u0 / kKeyBlock, b1 = (u1 + kKeyBlock - 1) / kKeyBlock;
+                // Rows that mostly see the same cells share the turned blocks; rows far apart (tokens of
+                // different sequences in one item) each take the dot products over their own span.
+                const bool shared = key_blocks && static_cast<int64_t>(nr) * (u1 - u0) <= 2 * item_spans &&
+                                    unturned[b1] == unturned[b0];
+                if (shared) {
                     // the queries' F16 values as f32, against the blocks covering the span
                     for (int v = 0; v < nr * hpi; ++v)
                         dequantize_row(GgmlType::F16, qbuf + v * q_act_bytes, qf + v * dk, dk);
-                    const int64_t b0 = u0 / kKeyBlock, b1 = (u1 + kKeyBlock - 1) / kKeyBlock;
                     detail::key_block_scores(qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block,
                                              per_block, b1 - b0, scores + b0 * kKeyBlock, lds);
                 } else {
-                    kk.gemm(dk, a.k + g * k_head_bytes + static_cast<size_t>(u0) * a.k_row_bytes,
-                            a.k_row_bytes, u1 - u0, qbuf, q_act_bytes, hpi, scores + u0, lds);
+                    for (int i = 0; i < nr; ++i)
+                        if (j0s[i] < j1s[i])
+                            kk.gemm(dk, a.k + g * k_head_bytes + static_cast<size_t>(j0s[i]) * a.k_row_bytes,
+                                    a.k_row_bytes, j1s[i] - j0s[i], qbuf + i * hpi * q_act_bytes, q_act_bytes,
+                                    hpi, scores + static_cast<int64_t>(i) * hpi * lds + j0s[i], lds);
                 }
             }
 
@@ -247,6 +309,17 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             }
         },
         max_threads);
+}
+
+void attention_mask_spans(const float *mask, int64_t ldmask, int n_rows, int n_kv, int32_t *spans) {
+    for (int r = 0; r < n_rows; ++r) {
+        const float *m = mask + r * ldmask;
+        int j0 = 0, j1 = n_kv;
+        while (j0 < j1 && m[j0] == kNegInf) ++j0;
+        while (j1 > j0 && m[j1 - 1] == kNegInf) --j1;
+        spans[2 * r] = j0;
+        spans[2 * r + 1] = j1;
+    }
 }
 
 void alibi_slopes(int n_head, float max_bias, float *slopes) {

@@ -36,6 +36,10 @@ struct AttentionArgs {
     // relative positions); the heads' masks must have their -inf cells in the same places.
     int64_t mask_head_stride = 0;
 
+    // [mask rows][2]: the first visible cell of each mask row and one past its last (spans[2 t], spans[2 t + 1]),
+    // as attention_mask_spans finds them; the context computes them once for every layer. Null: found here.
+    const int32_t *spans = nullptr;
+
     const int32_t *rows = nullptr;  // query rows to compute
     int n_rows = 0;
     float *out = nullptr;  // [n_rows][ldo]: head h at out + h * head_dim_v
@@ -43,6 +47,10 @@ struct AttentionArgs {
 };
 
 void attention(const AttentionArgs &a, ThreadPool &pool);
+
+// The visible span of each of n_rows mask rows (ldmask apart) over n_kv cells: spans[2 t] is the first cell
+// of row t that is not -inf, spans[2 t + 1] one past the last (equal when the row sees nothing).
+void attention_mask_spans(const float *mask, int64_t ldmask, int n_rows, int n_kv, int32_t *spans);
 
 // The ALiBi slope of each of n_head heads for a maximum bias (ggml's soft_max_ext): with n2 the largest power
 // of two <= n_head, m0 = 2^(-max_bias / n2) and m1 = 2^(-max_bias / 2 / n2), head h < n2 gets m0^(h + 1) and

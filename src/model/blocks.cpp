@@ -145,6 +145,7 @@ void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch
     a.n_kv = b.n_kv;
     a.mask = opt.mask ? opt.mask : b.mask;
     a.ldmask = b.n_kv;
+    a.spans = a.mask == b.mask ? b.mask_spans : a.mask == b.mask_swa ? b.mask_swa_spans : nullptr;
     a.scale = opt.scale;
     a.softcap = opt.softcap;
     a.alibi = opt.alibi;

@@ -42,6 +42,10 @@ struct ForwardBatch {
     int32_t n_kv = 0;                 // attention spans cells [0, n_kv)
     const float *mask = nullptr;      // [n_tokens][n_kv]: 0 (visible) or -inf (ALiBi: -|pos_q - pos_k|)
     const float *mask_swa = nullptr;  // the same for sliding-window layers (HParams::layer_is_swa), or null
+    // [n_tokens][2] each mask row's visible span (kernels::attention_mask_spans), found once for every layer;
+    // null: the attention finds them
+    const int32_t *mask_spans = nullptr;
+    const int32_t *mask_swa_spans = nullptr;
     const int32_t *kv_pos = nullptr;  // [n_kv] position of each cell (-1: empty; masked anyway)
     // Encoder-decoder models' decoder: the last encode's output [n_enc][n_embd] and which of its tokens each
     // token may attend to, cross_mask [n_tokens][n_enc] (0 or -inf). Null / 0 otherwise.

@@ -183,6 +183,7 @@ bool forward_t5_decoder(const Model &model, const KvView &kv, const ForwardBatch
     ForwardBatch cross_b = b;  // the same tokens, attending over the encoder's rows
     cross_b.n_kv = b.n_enc;
     cross_b.mask = b.cross_mask;
+    cross_b.mask_spans = cross_b.mask_swa_spans = nullptr;  // the self-attention's (the attention finds these)
     KvView cross;
     cross.type_k = cross.type_v = GgmlType::F32;
     cross.v_trans = false;

@@ -10,6 +10,7 @@
 
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
+#include "lctx/lctx_ext.h"
 #include "server/text_stream.h"
 
 namespace lctx::server {
@@ -126,6 +127,8 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
         llama_model_free(model_);
         throw std::runtime_error("cannot create a context of " + std::to_string(opts_.n_ctx) + " cells");
     }
+    // Each slot's cells together: a step's tokens then attend over their own slot's cells only.
+    lctx_kv_cache_place_by_sequence(ctx_, true);
     vocab_ = llama_model_get_vocab(model_);
     pooling_ = llama_pooling_type(ctx_);
     n_embd_ = llama_model_n_embd(model_);

@@ -9,7 +9,7 @@
 // slot holding the longest common prefix and evaluates only the rest (reported as cached_tokens). A
 // cancelled request (client gone) frees its cells at once.
 //
-// Only the public C API (llama.h) is used, plus the chat layer for templates.
+// Only the public C API (llama.h and lctx/lctx_ext.h) is used, plus the chat layer for templates.
 #pragma once
 #include <atomic>
 #include <condition_variable>

@@ -32,6 +32,10 @@ struct Case {
     float alibi_max_bias = 0.0f;     // > 0: ALiBi slopes, and the mask holds -|pos_q - pos_k|
     bool slopes_of_one = false;      // slopes of 1 over the plain mask (the same values as none)
     bool per_head_bias = false;      // one mask per head: the mask plus a random bias per head and cell (T5)
+    // > 0: the cells are that many sequences' regions (cell j in region j * regions / n_kv); the first half
+    // of the tokens are a prompt of region 0's sequence, the others tokens of the other sequences in turn,
+    // and each sees only its own region (a server step: one prompt chunk beside decoded tokens)
+    int regions = 0;
 };
 
 std::string case_name(const Case &c) {
@@ -39,7 +43,7 @@ std::string case_name(const Case &c) {
            std::to_string(c.head_dim) + " kv" + std::to_string(c.n_kv) + " t" + std::to_string(c.n_tokens) +
            " " + type_name(c.type_k) + "/" + type_name(c.type_v) + (c.v_trans ? " vt" : "") +
            (c.softcap > 0 ? " softcap" : "") + (c.alibi_max_bias > 0 ? " alibi" : "") +
-           (c.per_head_bias ? " head-bias" : "");
+           (c.per_head_bias ? " head-bias" : "") + (c.regions > 0 ? " regions" : "");
 }
 
 // Round trip of n floats through `type`.
@@ -111,6 +115,10 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
         for (int j = 0; j < c.n_kv; ++j) {
             const bool causal_hole = j > c.n_kv - c.n_tokens + t;
             if (causal_hole || rng() % 5 == 0) mask[t * ldmask + j] = -kInf;
+            if (c.regions > 0) {
+                const int seq_t = t < c.n_tokens / 2 ? 0 : 1 + t % (c.regions - 1);
+                if (static_cast<int64_t>(j) * c.regions / c.n_kv != seq_t) mask[t * ldmask + j] = -kInf;
+            }
         }
         if (c.n_tokens > 1 && t == c.n_tokens - 1)
             for (int j = 0; j < c.n_kv; ++j) mask[t * ldmask + j] = -kInf;
@@ -279,6 +287,27 @@ TEST(AttentionTest, PromptHeadDimsAndBlockEdges) {
             if (::testing::Test::HasFailure()) return;
         }
     }
+}
+
+// A prompt chunk of one sequence beside decoded tokens of others, each sequence in a region of its own:
+// the prompt's rows share the turned key blocks and the other rows (grouped with them or with each other
+// in a work item) take the dot products over their own span, on each path.
+TEST(AttentionTest, SequencesInRegions) {
+    uint32_t seed = 400;
+    for (GgmlType tk : {GgmlType::F16, GgmlType::F32}) {
+        for (bool v_trans : {true, false}) {
+            for (auto [n_kv, n_tokens] : {std::pair{200, 16}, std::pair{333, 23}, std::pair{96, 8}}) {
+                Case c{6, 2, 64, n_kv, n_tokens, tk, tk, v_trans};
+                c.regions = 4;
+                for (int threads : {1, 2}) run_case(c, seed++, threads);
+                if (::testing::Test::HasFailure()) return;
+            }
+        }
+    }
+    // a short prompt beside rows spread over many regions
+    Case c{6, 2, 64, 300, 8, GgmlType::F16, GgmlType::F16, true};
+    c.regions = 9;
+    run_case(c, seed++, 2);
 }
 
 // Each output row of a prompt has the same bits whichever rows share its work item.
