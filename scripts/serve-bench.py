@@ -4,11 +4,13 @@
   2. 8 concurrent streams: their aggregate tokens/s, and the ratio to one stream;
   3. the time to the first token of a short request, idle and sent together with 7 prompts of ~390 tokens.
 
-  scripts/serve-bench.py [-m MODEL] [-t THREADS] [-n TOKENS] [-b STEP_TOKENS] [--url URL]
+  scripts/serve-bench.py [-m MODEL] [-t THREADS] [-n TOKENS] [-b STEP_TOKENS] [-r ROUNDS] [--url URL]
+The one-stream and 8-stream runs alternate for -r rounds (default 3) and each figure is the median of its
+rounds, so a burst of noise on a shared machine moves one round, not the ratio.
 Without --url it starts build/bin/lctx serve itself (-np 8) on a free port. The issue's figures use a
 synthetic smollm-135m Q8_0:  build/bin/lctx synth --shape smollm-135m --type Q8_0 -o /tmp/smollm.gguf
 """
-import argparse, http.client, json, os, socket, subprocess, sys, threading, time, urllib.parse
+import argparse, http.client, json, os, socket, statistics, subprocess, sys, threading, time, urllib.parse
 
 def stream(url, body):
     """Sends a streamed completion; returns (seconds to the first text, total seconds, tokens)."""
@@ -51,6 +53,7 @@ def main():
     ap.add_argument("-n", "--tokens", type=int, default=128)
     ap.add_argument("-c", "--ctx", type=int, default=8192)
     ap.add_argument("-b", "--batch-size", type=int, default=0, help="lctx serve -b (0: its default)")
+    ap.add_argument("-r", "--rounds", type=int, default=3)
     ap.add_argument("--url")
     a = ap.parse_args()
     proc = None
@@ -72,13 +75,17 @@ def main():
     try:
         gen = {"prompt": "Once upon a time", "max_tokens": a.tokens}
         stream(url, dict(gen, max_tokens=8))  # warm-up
-        _, secs, toks = stream(url, gen)
-        one = toks / secs
-        print(f"1 stream:  {toks} tokens in {secs:.2f} s = {one:.1f} tokens/s")
-        res, wall = concurrent(url, [dict(gen, prompt=f"Story {i}: once upon a time") for i in range(8)])
-        agg = sum(r[2] for r in res) / wall
-        print(f"8 streams: {sum(r[2] for r in res)} tokens in {wall:.2f} s = {agg:.1f} tokens/s aggregate "
-              f"({agg / one:.2f}x one stream)")
+        ones, aggs = [], []
+        for k in range(max(1, a.rounds)):
+            _, secs, toks = stream(url, gen)
+            ones.append(toks / secs)
+            res, wall = concurrent(url, [dict(gen, prompt=f"Story {i}: once upon a time") for i in range(8)])
+            aggs.append(sum(r[2] for r in res) / wall)
+            print(f"round {k + 1}: 1 stream {ones[-1]:.1f} tokens/s ({toks} tokens), 8 streams {aggs[-1]:.1f} "
+                  f"tokens/s aggregate ({sum(r[2] for r in res)} tokens)", flush=True)
+        one, agg = statistics.median(ones), statistics.median(aggs)
+        print(f"1 stream:  {one:.1f} tokens/s (median of {len(ones)})")
+        print(f"8 streams: {agg:.1f} tokens/s aggregate (median of {len(aggs)}): {agg / one:.2f}x one stream")
         short = {"prompt": "Hello", "max_tokens": 4}
         idle = stream(url, short)[0]
         sentence = "the quick brown fox jumps over the lazy dog. "

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "capi/capi_test_util.h"
+#include "lctx/lctx_ext.h"
 #include "kernels/dot.h"
 #include "kernels/isa_request.h"
 
@@ -262,6 +263,29 @@ TEST_F(Capi, KvCacheOperations) {
     EXPECT_EQ(llama_get_kv_cache_used_cells(ctx), 0);
     EXPECT_EQ(llama_kv_cache_seq_pos_max(ctx, 0), -1);
     llama_free(ctx);
+}
+
+// lctx_ext.h: placement by sequence puts sequence 1's cells in the second half of a 2-sequence cache, where
+// llama.cpp's placement puts them right after sequence 0's; a null context is ignored.
+TEST_F(Capi, ExtPlaceBySequence) {
+    CtxOptions o;
+    o.n_seq_max = 2;
+    const std::vector<llama_token> toks = tokenize("Once upon a time");
+    for (bool by_seq : {false, true}) {
+        llama_context *ctx = make_ctx(o);
+        ASSERT_NE(ctx, nullptr);
+        lctx_kv_cache_place_by_sequence(ctx, by_seq);
+        ASSERT_EQ(decode_seq(ctx, toks, 0, 0), 0);
+        ASSERT_EQ(decode_seq(ctx, toks, 0, 1), 0);
+        llama_kv_cache_view view = llama_kv_cache_view_init(ctx, 1);
+        llama_kv_cache_view_update(ctx, &view);
+        const int32_t first1 = by_seq ? 128 : static_cast<int32_t>(toks.size());
+        EXPECT_EQ(view.cells_sequences[first1], 1) << "by sequence " << by_seq;
+        EXPECT_EQ(view.cells[first1].pos, 0) << "by sequence " << by_seq;
+        llama_kv_cache_view_free(&view);
+        llama_free(ctx);
+    }
+    lctx_kv_cache_place_by_sequence(nullptr, true);
 }
 
 TEST_F(Capi, TokenizeBufferContract) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "context/context.h"
+#include "context/state.h"
 #include "model/model.h"
 
 namespace lctx {
@@ -94,6 +95,92 @@ TEST(KvCache, SequenceOperations) {
     kv.clear();
     EXPECT_EQ(kv.used(), 0u);
     EXPECT_EQ(kv.seq_pos_max(0), -1);
+}
+
+// One token per sequence in each of `steps` batches (sequence s gets token ids[s] at position pos0 + step);
+// returns the logits of every sequence's last token, sequence by sequence.
+std::vector<std::vector<float>> step_sequences(Context &ctx, const std::vector<int32_t> &seqs, int32_t pos0,
+                                               int steps) {
+    std::vector<std::vector<float>> out(seqs.size());
+    for (int k = 0; k < steps; ++k) {
+        std::vector<int32_t> tok, pos, sid(seqs), nsid(seqs.size(), 1);
+        std::vector<int32_t *> sids;
+        std::vector<int8_t> logits(seqs.size(), 1);
+        for (size_t i = 0; i < seqs.size(); ++i) {
+            tok.push_back(kPrompt[(seqs[i] * 3 + k) % kPrompt.size()]);
+            pos.push_back(pos0 + k);
+            sids.push_back(&sid[i]);
+        }
+        Batch b;
+        b.n_tokens = static_cast<int32_t>(seqs.size());
+        b.token = tok.data();
+        b.pos = pos.data();
+        b.n_seq_id = nsid.data();
+        b.seq_id = sids.data();
+        b.logits = logits.data();
+        EXPECT_EQ(ctx.decode(b), DecodeStatus::Ok);
+        for (size_t i = 0; i < seqs.size(); ++i) {
+            const float *l = ctx.logits_ith(static_cast<int32_t>(i));
+            out[i].assign(l, l + 512);
+        }
+    }
+    return out;
+}
+
+// The cells of seq, in cell order.
+std::vector<uint32_t> cells_of(const KvCache &kv, int32_t seq) {
+    std::vector<uint32_t> out;
+    for (uint32_t j = 0; j < kv.size(); ++j)
+        if (kv.cells()[j].pos >= 0 && kv.cells()[j].seq.test(seq)) out.push_back(j);
+    return out;
+}
+
+// Placement by sequence (the server's): each sequence's cells in a region of its own, a full region
+// spilling into the next free cells, a restored sequence in its region; every sequence computes what it
+// computes with llama.cpp's placement (the same dot products; sums over other spans of masked cells).
+TEST(KvCache, PlacementBySequenceKeepsEachSequenceTogether) {
+    auto m = stories();
+    ContextParams p;
+    p.n_ctx = 64;
+    p.n_seq_max = 4;
+    p.type_k = p.type_v = GgmlType::F32;
+    Context a(*m, p), b(*m, p);
+    b.kv().set_place_by_sequence(true);
+    EXPECT_FALSE(a.kv().place_by_sequence());
+    const std::vector<int32_t> seqs = {0, 1, 2, 3};
+    auto close = [](const std::vector<std::vector<float>> &x, const std::vector<std::vector<float>> &y) {
+        ASSERT_EQ(x.size(), y.size());
+        for (size_t i = 0; i < x.size(); ++i)
+            for (int v = 0; v < 512; ++v) ASSERT_NEAR(x[i][v], y[i][v], 1e-4f) << "sequence " << i << " " << v;
+    };
+    close(step_sequences(a, seqs, 0, 6), step_sequences(b, seqs, 0, 6));
+    for (int32_t s : seqs) {
+        const std::vector<uint32_t> cb = cells_of(b.kv(), s), ca = cells_of(a.kv(), s);
+        ASSERT_EQ(cb.size(), 6u);
+        for (size_t i = 0; i < cb.size(); ++i) EXPECT_EQ(cb[i], 16u * s + i) << "sequence " << s;
+        EXPECT_EQ(ca[1] - ca[0], 4u) << "llama.cpp's placement interleaves the sequences";
+    }
+    // Sequence 0 outgrows its 16 cells: the rest go to the next free cells (after sequence 1's).
+    close(step_sequences(a, {0}, 6, 14), step_sequences(b, {0}, 6, 14));
+    const std::vector<uint32_t> c0 = cells_of(b.kv(), 0);
+    ASSERT_EQ(c0.size(), 20u);
+    EXPECT_EQ(c0[15], 15u);
+    EXPECT_EQ(c0[16], 22u);
+    close(step_sequences(a, seqs, 20, 2), step_sequences(b, {0, 1, 2, 3}, 20, 2));
+
+    // A sequence's state restored into a context placing by sequence lands in the sequence's region, and goes
+    // on as the original.
+    std::vector<uint8_t> st(ContextState::size_seq(b, 2));
+    BufferStateWriter w(st.data(), st.size());
+    ContextState::write_seq(b, w, 2);
+    Context c(*m, p);
+    c.kv().set_place_by_sequence(true);
+    ContextState::read_seq(c, st.data(), st.size(), 2, /*exact=*/true);
+    const std::vector<uint32_t> c2 = cells_of(c.kv(), 2);
+    ASSERT_EQ(c2.size(), 8u);  // 6 + 2 steps
+    EXPECT_EQ(c2.front(), 32u);
+    EXPECT_EQ(c2.back(), 39u);
+    close(step_sequences(b, {2}, 22, 1), step_sequences(c, {2}, 22, 1));
 }
 
 }  // namespace
