@@ -2,8 +2,9 @@
 # Sets up, builds and runs the whole test suite. With --sanitize (what CI runs) it then builds the suite
 # again with clang under AddressSanitizer + UndefinedBehaviorSanitizer, runs it, and runs each libFuzzer
 # harness for a bounded time (LCTX_FUZZ_SECONDS, default 30) from the same instrumented build. With --tsan
-# (CI too) it builds the suites whose code runs on several threads (kernels with the thread pool, context)
-# under ThreadSanitizer and runs them at the CPU's best level.
+# (CI too) it builds the suites whose code runs on several threads (kernels with the thread pool, context,
+# the server's HTTP threads beside its decode loop) under ThreadSanitizer and runs them at the CPU's best
+# level (tests/tsan.supp says what it suppresses and why).
 #   scripts/test.sh [--sanitize] [--tsan]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,10 +45,10 @@ fi
 if [ $tsan = 1 ]; then
   cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_TSAN=ON \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" >/dev/null
-  cmake --build "$root/build-tsan" -j"$(nproc)" --target test_kernels test_context
+  cmake --build "$root/build-tsan" -j"$(nproc)" --target test_kernels test_context test_server
   # The unprefixed copies only (labelled by layer; the level copies carry their level's label: the same
   # threads over other kernels), less the kernel tests that call kernels directly on one thread.
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --test-dir "$root/build-tsan" --output-on-failure -j"$(nproc)" -L '^(kernels|context)$' \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp \
+    ctest --test-dir "$root/build-tsan" --output-on-failure -j"$(nproc)" -L '^(kernels|context|server)$' \
           -E '^[A-Za-z]+/(GemmInterleavedTest|GemmIsaTest|DotTest|QuantizeActTest|FloatActTest)\.'
 fi

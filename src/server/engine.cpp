@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <future>
+#include <optional>
 #include <numeric>
 #include <stdexcept>
 
@@ -301,30 +301,51 @@ void Engine::loop() {
     for (auto &s : slots_)
         if (s->busy) fail(*s, "the server is shutting down");
     update_kv_metrics();
-    // Slot actions that arrived too late still get an answer.
-    std::lock_guard<std::mutex> lk(mu_);
-    for (auto &c : commands_) c();
-    commands_.clear();
-}
-
-template <typename R, typename F>
-R Engine::run_on_loop(F work) {
-    auto done = std::make_shared<std::promise<R>>();
-    std::future<R> result = done->get_future();
-    auto run = [work = std::move(work), done]() mutable {
-        try {
-            done->set_value(work());
-        } catch (...) {
-            done->set_exception(std::current_exception());
-        }
-    };
+    // Slot actions that arrived too late still get an answer (each takes the mutex to hand it over).
     {
         std::lock_guard<std::mutex> lk(mu_);
-        if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
-        commands_.push_back(std::move(run));
+        cmds.swap(commands_);
     }
+    for (auto &c : cmds) c();
+}
+
+// The result travels back as a value and an error as its fields, under the engine's mutex: no exception
+// object is shared between the threads (its reference count lives in the uninstrumented C++ runtime, where
+// ThreadSanitizer cannot see that the handler was done with it before the loop dropped its copy), and the
+// handler's thread throws an ApiError of its own.
+template <typename R, typename F>
+R Engine::run_on_loop(F work) {
+    struct Outcome {
+        bool done = false;
+        std::optional<R> value;
+        std::optional<ApiError> error;
+    };
+    auto out = std::make_shared<Outcome>();
+    auto run = [this, work = std::move(work), out]() mutable {
+        std::optional<R> value;
+        std::optional<ApiError> error;
+        try {
+            value.emplace(work());
+        } catch (const ApiError &e) {
+            error.emplace(e.status, e.what(), e.type, e.param);
+        } catch (const std::exception &e) {
+            error.emplace(500, e.what(), "server_error");
+        }
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            out->value = std::move(value);
+            out->error = std::move(error);
+            out->done = true;
+        }
+        cv_.notify_all();
+    };
+    std::unique_lock<std::mutex> lk(mu_);
+    if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
+    commands_.push_back(std::move(run));
     cv_.notify_all();
-    return result.get();
+    cv_.wait(lk, [&] { return out->done; });
+    if (out->error) throw ApiError(out->error->status, out->error->what(), out->error->type, out->error->param);
+    return std::move(*out->value);
 }
 
 nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const std::string &path) {

