@@ -10,6 +10,7 @@
 #include "kernels/dot.h"
 #include "kernels/ops.h"
 #include "kernels/ops_x86.h"
+#include "tensor/fp16.h"
 
 namespace lctx::kernels {
 
@@ -27,25 +28,11 @@ void axpy(float a, const float *x, float *y, int n) {
     for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-// Per-thread buffers that keep their memory from call to call (no allocation in steady state).
-std::vector<float> &turned_keys_scratch() {
-    thread_local std::vector<float> buf;
-    return buf;
-}
-
-std::vector<uint8_t> &thread_scratch() {
-    thread_local std::vector<uint8_t> buf;
-    return buf;
-}
-
-// The calling thread's per-call tables: each query row's visible span, and the blocks no row sees.
-std::vector<int> &row_spans_scratch() {
-    thread_local std::vector<int> buf;
-    return buf;
-}
-
-std::vector<int32_t> &block_scratch() {
-    thread_local std::vector<int32_t> buf;
+// Per-thread buffers that keep their memory from call to call (no allocation in steady state), one per use.
+enum class Scratch { TurnedKeys, TurnedValues, Item, RowSpans, UnseenBlocks };
+template <typename T, Scratch kUse>
+std::vector<T> &scratch() {
+    thread_local std::vector<T> buf;
     return buf;
 }
 
@@ -77,7 +64,6 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     // Probabilities are converted to V's dot type in whole blocks from cell 0 (as before) when that type
     // has blocks; elementwise types can start anywhere.
     const int64_t p_block = kv ? type_traits(kv->act_type).block_size : 1;
-    const size_t p_act_bytes = kv ? row_size(kv->act_type, a.n_kv) : 0;
     const int64_t work = static_cast<int64_t>(a.n_rows) * a.n_head * a.n_kv * (a.head_dim_k + a.head_dim_v);
     const int max_threads = work < (int64_t{1} << 14) ? 1 : pool.n_active();
     // Query heads per work item: a KV head's group, or one head when groups are too few to balance.
@@ -86,7 +72,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const int items_per_row = a.n_head / hpi;
     // The visible span [j0, j1) of every row, up front: whether turning keys pays depends on how many rows
     // see each key. (Probabilities into a blocked V type start at cell 0: the whole range.)
-    std::vector<int> &spans = row_spans_scratch();
+    std::vector<int> &spans = scratch<int, Scratch::RowSpans>();  // the calling thread's
     spans.resize(2 * static_cast<size_t>(a.n_rows));
     int64_t sum_spans = 0;
     for (int r = 0; r < a.n_rows; ++r) {
@@ -115,9 +101,13 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const int64_t n_blocks = (a.n_kv + kKeyBlock - 1) / kKeyBlock;
     bool key_blocks =
         a.type_k == GgmlType::F16 && a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
+    // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
+    // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
+    bool turn_values = !a.v_trans && (a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32) &&
+                       a.n_rows >= kMinRowsToTurnKeys;
     // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
-    std::vector<int32_t> &unturned = block_scratch();
-    if (key_blocks) {
+    std::vector<int32_t> &unturned = scratch<int32_t, Scratch::UnseenBlocks>();
+    if (key_blocks || turn_values) {
         unturned.assign(static_cast<size_t>(n_blocks) + 1, 0);
         for (int r = 0; r < a.n_rows; ++r)  // coverage as a difference array over blocks
             if (spans[2 * r] < spans[2 * r + 1]) {
@@ -135,14 +125,16 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 ++n_unseen;
         }
         unturned[n_blocks] = n_unseen;
-        key_blocks = sum_spans >= kMinRowsPerTurnedCell * seen_cells;
+        const bool shared = sum_spans >= kMinRowsPerTurnedCell * seen_cells;
+        key_blocks = key_blocks && shared;
+        turn_values = turn_values && shared;
     }
     auto block_seen = [&](int64_t b) { return unturned[b + 1] == unturned[b]; };
     const int64_t lds = key_blocks ? n_blocks * kKeyBlock : a.n_kv;  // a score row: whole blocks
     const size_t per_block = static_cast<size_t>(dk) * kKeyBlock;
     const float *turned = nullptr;
     if (key_blocks) {
-        std::vector<float> &buf = turned_keys_scratch();
+        std::vector<float> &buf = scratch<float, Scratch::TurnedKeys>();
         buf.resize(static_cast<size_t>(a.n_head_kv * n_blocks) * per_block);
         pool.parallel_for(
             a.n_head_kv * n_blocks, 8,
@@ -159,6 +151,40 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             max_threads);
         turned = buf.data();
     }
+    // [n_head_kv][head_dim_v][n_kv] f32: the seen blocks' values, channel by channel (f32, so that the
+    // probabilities keep their precision: values by rows are never multiplied by rounded ones)
+    const TypeKernels *vk = a.v_trans ? kv : turn_values ? &type_kernels(GgmlType::F32) : nullptr;
+    const size_t v_es = sizeof(float);
+    const uint8_t *v_turned = nullptr;
+    if (turn_values) {
+        std::vector<uint8_t> &buf = scratch<uint8_t, Scratch::TurnedValues>();
+        buf.resize(static_cast<size_t>(a.n_head_kv) * a.head_dim_v * a.n_kv * v_es);
+        const int dv = a.head_dim_v, n_kv = a.n_kv;
+        const bool f16 = a.type_v == GgmlType::F16;
+        pool.parallel_for(
+            a.n_head_kv * n_blocks, 8,
+            [&](int64_t i0, int64_t i1) {
+                for (int64_t i = i0; i < i1; ++i) {
+                    const int64_t g = i / n_blocks, blk = i % n_blocks;
+                    if (!block_seen(blk)) continue;
+                    const int j1 = static_cast<int>(std::min<int64_t>((blk + 1) * kKeyBlock, n_kv));
+                    float *dst = reinterpret_cast<float *>(buf.data()) + static_cast<size_t>(g) * dv * n_kv;
+                    for (int j = static_cast<int>(blk * kKeyBlock); j < j1; ++j) {
+                        const uint8_t *src = a.v + j * a.v_row_bytes + g * v_head_bytes;
+                        if (f16) {
+                            const auto *h = reinterpret_cast<const uint16_t *>(src);
+                            for (int c = 0; c < dv; ++c) dst[static_cast<size_t>(c) * n_kv + j] = fp16_to_fp32(h[c]);
+                        } else {
+                            const auto *f = reinterpret_cast<const float *>(src);
+                            for (int c = 0; c < dv; ++c) dst[static_cast<size_t>(c) * n_kv + j] = f[c];
+                        }
+                    }
+                }
+            },
+            max_threads);
+        v_turned = buf.data();
+    }
+    const size_t p_act_bytes = vk ? row_size(vk->act_type, a.n_kv) : 0;
 
     // With key blocks an item takes up to kRowsPerItem query rows (all their heads' scores against each run
     // of blocks while it is in L1); the dot products take one.
@@ -195,17 +221,29 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             }
         }
 
-        if (a.v_trans) {
-            // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows)
-            const size_t ch_bytes = static_cast<size_t>(a.v_cells) * v_elem_bytes;
+        if (vk) {
+            // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows): the cache's own,
+            // or the turned copy of values stored by rows
+            const size_t es = a.v_trans ? v_elem_bytes : v_es;
+            const size_t ch_bytes = static_cast<size_t>(a.v_trans ? a.v_cells : a.n_kv) * es;
             for (int hh = 0; hh < hpi; ++hh)
-                kv->quantize_act(scores + static_cast<int64_t>(hh) * lds + j0, pbuf + hh * p_act_bytes, span);
-            const uint8_t *vbase = a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * v_elem_bytes;
-            kv->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
+                vk->quantize_act(scores + static_cast<int64_t>(hh) * lds + j0, pbuf + hh * p_act_bytes, span);
+            const uint8_t *vbase =
+                (a.v_trans ? a.v : v_turned) + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es;
+            vk->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
         } else {
             std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
+            const uint8_t *vg = a.v + g * v_head_bytes;  // this KV head's values in each cell's row
+#if defined(__x86_64__)
+            // F16 / F32 rows: every head of the item over each cell's row, read once per 32 channels.
+            if ((a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32) && use_avx2_row_ops()) {
+                detail::weighted_rows_avx2(scores, lds, hpi, vg, a.v_row_bytes, a.type_v == GgmlType::F16, j0, j1, o,
+                                           a.head_dim_v, a.head_dim_v);
+                return;
+            }
+#endif
             for (int j = j0; j < j1; ++j) {
-                const uint8_t *vj = a.v + j * a.v_row_bytes + g * v_head_bytes;
+                const uint8_t *vj = vg + j * a.v_row_bytes;
                 bool any = false;
                 for (int hh = 0; hh < hpi && !any; ++hh)
                     any = scores[static_cast<int64_t>(hh) * lds + j] != 0.0f;
@@ -214,18 +252,6 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 if (a.type_v == GgmlType::F32) {
                     vf = reinterpret_cast<const float *>(vj);
                 } else {
-#if defined(__x86_64__)
-                    if (a.type_v == GgmlType::F16 && use_avx2_row_ops()) {
-                        for (int hh = 0; hh < hpi; ++hh) {
-                            const float p = scores[static_cast<int64_t>(hh) * lds + j];
-                            if (p != 0.0f)
-                                detail::axpy_f16_avx2(p, reinterpret_cast<const uint16_t *>(vj),
-                                                      o + static_cast<int64_t>(hh) * a.head_dim_v,
-                                                      a.head_dim_v);
-                        }
-                        continue;
-                    }
-#endif
                     dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
                     vf = vrow;
                 }
@@ -242,7 +268,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     pool.for_each_item(
         n_items,
         [&](int64_t it) {
-            std::vector<uint8_t> &buf = thread_scratch();
+            std::vector<uint8_t> &buf = scratch<uint8_t, Scratch::Item>();
             if (buf.size() < scratch_bytes) buf.resize(scratch_bytes);
             float *scores = reinterpret_cast<float *>(buf.data());  // [nq][lds]
             uint8_t *qbuf = buf.data() + (scores_bytes + 63) / 64 * 64;

@@ -1,6 +1,7 @@
 // Internal: AVX2 versions of the row ops (ops_avx2.cpp), entered only when isa_active() >= Avx2, and AVX-512
 // ones (ops_avx512.cpp) that give the same bits, entered only when isa_active() >= Avx512.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace lctx::kernels::detail {
@@ -28,6 +29,12 @@ void silu_avx2(float *x, int64_t n);
 // y += a * x, x in F32 or F16
 void axpy_f32_avx2(float a, const float *x, float *y, int64_t n);
 void axpy_f16_avx2(float a, const uint16_t *x, float *y, int64_t n);
+// o[h][c] += sum over j in [j0, j1) of p[h * ldp + j] * v_j[c], for h < n_p and c < n, with v_j the n values
+// (F16 when f16, else F32) at v + j * row_bytes: attention's product with V stored by rows. Each output
+// takes its products in order j0, j1 - 1 by fused multiply-adds (axpy's arithmetic, axpy's bits); a cell
+// whose probabilities are all 0 for a group of heads is passed over.
+void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, bool f16,
+                        int j0, int j1, float *o, int64_t ldo, int n);
 void add_avx2(float *y, const float *x, int64_t n);
 // sum of x[i]^2 in double (the products of floats are exact in double; 8 partial sums)
 double sum_sq_avx2(const float *x, int64_t n);
