@@ -68,7 +68,10 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const int max_threads = work < (int64_t{1} << 14) ? 1 : pool.n_active();
     // Query heads per work item: a KV head's group, or one head when groups are too few to balance.
     const int64_t n_groups = static_cast<int64_t>(a.n_rows) * a.n_head_kv;
-    const int hpi = gqa > 1 && max_threads > 1 && n_groups < 4 * max_threads ? 1 : gqa;
+    // (Groups that split evenly over the threads stay whole: each head of an item would read the group's
+    // values again.)
+    const int hpi =
+        gqa > 1 && max_threads > 1 && n_groups < 4 * max_threads && n_groups % max_threads != 0 ? 1 : gqa;
     const int items_per_row = a.n_head / hpi;
     // The visible span [j0, j1) of every row, up front: whether turning keys pays depends on how many rows
     // see each key. (Probabilities into a blocked V type start at cell 0: the whole range.)
