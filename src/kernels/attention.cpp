@@ -135,23 +135,25 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     auto block_seen = [&](int64_t b) { return unturned[b + 1] == unturned[b]; };
     const int64_t lds = key_blocks ? n_blocks * kKeyBlock : a.n_kv;  // a score row: whole blocks
     const size_t per_block = static_cast<size_t>(dk) * kKeyBlock;
+    // turn(g, blk, i) for each (KV head, block some row sees), i = g * n_blocks + blk, over the pool
+    auto for_each_seen_block = [&](auto &&turn) {
+        pool.parallel_for(
+            a.n_head_kv * n_blocks, 8,
+            [&](int64_t i0, int64_t i1) {
+                for (int64_t i = i0; i < i1; ++i)
+                    if (block_seen(i % n_blocks)) turn(i / n_blocks, i % n_blocks, i);
+            },
+            max_threads);
+    };
     const float *turned = nullptr;
     if (key_blocks) {
         std::vector<float> &buf = scratch<float, Scratch::TurnedKeys>();
         buf.resize(static_cast<size_t>(a.n_head_kv * n_blocks) * per_block);
-        pool.parallel_for(
-            a.n_head_kv * n_blocks, 8,
-            [&](int64_t i0, int64_t i1) {
-                for (int64_t i = i0; i < i1; ++i) {
-                    const int64_t g = i / n_blocks, blk = i % n_blocks;
-                    if (!block_seen(blk)) continue;
-                    detail::turn_key_block_f16(
-                        a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes, a.k_row_bytes,
-                        static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock)), dk,
-                        buf.data() + i * per_block);
-                }
-            },
-            max_threads);
+        for_each_seen_block([&](int64_t g, int64_t blk, int64_t i) {
+            detail::turn_key_block_f16(a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes, a.k_row_bytes,
+                                       static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock)),
+                                       dk, buf.data() + i * per_block);
+        });
         turned = buf.data();
     }
     // [n_head_kv][head_dim_v][n_kv] f32: the seen blocks' values, channel by channel (f32, so that the
@@ -164,27 +166,17 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         buf.resize(static_cast<size_t>(a.n_head_kv) * a.head_dim_v * a.n_kv * v_es);
         const int dv = a.head_dim_v, n_kv = a.n_kv;
         const bool f16 = a.type_v == GgmlType::F16;
-        pool.parallel_for(
-            a.n_head_kv * n_blocks, 8,
-            [&](int64_t i0, int64_t i1) {
-                for (int64_t i = i0; i < i1; ++i) {
-                    const int64_t g = i / n_blocks, blk = i % n_blocks;
-                    if (!block_seen(blk)) continue;
-                    const int j1 = static_cast<int>(std::min<int64_t>((blk + 1) * kKeyBlock, n_kv));
-                    float *dst = reinterpret_cast<float *>(buf.data()) + static_cast<size_t>(g) * dv * n_kv;
-                    for (int j = static_cast<int>(blk * kKeyBlock); j < j1; ++j) {
-                        const uint8_t *src = a.v + j * a.v_row_bytes + g * v_head_bytes;
-                        if (f16) {
-                            const auto *h = reinterpret_cast<const uint16_t *>(src);
-                            for (int c = 0; c < dv; ++c) dst[static_cast<size_t>(c) * n_kv + j] = fp16_to_fp32(h[c]);
-                        } else {
-                            const auto *f = reinterpret_cast<const float *>(src);
-                            for (int c = 0; c < dv; ++c) dst[static_cast<size_t>(c) * n_kv + j] = f[c];
-                        }
-                    }
-                }
-            },
-            max_threads);
+        for_each_seen_block([&](int64_t g, int64_t blk, int64_t) {
+            const int j1 = static_cast<int>(std::min<int64_t>((blk + 1) * kKeyBlock, n_kv));
+            float *dst = reinterpret_cast<float *>(buf.data()) + static_cast<size_t>(g) * dv * n_kv;
+            for (int j = static_cast<int>(blk * kKeyBlock); j < j1; ++j) {
+                const uint8_t *src = a.v + j * a.v_row_bytes + g * v_head_bytes;
+                for (int c = 0; c < dv; ++c)
+                    dst[static_cast<size_t>(c) * n_kv + j] =
+                        f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t *>(src)[c])
+                            : reinterpret_cast<const float *>(src)[c];
+            }
+        });
         v_turned = buf.data();
     }
     const size_t p_act_bytes = vk ? row_size(vk->act_type, a.n_kv) : 0;
