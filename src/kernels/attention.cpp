@@ -10,7 +10,6 @@
 #include "kernels/dot.h"
 #include "kernels/ops.h"
 #include "kernels/ops_x86.h"
-#include "tensor/fp16.h"
 
 namespace lctx::kernels {
 
@@ -40,6 +39,8 @@ std::vector<T> &scratch() {
 constexpr int kMinRowsToTurnKeys = 4;
 // Rows that must see each turned cell on average: rows of different sequences see disjoint cells.
 constexpr int kMinRowsPerTurnedCell = 2;
+// Values stored by rows are turned for head sizes up to this (every model here: 64 to 256).
+constexpr int kMaxTurnedHeadDim = 512;
 // Query rows per work item against turned key blocks.
 constexpr int kRowsPerItem = 4;
 
@@ -106,7 +107,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         a.type_k == GgmlType::F16 && a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
     // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
-    bool turn_values = !a.v_trans && (a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32) &&
+    bool turn_values = !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim &&
+                       (a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32 || a.type_v == GgmlType::Q8_0) &&
                        a.n_rows >= kMinRowsToTurnKeys;
     // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
     std::vector<int32_t> &unturned = scratch<int32_t, Scratch::UnseenBlocks>();
@@ -165,16 +167,18 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         std::vector<uint8_t> &buf = scratch<uint8_t, Scratch::TurnedValues>();
         buf.resize(static_cast<size_t>(a.n_head_kv) * a.head_dim_v * a.n_kv * v_es);
         const int dv = a.head_dim_v, n_kv = a.n_kv;
-        const bool f16 = a.type_v == GgmlType::F16;
         for_each_seen_block([&](int64_t g, int64_t blk, int64_t) {
             const int j1 = static_cast<int>(std::min<int64_t>((blk + 1) * kKeyBlock, n_kv));
             float *dst = reinterpret_cast<float *>(buf.data()) + static_cast<size_t>(g) * dv * n_kv;
+            float row[kMaxTurnedHeadDim];
             for (int j = static_cast<int>(blk * kKeyBlock); j < j1; ++j) {
                 const uint8_t *src = a.v + j * a.v_row_bytes + g * v_head_bytes;
-                for (int c = 0; c < dv; ++c)
-                    dst[static_cast<size_t>(c) * n_kv + j] =
-                        f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t *>(src)[c])
-                            : reinterpret_cast<const float *>(src)[c];
+                const float *vals = reinterpret_cast<const float *>(src);
+                if (a.type_v != GgmlType::F32) {
+                    dequantize_row(a.type_v, src, row, dv);
+                    vals = row;
+                }
+                for (int c = 0; c < dv; ++c) dst[static_cast<size_t>(c) * n_kv + j] = vals[c];
             }
         });
         v_turned = buf.data();
@@ -230,10 +234,14 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
             const uint8_t *vg = a.v + g * v_head_bytes;  // this KV head's values in each cell's row
 #if defined(__x86_64__)
-            // F16 / F32 rows: every head of the item over each cell's row, read once per 32 channels.
-            if ((a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32) && use_avx2_row_ops()) {
-                detail::weighted_rows_avx2(scores, lds, hpi, vg, a.v_row_bytes, a.type_v == GgmlType::F16, j0, j1, o,
-                                           a.head_dim_v, a.head_dim_v);
+            // F32 / F16 / Q8_0 rows: every head of the item over each cell's row, read once per 32 channels.
+            if ((a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32 || a.type_v == GgmlType::Q8_0) &&
+                use_avx2_row_ops()) {
+                const auto type = a.type_v == GgmlType::F16   ? detail::RowType::F16
+                                  : a.type_v == GgmlType::F32 ? detail::RowType::F32
+                                                              : detail::RowType::Q8_0;
+                detail::weighted_rows_avx2(scores, lds, hpi, vg, a.v_row_bytes, type, j0, j1, o, a.head_dim_v,
+                                           a.head_dim_v);
                 return;
             }
 #endif

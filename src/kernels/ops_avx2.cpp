@@ -200,7 +200,7 @@ namespace {
 
 // NV vectors of 8 channels from c0 for up to kHeads heads (12 accumulators at most).
 constexpr int kHeads = 3;
-template <int NH, int NV, bool kF16>
+template <int NH, int NV, RowType kType>
 void weighted_rows_block(const float *p, int64_t ldp, const uint8_t *v, size_t row_bytes, int j0, int j1, float *o,
                          int64_t ldo, int c0) {
     constexpr int nh = NH;
@@ -217,12 +217,24 @@ void weighted_rows_block(const float *p, int64_t ldp, const uint8_t *v, size_t r
         if (!any) continue;
         const uint8_t *row = v + j * row_bytes;
         __m256 x[NV];
-        for (int k = 0; k < NV; ++k) {
-            if constexpr (kF16)
-                x[k] = _mm256_cvtph_ps(
-                    _mm_loadu_si128(reinterpret_cast<const __m128i *>(row) + (c0 + 8 * k) / 8));
-            else
-                x[k] = _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c0 + 8 * k);
+        if constexpr (kType == RowType::Q8_0) {
+            static_assert(NV == 4, "a Q8_0 block is 32 values");
+            const uint8_t *blk = row + (c0 / 32) * 34;  // block_q8_0: the f16 scale, then 32 codes
+            uint16_t d16;
+            __builtin_memcpy(&d16, blk, sizeof d16);
+            const __m256 d = _mm256_set1_ps(_cvtsh_ss(d16));
+            for (int k = 0; k < NV; ++k)
+                x[k] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                         _mm_loadl_epi64(reinterpret_cast<const __m128i *>(blk + 2 + 8 * k)))),
+                                     d);
+        } else {
+            for (int k = 0; k < NV; ++k) {
+                if constexpr (kType == RowType::F16)
+                    x[k] = _mm256_cvtph_ps(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i *>(row) + (c0 + 8 * k) / 8));
+                else
+                    x[k] = _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c0 + 8 * k);
+            }
         }
         for (int h = 0; h < nh; ++h) {
             if (pj[h] == 0.0f) continue;
@@ -234,39 +246,48 @@ void weighted_rows_block(const float *p, int64_t ldp, const uint8_t *v, size_t r
         for (int k = 0; k < NV; ++k) _mm256_storeu_ps(o + h * ldo + c0 + 8 * k, acc[h][k]);
 }
 
-template <bool kF16>
+template <RowType kType>
 void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, int j0, int j1,
                    float *o, int64_t ldo, int n) {
+    constexpr bool kF16 = kType == RowType::F16;
     for (int h0 = 0; h0 < n_p; h0 += kHeads) {
         const int nh = n_p - h0 < kHeads ? n_p - h0 : kHeads;
         const float *ph = p + h0 * ldp;
         float *oh = o + h0 * ldo;
         int c = 0;
         using Block = void (*)(const float *, int64_t, const uint8_t *, size_t, int, int, float *, int64_t, int);
-        static constexpr Block k4[kHeads] = {&weighted_rows_block<1, 4, kF16>, &weighted_rows_block<2, 4, kF16>,
-                                             &weighted_rows_block<3, 4, kF16>};
-        static constexpr Block k1[kHeads] = {&weighted_rows_block<1, 1, kF16>, &weighted_rows_block<2, 1, kF16>,
-                                             &weighted_rows_block<3, 1, kF16>};
+        static constexpr Block k4[kHeads] = {&weighted_rows_block<1, 4, kType>, &weighted_rows_block<2, 4, kType>,
+                                             &weighted_rows_block<3, 4, kType>};
         for (; c + 32 <= n; c += 32) k4[nh - 1](ph, ldp, v, row_bytes, j0, j1, oh, ldo, c);
-        for (; c + 8 <= n; c += 8) k1[nh - 1](ph, ldp, v, row_bytes, j0, j1, oh, ldo, c);
-        for (; c < n; ++c)  // channels past the last 8 (no model here has them)
-            for (int j = j0; j < j1; ++j) {
-                const uint8_t *row = v + j * row_bytes;
-                const float x = kF16 ? _cvtsh_ss(reinterpret_cast<const uint16_t *>(row)[c])
-                                     : reinterpret_cast<const float *>(row)[c];
-                for (int h = 0; h < nh; ++h) oh[h * ldo + c] = __builtin_fmaf(ph[h * ldp + j], x, oh[h * ldo + c]);
-            }
+        if constexpr (kType != RowType::Q8_0) {  // (Q8_0 rows are whole blocks of 32)
+            static constexpr Block k1[kHeads] = {&weighted_rows_block<1, 1, kType>,
+                                                 &weighted_rows_block<2, 1, kType>,
+                                                 &weighted_rows_block<3, 1, kType>};
+            for (; c + 8 <= n; c += 8) k1[nh - 1](ph, ldp, v, row_bytes, j0, j1, oh, ldo, c);
+            for (; c < n; ++c)  // channels past the last 8 (no model here has them)
+                for (int j = j0; j < j1; ++j) {
+                    const uint8_t *row = v + j * row_bytes;
+                    const float x = kF16 ? _cvtsh_ss(reinterpret_cast<const uint16_t *>(row)[c])
+                                         : reinterpret_cast<const float *>(row)[c];
+                    for (int h = 0; h < nh; ++h)
+                        oh[h * ldo + c] = __builtin_fmaf(ph[h * ldp + j], x, oh[h * ldo + c]);
+                }
+        }
     }
 }
 
 }  // namespace
 
-void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, bool f16,
+void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, RowType type,
                         int j0, int j1, float *o, int64_t ldo, int n) {
-    if (f16)
-        weighted_rows<true>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
-    else
-        weighted_rows<false>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+    switch (type) {
+        case RowType::F32:
+            return weighted_rows<RowType::F32>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+        case RowType::F16:
+            return weighted_rows<RowType::F16>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+        case RowType::Q8_0:
+            return weighted_rows<RowType::Q8_0>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+    }
 }
 
 void add_avx2(float *y, const float *x, int64_t n) {
