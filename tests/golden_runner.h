@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "context/batch_builder.h"
 #include "context/context.h"
 #include "model/model.h"
 #include "vocab/vocab.h"
@@ -72,34 +73,17 @@ inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, in
         if (op == "decode") {
             const nlohmann::json &entries = step["batch"];
             const int32_t n = static_cast<int32_t>(entries.size());
-            std::vector<int32_t> tok(n), pos(n), nseq(n, 1), sid(n);
-            std::vector<int32_t *> sids(n);
-            std::vector<int8_t> want(n, 0);
+            const bool all = step["logits"] == "all";  // else the last entry of each sequence
+            BatchBuilder bb;
             for (int32_t i = 0; i < n; ++i) {
-                tok[i] = entries[i][0];
-                pos[i] = entries[i][1];
-                sid[i] = entries[i][2];
-                sids[i] = &sid[i];
+                bool later = false;
+                for (int32_t j = i + 1; j < n && !all; ++j) later |= entries[j][2] == entries[i][2];
+                bb.add(entries[i][0], entries[i][1], entries[i][2], all || !later);
             }
-            if (step["logits"] == "all") {
-                std::fill(want.begin(), want.end(), 1);
-            } else {  // last entry of each sequence
-                for (int32_t i = 0; i < n; ++i) {
-                    bool later = false;
-                    for (int32_t j = i + 1; j < n; ++j) later |= sid[j] == sid[i];
-                    want[i] = !later;
-                }
-            }
-            Batch b;
-            b.n_tokens = n;
-            b.token = tok.data();
-            b.pos = pos.data();
-            b.n_seq_id = nseq.data();
-            b.seq_id = sids.data();
-            b.logits = want.data();
+            const Batch b = bb.view();
             if (ctx->decode(b) != DecodeStatus::Ok) throw std::runtime_error("decode failed");
             for (int32_t i = 0; i < n; ++i) {
-                if (!want[i]) continue;
+                if (!b.logits[i]) continue;
                 const float *l = ctx->logits_ith(i);
                 if (!l) throw std::runtime_error("no logits for a requested row");
                 out.rows.insert(out.rows.end(), l, l + out.row_len);
@@ -147,31 +131,18 @@ inline GoldenRun run_embed_case(const Model &model, const nlohmann::json &c, Emb
     out.row_len = model.hparams().n_embd;
     for (const nlohmann::json &step : c["steps"]) {
         if (step["op"] != "embed") throw std::runtime_error("not an embed step");
-        std::vector<int32_t> tok, pos, sid;
+        BatchBuilder bb;
         for (size_t s = 0; s < step["seqs"].size(); ++s) {
             const nlohmann::json &seq = step["seqs"][s];
             const std::vector<int32_t> ids =
                 model.vocab().tokenize(seq["text"].get<std::string>(), true, false);
             if (ids != step["seqs_tokens"][s].get<std::vector<int32_t>>())
                 throw std::runtime_error("tokenization differs from the case's");
-            for (size_t i = 0; i < ids.size(); ++i) {
-                tok.push_back(ids[i]);
-                pos.push_back(seq["pos0"].get<int32_t>() + static_cast<int32_t>(i));
-                sid.push_back(seq["seq_id"]);
-            }
+            for (size_t i = 0; i < ids.size(); ++i)
+                bb.add(ids[i], seq["pos0"].get<int32_t>() + static_cast<int32_t>(i), seq["seq_id"], true);
         }
-        const int32_t n = static_cast<int32_t>(tok.size());
-        std::vector<int32_t> nseq(n, 1);
-        std::vector<int32_t *> sids(n);
-        for (int32_t i = 0; i < n; ++i) sids[i] = &sid[i];
-        std::vector<int8_t> want(n, 1);
-        Batch b;
-        b.n_tokens = n;
-        b.token = tok.data();
-        b.pos = pos.data();
-        b.n_seq_id = nseq.data();
-        b.seq_id = sids.data();
-        b.logits = want.data();
+        const int32_t n = bb.size();
+        const Batch b = bb.view();
         const DecodeStatus st = path == EmbedPath::Encode ? ctx.encode(b) : ctx.decode(b);
         if (st != DecodeStatus::Ok) throw std::runtime_error("embedding pass failed");
         if (p.pooling == PoolingType::None) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "context/batch_builder.h"
 #include "context/context.h"
 #include "context/state.h"
 #include "model/model.h"
@@ -103,22 +104,9 @@ std::vector<std::vector<float>> step_sequences(Context &ctx, const std::vector<i
                                                int steps) {
     std::vector<std::vector<float>> out(seqs.size());
     for (int k = 0; k < steps; ++k) {
-        std::vector<int32_t> tok, pos, sid(seqs), nsid(seqs.size(), 1);
-        std::vector<int32_t *> sids;
-        std::vector<int8_t> logits(seqs.size(), 1);
-        for (size_t i = 0; i < seqs.size(); ++i) {
-            tok.push_back(kPrompt[(seqs[i] * 3 + k) % kPrompt.size()]);
-            pos.push_back(pos0 + k);
-            sids.push_back(&sid[i]);
-        }
-        Batch b;
-        b.n_tokens = static_cast<int32_t>(seqs.size());
-        b.token = tok.data();
-        b.pos = pos.data();
-        b.n_seq_id = nsid.data();
-        b.seq_id = sids.data();
-        b.logits = logits.data();
-        EXPECT_EQ(ctx.decode(b), DecodeStatus::Ok);
+        BatchBuilder bb;
+        for (int32_t s : seqs) bb.add(kPrompt[(s * 3 + k) % kPrompt.size()], pos0 + k, s, true);
+        EXPECT_EQ(ctx.decode(bb.view()), DecodeStatus::Ok);
         for (size_t i = 0; i < seqs.size(); ++i) {
             const float *l = ctx.logits_ith(static_cast<int32_t>(i));
             out[i].assign(l, l + 512);

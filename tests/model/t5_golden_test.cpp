@@ -33,19 +33,9 @@ std::vector<float> encode_step(const Model &m, Context &ctx, const nlohmann::jso
     std::vector<int32_t> tokens = m.vocab().tokenize(step[text_key].get<std::string>(), true, false);
     EXPECT_EQ(tokens, step[tokens_key].get<std::vector<int32_t>>()) << "tokenizer";
     const auto n = static_cast<int32_t>(tokens.size());
-    std::vector<int32_t> pos(n), nseq(n, 1), sid(n, step["seq_id"].get<int32_t>());
-    std::vector<int32_t *> sids(n);
-    for (int32_t i = 0; i < n; ++i) {
-        pos[i] = i;
-        sids[i] = &sid[i];
-    }
-    Batch b;
-    b.n_tokens = n;
-    b.token = tokens.data();
-    b.pos = pos.data();
-    b.n_seq_id = nseq.data();
-    b.seq_id = sids.data();
-    EXPECT_EQ(ctx.encode(b), DecodeStatus::Ok);
+    BatchBuilder bb;
+    for (int32_t i = 0; i < n; ++i) bb.add(tokens[i], i, step["seq_id"].get<int32_t>(), true);
+    EXPECT_EQ(ctx.encode(bb.view()), DecodeStatus::Ok);
     std::vector<float> rows;
     for (int32_t i = 0; i < n; ++i) {
         const float *e = ctx.embeddings_ith(i);
@@ -91,24 +81,10 @@ TEST_P(T5Golden, EncodeThenDecodeMatchesLlamaCpp) {
         ASSERT_EQ(step["op"], "decode");
         const nlohmann::json &batch = step["batch"];
         const auto n = static_cast<int32_t>(batch.size());
-        std::vector<int32_t> tok(n), pos(n), nseq(n, 1), sid(n);
-        std::vector<int32_t *> sids(n);
-        std::vector<int8_t> want(n, 1);  // every case asks for all logits
-        ASSERT_EQ(step["logits"], "all");
-        for (int32_t i = 0; i < n; ++i) {
-            tok[i] = batch[i][0];
-            pos[i] = batch[i][1];
-            sid[i] = batch[i][2];
-            sids[i] = &sid[i];
-        }
-        Batch b;
-        b.n_tokens = n;
-        b.token = tok.data();
-        b.pos = pos.data();
-        b.n_seq_id = nseq.data();
-        b.seq_id = sids.data();
-        b.logits = want.data();
-        ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+        ASSERT_EQ(step["logits"], "all");  // every case asks for all logits
+        BatchBuilder bb;
+        for (int32_t i = 0; i < n; ++i) bb.add(batch[i][0], batch[i][1], batch[i][2], true);
+        ASSERT_EQ(ctx.decode(bb.view()), DecodeStatus::Ok);
         for (int32_t i = 0; i < n; ++i) {
             const float *l = ctx.logits_ith(i);
             ASSERT_NE(l, nullptr);

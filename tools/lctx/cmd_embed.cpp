@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "context/batch_builder.h"
 #include "context/context.h"
 #include "model/cls_head.h"
 #include "model/families.h"
@@ -180,25 +181,11 @@ int cmd_embed(int argc, char **argv) {
         size_t last = first, n_tok = 0;
         while (last < texts.size() && last - first < seqs && n_tok + tokens[last].size() <= batch)
             n_tok += tokens[last++].size();
-        std::vector<int32_t> tok, pos, sid;
+        BatchBuilder bb;
         for (size_t i = first; i < last; ++i)
-            for (size_t k = 0; k < tokens[i].size(); ++k) {
-                tok.push_back(tokens[i][k]);
-                pos.push_back(static_cast<int32_t>(k));
-                sid.push_back(static_cast<int32_t>(i - first));
-            }
-        const int32_t n = static_cast<int32_t>(tok.size());
-        std::vector<int32_t> nseq(n, 1);
-        std::vector<int32_t *> sids(n);
-        for (int32_t i = 0; i < n; ++i) sids[i] = &sid[i];
-        std::vector<int8_t> want(n, 1);
-        Batch b;
-        b.n_tokens = n;
-        b.token = tok.data();
-        b.pos = pos.data();
-        b.n_seq_id = nseq.data();
-        b.seq_id = sids.data();
-        b.logits = want.data();
+            for (size_t k = 0; k < tokens[i].size(); ++k)
+                bb.add(tokens[i][k], static_cast<int32_t>(k), static_cast<int32_t>(i - first), true);
+        const Batch b = bb.view();
         if (!encoder) ctx->kv().clear();  // a decoder's pass must not see the previous texts
         const DecodeStatus ds = encoder ? ctx->encode(b) : ctx->decode(b);
         if (ds != DecodeStatus::Ok) {
