@@ -13,6 +13,7 @@
 #include <thread>
 #include <tuple>
 
+#include "context/batch_builder.h"
 #include "util/error.h"
 #include "util/page_buffer.h"
 
@@ -158,22 +159,9 @@ uint64_t LctxRunner::run_pg(int n_pp, int n_tg, int depth) {
 uint64_t LctxRunner::run_embd() {
     const int32_t n_vocab = static_cast<int32_t>(model_.hparams().n_vocab);
     const int n = s_.n_seq * s_.n_prompt;
-    tokens_.resize(static_cast<size_t>(n));
-    pos_.resize(static_cast<size_t>(n));
-    std::vector<int32_t> seq(static_cast<size_t>(n)), n_seq_id(static_cast<size_t>(n), 1);
-    std::vector<int32_t *> seq_ids(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-        tokens_[static_cast<size_t>(i)] = next_token(rng_, n_vocab);
-        pos_[static_cast<size_t>(i)] = i % s_.n_prompt;
-        seq[static_cast<size_t>(i)] = i / s_.n_prompt;
-        seq_ids[static_cast<size_t>(i)] = &seq[static_cast<size_t>(i)];
-    }
-    Batch b;
-    b.n_tokens = n;
-    b.token = tokens_.data();
-    b.pos = pos_.data();
-    b.n_seq_id = n_seq_id.data();
-    b.seq_id = seq_ids.data();
+    BatchBuilder bb;  // n_seq sequences of n_prompt random tokens
+    for (int i = 0; i < n; ++i) bb.add(next_token(rng_, n_vocab), i % s_.n_prompt, i / s_.n_prompt, true);
+    const Batch b = bb.view();
     const uint64_t t0 = now_ns();
     const DecodeStatus st = ctx_->encode(b);
     const uint64_t ns = now_ns() - t0;
