@@ -10,6 +10,7 @@ packages=(
   libreadline-dev                         # line editing and history in `lctx chat` on a terminal
   tmux                                    # the test that drives `lctx chat` in a terminal
   libcpp-httplib-dev                      # HTTP server
+  curl                                    # the server test that talks to `lctx serve` with curl
   libgtest-dev libgmock-dev               # unit tests
   libbenchmark-dev                        # micro-benchmarks
   clang libclang-rt-14-dev                # sanitizer and fuzzing builds

@@ -1,10 +1,13 @@
 // `lctx serve` as a child process: SIGTERM while a stream is open ends the stream (an error chunk and
-// [DONE]) and the process within 10 s, with status 0; /health answers once the model is loaded.
+// [DONE]) and the process within 10 s, with status 0; /health answers once the model is loaded; curl gets
+// answers (plain and streamed), each request is one log line, and SIGINT ends the process with status 0.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <string>
 #include <thread>
@@ -59,6 +62,61 @@ TEST(ServeProcess, SigtermWithAnOpenStreamExitsCleanly) {
     const size_t done = body.rfind("data: [DONE]");
     ASSERT_NE(done, std::string::npos) << body.substr(body.size() > 400 ? body.size() - 400 : 0);
     EXPECT_NE(body.find("shutting down"), std::string::npos);
+}
+
+// curl's output for the arguments (status line discarded: -s), or "" when it cannot run.
+std::string curl(const std::string &args) {
+    std::string out;
+    FILE *f = popen(("curl -s --max-time 60 " + args + " 2>/dev/null").c_str(), "r");
+    if (!f) return out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    pclose(f);
+    return out;
+}
+
+TEST(ServeProcess, CurlRequestsAreLoggedAndSigintExits) {
+    if (std::system("curl --version >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "curl is not installed (scripts/setup.sh installs it)";
+    CliProcess p({"serve", "--port", "0", "-c", "1024", "-np", "2", "-t", "1"});
+    ASSERT_TRUE(p.started());
+    ASSERT_TRUE(p.wait_for("open http://", 0, 30)) << p.output();
+    std::smatch m;
+    std::string out = p.output();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/"))) << out;
+    const std::string url = "http://127.0.0.1:" + std::string(m[1]);
+
+    EXPECT_NE(curl(url + "/health").find("\"ok\""), std::string::npos);
+    const std::string plain = curl("-H 'Content-Type: application/json' -d '{\"prompt\":\"Once upon a time\","
+                                   "\"max_tokens\":8,\"temperature\":0}' " + url + "/v1/completions");
+    EXPECT_NE(plain.find("\"text_completion\""), std::string::npos) << plain;
+    EXPECT_NE(plain.find("\"completion_tokens\":8"), std::string::npos) << plain;
+    const std::string streamed =
+        curl("-N -H 'Content-Type: application/json' -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],"
+             "\"max_tokens\":4,\"stream\":true}' " + url + "/v1/chat/completions");
+    EXPECT_NE(streamed.find("data: {"), std::string::npos) << streamed;
+    EXPECT_NE(streamed.find("data: [DONE]"), std::string::npos) << streamed;
+    const std::string bad = curl("-H 'Content-Type: application/json' -d '{not json' " + url + "/v1/completions");
+    EXPECT_NE(bad.find("\"invalid_request_error\""), std::string::npos) << bad;
+
+    // One log line per request, with its method, path and status.
+    ASSERT_TRUE(p.wait_for("POST /v1/completions 400", 0, 10)) << p.output();
+    out = p.output();
+    auto count = [&](const std::string &s) {
+        size_t n = 0;
+        for (size_t at = out.find(s); at != std::string::npos; at = out.find(s, at + 1)) ++n;
+        return n;
+    };
+    EXPECT_EQ(count("lctx serve: GET /health 200"), 1u) << out;
+    EXPECT_EQ(count("lctx serve: POST /v1/completions 200 8 tokens"), 1u) << out;
+    EXPECT_EQ(count("lctx serve: POST /v1/chat/completions 200"), 1u) << out;
+    EXPECT_EQ(count("lctx serve: POST /v1/completions 400"), 1u) << out;
+    EXPECT_EQ(count("lctx serve: GET ") + count("lctx serve: POST "), 4u) << out;  // and no other request line
+
+    const auto t0 = std::chrono::steady_clock::now();
+    p.signal(SIGINT);
+    EXPECT_EQ(p.wait_exit(15), 0) << p.output();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }
 
 TEST(ServeProcess, BadModelFailsWithAMessage) {
