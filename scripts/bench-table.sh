@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# The speed table of docs/BENCH.md: for each shape and weight type, synthesizes the model (once, into
-# DIR, default ~/.cache/lctx/models) and runs `lctx bench` against the llama.cpp peer, 1 and 2 threads.
-# Usage: scripts/bench-table.sh [-r REPS] [--shapes "smollm-135m tinyllama-1.1b"] [--types "F16 ..."] [--doc]
+# The speed tables of docs/BENCH.md: for each shape and weight type, synthesizes the model (once, into DIR,
+# default ~/.cache/lctx/models) and runs `lctx bench` against the native llama.cpp peer, 1 and 2 threads, pp512
+# and tg128 on an empty cache; then the long-context table: the --depth-types models at depth N (default 4096)
+# with flash attention off and on, F16 K/V and (flash attention on) Q8_0 K/V.
+# Usage: scripts/bench-table.sh [-r REPS] [--shapes "smollm-135m tinyllama-1.1b"] [--types "F32 F16 ..."]
+#        [--depth N] [--depth-shape tinyllama-1.1b] [--depth-types "Q4_0 Q8_0"] [--depth-threads 1,2] [--doc]
 #        [DIR]
-# Writes one JSON file per model and prints a header (date, CPU model, the kernels' ISA level, cores) and each
-# markdown table; needs a build (scripts/build.sh). --doc also writes the tables into docs/BENCH.md, one
-# section per machine kind (CPU model and ISA level): a rerun on the same kind replaces its section, another
-# kind gets a section of its own.
+#   --depth 0 skips the long-context table; --types "" skips the empty-cache one.
+# The peer is llama.cpp built for this machine (scripts/install-peer.sh --native); with the kernels capped below
+# AVX-512 on an AVX-512 machine (LCTX_ISA=avx2), llama.cpp built for AVX2 (--native-avx2), so that both engines
+# run at the same level. Either is built on first use (about 10 minutes on 2 cores).
+# Writes one JSON file per run into DIR and prints a header (date, CPU model, the kernels' ISA level, cores, the
+# peer) and each markdown table; needs a build (scripts/build.sh). --doc also writes the tables into
+# docs/BENCH.md, one section per machine kind (CPU model and ISA level): a rerun on the same kind replaces its
+# section, another kind gets a section of its own.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 reps=3
 shapes="smollm-135m tinyllama-1.1b"
-types="F16 BF16 Q8_0 Q4_0 Q4_K Q6_K Q4_K_M"
+types="F32 F16 BF16 Q8_0 Q4_0 Q4_K Q6_K Q4_K_M"
+depth=4096
+depth_shape="tinyllama-1.1b"
+depth_types="Q4_0 Q8_0"
+depth_threads="1,2"
 doc=0
 args="$*"
 while [[ $# -gt 0 ]]; do
@@ -19,6 +30,10 @@ while [[ $# -gt 0 ]]; do
         -r) reps=$2; shift 2 ;;
         --shapes) shapes=$2; shift 2 ;;
         --types) types=$2; shift 2 ;;
+        --depth) depth=$2; shift 2 ;;
+        --depth-shape) depth_shape=$2; shift 2 ;;
+        --depth-types) depth_types=$2; shift 2 ;;
+        --depth-threads) depth_threads=$2; shift 2 ;;
         --doc) doc=1; shift ;;
         *) break ;;
     esac
@@ -26,45 +41,97 @@ done
 dir=${1:-$HOME/.cache/lctx/models}
 mkdir -p "$dir"
 lctx="$root/build/bin/lctx"
-peer=$("$root/scripts/install-peer.sh" | tail -1)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-level=""
-for shape in $shapes; do
-    for type in $types; do
-        model="$dir/$shape-$type.gguf"
-        [[ -f "$model" ]] || "$lctx" synth --shape "$shape" --type "$type" -o "$model" >&2
-        if [[ -z "$level" ]]; then
-            # The level the kernels run at (LCTX_ISA caps it), as lctx bench names it under its table.
-            level=$("$lctx" bench -m "$model" -p 8 -n 0 -t 1 -r 1 --bw-mib 0 |
-                sed -n 's/.* at the \([a-z0-9_]*\) level.*/\1/p')
-            echo "### Results ($(date -u +%Y-%m-%d), ${cpu:-unknown CPU}, kernels at the ${level:-unknown} level," \
-                "$(nproc) cores; \`scripts/bench-table.sh${args:+ $args}\`)" | tee -a "$out"
-        fi
-        echo | tee -a "$out"
-        echo "#### $shape $type" | tee -a "$out"
-        echo | tee -a "$out"
-        "$lctx" bench -m "$model" -p 512 -n 128 -t 1,2 -r "$reps" --peer "$peer" --json >"$dir/$shape-$type.json"
-        (python3 - "$dir/$shape-$type.json" <<'PY'
+
+synth() {  # the model file of shape $1, type $2 (synthesized on first use)
+    local model="$dir/$1-$2.gguf"
+    [[ -f "$model" ]] || "$lctx" synth --shape "$1" --type "$2" -o "$model" >&2
+    echo "$model"
+}
+
+# The level the kernels run at (LCTX_ISA caps it), as lctx bench names it under its table.
+probe=$(synth smollm-135m Q8_0)
+level=$("$lctx" bench -m "$probe" -p 8 -n 0 -t 1 -r 1 --bw-mib 0 --no-peak |
+    sed -n 's/.* at the \([a-z0-9_]*\) level.*/\1/p')
+if [[ $level != avx512 && $level != amx ]] && grep -qw avx512f /proc/cpuinfo; then
+    peer=$("$root/scripts/install-peer.sh" --native-avx2 | tail -1)
+else
+    peer=$("$root/scripts/install-peer.sh" --native | tail -1)
+fi
+peer_desc=$(head -1 "$peer/../../lctx-peer-native" 2>/dev/null || echo "libllama in $peer")
+
+echo "### Results ($(date -u +%Y-%m-%d), ${cpu:-unknown CPU}, kernels at the ${level:-unknown} level," \
+    "$(nproc) cores; \`scripts/bench-table.sh${args:+ $args}\`)" | tee -a "$out"
+echo | tee -a "$out"
+echo "Peer: $peer_desc. Roof: the compute peak for prompts (f32 FMA or int8 dot products, probed)," \
+    "the memory bandwidth limit for generation." | tee -a "$out"
+
+table() {  # markdown rows of one lctx bench JSON file; $2 = 1 adds the attention columns
+    python3 - "$1" "$2" <<'PY'
 import json, sys
-rows = json.load(open(sys.argv[1]))
+rows, attn = json.load(open(sys.argv[1])), sys.argv[2] == "1"
 by = {}
 for r in rows:
     test = f"pp{r['n_prompt']}" if r['n_prompt'] else f"tg{r['n_gen']}"
-    by.setdefault((test, r['n_threads']), {})[r['engine']] = r
-print("| test | threads | lctx t/s | llama.cpp t/s | ratio | lctx % of bw limit | llama.cpp % of bw limit |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-for (test, th), e in sorted(by.items(), key=lambda kv: (kv[0][0][:2] != 'pp', kv[0][1])):
+    if r.get('n_depth'):
+        test += f" @ d{r['n_depth']}"
+    key = (r['n_prompt'] == 0, int(r['flash_attn']), r['type_k'], r['type_v'], test, r['n_threads'])
+    by.setdefault(key, {})[r['engine']] = r
+head = "| test | " + ("fa | K/V | " if attn else "") + "threads | lctx t/s | llama.cpp t/s | ratio | " \
+       "lctx % of roof | llama.cpp % of roof |"
+print(head)
+print("| --- | " + ("---: | --- | " if attn else "") + "---: | ---: | ---: | ---: | ---: | ---: |")
+for key in sorted(by):
+    _, fa, tk, tv, test, th = key
+    e = by[key]
     a, b = e.get('lctx'), e.get('llama.cpp')
     f = lambda r: f"{r['avg_ts']:.2f} ± {r['stddev_ts']:.2f}" if r else "-"
-    ratio = f"{a['avg_ts'] / b['avg_ts']:.2f}" if a and b else "-"
-    lim = lambda r: f"{100 * r['frac_of_limit']:.0f}%" if r and 'frac_of_limit' in r else "-"
-    print(f"| {test} | {th} | {f(a)} | {f(b)} | {ratio} | {lim(a)} | {lim(b)} |")
+    ratio = f"**{a['avg_ts'] / b['avg_ts']:.2f}**" if a and b else "-"
+    def roof(r):
+        if not r:
+            return "-"
+        v = r.get('frac_of_peak', r.get('frac_of_limit'))
+        return f"{100 * v:.0f}%" if v is not None else "-"
+    kv = tk if tk == tv else f"{tk}/{tv}"
+    cols = [test] + ([str(fa), kv] if attn else []) + [str(th), f(a), f(b), ratio, roof(a), roof(b)]
+    print("| " + " | ".join(cols) + " |")
 PY
-        ) | tee -a "$out"
+}
+
+for shape in $shapes; do
+    for type in $types; do
+        model=$(synth "$shape" "$type")
+        echo | tee -a "$out"
+        echo "#### $shape $type" | tee -a "$out"
+        echo | tee -a "$out"
+        json="$dir/$shape-$type.${level}.json"
+        "$lctx" bench -m "$model" -p 512 -n 128 -t 1,2 -r "$reps" --peer "$peer" --json >"$json"
+        table "$json" 0 | tee -a "$out"
     done
 done
+
+if [[ $depth -gt 0 ]]; then
+    for type in $depth_types; do
+        model=$(synth "$depth_shape" "$type")
+        echo | tee -a "$out"
+        echo "#### $depth_shape $type at depth $depth" | tee -a "$out"
+        echo | tee -a "$out"
+        json="$dir/$depth_shape-$type.d$depth.${level}.json"
+        # Flash attention off and on with F16 K/V, then Q8_0 K/V (llama.cpp runs a quantized V only with
+        # flash attention): one JSON array.
+        "$lctx" bench -m "$model" -p 512 -n 128 -d "$depth" -t "$depth_threads" -r "$reps" -fa 0,1 \
+            --peer "$peer" --json >"$json.f16"
+        "$lctx" bench -m "$model" -p 512 -n 128 -d "$depth" -t "$depth_threads" -r "$reps" -fa 1 \
+            -ctk q8_0 -ctv q8_0 --peer "$peer" --json >"$json.q8"
+        python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1])) + json.load(open(sys.argv[2])),
+            open(sys.argv[3], "w"), indent=1)' "$json.f16" "$json.q8" "$json"
+        rm -f "$json.f16" "$json.q8"
+        table "$json" 1 | tee -a "$out"
+    done
+fi
+
 if [[ $doc == 1 ]]; then
     python3 - "$root/docs/BENCH.md" "${cpu:-unknown CPU} / ${level:-unknown}" "$out" <<'PY'
 import sys

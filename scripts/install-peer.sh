@@ -10,6 +10,10 @@
 #                                                      llama-bench (about 10 minutes on 2 cores; JOBS=N sets the
 #                                                      parallel jobs, default 1, at nice 19);
 #                                                      default FOLDER: ~/.cache/lctx/peer-native
+#          scripts/install-peer.sh --native-avx2 [FOLDER]
+#                                                      the same source built for AVX2 (with FMA, F16C, BMI2) and
+#                                                      no AVX-512: the peer for `LCTX_ISA=avx2` runs on an AVX-512
+#                                                      machine; default FOLDER: ~/.cache/lctx/peer-avx2
 # The prebuilt libraries are generic builds (on an AVX2-only EPYC their F16 prompt speed is 40% of a native
 # build's), so speed is best reported against the native build.
 set -euo pipefail
@@ -21,8 +25,17 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 1
 fi
 
-if [ "${1:-}" = "--native" ]; then
-    DIR="${2:-$CACHE/peer-native}"
+if [ "${1:-}" = "--native" ] || [ "${1:-}" = "--native-avx2" ]; then
+    if [ "$1" = "--native" ]; then
+        DIR="${2:-$CACHE/peer-native}"
+        ARCH="-DGGML_NATIVE=ON"
+        WHAT="-march=native"
+    else
+        DIR="${2:-$CACHE/peer-avx2}"
+        # Without GGML_NATIVE, ggml turns on AVX, AVX2, FMA, F16C and BMI2 and leaves every AVX-512 option off.
+        ARCH="-DGGML_NATIVE=OFF"
+        WHAT="AVX2 (FMA, F16C, BMI2), no AVX-512"
+    fi
     OUT="$DIR/build/bin"
     if [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-bench" ] && [ -f "$DIR/lctx-peer-native" ]; then
         echo "$OUT"
@@ -32,6 +45,9 @@ if [ "${1:-}" = "--native" ]; then
         command -v "$tool" >/dev/null 2>&1 || { echo "install-peer: $tool is not installed" >&2; exit 1; }
     done
     mkdir -p "$DIR"
+    if [ ! -d "$DIR/src/.git" ] && [ -d "$CACHE/peer-native/src/.git" ] && [ "$DIR" != "$CACHE/peer-native" ]; then
+        git clone --quiet "$CACHE/peer-native/src" "$DIR/src"  # the same source, fetched once
+    fi
     if [ ! -d "$DIR/src/.git" ]; then
         echo "install-peer: fetching node-llama-cpp@3.22.1 for llama.cpp's source" >&2
         rm -rf "$DIR/pkg" "$DIR/src"
@@ -42,8 +58,8 @@ if [ "${1:-}" = "--native" ]; then
         git clone --quiet "$bundle" "$DIR/src"
         rm -rf "$DIR/pkg"
     fi
-    echo "install-peer: building llama.cpp $(git -C "$DIR/src" describe --tags --always 2>/dev/null) for this CPU in $DIR/build (JOBS=${JOBS:-1})" >&2
-    nice -n 19 cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+    echo "install-peer: building llama.cpp $(git -C "$DIR/src" describe --tags --always 2>/dev/null) ($WHAT) in $DIR/build (JOBS=${JOBS:-1})" >&2
+    nice -n 19 cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release $ARCH \
         -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
     nice -n 19 cmake --build "$DIR/build" -j"${JOBS:-1}" --target llama llama-bench >&2
     if [ ! -f "$OUT/libllama.so" ]; then
@@ -51,8 +67,8 @@ if [ "${1:-}" = "--native" ]; then
         exit 1
     fi
     # What `lctx bench --peer` reports as the build it ran against.
-    printf 'native build of llama.cpp %s (node-llama-cpp@3.22.1 source), -march=native\n' \
-        "$(git -C "$DIR/src" describe --tags --always 2>/dev/null)" > "$DIR/lctx-peer-native"
+    printf 'build of llama.cpp %s (node-llama-cpp@3.22.1 source), %s\n' \
+        "$(git -C "$DIR/src" describe --tags --always 2>/dev/null)" "$WHAT" > "$DIR/lctx-peer-native"
     echo "$OUT"
     exit 0
 fi

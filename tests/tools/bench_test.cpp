@@ -300,6 +300,30 @@ TEST(BenchRun, DepthAndPromptThenGeneration) {
     run.set_threads(1);
     EXPECT_GT(run.run_pg(8, 4, 16), 0u);
     EXPECT_THROW(run.run_pg(8, 4, 17), Error);  // one token more than the context
+}
+
+TEST(BenchRun, DepthIsDecodedOnceAndKept) {
+    std::unique_ptr<Model> m = Model::load(kStories);
+    Settings s;
+    s.n_prompt = 8;
+    s.n_gen = 4;
+    s.n_depth = 16;
+    LctxRunner run(*m, s);
+    run.set_threads(1);
+    auto evaluated = [&] { return run.tokens_decoded(); };
+    run.run_pg(8, 4, 16);
+    const int32_t first = evaluated();
+    EXPECT_EQ(first, 16 + 8 + 4);
+    EXPECT_EQ(run.context().kv().seq_pos_max(0), 27);
+    run.run_pg(8, 4, 16);  // the depth is kept: only the test's own tokens are decoded
+    EXPECT_EQ(evaluated() - first, 8 + 4);
+    EXPECT_EQ(run.context().kv().seq_pos_max(0), 27);
+    EXPECT_EQ(run.context().kv().n_tokens(), 28);
+    run.run_pg(8, 0, 8);  // another depth: decoded from an empty cache
+    EXPECT_EQ(evaluated() - first, 8 + 4 + 8 + 8);
+    EXPECT_EQ(run.context().kv().seq_pos_max(0), 15);
+    run.run_pg(4, 0, 0);  // no depth: an empty cache
+    EXPECT_EQ(run.context().kv().seq_pos_max(0), 3);
     Result r;
     r.n_prompt = 8;
     r.n_gen = 4;

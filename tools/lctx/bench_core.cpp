@@ -108,6 +108,7 @@ void LctxRunner::decode_or_throw(const Batch &b) {
     const DecodeStatus st = ctx_->decode(b);
     if (st != DecodeStatus::Ok)
         throw Error("lctx decode failed with status " + std::to_string(static_cast<int>(st)));
+    tokens_decoded_ += b.n_tokens;
 }
 
 void LctxRunner::fill_prompt(int n, int pos0) {
@@ -136,10 +137,17 @@ uint64_t LctxRunner::run_pg(int n_pp, int n_tg, int depth) {
     if (static_cast<uint32_t>(depth + n_pp + n_tg) > ctx_->params().n_ctx)
         throw Error("bench test of " + std::to_string(depth + n_pp + n_tg) +
                     " tokens exceeds the context of " + std::to_string(ctx_->params().n_ctx));
-    ctx_->kv().clear();
-    if (depth > 0) {  // untimed
-        fill_prompt(depth, 0);
-        decode_prompt(depth);
+    // (a recurrent state cannot drop the last test's tokens: it starts over)
+    if (depth > 0 && depth == kept_depth_ && ctx_->kv().seq_rm(0, depth, -1)) {
+        // the depth is in place
+    } else {
+        ctx_->kv().clear();
+        kept_depth_ = 0;
+        if (depth > 0) {  // untimed
+            fill_prompt(depth, 0);
+            decode_prompt(depth);
+            kept_depth_ = depth;
+        }
     }
     fill_prompt(n_pp, depth);
     const uint64_t t0 = now_ns();

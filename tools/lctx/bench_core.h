@@ -63,10 +63,15 @@ class LctxRunner {
     // n single-token decodes from an empty cache; wall nanoseconds.
     uint64_t run_tg(int n) { return run_pg(0, n, 0); }
     // After `depth` untimed tokens in the cache: a prompt of n_pp tokens, then n_tg single-token decodes
-    // (llama-bench's pp, tg, -pg and -d tests); wall nanoseconds of the timed part.
+    // (llama-bench's pp, tg, -pg and -d tests); wall nanoseconds of the timed part. The depth tokens are
+    // decoded once and kept: a later call with the same depth only removes the tokens after them (the speed
+    // of a test does not depend on which tokens fill the depth, and a 4096-token prefill per repetition
+    // would take most of a long-context bench).
     uint64_t run_pg(int n_pp, int n_tg, int depth);
     // Embedding mode: n_seq sequences of n_prompt tokens (the settings') in one encode; wall nanoseconds.
     uint64_t run_embd();
+    const Context &context() const { return *ctx_; }
+    int64_t tokens_decoded() const { return tokens_decoded_; }  // timed or not, since construction
 
   private:
     void fill_prompt(int n, int pos0);  // random tokens_ at positions pos0.. in batches
@@ -77,6 +82,8 @@ class LctxRunner {
     std::unique_ptr<Context> ctx_;
     uint64_t rng_;
     std::vector<int32_t> tokens_, pos_;
+    int64_t tokens_decoded_ = 0;
+    int kept_depth_ = 0;  // the cache holds exactly positions [0, kept_depth_) of sequence 0 plus the last test's
 };
 
 // Streaming read bandwidth in bytes/s with n_threads readers over a `bytes` buffer (much larger than the L3);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <vector>
 
+#include "kernels/dot.h"
 #include "util/error.h"
 
 namespace lctx::bench {
@@ -37,7 +38,14 @@ fs::path cache_dir() {
 }  // namespace
 
 std::string default_peer_dir() {
-    for (const fs::path &d : {cache_dir() / "peer-native" / "build" / "bin", cache_dir() / "peer"}) {
+    // With the kernels capped below AVX-512 (LCTX_ISA=avx2), the fair peer is llama.cpp built for AVX2 too
+    // (install-peer.sh --native-avx2), when it is there.
+    std::vector<fs::path> dirs;
+    if (kernels::isa_active() < kernels::Isa::Avx512 && kernels::isa_detected() >= kernels::Isa::Avx512)
+        dirs.push_back(cache_dir() / "peer-avx2" / "build" / "bin");
+    dirs.push_back(cache_dir() / "peer-native" / "build" / "bin");
+    dirs.push_back(cache_dir() / "peer");
+    for (const fs::path &d : dirs) {
         const std::string lib = resolve_peer_lib_dir(d.string());
         if (!lib.empty()) return lib;
     }

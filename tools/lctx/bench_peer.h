@@ -14,8 +14,9 @@ namespace lctx::bench {
 // The folder with libllama: DIR itself, or DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64 (the
 // layout scripts/install-peer.sh leaves). Empty when neither holds libllama.
 std::string resolve_peer_lib_dir(const std::string &dir);
-// The peer `lctx bench --peer` (without a folder) uses: the native build of scripts/install-peer.sh --native
-// when present, else its npm install; empty when neither is installed. The cache is $XDG_CACHE_HOME/lctx or
+// The peer `lctx bench --peer` (without a folder) uses: with the kernels capped below AVX-512 on an AVX-512
+// machine, the AVX2 build of scripts/install-peer.sh --native-avx2 when present; else the native build of
+// --native when present, else its npm install; empty when none is installed. The cache is $XDG_CACHE_HOME/lctx or
 // ~/.cache/lctx.
 std::string default_peer_dir();
 // What a peer folder holds, for the output: the native build's description, or the npm package's name.
