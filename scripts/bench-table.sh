@@ -53,7 +53,7 @@ synth() {  # the model file of shape $1, type $2 (synthesized on first use)
 
 # The level the kernels run at (LCTX_ISA caps it), as lctx bench names it under its table.
 probe=$(synth smollm-135m Q8_0)
-level=$("$lctx" bench -m "$probe" -p 8 -n 0 -t 1 -r 1 --bw-mib 0 --no-peak |
+level=$("$lctx" bench -m "$probe" -p 8 -n 0 -t 1 -r 1 --bw-mib 0 |
     sed -n 's/.* at the \([a-z0-9_]*\) level.*/\1/p')
 if [[ $level != avx512 && $level != amx ]] && grep -qw avx512f /proc/cpuinfo; then
     peer=$("$root/scripts/install-peer.sh" --native-avx2 | tail -1)
