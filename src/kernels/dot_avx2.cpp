@@ -4,6 +4,29 @@
 #if defined(__x86_64__)
 #include "kernels/dot_x86_inl.h"
 #include "kernels/gemm_interleaved_x86_inl.h"
+
+namespace lctx::kernels {
+namespace {
+
+// F32 weights (plain rows) at the 256-bit level: from kStageMinAct activations on, whole groups of 8 rows go
+// through the staged kernel (each row chunk copied once into L1 for every activation of the call, where the
+// plain 4 x 3 tile re-reads rows of 8 KiB and more from L2 for every 3 activations); rows past the last
+// group, rows whose length is not whole 8s, and fewer activations take the plain tile. Either gives the plain
+// tile's values (one 8-lane sum per output over the row, reduced at the end).
+void gemm_f32_plain(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                    float *y, int64_t ldy) {
+    int64_t r0 = 0;
+    if (nc >= kStageMinAct && n % 8 == 0 && nr >= 8 && !float_stage_off()) {
+        r0 = nr / 8 * 8;
+        gemm_float_x8_staged<LoadF32, true>(n, w, ldw, r0, act, lda, nc, y, ldy);
+    }
+    if (r0 < nr)
+        gemm_tiled<FloatTile, LoadF32, false>(n, static_cast<const uint8_t *>(w) + r0 * ldw, ldw, nr - r0, act,
+                                               lda, nc, y + r0, ldy);
+}
+
+}  // namespace
+}  // namespace lctx::kernels
 #endif
 
 namespace lctx::kernels::detail {
@@ -16,6 +39,7 @@ QuantizeActFn quantize_act_avx2(GgmlType act_type) {
     return shared_quantize_act(act_type);
 }
 GemmFn gemm_avx2(GgmlType weight_type) {
+    if (weight_type == GgmlType::F32) return &gemm_f32_plain;
     return shared_gemm(weight_type);
 }
 GemmFn gemm_interleaved_avx2(GgmlType weight_type) {

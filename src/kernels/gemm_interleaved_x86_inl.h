@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/interleave.h"
 
@@ -607,7 +608,7 @@ using BF16x8Tile = FloatX8Tile<LoadBF16, C>;
 constexpr int64_t kStageBlocks = 64;
 
 template <int C>
-inline void float_x8_chunk(const float *wf, const float *af, int64_t n, int64_t nb, float *acc, bool first) {
+inline void float_x8_chunk(const float *wf, const float *af, int64_t lda, int64_t nb, float *acc, bool first) {
     LCTX_UNROLL
     for (int h = 0; h < 8; h += 4) {
         __m256 s[4][C];
@@ -623,7 +624,7 @@ inline void float_x8_chunk(const float *wf, const float *af, int64_t n, int64_t 
             for (int r = 0; r < 4; ++r) xv[r] = _mm256_load_ps(wf + (b * 8 + h + r) * 8);
             LCTX_UNROLL
             for (int c = 0; c < C; ++c) {
-                const __m256 yv = _mm256_load_ps(af + c * n + 8 * b);
+                const __m256 yv = _mm256_loadu_ps(af + c * lda + 8 * b);
                 LCTX_UNROLL
                 for (int r = 0; r < 4; ++r) s[r][c] = _mm256_fmadd_ps(xv[r], yv, s[r][c]);
             }
@@ -636,39 +637,57 @@ inline void float_x8_chunk(const float *wf, const float *af, int64_t n, int64_t 
     }
 }
 
-template <class L>
+// kPlain: the weights are plain rows ldw bytes apart (F32 weights, which have no interleaved layout), read
+// in groups of 8 rows as well; nr must then be a multiple of 8.
+template <class L, bool kPlain = false>
 void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
                           int64_t nc, float *y, int64_t ldy) {
     using T = typename L::T;
     const int64_t nb = n / 8;
     // Scratch (64-byte aligned): the activations as f32 [nc][n], one chunk of a group's weights
     // [kStageBlocks][8 rows][8], the accumulators [nc][8][8].
-    const size_t a_bytes = static_cast<size_t>(nc * n) * 4, w_bytes = kStageBlocks * 64 * 4;
-    float *af =
+    // F32 activations are read where they are (lda a whole number of floats), the others converted first.
+    constexpr bool kF32Act = std::is_same_v<T, float>;
+    const size_t a_bytes = kF32Act ? 0 : static_cast<size_t>(nc * n) * 4, w_bytes = kStageBlocks * 64 * 4;
+    float *scratch =
         reinterpret_cast<float *>(kernel_tile_scratch(a_bytes + w_bytes + static_cast<size_t>(nc) * 256));
-    float *wf = af + nc * n;
+    float *wf = scratch + a_bytes / 4;
     float *acc = wf + kStageBlocks * 64;
     const auto *ab = static_cast<const uint8_t *>(act);
-    for (int64_t c = 0; c < nc; ++c) {
-        const T *a = reinterpret_cast<const T *>(ab + c * lda);
-        for (int64_t b = 0; b < nb; ++b) _mm256_store_ps(af + c * n + 8 * b, L::v(a + 8 * b));
+    const float *af = kF32Act ? reinterpret_cast<const float *>(act) : scratch;
+    const int64_t ldf = kF32Act ? static_cast<int64_t>(lda / 4) : n;
+    if constexpr (!kF32Act) {
+        for (int64_t c = 0; c < nc; ++c) {
+            const T *a = reinterpret_cast<const T *>(ab + c * lda);
+            for (int64_t b = 0; b < nb; ++b) _mm256_store_ps(scratch + c * n + 8 * b, L::v(a + 8 * b));
+        }
     }
     for (int64_t r0 = 0; r0 < nr; r0 += 8) {
         const auto *xb = reinterpret_cast<const block_f16x8 *>(static_cast<const uint8_t *>(w) + r0 * ldw);
         for (int64_t b0 = 0; b0 < nb; b0 += kStageBlocks) {
             const int64_t kb = nb - b0 < kStageBlocks ? nb - b0 : kStageBlocks;
-            for (int64_t b = 0; b < kb; ++b) {
-                prefetch_ahead(xb[b0 + b]);
-                LCTX_UNROLL
-                for (int r = 0; r < 8; ++r)
-                    _mm256_store_ps(wf + (b * 8 + r) * 8, L::v(reinterpret_cast<const T *>(xb[b0 + b].v[r])));
+            if constexpr (kPlain) {
+                // Row by row: each row's chunk is one contiguous stretch of memory.
+                for (int r = 0; r < 8; ++r) {
+                    const T *row = reinterpret_cast<const T *>(static_cast<const uint8_t *>(w) + (r0 + r) * ldw);
+                    for (int64_t b = 0; b < kb; ++b)
+                        _mm256_store_ps(wf + (b * 8 + r) * 8, L::v(row + 8 * (b0 + b)));
+                }
+            } else {
+                for (int64_t b = 0; b < kb; ++b) {
+                    prefetch_ahead(xb[b0 + b]);
+                    LCTX_UNROLL
+                    for (int r = 0; r < 8; ++r)
+                        _mm256_store_ps(wf + (b * 8 + r) * 8,
+                                        L::v(reinterpret_cast<const T *>(xb[b0 + b].v[r])));
+                }
             }
             const bool first = b0 == 0;
             int64_t c0 = 0;
             for (; c0 + 3 <= nc; c0 += 3)
-                float_x8_chunk<3>(wf, af + c0 * n + 8 * b0, n, kb, acc + c0 * 64, first);
-            if (nc - c0 == 2) float_x8_chunk<2>(wf, af + c0 * n + 8 * b0, n, kb, acc + c0 * 64, first);
-            if (nc - c0 == 1) float_x8_chunk<1>(wf, af + c0 * n + 8 * b0, n, kb, acc + c0 * 64, first);
+                float_x8_chunk<3>(wf, af + c0 * ldf + 8 * b0, ldf, kb, acc + c0 * 64, first);
+            if (nc - c0 == 2) float_x8_chunk<2>(wf, af + c0 * ldf + 8 * b0, ldf, kb, acc + c0 * 64, first);
+            if (nc - c0 == 1) float_x8_chunk<1>(wf, af + c0 * ldf + 8 * b0, ldf, kb, acc + c0 * 64, first);
         }
         for (int64_t c = 0; c < nc; ++c)
             for (int r = 0; r < 8; ++r) y[c * ldy + r0 + r] = hsum_ps(_mm256_load_ps(acc + (c * 8 + r) * 8));

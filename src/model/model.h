@@ -127,7 +127,8 @@ class Model {
     // The family's bind_<family> (model/families.h) declares the tensors; unbound ones are refused.
     void bind_weights();
     void count_tensors();
-    // Moves eligible matrices into interleaved copies; progress goes from `p0` to 1.
+    // Moves the matrices into copies in huge pages, interleaved where the type has that layout; progress goes
+    // from `p0` to 1.
     void repack_weights(const ModelLoadOptions &opts, float p0);
 
     std::string path_;
@@ -135,7 +136,7 @@ class Model {
     HParams hparams_;
     std::unique_ptr<Vocab> vocab_;
     ModelWeights weights_;
-    PageBuffer repacked_;  // the interleaved copies the views point into, in the order they are read
+    PageBuffer repacked_;  // the copies the views point into, in the order they are read
     uint64_t size_bytes_ = 0;
     uint64_t n_params_ = 0;
     int64_t ftype_ = 0;
