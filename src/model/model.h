@@ -94,8 +94,9 @@ struct ModelLoadOptions {
     // Called with progress in [0, 1] during loading; return false to cancel.
     bool (*progress)(float progress, void *user_data) = nullptr;
     void *progress_user_data = nullptr;
-    // Keep matrices of types with an interleaved layout (kernels/interleave.h) in that layout: a copy
-    // made once at load, the file's pages of those tensors released. The environment variable
+    // Copy every matrix once at load into one huge-page buffer, in the interleaved layout
+    // (kernels/interleave.h) where its type has one and as it is otherwise, the file's pages of those
+    // tensors released. The environment variable
     // LCTX_REPACK=0 turns it off (to compare, or to keep every weight in the shared mapping).
     bool repack = true;
 };
