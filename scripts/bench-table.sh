@@ -6,7 +6,8 @@
 # Usage: scripts/bench-table.sh [-r REPS] [--shapes "smollm-135m tinyllama-1.1b"] [--types "F32 F16 ..."]
 #        [--depth N] [--depth-shape tinyllama-1.1b] [--depth-types "Q4_0 Q8_0"] [--depth-threads 1,2] [--doc]
 #        [DIR]
-#   --depth 0 skips the long-context table; --types "" skips the empty-cache one.
+#   --depth 0 skips the long-context table; --types "" skips the empty-cache one (with --doc, a run of one part
+#   writes a section of its own, beside the other part's).
 # The peer is llama.cpp built for this machine (scripts/install-peer.sh --native); with the kernels capped below
 # AVX-512 on an AVX-512 machine (LCTX_ISA=avx2), llama.cpp built for AVX2 (--native-avx2), so that both engines
 # run at the same level. Either is built on first use (about 10 minutes on 2 cores).
@@ -133,7 +134,11 @@ if [[ $depth -gt 0 ]]; then
 fi
 
 if [[ $doc == 1 ]]; then
-    python3 - "$root/docs/BENCH.md" "${cpu:-unknown CPU} / ${level:-unknown}" "$out" <<'PY'
+    # A run of one part (--depth 0, or --types "") has a section of its own beside the other part's.
+    part=""
+    [[ $depth -le 0 ]] && part=" / empty cache"
+    [[ -z $types ]] && part=" / depth $depth"
+    python3 - "$root/docs/BENCH.md" "${cpu:-unknown CPU} / ${level:-unknown}$part" "$out" <<'PY'
 import sys
 path, kind, table = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().rstrip("\n")
 begin, end = f"<!-- bench-table: {kind} -->", f"<!-- /bench-table: {kind} -->"
