@@ -69,6 +69,10 @@ echo | tee -a "$out"
 echo "Peer: $peer_desc. Roof: the compute peak for prompts (f32 FMA or int8 dot products, probed)," \
     "the memory bandwidth limit for generation." | tee -a "$out"
 
+heading() {  # a table's heading, into the output
+    printf '\n#### %s\n\n' "$1" | tee -a "$out"
+}
+
 table() {  # markdown rows of one lctx bench JSON file; $2 = 1 adds the attention columns
     python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -104,9 +108,7 @@ PY
 for shape in $shapes; do
     for type in $types; do
         model=$(synth "$shape" "$type")
-        echo | tee -a "$out"
-        echo "#### $shape $type" | tee -a "$out"
-        echo | tee -a "$out"
+        heading "$shape $type"
         json="$dir/$shape-$type.${level}.json"
         "$lctx" bench -m "$model" -p 512 -n 128 -t 1,2 -r "$reps" --peer "$peer" --json >"$json"
         table "$json" 0 | tee -a "$out"
@@ -116,9 +118,7 @@ done
 if [[ $depth -gt 0 ]]; then
     for type in $depth_types; do
         model=$(synth "$depth_shape" "$type")
-        echo | tee -a "$out"
-        echo "#### $depth_shape $type at depth $depth" | tee -a "$out"
-        echo | tee -a "$out"
+        heading "$depth_shape $type at depth $depth"
         json="$dir/$depth_shape-$type.d$depth.${level}.json"
         # Flash attention off and on with F16 K/V, then Q8_0 K/V (llama.cpp runs a quantized V only with
         # flash attention): one JSON array.
