@@ -25,7 +25,8 @@ depth_shape="tinyllama-1.1b"
 depth_types="Q4_0 Q8_0"
 depth_threads="1,2"
 doc=0
-args="$*"
+args=$(printf '%q ' "$@")  # for the header, quoted as given
+args=${args% }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         -r) reps=$2; shift 2 ;;
