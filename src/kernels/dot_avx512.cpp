@@ -469,9 +469,6 @@ void tile_float_plain512_16rows(int64_t n, const uint8_t *w, size_t ldw, const f
     _mm512_storeu_ps(y, sums_float_plain512<L, 16, 1>(n, w, ldw, a, 0));
 }
 
-// Rows of at least this many bytes stream best one at a time when a single activation meets them.
-constexpr int64_t kLongRowBytes = 1024;
-
 template <class L>
 void gemm_float_plain512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
                          int64_t nc, float *y, int64_t ldy) {

@@ -803,6 +803,10 @@ void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_
 
 using TileFn = void (*)(int64_t, const uint8_t *, size_t, const uint8_t *, size_t, float *, int64_t);
 
+// Rows of at least this many bytes stream best one at a time when a single activation meets them (both
+// levels' float gemms).
+constexpr int64_t kLongRowBytes = 1024;
+
 // Tiles of up to kTileR x kTileC; the edges use the smaller instantiations.
 constexpr int kTileR = 4, kTileC = 3;
 
@@ -841,7 +845,7 @@ void gemm_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
         // One activation against long float rows (an F32 weight matrix for a decoded token): one row at a time,
         // so that the weights stream from memory in one sequence (8 rows side by side are 8 streams, about 20%
         // slower from DRAM). The value is the one every tile position gives.
-        if (nc == 1 && n * static_cast<int64_t>(sizeof(typename U::T)) >= 1024) {
+        if (nc == 1 && n * static_cast<int64_t>(sizeof(typename U::T)) >= kLongRowBytes) {
             for (; r0 < nr; ++r0) Tile<U, 1, 1>::fn(k, wb + r0 * ldw, ldw, ab, lda, y + r0, ldy);
             return;
         }
