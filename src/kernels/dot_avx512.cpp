@@ -278,7 +278,6 @@ struct FloatX8Tile512 {
         const auto *xb = reinterpret_cast<const block_f16x8 *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const block_f16x8 &x = xb[b];
-            prefetch_ahead(x);
             __m512 xv[4];
             LCTX_UNROLL
             for (int p = 0; p < 4; ++p) xv[p] = L::v16(x.v[2 * p]);

@@ -316,8 +316,9 @@ struct AmxQ6_K {
     static void unpack(const Block &x, int k, int8_t *out) {
         const int j = k / 2, h = k % 2;
         const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
-        const __m512i qh = _mm512_loadu_si512(x.qh[j][h]);
-        const __m512i v0 = _mm512_loadu_si512(x.ql[j][2 * h]), v1 = _mm512_loadu_si512(x.ql[j][2 * h + 1]);
+        const auto &half = x.half[j][h];
+        const __m512i qh = _mm512_loadu_si512(half.qh);
+        const __m512i v0 = _mm512_loadu_si512(half.ql[0]), v1 = _mm512_loadu_si512(half.ql[1]);
         const __m512i lo0 =
             _mm512_or_si512(_mm512_and_si512(v0, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m30));
         const __m512i hi0 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v0, 4), m4),

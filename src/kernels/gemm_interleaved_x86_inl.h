@@ -18,22 +18,11 @@
 namespace lctx::kernels {
 namespace {
 
-// Software prefetch of the lines kPrefetchAhead bytes further on, covering the whole block (headers
-// included), into L2. A single core does not keep enough misses in flight on its own: without it the
-// 1-thread matrix-vector product read 6-10 GB/s from DRAM, with it 13-18. Into L2 rather than L1: the L1's
-// few fill buffers stalled the K-quant kernels, whose blocks are 1-3 KiB; for the same reason those ask a
-// sub-block at a time instead of a whole block in one burst (tinyllama Q4_K tg, 1 thread: 20.5 -> 26.4 t/s).
-// 3 KiB ahead: whole-process A/B against 2 KiB, tinyllama tg64: Q6_K 6% and Q4_0 1-5% less wall time;
-// 4 KiB was 4-8% slower than 3.
-constexpr size_t kPrefetchAhead = 3072;
-inline void prefetch_range_ahead(const void *start, size_t bytes) {
-    const char *p = static_cast<const char *>(start) + kPrefetchAhead;
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
-}
-template <class Block>
-inline void prefetch_ahead(const Block &x) {
-    prefetch_range_ahead(&x, sizeof(Block));
-}
+// No software prefetch: every block is read front to back, and the hardware prefetcher alone streams that
+// faster. Prefetching 3 KiB ahead into L2 (as these tiles did) cost tinyllama tg at 1 thread 20-45% on an
+// AMD EPYC at both levels (Q4_0 avx2 26 -> 34 t/s without it, avx512 28 -> 42; Q8_0 15 -> 21; F16 8 -> 10),
+// prompts unchanged. It was there for Q6_K, whose reads alternated between two regions of a block; its
+// layout now keeps them together (interleave.h).
 
 inline int32_t load_u32(const void *p) {
     int32_t v;
@@ -301,7 +290,6 @@ struct NibbleTile {
         const auto *xb = reinterpret_cast<const typename K::Block *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
-            prefetch_ahead(x);
             const typename K::Bits bits(x);
             I s32[C];
             zero_all<V, C>(s32);
@@ -355,7 +343,6 @@ struct Q8_0Tile {
         const auto *xb = reinterpret_cast<const block_q8_0xG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
-            prefetch_ahead(x);
             I s[C];
             zero_all<V, C>(s);
             LCTX_UNROLL
@@ -415,13 +402,9 @@ struct Q4_KTile {
         const auto *xb = reinterpret_cast<const block_q4_KxG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
-            // A block is 1-2 KiB: its lines are requested a sub-block at a time, not in one burst that would
-            // fill every miss buffer at once.
-            prefetch_range_ahead(&x, offsetof(block_q4_KxG<V::kLanes>, qs));
             I isum[C];
             zero_all<V, C>(isum);
             for (int j = 0; j < 8; ++j) {
-                prefetch_range_ahead(x.qs[j], sizeof(x.qs[j]));
                 const I sc = V::u8_to_16x2(x.scales[j]);
                 I s16[C];
                 zero_all<V, C>(s16);
@@ -493,17 +476,14 @@ struct Q6_KTile {
         const auto *xb = reinterpret_cast<const block_q6_KxG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
-            // a sub-block at a time, as Q4_KTile
-            prefetch_range_ahead(&x, offsetof(block_q6_KxG<V::kLanes>, ql));
             I isum[C];
             zero_all<V, C>(isum);
             for (int j = 0; j < 8; ++j) {
                 LCTX_UNROLL
                 for (int h = 0; h < 2; ++h) {
-                    prefetch_range_ahead(x.ql[j][2 * h], sizeof(x.ql[j][0]) * 2);
-                    prefetch_range_ahead(x.qh[j][h], sizeof(x.qh[j][h]));
-                    const I qh = V::load(x.qh[j][h]);
-                    const I v0 = V::load(x.ql[j][2 * h]), v1 = V::load(x.ql[j][2 * h + 1]);
+                    const auto &half = x.half[j][h];
+                    const I qh = V::load(half.qh);
+                    const I v0 = V::load(half.ql[0]), v1 = V::load(half.ql[1]);
                     const I lo0 = V::andor(v0, m4, V::and_(V::template slli16<4>(qh), m30));
                     const I hi0 =
                         V::andor(V::template srli16<4>(v0), m4, V::and_(V::template slli16<2>(qh), m30));
@@ -574,7 +554,6 @@ struct FloatX8Tile {
             }
             for (int64_t b = 0; b < nb; ++b) {
                 const block_f16x8 &x = xb[b];
-                if (h == 0) prefetch_ahead(x);
                 __m256 xv[R];
                 LCTX_UNROLL
                 for (int r = 0; r < R; ++r) xv[r] = L::v(reinterpret_cast<const T *>(x.v[h + r]));
@@ -675,7 +654,6 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
                 }
             } else {
                 for (int64_t b = 0; b < kb; ++b) {
-                    prefetch_ahead(xb[b0 + b]);
                     LCTX_UNROLL
                     for (int r = 0; r < 8; ++r)
                         _mm256_store_ps(wf + (b * 8 + r) * 8,

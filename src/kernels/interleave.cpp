@@ -55,10 +55,7 @@ int nib_byte(int G, int r, int e) {
 int nib_shift(int e) {
     return (e % 8) >= 4 ? 4 : 0;
 }
-// Q6_K top bits within sub-block j: qh[j][h][4 r + i], h = g / 2, bits 4 (g % 2) + 2 (e % 8 >= 4).
-int q6_qh_byte(int G, int r, int e) {
-    return 4 * G * (e / 16) + 4 * r + (e % 4);
-}
+// Q6_K top bits within sub-block j: half[j][h].qh[4 r + i], h = g / 2, bits 4 (g % 2) + 2 (e % 8 >= 4).
 int q6_qh_shift(int e) {
     return 4 * ((e / 8) % 2) + ((e % 8) >= 4 ? 2 : 0);
 }
@@ -146,12 +143,14 @@ void decode_codes(GgmlType t, const uint8_t *blk, uint8_t *c) {
     }
 }
 
+// The low nibbles of codes 8 g .. 8 g + 7 of row r into line g (4 G bytes) of a sub-block.
+void put_nibble_line(const uint8_t *c, int g, int r, uint8_t *line) {
+    for (int i = 0; i < 4; ++i)
+        line[4 * r + i] = static_cast<uint8_t>((c[8 * g + i] & 0x0f) | ((c[8 * g + 4 + i] & 0x0f) << 4));
+}
 // The low nibbles of 32 codes (one sub-block) of row r into a run of 4 lines (16 G bytes).
 void put_nibbles(int G, const uint8_t *c, int r, uint8_t *run) {
-    for (int g = 0; g < 4; ++g)
-        for (int i = 0; i < 4; ++i)
-            run[4 * G * g + 4 * r + i] =
-                static_cast<uint8_t>((c[8 * g + i] & 0x0f) | ((c[8 * g + 4 + i] & 0x0f) << 4));
+    for (int g = 0; g < 4; ++g) put_nibble_line(c, g, r, run + 4 * G * g);
 }
 
 // Interleaves block b of the G plain rows (rows[r]) into out (every byte written).
@@ -225,12 +224,12 @@ void pack_block(GgmlType t, const uint8_t *const *rows, int64_t b, uint8_t *out)
                 decode_codes(t, p, c);
                 for (int j = 0; j < 8; ++j) {
                     const uint8_t *cj = c + 32 * j;
-                    put_nibbles(G, cj, r, &x->ql[j][0][0]);
+                    for (int g = 0; g < 4; ++g) put_nibble_line(cj, g, r, x->half[j][g / 2].ql[g % 2]);
                     for (int h = 0; h < 2; ++h)
                         for (int i = 0; i < 4; ++i) {
                             const uint8_t *e =
                                 cj + 16 * h + i;  // steps g = 2h (e[0], e[4]) and 2h + 1 (e[8], e[12])
-                            x->qh[j][h][4 * r + i] = static_cast<uint8_t>(
+                            x->half[j][h].qh[4 * r + i] = static_cast<uint8_t>(
                                 (e[0] >> 4) | ((e[4] >> 4) << 2) | ((e[8] >> 4) << 4) | ((e[12] >> 4) << 6));
                         }
                 }
@@ -305,8 +304,9 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
             for (int k = 0; k < 16; ++k) p.scales[k] = x.scales[k][r];
             for (int j = 0; j < 8; ++j) {
                 for (int e = 0; e < 32; ++e) {
-                    const int lo = ((&x.ql[j][0][0])[nib_byte(G, r, e)] >> nib_shift(e)) & 0x0f;
-                    const int hi = ((&x.qh[j][0][0])[q6_qh_byte(G, r, e)] >> q6_qh_shift(e)) & 3;
+                    const int line = e / 8, byte = 4 * r + e % 4;
+                    const int lo = (x.half[j][line / 2].ql[line % 2][byte] >> nib_shift(e)) & 0x0f;
+                    const int hi = (x.half[j][e / 16].qh[byte] >> q6_qh_shift(e)) & 3;
                     set_q6_K_code(p, 32 * j + e, static_cast<uint8_t>(lo | (hi << 4)));
                 }
             }

@@ -62,12 +62,19 @@ struct block_q4_KxG {
     uint8_t mins[4][G][2];
     uint8_t qs[8][4][4 * G];
 };
+// The lines of each 16-element half h of sub-block j lie together, in the order the tiles read them: two
+// lines of low nibbles (lines 2h and 2h + 1 of the sub-block), then the half's top bits. So a block is read
+// front to back, which the hardware prefetcher follows. With the low and the top bits in two arrays, the
+// reads alternated between regions 1 KiB apart: tinyllama Q6_K tg at 1 thread read 5-6 GB/s without
+// software prefetch and 13-15 with it; now 20-22 without (AMD EPYC, avx2 level).
 template <int G>
 struct block_q6_KxG {
     fp16_t d[G];
     int8_t scales[16][G];
-    uint8_t ql[8][4][4 * G];
-    uint8_t qh[8][2][4 * G];
+    struct Half {
+        uint8_t ql[2][4 * G];
+        uint8_t qh[4 * G];
+    } half[8][2];
 };
 struct block_f16x8 {
     uint16_t v[8][8];

@@ -109,7 +109,9 @@ TEST(ModelLoad, RepackCopiesEveryMatrixWithItsBytes) {
                 n_packed += w.interleaved();
                 EXPECT_FALSE(inside(*m, w));
                 // in the groups the active level's kernels read
-                if (w.interleaved()) EXPECT_EQ(w.group_rows, kernels::type_kernels(w.type).group_rows);
+                if (w.interleaved()) {
+                    EXPECT_EQ(w.group_rows, kernels::type_kernels(w.type).group_rows);
+                }
                 std::vector<uint8_t> row(p.row_bytes);
                 for (int64_t r = 0; r < w.rows; ++r) {
                     if (w.interleaved()) {
