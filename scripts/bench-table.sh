@@ -67,7 +67,7 @@ peer_desc=$(head -1 "$peer/../../lctx-peer-native" 2>/dev/null || echo "libllama
 echo "### Results ($(date -u +%Y-%m-%d), ${cpu:-unknown CPU}, kernels at the ${level:-unknown} level," \
     "$(nproc) cores; \`scripts/bench-table.sh${args:+ $args}\`)" | tee -a "$out"
 echo | tee -a "$out"
-echo "Peer: $peer_desc. Roof: the compute peak for prompts (f32 FMA or int8 dot products, probed)," \
+echo "Peer: $peer_desc. Roof: the compute peak for prompts (f32 FMA, int8 or bf16 dot products, probed)," \
     "the memory bandwidth limit for generation." | tee -a "$out"
 
 heading() {  # a table's heading, into the output

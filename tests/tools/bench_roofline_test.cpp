@@ -3,8 +3,13 @@
 #include "../../tools/lctx/bench_roofline.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "../../tools/lctx/bench_core.h"
+#include "../../tools/lctx/synth_model.h"
+#include "kernels/dot.h"
 
 namespace lctx::bench {
 namespace {
@@ -41,8 +46,29 @@ TEST(BenchRoofline, QuantizedWeightsAreHeldAgainstTheInt8Peak) {
     EXPECT_EQ(compute_facts(*Model::load(kLlamaQ4)).kind, PeakKind::Int8Dot);
 }
 
+// BF16 weights run on bf16 dot products where the level has them (vdpbf16ps, AVX-512), F16 ones on f32 FMAs.
+TEST(BenchRoofline, Bf16WeightsAreHeldAgainstTheBf16Peak) {
+    const synth::Shape *shape = synth::find_shape("tiny");
+    ASSERT_NE(shape, nullptr);
+    for (const char *type : {"BF16", "F16"}) {
+        synth::TypeChoice choice;
+        ASSERT_TRUE(synth::parse_type(type, &choice));
+        synth::Options opts;
+        opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
+        const std::string path = (std::filesystem::temp_directory_path() /
+                                  ("lctx_roofline_" + std::to_string(getpid()) + "_" + type + ".gguf"))
+                                     .string();
+        synth::write_model(*shape, choice, path, opts);
+        const PeakKind kind = compute_facts(*Model::load(path)).kind;
+        std::filesystem::remove(path);
+        const bool bf16_dots = kernels::isa_active() >= kernels::Isa::Avx512;
+        EXPECT_EQ(kind, std::string(type) == "BF16" && bf16_dots ? PeakKind::Bf16Dot : PeakKind::F32Fma)
+            << type;
+    }
+}
+
 TEST(BenchRoofline, PeakProbesAreBelievable) {
-    for (PeakKind kind : {PeakKind::F32Fma, PeakKind::Int8Dot}) {
+    for (PeakKind kind : {PeakKind::F32Fma, PeakKind::Int8Dot, PeakKind::Bf16Dot}) {
         const double one = compute_peak(kind, 1);
         EXPECT_GT(one, 1e8) << peak_kind_name(kind);   // 0.1 G/s: slower than any machine this runs on
         EXPECT_LT(one, 1e13) << peak_kind_name(kind);  // 10 T/s from one core: faster than any

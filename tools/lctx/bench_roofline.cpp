@@ -101,6 +101,25 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) double dot_avx512(uint64_
     return static_cast<double>(iters) * 12 * 64 * 2;
 }
 
+// bf16 pairs into f32 lanes: 32 multiply-adds per instruction, as the AVX-512 BF16 kernels use it.
+__attribute__((target("avx512f,avx512bf16"))) double bf16_avx512(uint64_t iters, float *sink) {
+    __m512 a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
+    LCTX_DISTINCT(_mm512_set1_ps, 0.001f *);
+    __m512i x = _mm512_set1_epi16(0x3f80);        // 1.0 in bf16
+    const __m512i y = _mm512_set1_epi16(0x3727);  // about 1e-5
+#define LCTX_STEP(acc) acc = _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)y)
+    LCTX_ROUNDS12(LCTX_STEP, x)
+#undef LCTX_STEP
+    const __m512 s =
+        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
+                                    _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+    alignas(64) float v[16];
+    _mm512_store_ps(v, s);
+    *sink = v[0] + v[15];
+    return static_cast<double>(iters) * 12 * 32 * 2;
+}
+
 // AVX2 has no int8 dot: a product pair goes through maddubs (u8 x s8 -> i16 pairs) and madd (-> i32), then
 // an add into the accumulator, as the AVX2 kernels do.
 __attribute__((target("avx2"))) double dot_avx2(uint64_t iters, float *sink) {
@@ -163,6 +182,8 @@ using Probe = double (*)(uint64_t, float *);
 // widths and some cores run 512-bit operations at half the rate of 256-bit ones (the peak is the faster).
 std::vector<Probe> probes_for(PeakKind kind) {
     const kernels::Isa isa = kernels::isa_active();
+    if (kind == PeakKind::Bf16Dot)
+        return isa >= kernels::Isa::Avx512 ? std::vector<Probe>{bf16_avx512} : probes_for(PeakKind::F32Fma);
     const bool fma = kind == PeakKind::F32Fma;
     if (isa >= kernels::Isa::Avx512)
         return fma ? std::vector<Probe>{fma_avx512, fma_avx2} : std::vector<Probe>{dot_avx512, dot_avx2};
@@ -173,7 +194,15 @@ std::vector<Probe> probes_for(PeakKind kind) {
 }  // namespace
 
 const char *peak_kind_name(PeakKind k) {
-    return k == PeakKind::F32Fma ? "f32 FMA" : "int8 dot";
+    switch (k) {
+        case PeakKind::F32Fma:
+            return "f32 FMA";
+        case PeakKind::Int8Dot:
+            return "int8 dot";
+        case PeakKind::Bf16Dot:
+            return "bf16 dot";
+    }
+    return "?";
 }
 
 double compute_peak(PeakKind kind, int n_threads) {
@@ -210,10 +239,11 @@ ComputeFacts compute_facts(const Model &model) {
     const gguf::File &file = model.file();
     const gguf::TensorInfo *embd = nullptr;
     bool has_output = false;
-    uint64_t quant_bytes = 0, float_bytes = 0;
+    uint64_t quant_bytes = 0, float_bytes = 0, bf16_bytes = 0;
     auto count = [&](const gguf::TensorInfo &t) {
         f.matmul_macs += static_cast<uint64_t>(t.ne[0]) * static_cast<uint64_t>(t.ne[1]);
         (type_traits(t.type).is_quantized ? quant_bytes : float_bytes) += t.nbytes;
+        if (t.type == GgmlType::BF16) bf16_bytes += t.nbytes;
     };
     for (const gguf::TensorInfo &t : file.tensors()) {
         const std::string_view name = t.name;
@@ -236,7 +266,11 @@ ComputeFacts compute_facts(const Model &model) {
     const HParams &hp = model.hparams();
     f.attn_macs_per_key =
         static_cast<uint64_t>(hp.n_layer) * hp.n_head * (hp.n_embd_head_k + hp.n_embd_head_v);
-    f.kind = quant_bytes > float_bytes ? PeakKind::Int8Dot : PeakKind::F32Fma;
+    // BF16 kernels below the AVX-512 level convert to f32
+    const bool bf16_dots = kernels::isa_active() >= kernels::Isa::Avx512;
+    f.kind = quant_bytes > float_bytes                   ? PeakKind::Int8Dot
+             : bf16_dots && 2 * bf16_bytes > float_bytes ? PeakKind::Bf16Dot
+                                                         : PeakKind::F32Fma;
     return f;
 }
 

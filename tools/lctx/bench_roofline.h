@@ -1,6 +1,6 @@
-// The compute side of `lctx bench`'s roofline: the machine's peak f32 FMA and int8 dot-product throughput,
-// probed with the instructions the kernels use at the active ISA level (LCTX_ISA caps it), and the
-// arithmetic a prompt token costs in a model. Prompt processing is compute-bound, so its speed reads best
+// The compute side of `lctx bench`'s roofline: the machine's peak f32 FMA, int8 and bf16 dot-product
+// throughput, probed with the instructions the kernels use at the active ISA level (LCTX_ISA caps it), and
+// the arithmetic a prompt token costs in a model. Prompt processing is compute-bound, so its speed reads best
 // as a fraction of that peak (generation, bandwidth-bound, as a fraction of the read bandwidth).
 #pragma once
 #include <cstdint>
@@ -10,14 +10,15 @@
 
 namespace lctx::bench {
 
-enum class PeakKind { F32Fma, Int8Dot };
-const char *peak_kind_name(PeakKind k);  // "f32 FMA", "int8 dot"
+enum class PeakKind { F32Fma, Int8Dot, Bf16Dot };
+const char *peak_kind_name(PeakKind k);  // "f32 FMA", "int8 dot", "bf16 dot"
 
 // Operations (a multiply-add counts as two) per second with n_threads threads running the probe loop of the
 // active level at once: f32 FMAs (scalar: mul + add), or u8 x s8 products summed into i32 (VNNI dpbusd at the
 // AVX-512 level, maddubs + madd at AVX2; AMX machines report the AVX-512 figure; at the AVX-512 level the
-// 256-bit form counts too when it is faster). The best of a few short
-// runs; about 0.1 s.
+// 256-bit form counts too when it is faster), or bf16 pairs summed into f32 (vdpbf16ps at the AVX-512 level;
+// below it the BF16 kernels convert to f32, so there the f32 FMA probe). The best of a few short runs; about
+// 0.1 s.
 double compute_peak(PeakKind kind, int n_threads);
 
 // What the weights of a model cost per prompt token, from its tensors and hyper-parameters.
@@ -26,8 +27,9 @@ struct ComputeFacts {
         0;  // multiply-adds of the weight matrices per token (token_embd's lookup excluded)
     uint64_t attn_macs_per_key =
         0;  // per token and per cached key it attends to: n_layer * n_head * (d_k + d_v)
-    PeakKind kind =
-        PeakKind::F32Fma;  // int8 when most matrix bytes are block-quantized (activations go int8)
+    // int8 when most matrix bytes are block-quantized (activations go int8); else bf16 when most are BF16
+    // and the active level has bf16 dot products (AVX-512)
+    PeakKind kind = PeakKind::F32Fma;
 };
 ComputeFacts compute_facts(const Model &model);
 
