@@ -28,7 +28,8 @@ namespace {
 
 using test::is_float_type;
 
-constexpr int64_t kMaxRows = 13, kMaxAct = 7;
+// 17 rows: the staged F32 kernel (8-row groups) runs two groups and a tail.
+constexpr int64_t kMaxRows = 17, kMaxAct = 7;
 constexpr float kSentinel = -12345.0f;
 
 // kMaxRows weight rows `w_stride` bytes apart and kMaxAct activation rows (the type's vec_dot_type)
@@ -99,13 +100,17 @@ double rounding_bound(GgmlType t, int64_t n, double abs_sum) {
 }
 
 // Row lengths of 1, 3 and 5 super-blocks' size with a tail: an odd number of blocks for the 32-element types
-// and 7, 21, 35 elements past the vector widths for the float types; for the float types also 2 super-blocks'
-// size exactly (whole 8s: the staged F32 kernel of the 256-bit level).
+// and 7, 21, 35 elements past the vector widths for the float types. The float types also get whole 8s for
+// the staged F32 kernel of the 256-bit level (chunks of at most 64 blocks of 8): (2) 2 super-blocks, one
+// chunk; (4) one block, a chunk of half a cache line a row; (6) 69 blocks, two chunks of 35 and 34.
 int64_t row_length(GgmlType t, int64_t nsb) {
     const int64_t bs = type_traits(t).block_size;
     if (bs == kQK_K) return nsb * kQK_K;
-    if (bs == 1) return nsb == 2 ? 2 * kQK_K : nsb * kQK_K + 7 * nsb;
+    if (bs == 1) return nsb == 2 ? 2 * kQK_K : nsb == 4 ? 8 : nsb == 6 ? 69 * 8 : nsb * kQK_K + 7 * nsb;
     return nsb * kQK_K + bs * nsb;
+}
+bool is_whole_8s_case(int64_t nsb) {
+    return nsb == 2 || nsb == 4 || nsb == 6;
 }
 
 class GemmIsaTest : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {
@@ -118,8 +123,8 @@ TEST_P(GemmIsaTest, OddShapesMatchVecDotAndOneByOne) {
     const TypeKernels &k = type_kernels(type(), isa());
     ASSERT_NE(k.gemm, nullptr);
     ASSERT_EQ(k.act_type, type_traits(type()).vec_dot_type);
-    for (int64_t nsb : {1, 2, 3, 5}) {
-        if (nsb == 2 && type_traits(type()).block_size != 1) continue;
+    for (int64_t nsb : {1, 2, 3, 4, 5, 6}) {
+        if (is_whole_8s_case(nsb) && type_traits(type()).block_size != 1) continue;
         const int64_t cols = row_length(type(), nsb);
         SCOPED_TRACE("cols " + std::to_string(cols));
         const Problem p =

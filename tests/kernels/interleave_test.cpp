@@ -209,6 +209,51 @@ INSTANTIATE_TEST_SUITE_P(Types, GemmInterleavedTest,
                                             ::testing::ValuesIn(test::available_interleaved_isas())),
                          param_name);
 
+// Calls with many activations (a prompt's token chunk): the 512-bit F16 / BF16 kernels go chunk by chunk
+// over k once the activations outgrow L2, the 256-bit staged one always, through lane sums kept between
+// chunks, a block of groups at a time, with the next weights prefetched. Every output still has the bits of
+// the same output computed alone, and the exact value within the rounding bound. 40 rows: a block of 4
+// groups and one more; 2048 columns: whole chunks; 1576: 197 blocks in uneven ones.
+class GemmInterleavedFloatCallTest : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {};
+
+TEST_P(GemmInterleavedFloatCallTest, LargeCallsKeepTheBitsOfOneOutputAlone) {
+    const auto [t, isa] = GetParam();
+    const TypeKernels &k = type_kernels(t, isa);
+    ASSERT_NE(k.gemm_interleaved, nullptr);
+    const int g = k.group_rows;
+    uint32_t seed = 71;
+    for (auto [cols, n_act] : {std::pair<int64_t, int64_t>{2048, 100}, {1576, 130}}) {
+        SCOPED_TRACE(std::to_string(cols) + " columns, " + std::to_string(n_act) + " activations");
+        const int64_t rows = 40;
+        const Mat m = make_mat(t, rows, cols, seed++, g);
+        size_t act_row = 0;
+        const std::vector<uint8_t> act = make_act(t, n_act, cols, seed++, &act_row);
+        std::vector<float> y(n_act * rows);
+        k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act,
+                           y.data(), rows);
+        for (int64_t c = 0; c < n_act; ++c) {
+            for (int64_t g0 = 0; g0 < rows; g0 += g) {
+                float one[kMaxGroupRows];
+                k.gemm_interleaved(cols, m.packed.data() + g0 * m.packed_row_bytes, m.packed_row_bytes, g,
+                                   act.data() + c * act_row, act_row, 1, one, g);
+                for (int64_t r = g0; r < g0 + g; ++r) {
+                    ASSERT_EQ(y[c * rows + r], one[r - g0]) << "act " << c << " row " << r;
+                    if ((c * rows + r) % 7 != 0) continue;  // the exact value for a sample
+                    const test::TermSum e =
+                        test::exact_dot(t, cols, m.plain.data() + r * m.row_bytes, act.data() + c * act_row);
+                    ASSERT_LE(std::fabs(y[c * rows + r] - e.sum), bound(cols, e.abs))
+                        << "act " << c << " row " << r;
+                }
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, GemmInterleavedFloatCallTest,
+                         ::testing::Combine(::testing::Values(GgmlType::F16, GgmlType::BF16),
+                                            ::testing::ValuesIn(test::available_interleaved_isas())),
+                         param_name);
+
 // matmul over an interleaved view, threaded, with token counts across the chunk size, against the exact
 // value; a row of the view reads back through weight_row_to_f32 like the plain row.
 TEST(Interleave, MatmulOverInterleavedView) {
