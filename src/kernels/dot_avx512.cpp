@@ -302,34 +302,23 @@ struct FloatX8Driver512 {
                     int64_t nc, float *acc, float *y, int64_t ldy) {
         const bool tiles = nc > kMaxC;  // more than one tile of activations: prefetch, maybe chunks
         const bool chunked = tiles && nc * nb * Tile<1>::kActBlock > kChunkAboveActBytes512;
-        // Chunks of at most kChunkBlocks, evenly sized (576 columns: 2 x 36 blocks, not 64 + 8).
-        const int64_t n_chunks = chunked ? (nb + kChunkBlocks - 1) / kChunkBlocks : 1;
-        const int64_t chunk = (nb + n_chunks - 1) / n_chunks;
+        const int64_t chunk = chunked ? even_chunk(nb, kChunkBlocks) : nb;
         const int64_t n_tiles = (nc + kMaxC - 1) / kMaxC;
         for (int64_t rb = 0; rb < nr; rb += 8 * kChunkGroups512) {
             const int64_t block_end = rb + 8 * kChunkGroups512 < nr ? rb + 8 * kChunkGroups512 : nr;
             for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
                 const int64_t kb = nb - b0 < chunk ? nb - b0 : chunk;
                 for (int64_t r0 = rb; r0 < block_end; r0 += 8) {
-                    // The chunk after this one: the block's next group, else its next chunk, else the next
-                    // block.
-                    int64_t pr0 = r0 + 8, pb0 = b0;
-                    if (pr0 >= block_end) {
-                        pr0 = b0 + chunk < nb ? rb : block_end;
-                        pb0 = b0 + chunk < nb ? b0 + chunk : 0;
-                    }
-                    const int64_t p_lines =
-                        tiles && pr0 < nr ? 2 * (nb - pb0 < chunk ? nb - pb0 : chunk) : 0;  // 128-byte blocks
-                    const char *pf =
-                        reinterpret_cast<const char *>(w + pr0 * ldw) + pb0 * sizeof(block_f16x8);
-                    const int64_t p_step = (p_lines + n_tiles - 1) / n_tiles;
-                    int64_t p_next = 0;
+                    const ChunkPos p = next_chunk(rb, block_end, r0, b0, chunk, nb);
+                    const int64_t p_blocks = nb - p.b0 < chunk ? nb - p.b0 : chunk;
+                    // 2 lines a 128-byte block, one stretch
+                    SpreadPrefetch pf(tiles && p.r0 < nr ? 2 * p_blocks : 0, n_tiles);
+                    const char *pf_base =
+                        reinterpret_cast<const char *>(w + p.r0 * ldw) + p.b0 * sizeof(block_f16x8);
                     float *ga = acc + (r0 - rb) / 8 * nc * kAcc;
                     const uint8_t *wc = w + r0 * ldw + b0 * sizeof(block_f16x8);
                     for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
-                        for (const int64_t e = p_next + p_step < p_lines ? p_next + p_step : p_lines;
-                             p_next < e; ++p_next)
-                            _mm_prefetch(pf + 64 * p_next, _MM_HINT_T0);
+                        pf.step([&](int64_t i) { return pf_base + 64 * i; });
                         const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
                         kTiles[cc - 1](kb, wc, a + c0 * lda + b0 * Tile<1>::kActBlock, lda, ga + c0 * kAcc,
                                        b0 == 0);

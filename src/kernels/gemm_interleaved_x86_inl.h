@@ -577,6 +577,41 @@ using F16x8Tile = FloatX8Tile<LoadF16, C>;
 template <class V, int C>
 using BF16x8Tile = FloatX8Tile<LoadBF16, C>;
 
+// The float prompt kernels (gemm_float_x8_staged here, FloatX8Driver512 at avx512) walk 8-row groups a block
+// of groups at a time, chunk by chunk over k, and prefetch the next chunk's weights while one computes.
+
+// Chunks of at most max_blocks, evenly sized (576 columns: 2 x 36 blocks, not 64 + 8).
+inline int64_t even_chunk(int64_t nb, int64_t max_blocks) {
+    const int64_t n_chunks = (nb + max_blocks - 1) / max_blocks;
+    return n_chunks ? (nb + n_chunks - 1) / n_chunks : 1;
+}
+
+// The chunk walked after the one of the group at r0 and blocks from b0, in a block of groups [rb, block_end):
+// the block's next group, else its first group's next chunk, else the next block's first (r0 = block_end,
+// which is nr after the last block).
+struct ChunkPos {
+    int64_t r0, b0;
+};
+inline ChunkPos next_chunk(int64_t rb, int64_t block_end, int64_t r0, int64_t b0, int64_t chunk, int64_t nb) {
+    if (r0 + 8 < block_end) return {r0 + 8, b0};
+    if (b0 + chunk < nb) return {rb, b0 + chunk};
+    return {block_end, 0};
+}
+
+// n_lines prefetches spread over n_tiles calls of step() (a chunk read once is too brief a burst for the
+// hardware prefetcher to hide the memory latency).
+struct SpreadPrefetch {
+    int64_t n_lines, per_step, next = 0;
+    SpreadPrefetch(int64_t lines, int64_t n_tiles)
+        : n_lines(lines), per_step((lines + n_tiles - 1) / n_tiles) {}
+    // line(i): the address of the chunk's line i.
+    template <class LineFn>
+    void step(LineFn line) {
+        for (const int64_t e = next + per_step < n_lines ? next + per_step : n_lines; next < e; ++next)
+            _mm_prefetch(line(next), _MM_HINT_T0);
+    }
+};
+
 // F16 / BF16 weights with many activations, converted once instead of once per (row, activation) pair:
 // the call's activations go to f32 first, then each group's weights a chunk of kStageBlocks blocks at a
 // time (16 KiB of f32, in L1), and a 4-row x 3-activation tile of f32 FMAs runs over every activation of
@@ -592,8 +627,7 @@ constexpr int64_t kStageBlocks = 64;
 constexpr int64_t kStageGroups = 4;
 
 template <int C>
-inline void float_x8_chunk(const float *wf, const float *af, int64_t lda, int64_t nb, float *acc,
-                           bool first) {
+inline void float_x8_chunk(const float *wf, const float *af, int64_t lda, int64_t nb, float *acc, bool first) {
     LCTX_UNROLL
     for (int h = 0; h < 8; h += 4) {
         __m256 s[4][C];
@@ -648,21 +682,7 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
             for (int64_t b = 0; b < nb; ++b) _mm256_store_ps(scratch + c * n + 8 * b, L::v(a + 8 * b));
         }
     }
-    // Chunks of at most kStageBlocks, evenly sized (576 columns: 2 x 36 blocks, not 64 + 8).
-    const int64_t n_chunks = (nb + kStageBlocks - 1) / kStageBlocks;
-    const int64_t chunk = n_chunks ? (nb + n_chunks - 1) / n_chunks : 1;
-    // The chunk staged after (r0, b0): the next group of the block, else the block's next chunk, else the
-    // next block's first.
-    const auto next_chunk = [&](int64_t rb, int64_t r0, int64_t b0, int64_t *nr0, int64_t *nb0) {
-        const int64_t block_end = rb + 8 * kStageGroups < nr ? rb + 8 * kStageGroups : nr;
-        if (r0 + 8 < block_end) {
-            *nr0 = r0 + 8, *nb0 = b0;
-        } else if (b0 + chunk < nb) {
-            *nr0 = rb, *nb0 = b0 + chunk;
-        } else {
-            *nr0 = block_end, *nb0 = 0;
-        }
-    };
+    const int64_t chunk = even_chunk(nb, kStageBlocks);
     // The cache lines of the chunk at (r0, b0) of kb blocks: interleaved, one stretch of kb blocks of 8 rows
     // x 8 elements; plain, 8 stretches (one a row) of kb x 8 elements.
     const auto row_lines = [](int64_t kb) { return (kb * 8 * static_cast<int64_t>(sizeof(T)) + 63) / 64; };
@@ -680,6 +700,7 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
     };
     for (int64_t rb = 0; rb < nr; rb += 8 * kStageGroups) {
         const int64_t n_groups = (nr - rb) / 8 < kStageGroups ? (nr - rb) / 8 : kStageGroups;
+        const int64_t block_end = rb + 8 * n_groups;
         for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
             const int64_t kb = nb - b0 < chunk ? nb - b0 : chunk;
             const bool first = b0 == 0;
@@ -688,17 +709,11 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
                 // The next chunk's weights come from memory while this one computes, a few lines per tile:
                 // staging reads them once, too briefly for the hardware prefetcher to hide the latency (large
                 // matrices ran at 85% of the speed of ones that fit the cache).
-                int64_t pr0 = 0, pb0 = 0;
-                next_chunk(rb, r0, b0, &pr0, &pb0);
-                const int64_t pkb = nb - pb0 < chunk ? nb - pb0 : chunk;
-                const int64_t p_lines = pr0 < nr ? chunk_lines(pkb) : 0;
-                const int64_t n_tiles = (nc + 2) / 3;
-                const int64_t p_step = (p_lines + n_tiles - 1) / n_tiles;
-                int64_t p_next = 0;
+                const ChunkPos p = next_chunk(rb, block_end, r0, b0, chunk, nb);
+                const int64_t pkb = nb - p.b0 < chunk ? nb - p.b0 : chunk;
+                SpreadPrefetch pf(p.r0 < nr ? chunk_lines(pkb) : 0, (nc + 2) / 3);
                 const auto prefetch_some = [&] {
-                    for (int64_t e = p_next + p_step < p_lines ? p_next + p_step : p_lines; p_next < e;
-                         ++p_next)
-                        _mm_prefetch(chunk_line(pr0, pb0, pkb, p_next), _MM_HINT_T0);
+                    pf.step([&](int64_t i) { return chunk_line(p.r0, p.b0, pkb, i); });
                 };
                 if constexpr (kPlain) {
                     // Row by row: each row's chunk is one contiguous stretch of memory.
