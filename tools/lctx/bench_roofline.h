@@ -17,8 +17,8 @@ const char *peak_kind_name(PeakKind k);  // "f32 FMA", "int8 dot", "bf16 dot"
 // active level at once: f32 FMAs (scalar: mul + add), or u8 x s8 products summed into i32 (VNNI dpbusd at the
 // AVX-512 level, maddubs + madd at AVX2; AMX machines report the AVX-512 figure; at the AVX-512 level the
 // 256-bit form counts too when it is faster), or bf16 pairs summed into f32 (vdpbf16ps at the AVX-512 level;
-// below it the BF16 kernels convert to f32, so there the f32 FMA probe). The best of a few short runs; about
-// 0.1 s.
+// below it the BF16 kernels convert to f32, so there the f32 FMA probe). The best of a few short tries spread
+// over about 50 ms.
 double compute_peak(PeakKind kind, int n_threads);
 
 // What the weights of a model cost per prompt token, from its tensors and hyper-parameters.
