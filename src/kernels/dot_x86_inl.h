@@ -693,9 +693,8 @@ void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t 
     constexpr bool kUnsigned = U::kOffset > 0;
     __m256 acc[R][C];
     LCTX_UNROLL
-    for (int r = 0; r < R; ++r)
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) LCTX_UNROLL
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         __m256i q[R], aq[R];
         __m256 dx[R];
@@ -740,9 +739,8 @@ void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t 
         }
     }
     LCTX_UNROLL
-    for (int c = 0; c < C; ++c)
-        LCTX_UNROLL
-        for (int r = 0; r < R; ++r) y[c * ldy + r] = hsum_ps(acc[r][c]);
+    for (int c = 0; c < C; ++c) LCTX_UNROLL
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = hsum_ps(acc[r][c]);
 }
 
 // Float weights (F32 / F16 / BF16) and activations of the same type: 8 elements per step, the tail
@@ -764,13 +762,13 @@ struct LoadBF16 {
 };
 
 template <class L, int R, int C>
-void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y, int64_t ldy) {
+void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y,
+                int64_t ldy) {
     using T = typename L::T;
     __m256 acc[R][C];
     LCTX_UNROLL
-    for (int r = 0; r < R; ++r)
-        LCTX_UNROLL
-        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) LCTX_UNROLL
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 x[R];
@@ -833,8 +831,8 @@ constexpr TileTable<Tile, U> make_tile_table(std::integer_sequence<int, Is...>) 
 
 // `k` = elements per call unit: blocks for the quantized tiles, elements for the float tiles.
 template <template <class, int, int> class Tile, class U, bool kBlocks>
-void gemm_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
-                int64_t ldy) {
+void gemm_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                float *y, int64_t ldy) {
     static constexpr TileTable<Tile, U> table =
         make_tile_table<Tile, U>(std::make_integer_sequence<int, kTileR * kTileC>{});
     const int64_t k = kBlocks ? n / 32 : n;
@@ -867,8 +865,8 @@ void gemm_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
 
 // Types without tiles: one vec_dot per output (the same value in any tile position).
 template <VecDotFn kDot>
-void gemm_by_dot(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc, float *y,
-                 int64_t ldy) {
+void gemm_by_dot(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                 float *y, int64_t ldy) {
     const auto *wb = static_cast<const uint8_t *>(w);
     const auto *ab = static_cast<const uint8_t *>(act);
     for (int64_t r0 = 0; r0 < nr; r0 += 4) {

@@ -627,7 +627,8 @@ constexpr int64_t kStageBlocks = 64;
 constexpr int64_t kStageGroups = 4;
 
 template <int C>
-inline void float_x8_chunk(const float *wf, const float *af, int64_t lda, int64_t nb, float *acc, bool first) {
+inline void float_x8_chunk(const float *wf, const float *af, int64_t lda, int64_t nb, float *acc,
+                           bool first) {
     LCTX_UNROLL
     for (int h = 0; h < 8; h += 4) {
         __m256 s[4][C];
