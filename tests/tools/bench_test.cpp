@@ -162,6 +162,33 @@ TEST(BenchCli, JsonOnStdoutParses) {
     EXPECT_GT(j[1].value("mem_bw_gbps", 0.0), 0.0);
 }
 
+// The compute peak is probed at every prompt repetition and every prompt row of the run is held against the
+// best one: rows of one thread count share one peak, whatever test or repetition probed it.
+TEST(BenchCli, PromptRowsShareTheRunsBestPeak) {
+    const std::string lctx = sibling("lctx");
+    if (lctx.empty()) GTEST_SKIP() << "the lctx binary is not built next to this test";
+    const std::string out =
+        (std::filesystem::temp_directory_path() / ("lctx_bench_peak_" + std::to_string(getpid()) + ".json"))
+            .string();
+    const std::string cmd =
+        lctx + " bench -m " + kStories + " -p 4,8,12,16,20,24 -n 0 -r 3 -t 1 --bw-mib 0 --json > " + out;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::filesystem::remove(out);
+    const nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+    ASSERT_TRUE(j.is_array()) << ss.str();
+    ASSERT_EQ(j.size(), 6u) << ss.str();  // 18 probes: the first row's own 3 are seldom the best
+    const double peak = j[0].value("peak_ops", 0.0);
+    EXPECT_GT(peak, 0.0);
+    for (const nlohmann::json &r : j) {
+        EXPECT_EQ(r.value("peak_ops", 0.0), peak) << r.dump();  // the same double, not a close one
+        const double frac = r.value("avg_ts", 0.0) * r.value("ops_per_token", 0.0) / peak;
+        EXPECT_NEAR(r.value("frac_of_peak", 0.0), frac, 1e-9) << r.dump();
+    }
+}
+
 // llama.cpp loads a synthesized model and the peer answers timed runs. Needs scripts/install-peer.sh and the
 // lctx_peer_bench target; skipped without them.
 // Embedding mode: n_seq sequences of n_prompt tokens in one encode, one micro-batch of all of them.
