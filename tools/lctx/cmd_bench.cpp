@@ -381,7 +381,6 @@ int cmd_bench(int argc, char **argv) {
                                     test.n_seq > 0
                                         ? bench::ops_per_encoded_token(compute, test.n_prompt)
                                         : bench::ops_per_prompt_token(compute, test.n_prompt, depth);
-                                mine.peak_ops = theirs.peak_ops = peak_by_threads[t];  // final below
                                 mine.peak_kind = theirs.peak_kind = bench::peak_kind_name(compute.kind);
                             }
                             if (!bw.empty()) {
@@ -401,7 +400,7 @@ int cmd_bench(int argc, char **argv) {
     if (tty) std::fprintf(stderr, "\r\033[K");
     // Every prompt row against the best peak its thread count reached over the run.
     for (bench::Result &r : results)
-        if (r.peak_ops > 0) r.peak_ops = peak_by_threads[r.n_threads];
+        if (r.ops_per_token > 0) r.peak_ops = peak_by_threads[r.n_threads];
 
     if (output != "md") {
         const std::string cpu = bench::cpu_info();
