@@ -1,8 +1,9 @@
 // Micro-benchmarks of kernels::attention (Google Benchmark) over an F16 KV cache laid out as the
-// context lays it out (V transposed: one channel row per cell span), one decoded token or a chunk of
-// prompt rows:
-//   Attention/<shape>/<n_kv>/<rows>/<threads>   shape "smollm": 9 heads, 3 KV heads, head dim 64;
-//                                               "tinyllama": 32 heads, 4 KV heads, head dim 64
+// context lays it out, one decoded token or a chunk of prompt rows:
+//   Attention/<shape>/<n_kv>/<rows>/<threads>/<v_rows>   shape "smollm": 9 heads, 3 KV heads, head dim 64;
+//                                                        "tinyllama": 32 heads, 4 KV heads, head dim 64
+// v_rows 0: V transposed (one channel row per cell span, the cache without flash attention); 1: V by
+// cells' rows, as a flash-attention context stores it.
 // Built by CMake as build/bin/attention_bench when Google Benchmark is installed.
 #include <benchmark/benchmark.h>
 
@@ -29,6 +30,7 @@ struct Shape {
 void BM_Attention(benchmark::State &st, Shape sh) {
     const int n_kv = static_cast<int>(st.range(0)), n_rows = static_cast<int>(st.range(1));
     const int n_threads = static_cast<int>(st.range(2));
+    const bool v_rows = st.range(3) != 0;
     const int n_cells = n_kv;  // a cache exactly as large as the visible span
     const int k_dim = sh.n_head_kv * sh.head_dim;
     std::mt19937 rng(3);
@@ -58,8 +60,9 @@ void BM_Attention(benchmark::State &st, Shape sh) {
     a.k_row_bytes = sizeof(uint16_t) * k_dim;
     a.v = reinterpret_cast<const uint8_t *>(v.data());
     a.type_v = lctx::GgmlType::F16;
-    a.v_trans = true;
+    a.v_trans = !v_rows;
     a.v_cells = static_cast<uint32_t>(n_cells);
+    a.v_row_bytes = sizeof(uint16_t) * k_dim;
     a.n_kv = n_kv;
     a.mask = mask.data();
     a.ldmask = n_kv;
@@ -82,14 +85,20 @@ void register_all() {
     for (Shape sh : {Shape{"smollm", 9, 3, 64}, Shape{"tinyllama", 32, 4, 64}}) {
         benchmark::RegisterBenchmark((std::string("Attention/") + sh.name).c_str(),
                                      [sh](benchmark::State &st) { BM_Attention(st, sh); })
-            ->Args({32, 1, 1})
-            ->Args({64, 1, 1})
-            ->Args({128, 1, 1})
-            ->Args({512, 1, 1})
-            ->Args({64, 1, 2})
-            ->Args({128, 1, 2})
-            ->Args({512, 1, 2})
-            ->Args({512, 64, 1})
+            ->Args({32, 1, 1, 0})
+            ->Args({64, 1, 1, 0})
+            ->Args({128, 1, 1, 0})
+            ->Args({512, 1, 1, 0})
+            ->Args({64, 1, 2, 0})
+            ->Args({128, 1, 2, 0})
+            ->Args({512, 1, 2, 0})
+            ->Args({512, 64, 1, 0})
+            ->Args({4096, 1, 1, 0})
+            ->Args({4096, 1, 1, 1})
+            ->Args({4096, 1, 2, 0})
+            ->Args({4096, 1, 2, 1})
+            ->Args({4096, 64, 1, 0})
+            ->Args({4096, 64, 1, 1})
             ->UseRealTime();
     }
 }

@@ -85,7 +85,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             j01[0] = a.spans[2 * static_cast<int64_t>(a.rows[r])];
             j01[1] = a.spans[2 * static_cast<int64_t>(a.rows[r]) + 1];
         } else {
-            attention_mask_spans(a.mask + static_cast<int64_t>(a.rows[r]) * a.ldmask, a.ldmask, 1, a.n_kv, j01);
+            attention_mask_spans(a.mask + static_cast<int64_t>(a.rows[r]) * a.ldmask, a.ldmask, 1, a.n_kv,
+                                 j01);
         }
         if (j01[0] < j01[1] && p_block > 1) {
             j01[0] = 0;
@@ -107,9 +108,10 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         a.type_k == GgmlType::F16 && a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
     // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
-    bool turn_values = !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim &&
-                       (a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32 || a.type_v == GgmlType::Q8_0) &&
-                       a.n_rows >= kMinRowsToTurnKeys;
+    bool turn_values =
+        !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim &&
+        (a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32 || a.type_v == GgmlType::Q8_0) &&
+        a.n_rows >= kMinRowsToTurnKeys;
     // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
     std::vector<int32_t> &unturned = scratch<int32_t, Scratch::UnseenBlocks>();
     if (key_blocks || turn_values) {
@@ -152,9 +154,10 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         std::vector<float> &buf = scratch<float, Scratch::TurnedKeys>();
         buf.resize(static_cast<size_t>(a.n_head_kv * n_blocks) * per_block);
         for_each_seen_block([&](int64_t g, int64_t blk, int64_t i) {
-            detail::turn_key_block_f16(a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes, a.k_row_bytes,
-                                       static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock)),
-                                       dk, buf.data() + i * per_block);
+            detail::turn_key_block_f16(
+                a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes, a.k_row_bytes,
+                static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock)), dk,
+                buf.data() + i * per_block);
         });
         turned = buf.data();
     }
@@ -221,8 +224,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         }
 
         if (vk) {
-            // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows): the cache's own,
-            // or the turned copy of values stored by rows
+            // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows): the cache's
+            // own, or the turned copy of values stored by rows
             const size_t es = a.v_trans ? v_elem_bytes : v_es;
             const size_t ch_bytes = static_cast<size_t>(a.v_trans ? a.v_cells : a.n_kv) * es;
             for (int hh = 0; hh < hpi; ++hh)
@@ -234,14 +237,18 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
             const uint8_t *vg = a.v + g * v_head_bytes;  // this KV head's values in each cell's row
 #if defined(__x86_64__)
-            // F32 / F16 / Q8_0 rows: every head of the item over each cell's row, read once per 32 channels.
+            // F32 / F16 / Q8_0 rows: the item's heads in register groups over chunks of cells (ops_x86.h).
             if ((a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32 || a.type_v == GgmlType::Q8_0) &&
                 use_avx2_row_ops()) {
                 const auto type = a.type_v == GgmlType::F16   ? detail::RowType::F16
                                   : a.type_v == GgmlType::F32 ? detail::RowType::F32
                                                               : detail::RowType::Q8_0;
-                detail::weighted_rows_avx2(scores, lds, hpi, vg, a.v_row_bytes, type, j0, j1, o, a.head_dim_v,
-                                           a.head_dim_v);
+                if (detail::use_avx512_row_ops())
+                    detail::weighted_rows_avx512(scores, lds, hpi, vg, a.v_row_bytes, type, j0, j1, o,
+                                                 a.head_dim_v, a.head_dim_v);
+                else
+                    detail::weighted_rows_avx2(scores, lds, hpi, vg, a.v_row_bytes, type, j0, j1, o,
+                                               a.head_dim_v, a.head_dim_v);
                 return;
             }
 #endif

@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/weighted_rows_x86_inl.h"
 
 namespace lctx::kernels::detail {
 
@@ -198,88 +199,52 @@ void axpy_f16_avx2(float a, const uint16_t *x, float *y, int64_t n) {
 
 namespace {
 
-// NV vectors of 8 channels from c0 for up to kHeads heads (12 accumulators at most).
-constexpr int kHeads = 3;
-template <int NH, int NV, RowType kType>
-void weighted_rows_block(const float *p, int64_t ldp, const uint8_t *v, size_t row_bytes, int j0, int j1, float *o,
-                         int64_t ldo, int c0) {
-    constexpr int nh = NH;
-    __m256 acc[NH][NV];
-    for (int h = 0; h < nh; ++h)
-        for (int k = 0; k < NV; ++k) acc[h][k] = _mm256_loadu_ps(o + h * ldo + c0 + 8 * k);
-    for (int j = j0; j < j1; ++j) {
-        float pj[NH];
-        bool any = false;
-        for (int h = 0; h < nh; ++h) {
-            pj[h] = p[h * ldp + j];
-            any |= pj[h] != 0.0f;
-        }
-        if (!any) continue;
-        const uint8_t *row = v + j * row_bytes;
-        __m256 x[NV];
-        if constexpr (kType == RowType::Q8_0) {
-            static_assert(NV == 4, "a Q8_0 block is 32 values");
-            const uint8_t *blk = row + (c0 / 32) * 34;  // block_q8_0: the f16 scale, then 32 codes
-            uint16_t d16;
-            __builtin_memcpy(&d16, blk, sizeof d16);
-            const __m256 d = _mm256_set1_ps(_cvtsh_ss(d16));
-            for (int k = 0; k < NV; ++k)
-                x[k] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                         _mm_loadl_epi64(reinterpret_cast<const __m128i *>(blk + 2 + 8 * k)))),
-                                     d);
+// 8 lanes for weighted_rows_x86_inl.h: groups of 4 heads over 2 vectors (8 sums, 4 broadcasts and the values
+// in registers: 13 of 16).
+struct V8 {
+    using Reg = __m256;
+    static constexpr int kLanes = 8, kVectors = 2, kHeads = 4;
+    static Reg load(const float *x) { return _mm256_loadu_ps(x); }
+    static void store(float *x, Reg r) { _mm256_storeu_ps(x, r); }
+    static Reg set1(float a) { return _mm256_set1_ps(a); }
+    static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+    // the values of channels [c, c + 8) of a row, as dequantize_row gives them
+    template <RowType kType>
+    static Reg values(const uint8_t *row, int c) {
+        if constexpr (kType == RowType::F32) {
+            return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c);
+        } else if constexpr (kType == RowType::F16) {
+            return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * c)));
         } else {
-            for (int k = 0; k < NV; ++k) {
-                if constexpr (kType == RowType::F16)
-                    x[k] = _mm256_cvtph_ps(
-                        _mm_loadu_si128(reinterpret_cast<const __m128i *>(row) + (c0 + 8 * k) / 8));
-                else
-                    x[k] = _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c0 + 8 * k);
-            }
-        }
-        for (int h = 0; h < nh; ++h) {
-            if (pj[h] == 0.0f) continue;
-            const __m256 ph = _mm256_set1_ps(pj[h]);
-            for (int k = 0; k < NV; ++k) acc[h][k] = _mm256_fmadd_ps(ph, x[k], acc[h][k]);
+            const uint8_t *blk = row + (c / 32) * 34;  // block_q8_0: the f16 scale, then 32 codes
+            uint16_t d16;
+            std::memcpy(&d16, blk, sizeof d16);
+            const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(blk + 2 + c % 32));
+            return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(_cvtsh_ss(d16)));
         }
     }
-    for (int h = 0; h < nh; ++h)
-        for (int k = 0; k < NV; ++k) _mm256_storeu_ps(o + h * ldo + c0 + 8 * k, acc[h][k]);
-}
+};
 
 template <RowType kType>
 void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, int j0, int j1,
                    float *o, int64_t ldo, int n) {
-    constexpr bool kF16 = kType == RowType::F16;
-    for (int h0 = 0; h0 < n_p; h0 += kHeads) {
-        const int nh = n_p - h0 < kHeads ? n_p - h0 : kHeads;
-        const float *ph = p + h0 * ldp;
-        float *oh = o + h0 * ldo;
-        int c = 0;
-        using Block = void (*)(const float *, int64_t, const uint8_t *, size_t, int, int, float *, int64_t, int);
-        static constexpr Block k4[kHeads] = {&weighted_rows_block<1, 4, kType>, &weighted_rows_block<2, 4, kType>,
-                                             &weighted_rows_block<3, 4, kType>};
-        for (; c + 32 <= n; c += 32) k4[nh - 1](ph, ldp, v, row_bytes, j0, j1, oh, ldo, c);
-        if constexpr (kType != RowType::Q8_0) {  // (Q8_0 rows are whole blocks of 32)
-            static constexpr Block k1[kHeads] = {&weighted_rows_block<1, 1, kType>,
-                                                 &weighted_rows_block<2, 1, kType>,
-                                                 &weighted_rows_block<3, 1, kType>};
-            for (; c + 8 <= n; c += 8) k1[nh - 1](ph, ldp, v, row_bytes, j0, j1, oh, ldo, c);
-            for (; c < n; ++c)  // channels past the last 8 (no model here has them)
-                for (int j = j0; j < j1; ++j) {
-                    const uint8_t *row = v + j * row_bytes;
-                    const float x = kF16 ? _cvtsh_ss(reinterpret_cast<const uint16_t *>(row)[c])
-                                         : reinterpret_cast<const float *>(row)[c];
-                    for (int h = 0; h < nh; ++h)
-                        oh[h * ldo + c] = __builtin_fmaf(ph[h * ldp + j], x, oh[h * ldo + c]);
-                }
+    const int c0 = weighted_rows_vectors<V8, kType>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+    // channels past the last 8 (no model here has them)
+    for (int c = c0; c < n; ++c)
+        for (int j = j0; j < j1; ++j) {
+            const uint8_t *row = v + j * row_bytes;
+            const float x = kType == RowType::F16 ? _cvtsh_ss(reinterpret_cast<const uint16_t *>(row)[c])
+                                                  : reinterpret_cast<const float *>(row)[c];
+            for (int h = 0; h < n_p; ++h)
+                if (p[h * ldp + j] != 0.0f)
+                    o[h * ldo + c] = __builtin_fmaf(p[h * ldp + j], x, o[h * ldo + c]);
         }
-    }
 }
 
 }  // namespace
 
-void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, RowType type,
-                        int j0, int j1, float *o, int64_t ldo, int n) {
+void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
+                        RowType type, int j0, int j1, float *o, int64_t ldo, int n) {
     switch (type) {
         case RowType::F32:
             return weighted_rows<RowType::F32>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);

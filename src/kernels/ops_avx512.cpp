@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/weighted_rows_x86_inl.h"
 
 namespace lctx::kernels::detail {
 
@@ -29,7 +30,57 @@ inline __m512 exp512(__m512 x) {
                               _mm512_set1_ps(__builtin_inff()));
 }
 
+// 16 lanes for weighted_rows_x86_inl.h: groups of 8 heads over 2 vectors (16 sums, 8 broadcasts and the
+// values in registers: 25 of 32), so a decoded token of an 8-query-head group reads each value once.
+struct V16 {
+    using Reg = __m512;
+    static constexpr int kLanes = 16, kVectors = 2, kHeads = 8;
+    static Reg load(const float *x) { return _mm512_loadu_ps(x); }
+    static void store(float *x, Reg r) { _mm512_storeu_ps(x, r); }
+    static Reg set1(float a) { return _mm512_set1_ps(a); }
+    static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+    // the values of channels [c, c + 16) of a row, each lane as the AVX2 version forms it
+    template <RowType kType>
+    static Reg values(const uint8_t *row, int c) {
+        if constexpr (kType == RowType::F32) {
+            return _mm512_loadu_ps(reinterpret_cast<const float *>(row) + c);
+        } else if constexpr (kType == RowType::F16) {
+            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + 2 * c)));
+        } else {
+            const uint8_t *blk = row + (c / 32) * 34;  // block_q8_0: the f16 scale, then 32 codes
+            uint16_t d16;
+            std::memcpy(&d16, blk, sizeof d16);
+            const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 2 + c % 32));
+            return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(_cvtsh_ss(d16)));
+        }
+    }
+};
+
+template <RowType kType>
+void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, int j0, int j1,
+                   float *o, int64_t ldo, int n) {
+    const int c = weighted_rows_vectors<V16, kType>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+    // the last channels (fewer than 16: elementwise types only) by the AVX2 version, which gives the same
+    // bits
+    if (c < n) {
+        const size_t es = kType == RowType::F16 ? 2 : 4;
+        weighted_rows_avx2(p, ldp, n_p, v + c * es, row_bytes, kType, j0, j1, o + c, ldo, n - c);
+    }
+}
+
 }  // namespace
+
+void weighted_rows_avx512(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
+                          RowType type, int j0, int j1, float *o, int64_t ldo, int n) {
+    switch (type) {
+        case RowType::F32:
+            return weighted_rows<RowType::F32>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+        case RowType::F16:
+            return weighted_rows<RowType::F16>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+        case RowType::Q8_0:
+            return weighted_rows<RowType::Q8_0>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+    }
+}
 
 double exp_sum_avx512(float *x, int64_t n, float max) {
     const __m512 vm = _mm512_set1_ps(max);

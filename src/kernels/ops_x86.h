@@ -32,11 +32,13 @@ void axpy_f16_avx2(float a, const uint16_t *x, float *y, int64_t n);
 // o[h][c] += sum over j in [j0, j1) of p[h * ldp + j] * v_j[c], for h < n_p and c < n, with v_j the n values
 // at v + j * row_bytes (F32, F16, or Q8_0 blocks with n a multiple of 32): attention's product with V stored
 // by rows. Each output takes its products in order j0, j1 - 1 by fused multiply-adds on the values as
-// dequantize_row gives them (axpy's arithmetic, axpy's bits); a cell whose probabilities are all 0 for a
-// group of heads is passed over.
+// dequantize_row gives them (axpy's arithmetic, axpy's bits); a zero probability adds nothing (a cell whose
+// probabilities are all 0 is not read). The AVX-512 version gives the same bits (weighted_rows_x86_inl.h).
 enum class RowType { F32, F16, Q8_0 };
-void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, RowType type,
-                        int j0, int j1, float *o, int64_t ldo, int n);
+void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
+                        RowType type, int j0, int j1, float *o, int64_t ldo, int n);
+void weighted_rows_avx512(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
+                          RowType type, int j0, int j1, float *o, int64_t ldo, int n);
 void add_avx2(float *y, const float *x, int64_t n);
 // sum of x[i]^2 in double (the products of floats are exact in double; 8 partial sums)
 double sum_sq_avx2(const float *x, int64_t n);

@@ -36,6 +36,7 @@ struct Case {
     // of the tokens are a prompt of region 0's sequence, the others tokens of the other sequences in turn,
     // and each sees only its own region (a server step: one prompt chunk beside decoded tokens)
     int regions = 0;
+    bool no_holes = false;  // no random holes in the mask (every cell before the token visible)
 };
 
 std::string case_name(const Case &c) {
@@ -114,7 +115,8 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     for (int t = 0; t < c.n_tokens; ++t) {
         for (int j = 0; j < c.n_kv; ++j) {
             const bool causal_hole = j > c.n_kv - c.n_tokens + t;
-            if (causal_hole || rng() % 5 == 0) mask[t * ldmask + j] = -kInf;
+            const bool random_hole = rng() % 5 == 0 && !c.no_holes;
+            if (causal_hole || random_hole) mask[t * ldmask + j] = -kInf;
             if (c.regions > 0) {
                 const int seq_t = t < c.n_tokens / 2 ? 0 : 1 + t % (c.regions - 1);
                 if (static_cast<int64_t>(j) * c.regions / c.n_kv != seq_t) mask[t * ldmask + j] = -kInf;
@@ -308,6 +310,26 @@ TEST(AttentionTest, SequencesInRegions) {
     Case c{6, 2, 64, 300, 8, GgmlType::F16, GgmlType::F16, true};
     c.regions = 9;
     run_case(c, seed++, 2);
+}
+
+// Decoded tokens over values stored by rows (flash attention) with every cell visible: chunks of cells
+// without a zero probability take the loop without branches (weighted_rows_x86_inl.h). Query-head groups
+// of 8 and 12 (a whole register group and one over), head dims with channels past whole runs of vectors.
+TEST(AttentionTest, DecodeOverValuesByRowsWithEveryCellVisible) {
+    uint32_t seed = 600;
+    for (GgmlType t : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+        for (int hd : {64, 72, 80, 96, 128}) {
+            if (t == GgmlType::Q8_0 && hd % 32 != 0) continue;  // Q8_0 rows are whole blocks
+            for (auto [nh, nkv] : {std::pair{8, 1}, std::pair{12, 1}, std::pair{32, 4}}) {
+                for (auto [n_kv, n_tokens] : {std::pair{300, 1}, std::pair{129, 2}}) {
+                    Case c{nh, nkv, hd, n_kv, n_tokens, t, t, false};
+                    c.no_holes = true;
+                    for (int threads : {1, 2}) run_case(c, seed++, threads);
+                    if (::testing::Test::HasFailure()) return;
+                }
+            }
+        }
+    }
 }
 
 // Each output row of a prompt has the same bits whichever rows share its work item.

@@ -252,6 +252,75 @@ TEST(OpsTest, ExpSumAvx512HasTheAvx2Bits) {
 }
 #endif
 
+#if defined(__x86_64__)
+// Attention's product with values stored by rows (ops_x86.h): each output is the chain of fused
+// multiply-adds over the cells in order, on the values as dequantize_row gives them, passing over zero
+// probabilities; AVX2 and AVX-512 give exactly its bits. Runs that cross chunks of cells, groups of heads
+// past one register group, channels past whole vectors, cells and heads with zero probabilities (a cell
+// nobody sees holds NaN, which must not reach any output).
+TEST(OpsTest, WeightedRowsAreOneFmaChainPerOutput) {
+    using detail::RowType;
+    const bool avx2 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx2);
+    const bool avx512 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx512);
+    if (!avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+    std::mt19937 rng(5);
+    for (RowType type : {RowType::F32, RowType::F16, RowType::Q8_0}) {
+        const GgmlType gt = type == RowType::F32   ? GgmlType::F32
+                            : type == RowType::F16 ? GgmlType::F16
+                                                   : GgmlType::Q8_0;
+        for (int n : {8, 32, 64, 72, 80, 96, 100, 128}) {
+            if (type == RowType::Q8_0 && n % 32 != 0) continue;
+            for (int n_p : {1, 3, 4, 5, 8, 9, 12}) {
+                for (int zeros : {0, 1}) {
+                    SCOPED_TRACE(std::to_string(static_cast<int>(type)) + " n " + std::to_string(n) +
+                                 " heads " + std::to_string(n_p) + " zeros " + std::to_string(zeros));
+                    const int n_cells = 300, j0 = 5, j1 = 290;
+                    const size_t row_bytes = row_size(gt, n) + 6;  // rows a little apart
+                    std::vector<uint8_t> v(n_cells * row_bytes);
+                    std::vector<float> vdq(static_cast<size_t>(n_cells) * n);
+                    for (int j = 0; j < n_cells; ++j) {
+                        const std::vector<float> x = random_vec(n, rng());
+                        quantize_row(gt, x.data(), v.data() + j * row_bytes, n);
+                        dequantize_row(gt, v.data() + j * row_bytes, vdq.data() + j * n, n);
+                    }
+                    const int64_t ldp = n_cells + 3, ldo = n + 5;
+                    std::vector<float> p(n_p * ldp);
+                    for (float &e : p) e = std::uniform_real_distribution<float>(0.0f, 0.01f)(rng);
+                    if (zeros) {
+                        for (int j = j0; j < j1; j += 7)
+                            for (int h = 0; h < n_p; ++h) p[h * ldp + j] = 0.0f;  // a cell nobody sees
+                        for (int j = j0 + 3; j < j1; j += 11) p[(j % n_p) * ldp + j] = 0.0f;
+                        if (type == RowType::F32)  // NaN values in the cells nobody sees
+                            for (int j = j0; j < j1; j += 7)
+                                reinterpret_cast<float *>(v.data() + j * row_bytes)[0] = std::nanf("");
+                    }
+                    std::vector<float> o0(n_p * ldo);
+                    for (float &e : o0) e = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+                    std::vector<float> want = o0;
+                    for (int h = 0; h < n_p; ++h)
+                        for (int c = 0; c < n; ++c)
+                            for (int j = j0; j < j1; ++j)
+                                if (p[h * ldp + j] != 0.0f)
+                                    want[h * ldo + c] =
+                                        std::fma(p[h * ldp + j], vdq[j * n + c], want[h * ldo + c]);
+                    std::vector<float> got = o0;
+                    detail::weighted_rows_avx2(p.data(), ldp, n_p, v.data(), row_bytes, type, j0, j1,
+                                               got.data(), ldo, n);
+                    EXPECT_EQ(got, want) << "AVX2";
+                    if (avx512) {
+                        got = o0;
+                        detail::weighted_rows_avx512(p.data(), ldp, n_p, v.data(), row_bytes, type, j0, j1,
+                                                     got.data(), ldo, n);
+                        EXPECT_EQ(got, want) << "AVX-512";
+                    }
+                    if (::testing::Test::HasFailure()) return;
+                }
+            }
+        }
+    }
+}
+#endif
+
 TEST(OpsTest, SoftmaxAllMaskedGivesZeros) {
     std::vector<float> x = {1, 2, 3, 4, 5};
     std::vector<float> mask(5, -kInf);

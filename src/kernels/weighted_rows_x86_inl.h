@@ -1,0 +1,110 @@
+// Attention's product with V stored by rows (a flash-attention cache): o[h][c] += sum over cells j of
+// p[h][j] * v_j[c], for the query heads of one KV head (ops_x86.h, weighted_rows_*). Included by
+// ops_avx2.cpp with 8-lane vectors and by ops_avx512.cpp with 16-lane ones; every lane takes the same
+// operations in the same order on both, so the two give the same bits.
+//
+// The cells go by chunks small enough that the chunk's rows stay in L1 while every group of heads and
+// every run of channels passes over them; each (group, run) keeps its heads' sums in registers across the
+// chunk. A chunk in which no head of the group has a zero probability takes a loop without branches (the
+// usual case); one with zeros passes over a cell whose probabilities are all 0 (cells of other sequences,
+// masked ones) and over a head whose probability is 0, as axpy does.
+#pragma once
+#include <array>
+#include <utility>
+
+#include "kernels/ops_x86.h"
+#include "kernels/simd_x86_inl.h"
+
+namespace lctx::kernels::detail {
+namespace {
+
+// Cells per chunk: 128 rows of one KV head's values are 8 KiB (F16, head size 64) to 64 KiB (F32, 128).
+constexpr int kWeightedChunk = 128;
+
+// One group of NH heads over NV vectors of channels from c0, cells [j0, j1). Vec gives the vector type
+// and its loads (V8 in ops_avx2.cpp, V16 in ops_avx512.cpp).
+template <class Vec, int NH, int NV, RowType kType>
+void weighted_rows_block(const float *p, int64_t ldp, const uint8_t *v, size_t row_bytes, int j0, int j1,
+                         float *o, int64_t ldo, int c0, bool dense) {
+    using R = typename Vec::Reg;
+    constexpr int L = Vec::kLanes;
+    R acc[NH][NV];
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+        for (int k = 0; k < NV; ++k) acc[h][k] = Vec::load(o + h * ldo + c0 + L * k);
+    if (dense) {
+        for (int j = j0; j < j1; ++j) {
+            const uint8_t *row = v + j * row_bytes;
+            R ph[NH];
+#pragma GCC unroll 8
+            for (int h = 0; h < NH; ++h) ph[h] = Vec::set1(p[h * ldp + j]);
+#pragma GCC unroll 4
+            for (int k = 0; k < NV; ++k) {
+                const R x = Vec::template values<kType>(row, c0 + L * k);
+#pragma GCC unroll 8
+                for (int h = 0; h < NH; ++h) acc[h][k] = Vec::fmadd(ph[h], x, acc[h][k]);
+            }
+        }
+    } else {
+        for (int j = j0; j < j1; ++j) {
+            float pj[NH];
+            bool any = false;
+#pragma GCC unroll 8
+            for (int h = 0; h < NH; ++h) {
+                pj[h] = p[h * ldp + j];
+                any |= pj[h] != 0.0f;
+            }
+            if (!any) continue;
+            const uint8_t *row = v + j * row_bytes;
+#pragma GCC unroll 4
+            for (int k = 0; k < NV; ++k) {
+                const R x = Vec::template values<kType>(row, c0 + L * k);
+#pragma GCC unroll 8
+                for (int h = 0; h < NH; ++h)
+                    if (pj[h] != 0.0f) acc[h][k] = Vec::fmadd(Vec::set1(pj[h]), x, acc[h][k]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+        for (int k = 0; k < NV; ++k) Vec::store(o + h * ldo + c0 + L * k, acc[h][k]);
+}
+
+using WeightedBlock = void (*)(const float *, int64_t, const uint8_t *, size_t, int, int, float *, int64_t,
+                               int, bool);
+
+template <class Vec, int NV, RowType kType, int... H>
+constexpr auto weighted_blocks(std::integer_sequence<int, H...>) {
+    return std::array<WeightedBlock, sizeof...(H)>{&weighted_rows_block<Vec, H + 1, NV, kType>...};
+}
+
+// Heads [0, n_p) over channels [0, n_done), n_done the channels that whole vectors cover (the caller takes
+// the rest): groups of up to Vec::kHeads heads, runs of Vec::kVectors vectors, then single vectors.
+template <class Vec, RowType kType>
+int weighted_rows_vectors(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes, int j0,
+                          int j1, float *o, int64_t ldo, int n) {
+    constexpr int L = Vec::kLanes, NV = Vec::kVectors, MH = Vec::kHeads;
+    static constexpr auto wide = weighted_blocks<Vec, NV, kType>(std::make_integer_sequence<int, MH>{});
+    static constexpr auto narrow = weighted_blocks<Vec, 1, kType>(std::make_integer_sequence<int, MH>{});
+    const int n_wide = n / (L * NV) * (L * NV), n_done = n / L * L;
+    for (int jc = j0; jc < j1; jc += kWeightedChunk) {
+        const int jc1 = j1 - jc < kWeightedChunk ? j1 : jc + kWeightedChunk;
+        for (int h0 = 0; h0 < n_p; h0 += MH) {
+            const int nh = n_p - h0 < MH ? n_p - h0 : MH;
+            const float *ph = p + h0 * ldp;
+            float *oh = o + h0 * ldo;
+            bool dense = true;
+            for (int h = 0; h < nh; ++h)
+                for (int j = jc; j < jc1; ++j) dense &= ph[h * ldp + j] != 0.0f;
+            int c = 0;
+            for (; c < n_wide; c += L * NV) wide[nh - 1](ph, ldp, v, row_bytes, jc, jc1, oh, ldo, c, dense);
+            for (; c < n_done; c += L) narrow[nh - 1](ph, ldp, v, row_bytes, jc, jc1, oh, ldo, c, dense);
+        }
+    }
+    return n_done;
+}
+
+}  // namespace
+}  // namespace lctx::kernels::detail
