@@ -216,11 +216,9 @@ struct V8 {
         } else if constexpr (kType == RowType::F16) {
             return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * c)));
         } else {
-            const uint8_t *blk = row + (c / 32) * 34;  // block_q8_0: the f16 scale, then 32 codes
-            uint16_t d16;
-            std::memcpy(&d16, blk, sizeof d16);
-            const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(blk + 2 + c % 32));
-            return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(_cvtsh_ss(d16)));
+            const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(q8_0_codes(row, c)));
+            return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
+                                 _mm256_set1_ps(q8_0_scale(row, c)));
         }
     }
 };
@@ -245,14 +243,9 @@ void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_
 
 void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
                         RowType type, int j0, int j1, float *o, int64_t ldo, int n) {
-    switch (type) {
-        case RowType::F32:
-            return weighted_rows<RowType::F32>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
-        case RowType::F16:
-            return weighted_rows<RowType::F16>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
-        case RowType::Q8_0:
-            return weighted_rows<RowType::Q8_0>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
-    }
+    with_row_type(type, [&](auto t) {
+        weighted_rows<decltype(t)::value>(p, ldp, n_p, v, row_bytes, j0, j1, o, ldo, n);
+    });
 }
 
 void add_avx2(float *y, const float *x, int64_t n) {

@@ -10,6 +10,8 @@
 // masked ones) and over a head whose probability is 0, as axpy does.
 #pragma once
 #include <array>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/ops_x86.h"
@@ -17,6 +19,31 @@
 
 namespace lctx::kernels::detail {
 namespace {
+
+// Calls f with RowType `type` as a compile-time constant (std::integral_constant): each level's entry point
+// picks its template instance through it.
+template <class F>
+void with_row_type(RowType type, F &&f) {
+    switch (type) {
+        case RowType::F32:
+            return f(std::integral_constant<RowType, RowType::F32>{});
+        case RowType::F16:
+            return f(std::integral_constant<RowType, RowType::F16>{});
+        case RowType::Q8_0:
+            return f(std::integral_constant<RowType, RowType::Q8_0>{});
+    }
+}
+
+// Channel c's block of a Q8_0 row (block_q8_0: the f16 scale, then 32 codes): its scale as f32, and the
+// codes from channel c on.
+inline float q8_0_scale(const uint8_t *row, int c) {
+    uint16_t d16;
+    std::memcpy(&d16, row + (c / 32) * 34, sizeof d16);
+    return _cvtsh_ss(d16);
+}
+inline const uint8_t *q8_0_codes(const uint8_t *row, int c) {
+    return row + (c / 32) * 34 + 2 + c % 32;
+}
 
 // Cells per chunk: 128 rows of one KV head's values are 8 KiB (F16, head size 64) to 64 KiB (F32, 128).
 constexpr int kWeightedChunk = 128;
