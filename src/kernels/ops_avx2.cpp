@@ -1,5 +1,7 @@
 // AVX2 + FMA + F16C row ops: a vectorized exp for softmax and SiLU, and the axpy steps of attention.
 // No inline function from other headers is called here (see simd_x86_inl.h on why).
+#include <cstring>
+
 #include "kernels/exp_poly.h"
 #include "kernels/ops_x86.h"
 
@@ -230,9 +232,16 @@ void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_
     // channels past the last 8 (no model here has them)
     for (int c = c0; c < n; ++c)
         for (int j = j0; j < j1; ++j) {
+            // memcpy: a row need not start on an element boundary (row_bytes is any stride)
             const uint8_t *row = v + j * row_bytes;
-            const float x = kType == RowType::F16 ? _cvtsh_ss(reinterpret_cast<const uint16_t *>(row)[c])
-                                                  : reinterpret_cast<const float *>(row)[c];
+            float x;
+            if constexpr (kType == RowType::F16) {
+                uint16_t h;
+                std::memcpy(&h, row + c * sizeof h, sizeof h);
+                x = _cvtsh_ss(h);
+            } else {
+                std::memcpy(&x, row + c * sizeof x, sizeof x);
+            }
             for (int h = 0; h < n_p; ++h)
                 if (p[h * ldp + j] != 0.0f)
                     o[h * ldo + c] = __builtin_fmaf(p[h * ldp + j], x, o[h * ldo + c]);

@@ -291,8 +291,10 @@ TEST(OpsTest, WeightedRowsAreOneFmaChainPerOutput) {
                             for (int h = 0; h < n_p; ++h) p[h * ldp + j] = 0.0f;  // a cell nobody sees
                         for (int j = j0 + 3; j < j1; j += 11) p[(j % n_p) * ldp + j] = 0.0f;
                         if (type == RowType::F32)  // NaN values in the cells nobody sees
-                            for (int j = j0; j < j1; j += 7)
-                                reinterpret_cast<float *>(v.data() + j * row_bytes)[0] = std::nanf("");
+                            for (int j = j0; j < j1; j += 7) {
+                                const float nan = std::nanf("");  // rows are 6 bytes apart: not aligned
+                                std::memcpy(v.data() + j * row_bytes, &nan, sizeof nan);
+                            }
                     }
                     std::vector<float> o0(n_p * ldo);
                     for (float &e : o0) e = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
