@@ -99,6 +99,8 @@ void register_all() {
             ->Args({4096, 1, 2, 1})
             ->Args({4096, 64, 1, 0})
             ->Args({4096, 64, 1, 1})
+            ->Args({4608, 512, 1, 0})  // a 512-token prompt chunk at depth 4096 (pp512 -d 4096)
+            ->Args({4608, 512, 1, 1})
             ->UseRealTime();
     }
 }

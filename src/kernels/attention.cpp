@@ -161,32 +161,55 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         });
         turned = buf.data();
     }
-    // [n_head_kv][head_dim_v][n_kv] f32: the seen blocks' values, channel by channel (f32, so that the
-    // probabilities keep their precision: values by rows are never multiplied by rounded ones)
+    // [n_head_kv][head_dim_v][n_kv]: the seen blocks' values, channel by channel, against f32 probabilities
+    // (values by rows are never multiplied by rounded ones): F16 values as they are (half the bytes for
+    // every row's product to read; the mixed gemm gives the F32 gemm's values), the others as f32.
+    const bool turned_f16 = turn_values && a.type_v == GgmlType::F16;
     const TypeKernels *vk = a.v_trans ? kv : turn_values ? &type_kernels(GgmlType::F32) : nullptr;
-    const size_t v_es = sizeof(float);
+    const GemmFn v_gemm = turned_f16 ? gemm_f16_by_f32() : vk ? vk->gemm : nullptr;
+    const size_t v_es = turned_f16 ? sizeof(uint16_t) : sizeof(float);
     const uint8_t *v_turned = nullptr;
     if (turn_values) {
         std::vector<uint8_t> &buf = scratch<uint8_t, Scratch::TurnedValues>();
         buf.resize(static_cast<size_t>(a.n_head_kv) * a.head_dim_v * a.n_kv * v_es);
         const int dv = a.head_dim_v, n_kv = a.n_kv;
+        // Each block's cells go through a tile [dv][kKeyBlock] first: stored straight into the channel rows
+        // (n_kv elements apart, often a multiple of 4 KiB), every cell's dv stores fell into the same few
+        // cache sets, and turning took a quarter of a 64-row prompt chunk at depth 4096.
         for_each_seen_block([&](int64_t g, int64_t blk, int64_t) {
-            const int j1 = static_cast<int>(std::min<int64_t>((blk + 1) * kKeyBlock, n_kv));
-            float *dst = reinterpret_cast<float *>(buf.data()) + static_cast<size_t>(g) * dv * n_kv;
-            float row[kMaxTurnedHeadDim];
-            for (int j = static_cast<int>(blk * kKeyBlock); j < j1; ++j) {
-                const uint8_t *src = a.v + j * a.v_row_bytes + g * v_head_bytes;
-                const float *vals = reinterpret_cast<const float *>(src);
-                if (a.type_v != GgmlType::F32) {
-                    dequantize_row(a.type_v, src, row, dv);
-                    vals = row;
+            const int j0 = static_cast<int>(blk * kKeyBlock);
+            const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, n_kv - j0));
+            const size_t head = static_cast<size_t>(g) * dv * n_kv;
+            if (turned_f16) {
+                uint16_t tile[kMaxTurnedHeadDim][kKeyBlock];
+                for (int jj = 0; jj < nj; ++jj) {
+                    uint16_t vals[kMaxTurnedHeadDim];
+                    std::memcpy(vals, a.v + (j0 + jj) * a.v_row_bytes + g * v_head_bytes,
+                                sizeof(uint16_t) * dv);
+                    for (int c = 0; c < dv; ++c) tile[c][jj] = vals[c];
                 }
-                for (int c = 0; c < dv; ++c) dst[static_cast<size_t>(c) * n_kv + j] = vals[c];
+                uint16_t *dst = reinterpret_cast<uint16_t *>(buf.data()) + head + j0;
+                for (int c = 0; c < dv; ++c)
+                    std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile[c], sizeof(uint16_t) * nj);
+                return;
             }
+            float tile[kMaxTurnedHeadDim][kKeyBlock];
+            for (int jj = 0; jj < nj; ++jj) {
+                const uint8_t *src = a.v + (j0 + jj) * a.v_row_bytes + g * v_head_bytes;
+                float vals[kMaxTurnedHeadDim];
+                if (a.type_v == GgmlType::F32)
+                    std::memcpy(vals, src, sizeof(float) * dv);
+                else
+                    dequantize_row(a.type_v, src, vals, dv);
+                for (int c = 0; c < dv; ++c) tile[c][jj] = vals[c];
+            }
+            float *dst = reinterpret_cast<float *>(buf.data()) + head + j0;
+            for (int c = 0; c < dv; ++c)
+                std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile[c], sizeof(float) * nj);
         });
         v_turned = buf.data();
     }
-    const size_t p_act_bytes = vk ? row_size(vk->act_type, a.n_kv) : 0;
+    const size_t p_act_bytes = vk && vk->act_type != GgmlType::F32 ? row_size(vk->act_type, a.n_kv) : 0;
 
     // With key blocks an item takes up to kRowsPerItem query rows (all their heads' scores against each run
     // of blocks while it is in L1); the dot products take one.
@@ -228,11 +251,19 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             // own, or the turned copy of values stored by rows
             const size_t es = a.v_trans ? v_elem_bytes : v_es;
             const size_t ch_bytes = static_cast<size_t>(a.v_trans ? a.v_cells : a.n_kv) * es;
-            for (int hh = 0; hh < hpi; ++hh)
-                vk->quantize_act(scores + static_cast<int64_t>(hh) * lds + j0, pbuf + hh * p_act_bytes, span);
+            // f32 probabilities are read where they are (a copy of each row cost a quarter of a long prompt)
+            const uint8_t *p_act = reinterpret_cast<const uint8_t *>(scores + j0);
+            size_t p_stride = sizeof(float) * lds;
+            if (vk->act_type != GgmlType::F32) {
+                for (int hh = 0; hh < hpi; ++hh)
+                    vk->quantize_act(scores + static_cast<int64_t>(hh) * lds + j0, pbuf + hh * p_act_bytes,
+                                     span);
+                p_act = pbuf;
+                p_stride = p_act_bytes;
+            }
             const uint8_t *vbase =
                 (a.v_trans ? a.v : v_turned) + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es;
-            vk->gemm(span, vbase, ch_bytes, a.head_dim_v, pbuf, p_act_bytes, hpi, o, a.head_dim_v);
+            v_gemm(span, vbase, ch_bytes, a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
         } else {
             std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
             const uint8_t *vg = a.v + g * v_head_bytes;  // this KV head's values in each cell's row

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 #include "kernels/interleave.h"
@@ -30,6 +31,20 @@ void ref_gemm(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
     for (int64_t c = 0; c < nc; ++c)
         for (int64_t r = 0; r < nr; ++r)
             y[c * ldy + r] = vec_dot_ref(static_cast<GgmlType>(kType), n, wb + r * ldw, ab + c * lda);
+}
+
+// F16 rows against F32 activations at the scalar level: each weight row as f32, then the F32 reference dot.
+void ref_gemm_f16_by_f32(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                         int64_t nc, float *y, int64_t ldy) {
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(n));
+    const auto *wb = static_cast<const uint8_t *>(w);
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t r = 0; r < nr; ++r) {
+        dequantize_row(GgmlType::F16, wb + r * ldw, row.data(), n);
+        for (int64_t c = 0; c < nc; ++c)
+            y[c * ldy + r] = vec_dot_ref(GgmlType::F32, n, row.data(), ab + c * lda);
+    }
 }
 
 // The scalar level reads groups of 8 rows.
@@ -172,6 +187,20 @@ Isa detail::isa_lowered_by(const char *env, Isa detected) {
     Isa want;
     if (!isa_requested(env, &want)) return detected;
     return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
+}
+
+GemmFn gemm_f16_by_f32(Isa isa) {
+    type_kernels(GgmlType::F32, isa);  // the same check of the level
+    switch (isa) {
+        case Isa::Scalar:
+            return &ref_gemm_f16_by_f32;
+        case Isa::Avx2:
+            return detail::gemm_f16_by_f32_avx2();
+        case Isa::Avx512:
+        case Isa::Amx:  // the AVX-512 float kernels (AMX adds only integer tiles)
+            return detail::gemm_f16_by_f32_avx512();
+    }
+    return &ref_gemm_f16_by_f32;
 }
 
 bool has_kernels(GgmlType weight_type) {

@@ -59,6 +59,10 @@ struct TypeKernels {
 // `isa` is above isa_detected().
 const TypeKernels &type_kernels(GgmlType weight_type, Isa isa = isa_active());
 
+// F16 weight rows against F32 activation rows (attention's F16 values turned to channel rows, against f32
+// probabilities): at each level exactly the values type_kernels(GgmlType::F32, isa).gemm gives on the
+// weights converted to f32, reading half the weight bytes. Same preconditions as any GemmFn.
+GemmFn gemm_f16_by_f32(Isa isa = isa_active());
 // Weight types with kernels (every ISA): F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K,
 // Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 bool has_kernels(GgmlType weight_type);
@@ -79,6 +83,8 @@ GemmFn gemm_interleaved_avx2(GgmlType weight_type);
 GemmFn gemm_interleaved_avx512(GgmlType weight_type);
 int group_rows_avx512(GgmlType weight_type);
 GemmFn gemm_interleaved_amx(GgmlType weight_type);
+GemmFn gemm_f16_by_f32_avx2();
+GemmFn gemm_f16_by_f32_avx512();
 }  // namespace detail
 
 }  // namespace lctx::kernels

@@ -585,7 +585,9 @@ void tile_float_plain512_16rows(int64_t n, const uint8_t *w, size_t ldw, const f
     _mm512_storeu_ps(y, sums_float_plain512<L, 16, 1>(n, w, ldw, a, 0));
 }
 
-template <class L>
+// Weights read by L, activations converted by LA (LoadF16Row, LoadF32Row: F16 rows against F32 activations,
+// the F32 kernel's arithmetic on the exactly converted weights).
+template <class L, class LA = L>
 void gemm_float_plain512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
                          int64_t nc, float *y, int64_t ldy) {
     using TileFn = void (*)(int64_t, const uint8_t *, size_t, const float *, int64_t, float *, int64_t);
@@ -601,7 +603,7 @@ void gemm_float_plain512(int64_t n, const void *w, size_t ldw, int64_t nr, const
     const int64_t ld = (n + 15) / 16 * 16;
     auto *af = reinterpret_cast<float *>(kernel_tile_scratch(static_cast<size_t>(nc * ld) * sizeof(float)));
     for (int64_t c = 0; c < nc; ++c) {
-        L::row(static_cast<const uint8_t *>(act) + c * lda, af + c * ld, n);
+        LA::row(static_cast<const uint8_t *>(act) + c * lda, af + c * ld, n);
         for (int64_t i = n; i < ld; ++i) af[c * ld + i] = 0.0f;
     }
     const auto *wb = static_cast<const uint8_t *>(w);
@@ -691,6 +693,9 @@ GemmFn gemm_avx512(GgmlType weight_type) {
             return shared_gemm(weight_type);
     }
 }
+GemmFn gemm_f16_by_f32_avx512() {
+    return &gemm_float_plain512<LoadF16Row, LoadF32Row>;
+}
 #else
 VecDotFn vec_dot_avx512(GgmlType) {
     return nullptr;
@@ -699,6 +704,9 @@ QuantizeActFn quantize_act_avx512(GgmlType) {
     return nullptr;
 }
 GemmFn gemm_avx512(GgmlType) {
+    return nullptr;
+}
+GemmFn gemm_f16_by_f32_avx512() {
     return nullptr;
 }
 GemmFn gemm_interleaved_avx512(GgmlType) {

@@ -744,27 +744,48 @@ void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t 
 }
 
 // Float weights (F32 / F16 / BF16) and activations of the same type: 8 elements per step, the tail
-// (n % 8) added after the vector sum.
+// (n % 8) added after the vector sum. T is the weights' element, A the activations' (v / s convert a
+// weight, va / sa an activation).
 struct LoadF32 {
     using T = float;
+    using A = float;
     static __m256 v(const T *p) { return _mm256_loadu_ps(p); }
     static float s(T x) { return x; }
+    static __m256 va(const A *p) { return v(p); }
+    static float sa(A x) { return s(x); }
 };
 struct LoadF16 {
     using T = fp16_t;
+    using A = fp16_t;
     static __m256 v(const T *p) { return load_f16x8(p); }
     static float s(T x) { return h2f(x); }
+    static __m256 va(const A *p) { return v(p); }
+    static float sa(A x) { return s(x); }
 };
 struct LoadBF16 {
     using T = uint16_t;
+    using A = uint16_t;
     static __m256 v(const T *p) { return load_bf16x8(p); }
     static float s(T x) { return bf2f(x); }
+    static __m256 va(const A *p) { return v(p); }
+    static float sa(A x) { return s(x); }
+};
+// F16 weights against F32 activations: the F32 kernels' arithmetic on the weights as f32 (the conversion is
+// exact), so the bits of LoadF32 at half the weight bytes.
+struct LoadF16xF32 {
+    using T = fp16_t;
+    using A = float;
+    static __m256 v(const T *p) { return load_f16x8(p); }
+    static float s(T x) { return h2f(x); }
+    static __m256 va(const A *p) { return _mm256_loadu_ps(p); }
+    static float sa(A x) { return x; }
 };
 
 template <class L, int R, int C>
 void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y,
                 int64_t ldy) {
     using T = typename L::T;
+    using A = typename L::A;
     __m256 acc[R][C];
     LCTX_UNROLL
     for (int r = 0; r < R; ++r) LCTX_UNROLL
@@ -781,19 +802,19 @@ void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_
         }
         LCTX_UNROLL
         for (int c = 0; c < C; ++c) {
-            const __m256 yv = L::v(reinterpret_cast<const T *>(a + c * lda) + i);
+            const __m256 yv = L::va(reinterpret_cast<const A *>(a + c * lda) + i);
             LCTX_UNROLL
             for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(x[r], yv, acc[r][c]);
         }
     }
     LCTX_UNROLL
     for (int c = 0; c < C; ++c) {
-        const T *yc = reinterpret_cast<const T *>(a + c * lda);
+        const A *yc = reinterpret_cast<const A *>(a + c * lda);
         LCTX_UNROLL
         for (int r = 0; r < R; ++r) {
             const T *xr = reinterpret_cast<const T *>(w + r * ldw);
             float s = hsum_ps(acc[r][c]);
-            for (int64_t k = i; k < n; ++k) s += L::s(xr[k]) * L::s(yc[k]);
+            for (int64_t k = i; k < n; ++k) s += L::s(xr[k]) * L::sa(yc[k]);
             y[c * ldy + r] = s;
         }
     }

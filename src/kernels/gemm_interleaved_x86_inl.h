@@ -559,7 +559,7 @@ struct FloatX8Tile {
                 for (int r = 0; r < R; ++r) xv[r] = L::v(reinterpret_cast<const T *>(x.v[h + r]));
                 LCTX_UNROLL
                 for (int c = 0; c < C; ++c) {
-                    const __m256 yv = L::v(reinterpret_cast<const T *>(a + c * lda) + 8 * b);
+                    const __m256 yv = L::va(reinterpret_cast<const typename L::A *>(a + c * lda) + 8 * b);
                     LCTX_UNROLL
                     for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(xv[r], yv, acc[r][c]);
                 }
@@ -663,11 +663,12 @@ template <class L, bool kPlain = false>
 void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
                           int64_t nc, float *y, int64_t ldy) {
     using T = typename L::T;
+    using A = typename L::A;
     const int64_t nb = n / 8;
     // Scratch (64-byte aligned): the activations as f32 [nc][n], one chunk of a group's weights
     // [kStageBlocks][8 rows][8], the accumulators of a block of groups [kStageGroups][nc][8][8].
     // F32 activations are read where they are (lda a whole number of floats), the others converted first.
-    constexpr bool kF32Act = std::is_same_v<T, float>;
+    constexpr bool kF32Act = std::is_same_v<A, float>;
     const size_t a_bytes = kF32Act ? 0 : static_cast<size_t>(nc * n) * 4, w_bytes = kStageBlocks * 64 * 4;
     const size_t acc_group = static_cast<size_t>(nc) * 64;  // floats
     float *scratch =
@@ -679,8 +680,8 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
     const int64_t ldf = kF32Act ? static_cast<int64_t>(lda / 4) : n;
     if constexpr (!kF32Act) {
         for (int64_t c = 0; c < nc; ++c) {
-            const T *a = reinterpret_cast<const T *>(ab + c * lda);
-            for (int64_t b = 0; b < nb; ++b) _mm256_store_ps(scratch + c * n + 8 * b, L::v(a + 8 * b));
+            const A *a = reinterpret_cast<const A *>(ab + c * lda);
+            for (int64_t b = 0; b < nb; ++b) _mm256_store_ps(scratch + c * n + 8 * b, L::va(a + 8 * b));
         }
     }
     const int64_t chunk = even_chunk(nb, kStageBlocks);

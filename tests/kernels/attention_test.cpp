@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -36,7 +37,8 @@ struct Case {
     // of the tokens are a prompt of region 0's sequence, the others tokens of the other sequences in turn,
     // and each sees only its own region (a server step: one prompt chunk beside decoded tokens)
     int regions = 0;
-    bool no_holes = false;  // no random holes in the mask (every cell before the token visible)
+    bool no_holes = false;    // no random holes in the mask (every cell before the token visible)
+    bool f16_values = false;  // V's values rounded to F16 first: an F32 cache then holds an F16 one's values
 };
 
 std::string case_name(const Case &c) {
@@ -70,6 +72,7 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     std::vector<float> kf(cells * kv_dim), vf(cells * kv_dim);
     for (float &v : kf) v = normal(rng) * 1.5f;
     for (float &v : vf) v = normal(rng);
+    if (c.f16_values) vf = through(GgmlType::F16, vf.data(), static_cast<int64_t>(vf.size()));
     const size_t k_row_bytes = row_size(c.type_k, kv_dim);
     std::vector<uint8_t> kbuf(cells * k_row_bytes);
     std::vector<float> kdq(cells * kv_dim);  // what the kernel sees
@@ -328,6 +331,29 @@ TEST(AttentionTest, DecodeOverValuesByRowsWithEveryCellVisible) {
                     if (::testing::Test::HasFailure()) return;
                 }
             }
+        }
+    }
+}
+
+// A prompt over F16 values stored by rows (turned to F16 channel rows, against f32 probabilities) gives the
+// bits of the same values in an F32 cache (turned to f32 channel rows): the mixed gemm is the F32 one. So do
+// decoded tokens (one chain per output either way).
+TEST(AttentionTest, F16ValuesByRowsGiveTheBitsOfTheSameValuesInF32) {
+    uint32_t seed = 900;
+    for (Case c : {Case{8, 2, 64, 300, 16, GgmlType::F16, GgmlType::F16, false},
+                   Case{32, 4, 64, 200, 12, GgmlType::F16, GgmlType::F16, false},
+                   Case{6, 3, 128, 150, 9, GgmlType::Q8_0, GgmlType::F16, false},
+                   Case{8, 2, 64, 100, 2, GgmlType::F16, GgmlType::F16, false}}) {
+        c.f16_values = true;
+        for (int threads : {1, 2}) {
+            const std::vector<float> f16 = run_case(c, seed, threads);
+            Case f32 = c;
+            f32.type_v = GgmlType::F32;
+            const std::vector<float> want = run_case(f32, seed, threads);
+            ASSERT_EQ(f16.size(), want.size());
+            EXPECT_EQ(std::memcmp(f16.data(), want.data(), sizeof(float) * f16.size()), 0)
+                << case_name(c) << " threads " << threads;
+            ++seed;
         }
     }
 }

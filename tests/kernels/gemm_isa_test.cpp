@@ -199,5 +199,47 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>>
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GemmIsaTest, ::testing::ValuesIn(params()), param_name);
 
+// gemm_f16_by_f32 (F16 rows against F32 activations) gives, at each level, the bits of that level's F32 gemm
+// on the rows converted to f32: every shape of 1..17 rows x 1..9 activations at lengths with tails, whole 8s
+// (the staged 8-row groups from 4 activations on at the 256-bit level, one and two chunks) and rows long
+// enough for the one-activation streaming tiles; rows and activations strided, nothing outside written.
+class GemmF16ByF32Test : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(GemmF16ByF32Test, GivesTheF32GemmsBitsOnTheConvertedRows) {
+    const Isa isa = GetParam();
+    const GemmFn mixed = gemm_f16_by_f32(isa);
+    const GemmFn f32 = type_kernels(GgmlType::F32, isa).gemm;
+    ASSERT_NE(mixed, nullptr);
+    constexpr int64_t kRows = 17, kActs = 9;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t cols : {1, 7, 8, 29, 64, 263, 512, 552, 600, 1031}) {
+        SCOPED_TRACE("cols " + std::to_string(cols));
+        const int64_t ldw16 = cols + 3, ldw32 = cols + 5, lda = cols + 2;  // elements
+        std::vector<uint16_t> w16(static_cast<size_t>(kRows * ldw16));
+        std::vector<float> w32(static_cast<size_t>(kRows * ldw32)), act(static_cast<size_t>(kActs * lda));
+        for (uint16_t &h : w16) h = fp32_to_fp16(normal(rng) * 4.0f);
+        for (int64_t r = 0; r < kRows; ++r)
+            for (int64_t i = 0; i < cols; ++i) w32[r * ldw32 + i] = fp16_to_fp32(w16[r * ldw16 + i]);
+        for (float &v : act) v = normal(rng) * 0.01f;
+        for (int64_t nr = 1; nr <= kRows; ++nr) {
+            for (int64_t nc = 1; nc <= kActs; ++nc) {
+                const int64_t r0 = kRows - nr, ldy = nr + 2;
+                std::vector<float> want(static_cast<size_t>(ldy * (nc + 1)), kSentinel), got = want;
+                f32(cols, w32.data() + r0 * ldw32, ldw32 * sizeof(float), nr, act.data(), lda * sizeof(float),
+                    nc, want.data(), ldy);
+                mixed(cols, w16.data() + r0 * ldw16, ldw16 * sizeof(uint16_t), nr, act.data(),
+                      lda * sizeof(float), nc, got.data(), ldy);
+                ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0)
+                    << nr << " rows x " << nc << " activations";
+                ASSERT_EQ(got[nr], kSentinel) << "wrote outside its block";
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLevels, GemmF16ByF32Test, ::testing::ValuesIn(test::available_isas()),
+                         [](const ::testing::TestParamInfo<Isa> &info) { return isa_name(info.param); });
+
 }  // namespace
 }  // namespace lctx::kernels
