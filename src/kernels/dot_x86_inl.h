@@ -743,43 +743,39 @@ void tile_q8(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t 
     for (int r = 0; r < R; ++r) y[c * ldy + r] = hsum_ps(acc[r][c]);
 }
 
-// Float weights (F32 / F16 / BF16) and activations of the same type: 8 elements per step, the tail
-// (n % 8) added after the vector sum. T is the weights' element, A the activations' (v / s convert a
-// weight, va / sa an activation).
-struct LoadF32 {
+// Float weights (F32 / F16 / BF16) and activations: 8 elements per step, the tail (n % 8) added after the
+// vector sum. An element type's loads: 8 as f32 (v) and one (s).
+struct F32Elems {
     using T = float;
-    using A = float;
     static __m256 v(const T *p) { return _mm256_loadu_ps(p); }
     static float s(T x) { return x; }
-    static __m256 va(const A *p) { return v(p); }
-    static float sa(A x) { return s(x); }
 };
-struct LoadF16 {
+struct F16Elems {
     using T = fp16_t;
-    using A = fp16_t;
     static __m256 v(const T *p) { return load_f16x8(p); }
     static float s(T x) { return h2f(x); }
-    static __m256 va(const A *p) { return v(p); }
-    static float sa(A x) { return s(x); }
 };
-struct LoadBF16 {
+struct BF16Elems {
     using T = uint16_t;
-    using A = uint16_t;
     static __m256 v(const T *p) { return load_bf16x8(p); }
     static float s(T x) { return bf2f(x); }
-    static __m256 va(const A *p) { return v(p); }
-    static float sa(A x) { return s(x); }
 };
+// The float kernels' loads: weights of element type W (T, v, s), activations of Act (A, va, sa).
+template <class W, class Act = W>
+struct FloatLoad {
+    using T = typename W::T;
+    using A = typename Act::T;
+    static __m256 v(const T *p) { return W::v(p); }
+    static float s(T x) { return W::s(x); }
+    static __m256 va(const A *p) { return Act::v(p); }
+    static float sa(A x) { return Act::s(x); }
+};
+using LoadF32 = FloatLoad<F32Elems>;
+using LoadF16 = FloatLoad<F16Elems>;
+using LoadBF16 = FloatLoad<BF16Elems>;
 // F16 weights against F32 activations: the F32 kernels' arithmetic on the weights as f32 (the conversion is
 // exact), so the bits of LoadF32 at half the weight bytes.
-struct LoadF16xF32 {
-    using T = fp16_t;
-    using A = float;
-    static __m256 v(const T *p) { return load_f16x8(p); }
-    static float s(T x) { return h2f(x); }
-    static __m256 va(const A *p) { return _mm256_loadu_ps(p); }
-    static float sa(A x) { return x; }
-};
+using LoadF16xF32 = FloatLoad<F16Elems, F32Elems>;
 
 template <class L, int R, int C>
 void tile_float(int64_t n, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, float *y,
