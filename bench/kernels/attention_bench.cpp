@@ -1,9 +1,10 @@
-// Micro-benchmarks of kernels::attention (Google Benchmark) over an F16 KV cache laid out as the
-// context lays it out, one decoded token or a chunk of prompt rows:
-//   Attention/<shape>/<n_kv>/<rows>/<threads>/<v_rows>   shape "smollm": 9 heads, 3 KV heads, head dim 64;
-//                                                        "tinyllama": 32 heads, 4 KV heads, head dim 64
+// Micro-benchmarks of kernels::attention (Google Benchmark) over a KV cache laid out as the context lays
+// it out, one decoded token or a chunk of prompt rows:
+//   Attention/<shape>/<n_kv>/<rows>/<threads>/<v_rows>/<q8_0>
+//     shape "smollm": 9 heads, 3 KV heads, head dim 64; "tinyllama": 32 heads, 4 KV heads, head dim 64
 // v_rows 0: V transposed (one channel row per cell span, the cache without flash attention); 1: V by
-// cells' rows, as a flash-attention context stores it.
+// cells' rows, as a flash-attention context stores it. q8_0 0: F16 K and V; 1: Q8_0 K and V by rows
+// (`-fa 1 -ctk q8_0 -ctv q8_0`).
 // Built by CMake as build/bin/attention_bench when Google Benchmark is installed.
 #include <benchmark/benchmark.h>
 
@@ -16,7 +17,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/threadpool.h"
-#include "tensor/fp16.h"
+#include "tensor/types.h"
 
 namespace {
 
@@ -30,14 +31,23 @@ struct Shape {
 void BM_Attention(benchmark::State &st, Shape sh) {
     const int n_kv = static_cast<int>(st.range(0)), n_rows = static_cast<int>(st.range(1));
     const int n_threads = static_cast<int>(st.range(2));
-    const bool v_rows = st.range(3) != 0;
+    const bool q8 = st.range(4) != 0;
+    const bool v_rows = st.range(3) != 0 || q8;
+    const lctx::GgmlType kv_type = q8 ? lctx::GgmlType::Q8_0 : lctx::GgmlType::F16;
     const int n_cells = n_kv;  // a cache exactly as large as the visible span
     const int k_dim = sh.n_head_kv * sh.head_dim;
     std::mt19937 rng(3);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<uint16_t> k(static_cast<size_t>(n_cells) * k_dim), v(static_cast<size_t>(k_dim) * n_cells);
-    for (uint16_t &e : k) e = lctx::fp32_to_fp16(normal(rng));
-    for (uint16_t &e : v) e = lctx::fp32_to_fp16(normal(rng));
+    // cell rows of k_dim values (heads side by side; V the same way when by rows, else channel rows of cells)
+    const size_t kv_row_bytes = lctx::row_size(kv_type, k_dim);
+    std::vector<uint8_t> k(n_cells * kv_row_bytes), v(n_cells * kv_row_bytes);
+    std::vector<float> x(k_dim);
+    for (int j = 0; j < n_cells; ++j) {
+        for (float &e : x) e = normal(rng);
+        lctx::quantize_row(kv_type, x.data(), k.data() + j * kv_row_bytes, k_dim);
+        for (float &e : x) e = normal(rng);
+        lctx::quantize_row(kv_type, x.data(), v.data() + j * kv_row_bytes, k_dim);
+    }
     const int64_t q_dim = static_cast<int64_t>(sh.n_head) * sh.head_dim;
     std::vector<float> q(static_cast<size_t>(n_rows) * q_dim), out(q.size());
     for (float &e : q) e = normal(rng);
@@ -55,14 +65,14 @@ void BM_Attention(benchmark::State &st, Shape sh) {
     a.n_head = sh.n_head;
     a.n_head_kv = sh.n_head_kv;
     a.head_dim_k = a.head_dim_v = sh.head_dim;
-    a.k = reinterpret_cast<const uint8_t *>(k.data());
-    a.type_k = lctx::GgmlType::F16;
-    a.k_row_bytes = sizeof(uint16_t) * k_dim;
-    a.v = reinterpret_cast<const uint8_t *>(v.data());
-    a.type_v = lctx::GgmlType::F16;
+    a.k = k.data();
+    a.type_k = kv_type;
+    a.k_row_bytes = kv_row_bytes;
+    a.v = v.data();  // transposed: the same random F16 values read as [k_dim][n_cells]
+    a.type_v = kv_type;
     a.v_trans = !v_rows;
     a.v_cells = static_cast<uint32_t>(n_cells);
-    a.v_row_bytes = sizeof(uint16_t) * k_dim;
+    a.v_row_bytes = kv_row_bytes;
     a.n_kv = n_kv;
     a.mask = mask.data();
     a.ldmask = n_kv;
@@ -85,22 +95,24 @@ void register_all() {
     for (Shape sh : {Shape{"smollm", 9, 3, 64}, Shape{"tinyllama", 32, 4, 64}}) {
         benchmark::RegisterBenchmark((std::string("Attention/") + sh.name).c_str(),
                                      [sh](benchmark::State &st) { BM_Attention(st, sh); })
-            ->Args({32, 1, 1, 0})
-            ->Args({64, 1, 1, 0})
-            ->Args({128, 1, 1, 0})
-            ->Args({512, 1, 1, 0})
-            ->Args({64, 1, 2, 0})
-            ->Args({128, 1, 2, 0})
-            ->Args({512, 1, 2, 0})
-            ->Args({512, 64, 1, 0})
-            ->Args({4096, 1, 1, 0})
-            ->Args({4096, 1, 1, 1})
-            ->Args({4096, 1, 2, 0})
-            ->Args({4096, 1, 2, 1})
-            ->Args({4096, 64, 1, 0})
-            ->Args({4096, 64, 1, 1})
-            ->Args({4608, 512, 1, 0})  // a 512-token prompt chunk at depth 4096 (pp512 -d 4096)
-            ->Args({4608, 512, 1, 1})
+            ->Args({32, 1, 1, 0, 0})
+            ->Args({64, 1, 1, 0, 0})
+            ->Args({128, 1, 1, 0, 0})
+            ->Args({512, 1, 1, 0, 0})
+            ->Args({64, 1, 2, 0, 0})
+            ->Args({128, 1, 2, 0, 0})
+            ->Args({512, 1, 2, 0, 0})
+            ->Args({512, 64, 1, 0, 0})
+            ->Args({4096, 1, 1, 0, 0})
+            ->Args({4096, 1, 1, 1, 0})
+            ->Args({4096, 1, 2, 0, 0})
+            ->Args({4096, 1, 2, 1, 0})
+            ->Args({4096, 1, 1, 1, 1})
+            ->Args({4096, 64, 1, 0, 0})
+            ->Args({4096, 64, 1, 1, 0})
+            ->Args({4608, 512, 1, 0, 0})  // a 512-token prompt chunk at depth 4096 (pp512 -d 4096)
+            ->Args({4608, 512, 1, 1, 0})
+            ->Args({4608, 512, 1, 1, 1})
             ->UseRealTime();
     }
 }

@@ -251,7 +251,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             // own, or the turned copy of values stored by rows
             const size_t es = a.v_trans ? v_elem_bytes : v_es;
             const size_t ch_bytes = static_cast<size_t>(a.v_trans ? a.v_cells : a.n_kv) * es;
-            // f32 probabilities are read where they are (a copy of each row cost a quarter of a long prompt)
+            // f32 probabilities are read where they are, not copied
             const uint8_t *p_act = reinterpret_cast<const uint8_t *>(scores + j0);
             size_t p_stride = sizeof(float) * lds;
             if (vk->act_type != GgmlType::F32) {
