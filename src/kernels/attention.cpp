@@ -97,15 +97,17 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         sum_spans += j01[1] - j01[0];
     }
 
-    // A prompt's scores against F16 keys from turned key blocks (attention_x86.h) where the CPU has AVX-512:
-    // the blocks some row sees, turned once up front ([n_head_kv][n_blocks][dk][16]), when on average
-    // kMinRowsPerTurnedCell rows see each of their cells. Tokens of different sequences decoded together see
-    // disjoint cells, and keep the dot products.
+    // A prompt's scores against F16 or Q8_0 keys from turned key blocks (attention_x86.h) where the CPU has
+    // AVX-512: the blocks some row sees, turned once up front ([n_head_kv][n_blocks][dk][16], the keys'
+    // exact f32 values), when on average kMinRowsPerTurnedCell rows see each of their cells; the queries in
+    // the keys' dot type (as the dot products take them) as f32. Tokens of different sequences decoded
+    // together see disjoint cells, and keep the dot products.
     using detail::kKeyBlock;
     const int dk = a.head_dim_k;
     const int64_t n_blocks = (a.n_kv + kKeyBlock - 1) / kKeyBlock;
     bool key_blocks =
-        a.type_k == GgmlType::F16 && a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
+        (a.type_k == GgmlType::F16 || (a.type_k == GgmlType::Q8_0 && dk <= kMaxTurnedHeadDim)) &&
+        a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
     // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
     bool turn_values =
@@ -154,10 +156,18 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         std::vector<float> &buf = scratch<float, Scratch::TurnedKeys>();
         buf.resize(static_cast<size_t>(a.n_head_kv * n_blocks) * per_block);
         for_each_seen_block([&](int64_t g, int64_t blk, int64_t i) {
-            detail::turn_key_block_f16(
-                a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes, a.k_row_bytes,
-                static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock)), dk,
-                buf.data() + i * per_block);
+            const uint8_t *k0 = a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes;
+            const int n = static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock));
+            float *kt = buf.data() + i * per_block;
+            if (a.type_k == GgmlType::F16) {
+                detail::turn_key_block_f16(k0, a.k_row_bytes, n, dk, kt);
+                return;
+            }
+            // Q8_0: each cell's keys as f32 (d * q, exact), then turned; cells past n are zero
+            float rows[kKeyBlock][kMaxTurnedHeadDim];
+            for (int c = 0; c < n; ++c) dequantize_row(a.type_k, k0 + c * a.k_row_bytes, rows[c], dk);
+            for (int d = 0; d < dk; ++d)
+                for (int c = 0; c < kKeyBlock; ++c) kt[d * kKeyBlock + c] = c < n ? rows[c][d] : 0.0f;
         });
         turned = buf.data();
     }
@@ -349,9 +359,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 const bool shared = key_blocks && static_cast<int64_t>(nr) * (u1 - u0) <= 2 * item_spans &&
                                     unturned[b1] == unturned[b0];
                 if (shared) {
-                    // the queries' F16 values as f32, against the blocks covering the span
+                    // the queries' values in the keys' dot type as f32, against the blocks covering the span
                     for (int v = 0; v < nr * hpi; ++v)
-                        dequantize_row(GgmlType::F16, qbuf + v * q_act_bytes, qf + v * dk, dk);
+                        dequantize_row(kk.act_type, qbuf + v * q_act_bytes, qf + v * dk, dk);
                     detail::key_block_scores(qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block,
                                              per_block, b1 - b0, scores + b0 * kKeyBlock, lds);
                 } else {

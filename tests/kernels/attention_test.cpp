@@ -358,32 +358,35 @@ TEST(AttentionTest, F16ValuesByRowsGiveTheBitsOfTheSameValuesInF32) {
     }
 }
 
-// Each output row of a prompt has the same bits whichever rows share its work item.
+// Each output row of a prompt has the same bits whichever rows share its work item (F16 and Q8_0 keys).
 TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
     const int n_tok = 11;
     // out[token][q_dim] of the given rows (run_case writes them in rows' order, q_dim + 1 apart)
-    auto run = [&](std::vector<int32_t> rows, int threads) {
-        Case c{8, 2, 64, 70, n_tok, GgmlType::F16, GgmlType::F16, false};
-        c.rows = rows;
-        const std::vector<float> out = run_case(c, 7, threads);
+    for (GgmlType tk : {GgmlType::F16, GgmlType::Q8_0}) {
+        SCOPED_TRACE(type_name(tk));
+        auto run = [&](std::vector<int32_t> rows, int threads) {
+            Case c{8, 2, 64, 70, n_tok, tk, GgmlType::F16, false};
+            c.rows = rows;
+            const std::vector<float> out = run_case(c, 7, threads);
+            const int64_t q_dim = 8 * 64;
+            std::vector<float> by_token(n_tok * q_dim, 0.0f);
+            for (size_t i = 0; i < rows.size(); ++i)
+                std::copy(out.begin() + i * (q_dim + 1), out.begin() + i * (q_dim + 1) + q_dim,
+                          by_token.begin() + rows[i] * q_dim);
+            return by_token;
+        };
+        std::vector<int32_t> forward(n_tok), backward(n_tok);
+        for (int t = 0; t < n_tok; ++t) forward[t] = t, backward[t] = n_tok - 1 - t;
+        const std::vector<float> a = run(forward, 1), b = run(backward, 2);
+        EXPECT_EQ(a, b);
+        // and 5 of the tokens on their own
+        const std::vector<int32_t> some = {9, 3, 0, 7, 5};
+        const std::vector<float> c = run(some, 1);
         const int64_t q_dim = 8 * 64;
-        std::vector<float> by_token(n_tok * q_dim, 0.0f);
-        for (size_t i = 0; i < rows.size(); ++i)
-            std::copy(out.begin() + i * (q_dim + 1), out.begin() + i * (q_dim + 1) + q_dim,
-                      by_token.begin() + rows[i] * q_dim);
-        return by_token;
-    };
-    std::vector<int32_t> forward(n_tok), backward(n_tok);
-    for (int t = 0; t < n_tok; ++t) forward[t] = t, backward[t] = n_tok - 1 - t;
-    const std::vector<float> a = run(forward, 1), b = run(backward, 2);
-    EXPECT_EQ(a, b);
-    // and 5 of the tokens on their own
-    const std::vector<int32_t> some = {9, 3, 0, 7, 5};
-    const std::vector<float> c = run(some, 1);
-    const int64_t q_dim = 8 * 64;
-    for (int t : some)
-        EXPECT_TRUE(std::equal(a.begin() + t * q_dim, a.begin() + (t + 1) * q_dim, c.begin() + t * q_dim))
-            << "token " << t;
+        for (int t : some)
+            EXPECT_TRUE(std::equal(a.begin() + t * q_dim, a.begin() + (t + 1) * q_dim, c.begin() + t * q_dim))
+                << "token " << t;
+    }
 }
 
 TEST(AttentionTest, Softcap) {
