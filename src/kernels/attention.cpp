@@ -28,7 +28,7 @@ void axpy(float a, const float *x, float *y, int n) {
 }
 
 // Per-thread buffers that keep their memory from call to call (no allocation in steady state), one per use.
-enum class Scratch { TurnedKeys, TurnedValues, Item, RowSpans, UnseenBlocks };
+enum class Scratch { TurnedKeys, TurnedValues, TurnTile, Item, RowSpans, UnseenBlocks };
 template <typename T, Scratch kUse>
 std::vector<T> &scratch() {
     thread_local std::vector<T> buf;
@@ -163,11 +163,13 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 detail::turn_key_block_f16(k0, a.k_row_bytes, n, dk, kt);
                 return;
             }
-            // Q8_0: each cell's keys as f32 (d * q, exact), then turned; cells past n are zero
-            float rows[kKeyBlock][kMaxTurnedHeadDim];
-            for (int c = 0; c < n; ++c) dequantize_row(a.type_k, k0 + c * a.k_row_bytes, rows[c], dk);
-            for (int d = 0; d < dk; ++d)
-                for (int c = 0; c < kKeyBlock; ++c) kt[d * kKeyBlock + c] = c < n ? rows[c][d] : 0.0f;
+            // Q8_0: each cell's keys as f32 (d * q, exact) into its lane of the block (dk x 16 floats, in
+            // L1); cells past n are zero
+            float row[kMaxTurnedHeadDim];
+            for (int c = 0; c < kKeyBlock; ++c) {
+                if (c < n) dequantize_row(a.type_k, k0 + c * a.k_row_bytes, row, dk);
+                for (int d = 0; d < dk; ++d) kt[d * kKeyBlock + c] = c < n ? row[d] : 0.0f;
+            }
         });
         turned = buf.data();
     }
@@ -190,20 +192,24 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             const int j0 = static_cast<int>(blk * kKeyBlock);
             const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, n_kv - j0));
             const size_t head = static_cast<size_t>(g) * dv * n_kv;
+            // the tile [dv][kKeyBlock] (up to 32 KiB) in a per-thread buffer, not on the caller's stack
+            std::vector<float> &tile_buf = scratch<float, Scratch::TurnTile>();
+            tile_buf.resize(static_cast<size_t>(dv) * kKeyBlock);
             if (turned_f16) {
-                uint16_t tile[kMaxTurnedHeadDim][kKeyBlock];
+                auto *tile = reinterpret_cast<uint16_t *>(tile_buf.data());
                 for (int jj = 0; jj < nj; ++jj) {
                     uint16_t vals[kMaxTurnedHeadDim];
                     std::memcpy(vals, a.v + (j0 + jj) * a.v_row_bytes + g * v_head_bytes,
                                 sizeof(uint16_t) * dv);
-                    for (int c = 0; c < dv; ++c) tile[c][jj] = vals[c];
+                    for (int c = 0; c < dv; ++c) tile[c * kKeyBlock + jj] = vals[c];
                 }
                 uint16_t *dst = reinterpret_cast<uint16_t *>(buf.data()) + head + j0;
                 for (int c = 0; c < dv; ++c)
-                    std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile[c], sizeof(uint16_t) * nj);
+                    std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile + c * kKeyBlock,
+                                sizeof(uint16_t) * nj);
                 return;
             }
-            float tile[kMaxTurnedHeadDim][kKeyBlock];
+            float *tile = tile_buf.data();
             for (int jj = 0; jj < nj; ++jj) {
                 const uint8_t *src = a.v + (j0 + jj) * a.v_row_bytes + g * v_head_bytes;
                 float vals[kMaxTurnedHeadDim];
@@ -211,11 +217,11 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     std::memcpy(vals, src, sizeof(float) * dv);
                 else
                     dequantize_row(a.type_v, src, vals, dv);
-                for (int c = 0; c < dv; ++c) tile[c][jj] = vals[c];
+                for (int c = 0; c < dv; ++c) tile[c * kKeyBlock + jj] = vals[c];
             }
             float *dst = reinterpret_cast<float *>(buf.data()) + head + j0;
             for (int c = 0; c < dv; ++c)
-                std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile[c], sizeof(float) * nj);
+                std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile + c * kKeyBlock, sizeof(float) * nj);
         });
         v_turned = buf.data();
     }
