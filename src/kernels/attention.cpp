@@ -167,8 +167,11 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             // L1); cells past n are zero
             float row[kMaxTurnedHeadDim];
             for (int c = 0; c < kKeyBlock; ++c) {
-                if (c < n) dequantize_row(a.type_k, k0 + c * a.k_row_bytes, row, dk);
-                for (int d = 0; d < dk; ++d) kt[d * kKeyBlock + c] = c < n ? row[d] : 0.0f;
+                if (c < n)
+                    dequantize_row(a.type_k, k0 + c * a.k_row_bytes, row, dk);
+                else
+                    std::fill(row, row + dk, 0.0f);
+                for (int d = 0; d < dk; ++d) kt[d * kKeyBlock + c] = row[d];
             }
         });
         turned = buf.data();
@@ -193,35 +196,28 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, n_kv - j0));
             const size_t head = static_cast<size_t>(g) * dv * n_kv;
             // the tile [dv][kKeyBlock] (up to 32 KiB) in a per-thread buffer, not on the caller's stack
-            std::vector<float> &tile_buf = scratch<float, Scratch::TurnTile>();
-            tile_buf.resize(static_cast<size_t>(dv) * kKeyBlock);
-            if (turned_f16) {
-                auto *tile = reinterpret_cast<uint16_t *>(tile_buf.data());
+            std::vector<uint8_t> &tile_buf = scratch<uint8_t, Scratch::TurnTile>();
+            tile_buf.resize(static_cast<size_t>(dv) * kKeyBlock * v_es);
+            // E: the turned element (F16 bits as they are, or f32); cell(src, vals) reads one cell's dv
+            // values
+            auto turn_block = [&]<typename E>(E *dst, auto &&cell) {
+                E *tile = reinterpret_cast<E *>(tile_buf.data());
                 for (int jj = 0; jj < nj; ++jj) {
-                    uint16_t vals[kMaxTurnedHeadDim];
-                    std::memcpy(vals, a.v + (j0 + jj) * a.v_row_bytes + g * v_head_bytes,
-                                sizeof(uint16_t) * dv);
+                    E vals[kMaxTurnedHeadDim];
+                    cell(a.v + (j0 + jj) * a.v_row_bytes + g * v_head_bytes, vals);
                     for (int c = 0; c < dv; ++c) tile[c * kKeyBlock + jj] = vals[c];
                 }
-                uint16_t *dst = reinterpret_cast<uint16_t *>(buf.data()) + head + j0;
                 for (int c = 0; c < dv; ++c)
-                    std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile + c * kKeyBlock,
-                                sizeof(uint16_t) * nj);
-                return;
-            }
-            float *tile = tile_buf.data();
-            for (int jj = 0; jj < nj; ++jj) {
-                const uint8_t *src = a.v + (j0 + jj) * a.v_row_bytes + g * v_head_bytes;
-                float vals[kMaxTurnedHeadDim];
-                if (a.type_v == GgmlType::F32)
-                    std::memcpy(vals, src, sizeof(float) * dv);
-                else
-                    dequantize_row(a.type_v, src, vals, dv);
-                for (int c = 0; c < dv; ++c) tile[c * kKeyBlock + jj] = vals[c];
-            }
-            float *dst = reinterpret_cast<float *>(buf.data()) + head + j0;
-            for (int c = 0; c < dv; ++c)
-                std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile + c * kKeyBlock, sizeof(float) * nj);
+                    std::memcpy(dst + static_cast<size_t>(c) * n_kv, tile + c * kKeyBlock, sizeof(E) * nj);
+            };
+            if (turned_f16)
+                turn_block(reinterpret_cast<uint16_t *>(buf.data()) + head + j0,
+                           [&](const uint8_t *src, uint16_t *vals) {
+                               std::memcpy(vals, src, sizeof(uint16_t) * dv);
+                           });
+            else
+                turn_block(reinterpret_cast<float *>(buf.data()) + head + j0,
+                           [&](const uint8_t *src, float *vals) { dequantize_row(a.type_v, src, vals, dv); });
         });
         v_turned = buf.data();
     }
