@@ -1,10 +1,10 @@
 // AVX-512 (F/BW/VL/DQ + VNNI + BF16) kernels. Dots: the float types, Q8_0 / Q4_0 (two blocks per register,
 // scales of 8 blocks gathered at once) and Q4_K / Q5_K / Q6_K (64 elements per register) use full 512-bit
 // registers; the other types use the shared 256-bit set (dot_x86_inl.h), which here compiles its int8 dots to
-// vpdpbusd. Gemm: the integer types over interleaved 16-row groups (gemm_interleaved_x86_inl.h, V512), F16
-// over 8-row groups two rows per register, BF16 over 8-row groups four rows per register (vdpbf16ps), and
-// the float types' plain rows (the KV cache) in 512-bit tiles; the other plain tiles are the shared 256-bit
-// ones.
+// vpdpbusd. Gemm: the integer types over interleaved 16-row groups (gemm_interleaved_x86_inl.h, V512), F32
+// and F16 over 8-row groups two rows per register, BF16 over 8-row groups four rows per register (vdpbf16ps),
+// and the float types' plain rows (the KV cache) in 512-bit tiles; the other plain tiles are the shared
+// 256-bit ones.
 #include "kernels/dot.h"
 
 #if defined(__x86_64__)
@@ -262,7 +262,7 @@ inline float vec_dot_q6_K_512(int64_t n, const void *vx, const void *vy) {
     return _mm512_reduce_add_ps(acc);
 }
 
-// ---- F16 / BF16 over interleaved weights (block_f16x8), 512-bit ----
+// ---- F32 / F16 / BF16 over interleaved weights (block_x8), 512-bit ----
 
 // The float tiles below run over 8-row groups. With more activations than one tile takes, this driver
 // prefetches the weights of the next group (or chunk) a few lines per tile while one computes: the first tile
@@ -293,6 +293,7 @@ struct FloatX8Driver512 {
         FloatX8TileTable<Tile, std::make_index_sequence<kMaxC>>::fn;
     static constexpr int64_t kAcc = Tile<1>::kAcc;
     static constexpr int64_t kChunkBlocks = kChunkActBytes512 / Tile<1>::kActBlock;
+    static constexpr int64_t kBlockBytes = Tile<1>::kBlockBytes;
 
     // Floats of acc a call with nc activations needs.
     static size_t acc_floats(int64_t nc) { return static_cast<size_t>(kChunkGroups512 * nc * kAcc); }
@@ -311,12 +312,11 @@ struct FloatX8Driver512 {
                 for (int64_t r0 = rb; r0 < block_end; r0 += 8) {
                     const ChunkPos p = next_chunk(rb, block_end, r0, b0, chunk, nb);
                     const int64_t p_blocks = nb - p.b0 < chunk ? nb - p.b0 : chunk;
-                    // 2 lines a 128-byte block, one stretch
-                    SpreadPrefetch pf(tiles && p.r0 < nr ? 2 * p_blocks : 0, n_tiles);
-                    const char *pf_base =
-                        reinterpret_cast<const char *>(w + p.r0 * ldw) + p.b0 * sizeof(block_f16x8);
+                    // the chunk's blocks, one stretch
+                    SpreadPrefetch pf(tiles && p.r0 < nr ? kBlockBytes / 64 * p_blocks : 0, n_tiles);
+                    const char *pf_base = reinterpret_cast<const char *>(w + p.r0 * ldw) + p.b0 * kBlockBytes;
                     float *ga = acc + (r0 - rb) / 8 * nc * kAcc;
-                    const uint8_t *wc = w + r0 * ldw + b0 * sizeof(block_f16x8);
+                    const uint8_t *wc = w + r0 * ldw + b0 * kBlockBytes;
                     for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
                         pf.step([&](int64_t i) { return pf_base + 64 * i; });
                         const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
@@ -332,14 +332,27 @@ struct FloatX8Driver512 {
     }
 };
 
-// F16: 8 rows x C activations. Register p holds 8 elements of rows 2p and 2p + 1; the activation's 8
-// elements (converted to f32 once per call) are broadcast to both halves. Each (row, activation) keeps the 8
-// partial sums of FloatX8Tile and reduces them in the same order, so the values are the 256-bit tile's bit
-// for bit, with half the instructions and up to 6 activations per pass (4 x 6 accumulators).
-template <int C>
-struct F16Tile512 {
+// F32 / F16: 8 rows x C activations. Register p holds 8 elements of rows 2p and 2p + 1; the activation's 8
+// elements (f32, converted once per call for F16) are broadcast to both halves. Each (row, activation) keeps
+// the 8 partial sums of FloatX8Tile and reduces them in the same order, so the values are the 256-bit tile's
+// bit for bit, with half the instructions and up to 6 activations per pass (4 x 6 accumulators). A decoded
+// token's F32 group prefetches 8 KiB ahead, as the 256-bit tile does (kFloatX8PrefetchBytes).
+struct F16Pairs {
+    using T = uint16_t;
+    static constexpr bool kPrefetch = false;
+    static __m512 load(const T *p) { return _mm512_cvtph_ps(loadu256(p)); }
+};
+struct F32Pairs {
+    using T = float;
+    static constexpr bool kPrefetch = true;
+    static __m512 load(const T *p) { return _mm512_loadu_ps(p); }
+};
+template <class P, int C>
+struct PairRowsTile512 {
+    using Block = block_x8<typename P::T>;
     static constexpr int64_t kAcc = 64;       // floats of lane sums per activation: 4 registers
     static constexpr int64_t kActBlock = 32;  // bytes of activation per block: 8 floats
+    static constexpr int64_t kBlockBytes = sizeof(Block);
     static void run(int64_t nb, const uint8_t *w, const uint8_t *ab, size_t lda, float *acc_out, bool first) {
         const auto *a = reinterpret_cast<const float *>(ab);
         const int64_t ldf = static_cast<int64_t>(lda / sizeof(float));
@@ -350,12 +363,17 @@ struct F16Tile512 {
             for (int c = 0; c < C; ++c)
                 acc[p][c] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_out + (c * 4 + p) * 16);
         }
-        const auto *xb = reinterpret_cast<const block_f16x8 *>(w);
+        const auto *xb = reinterpret_cast<const Block *>(w);
         for (int64_t b = 0; b < nb; ++b) {
-            const block_f16x8 &x = xb[b];
+            const Block &x = xb[b];
+            if constexpr (P::kPrefetch && C == 1) {
+                const char *ahead = reinterpret_cast<const char *>(&x) + kFloatX8PrefetchBytes;
+                LCTX_UNROLL
+                for (size_t l = 0; l < sizeof(Block); l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
+            }
             __m512 xv[4];
             LCTX_UNROLL
-            for (int p = 0; p < 4; ++p) xv[p] = _mm512_cvtph_ps(loadu256(x.v[2 * p]));
+            for (int p = 0; p < 4; ++p) xv[p] = P::load(x.v[2 * p]);
             LCTX_UNROLL
             for (int c = 0; c < C; ++c) {
                 const __m512 av = _mm512_broadcast_f32x8(_mm256_loadu_ps(a + c * ldf + 8 * b));
@@ -378,11 +396,15 @@ struct F16Tile512 {
         }
     }
 };
-constexpr int kF16MaxC512 = 6;
+template <int C>
+using F16Tile512 = PairRowsTile512<F16Pairs, C>;
+template <int C>
+using F32Tile512 = PairRowsTile512<F32Pairs, C>;
+constexpr int kPairRowsMaxC512 = 6;
 
 void gemm_interleaved_f16_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
                               int64_t nc, float *y, int64_t ldy) {
-    using Driver = FloatX8Driver512<F16Tile512, kF16MaxC512>;
+    using Driver = FloatX8Driver512<F16Tile512, kPairRowsMaxC512>;
     const int64_t nb = n / 8;
     // The activations as f32 (exactly their half values), then the lane sums, in a buffer from a baseline
     // translation unit.
@@ -397,6 +419,15 @@ void gemm_interleaved_f16_512(int64_t n, const void *w, size_t ldw, int64_t nr, 
                 static_cast<size_t>(n) * sizeof(float), nc, af + a_floats, y, ldy);
 }
 
+// F32 activations are read where they are.
+void gemm_interleaved_f32_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                              int64_t nc, float *y, int64_t ldy) {
+    using Driver = FloatX8Driver512<F32Tile512, kPairRowsMaxC512>;
+    auto *acc = reinterpret_cast<float *>(kernel_tile_scratch(Driver::acc_floats(nc) * sizeof(float)));
+    Driver::run(n / 8, static_cast<const uint8_t *>(w), ldw, nr, static_cast<const uint8_t *>(act), lda, nc,
+                acc, y, ldy);
+}
+
 // ---- BF16 over interleaved weights (block_f16x8), vdpbf16ps ----
 
 // 8 rows x C activations. A block's first and last 64 bytes are rows 0-3 and 4-7 (8 elements each); the
@@ -409,6 +440,7 @@ template <int C>
 struct BF16DpTile512 {
     static constexpr int64_t kAcc = 32;       // floats of lane sums per activation: 2 registers
     static constexpr int64_t kActBlock = 16;  // bytes of activation per block: 8 bf16
+    static constexpr int64_t kBlockBytes = sizeof(block_f16x8);
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, float *acc_out, bool first) {
         __m512 acc[2][C];
         LCTX_UNROLL
@@ -666,6 +698,8 @@ QuantizeActFn quantize_act_avx512(GgmlType act_type) {
 // per zmm register).
 GemmFn gemm_interleaved_avx512(GgmlType weight_type) {
     switch (weight_type) {
+        case GgmlType::F32:
+            return &gemm_interleaved_f32_512;
         case GgmlType::F16:
             return &gemm_interleaved_f16_512;
         case GgmlType::BF16:
@@ -675,7 +709,8 @@ GemmFn gemm_interleaved_avx512(GgmlType weight_type) {
     }
 }
 int group_rows_avx512(GgmlType weight_type) {
-    if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return kGroupRows256;
+    if (weight_type == GgmlType::F32 || weight_type == GgmlType::F16 || weight_type == GgmlType::BF16)
+        return kGroupRows256;
     return shared_gemm_interleaved_int<V512>(weight_type) ? kGroupRows512 : 0;
 }
 // The float types in 512-bit tiles (attention over the KV cache); the others in the 256-bit tiles of the

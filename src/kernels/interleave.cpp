@@ -76,6 +76,8 @@ size_t group_block_bytes(GgmlType t) {
         case GgmlType::F16:
         case GgmlType::BF16:
             return G == 8 ? sizeof(block_f16x8) : 0;
+        case GgmlType::F32:
+            return G == 8 ? sizeof(block_f32x8) : 0;
         default:
             return 0;
     }
@@ -159,9 +161,10 @@ void pack_block(GgmlType t, const uint8_t *const *rows, int64_t b, uint8_t *out)
     const size_t bs = type_traits(t).type_size;
     uint8_t c[256];
     switch (t) {
+        case GgmlType::F32:
         case GgmlType::F16:
-        case GgmlType::BF16:
-            for (int r = 0; r < G; ++r) std::memcpy(out + 16 * r, rows[r] + 16 * b, 16);
+        case GgmlType::BF16:  // 8 elements of each row, as they are
+            for (int r = 0; r < G; ++r) std::memcpy(out + 8 * bs * r, rows[r] + 8 * bs * b, 8 * bs);
             return;
         case GgmlType::Q4_0: {
             auto *x = reinterpret_cast<block_q4_0xG<G> *>(out);
@@ -245,10 +248,13 @@ void pack_block(GgmlType t, const uint8_t *const *rows, int64_t b, uint8_t *out)
 template <int G>
 void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *out) {
     switch (t) {
+        case GgmlType::F32:
         case GgmlType::F16:
-        case GgmlType::BF16:
-            std::memcpy(out, group + b * static_cast<int64_t>(sizeof(block_f16x8)) + 16 * r, 16);
+        case GgmlType::BF16: {
+            const size_t part = 8 * type_traits(t).type_size;  // one row's 8 elements
+            std::memcpy(out, group + b * static_cast<int64_t>(G * part) + part * r, part);
             return;
+        }
         case GgmlType::Q4_0: {
             const auto x = load_block<block_q4_0xG<G>>(group, b);
             block_q4_0 p{};
@@ -343,7 +349,7 @@ uint8_t *kernel_tile_scratch(size_t n) {
 
 int64_t interleave_block_elems(GgmlType t) {
     if (block_bytes(t, 8) == 0) return 0;
-    return t == GgmlType::F16 || t == GgmlType::BF16 ? 8 : type_traits(t).block_size;
+    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 ? 8 : type_traits(t).block_size;
 }
 
 bool can_interleave(GgmlType t, int64_t rows, int64_t cols) {

@@ -69,12 +69,12 @@ double bound(int64_t cols, double abs_sum) {
 }
 
 constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
-                               GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16};
+                               GgmlType::Q6_K, GgmlType::F32,  GgmlType::F16,  GgmlType::BF16};
 
 // Columns: a few blocks, odd block counts, and a real model width.
 std::vector<int64_t> cols_for(GgmlType t) {
     const int64_t bs = interleave_block_elems(t);
-    // F16 / BF16 also 69 blocks: the staged kernel's chunks of 64 blocks and a short last one.
+    // F32 / F16 / BF16 also 69 blocks: the staged kernel's chunks of 64 blocks and a short last one.
     if (bs == 8) return {bs, 3 * bs, 69 * bs, 2048};
     return {bs, 3 * bs, bs == 256 ? 2304 : 2048};
 }
@@ -103,7 +103,10 @@ TEST(Interleave, Eligibility) {
     EXPECT_TRUE(can_interleave(GgmlType::F16, 8, 64));
     EXPECT_TRUE(can_interleave(GgmlType::BF16, 3, 2048));
     EXPECT_FALSE(can_interleave(GgmlType::F16, 8, 60));  // not whole 8-element blocks
-    EXPECT_FALSE(can_interleave(GgmlType::F32, 8, 64));
+    EXPECT_TRUE(can_interleave(GgmlType::F32, 8, 64));
+    EXPECT_FALSE(can_interleave(GgmlType::F32, 8, 60));
+    EXPECT_FALSE(has_group_layout(GgmlType::F32, 16));
+    EXPECT_EQ(interleaved_row_bytes(GgmlType::F32, 64), row_size(GgmlType::F32, 64));
     EXPECT_EQ(interleaved_row_bytes(GgmlType::F16, 64), row_size(GgmlType::F16, 64));
     EXPECT_FALSE(can_interleave(GgmlType::Q4_0, 0, 32));
     std::vector<uint8_t> buf(row_size(GgmlType::Q4_K, 256) * 8);
@@ -200,6 +203,37 @@ TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
     }
 }
 
+// The float groups keep each output's 8 lane sums in the plain tiles' order: at the 256-bit level an
+// interleaved matrix gives the bits of its plain rows (so a model's values do not change with the layout),
+// and the 512-bit F32 / F16 kernels (two rows per register) give the 256-bit ones' bits.
+TEST(Interleave, FloatGroupsGiveThePlainTilesBits) {
+    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+    const bool avx512 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx512);
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+        SCOPED_TRACE(type_name(t));
+        const TypeKernels &k = type_kernels(t, Isa::Avx2);
+        for (auto [cols, n_act] :
+             {std::pair<int64_t, int64_t>{2048, 1}, {2048, 3}, {24, 2}, {552, 5}, {1576, 9}}) {
+            const int64_t rows = 24;
+            const Mat m = make_mat(t, rows, cols, 31, 8);
+            size_t act_row = 0;
+            const std::vector<uint8_t> act = make_act(t, n_act, cols, 32, &act_row);
+            std::vector<float> yi(n_act * rows), yp(n_act * rows, -1.0f);
+            k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row, n_act,
+                               yi.data(), rows);
+            k.gemm(cols, m.plain.data(), m.row_bytes, rows, act.data(), act_row, n_act, yp.data(), rows);
+            EXPECT_EQ(yi, yp) << cols << " columns, " << n_act << " activations";
+            if (avx512 && t != GgmlType::BF16) {  // BF16's 512-bit kernel adds pairs in vdpbf16ps
+                std::vector<float> y5(n_act * rows, -1.0f);
+                type_kernels(t, Isa::Avx512)
+                    .gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row,
+                                      n_act, y5.data(), rows);
+                EXPECT_EQ(y5, yi) << cols << " columns, " << n_act << " activations (512-bit)";
+            }
+        }
+    }
+}
+
 std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>> &info) {
     return std::string(type_name(std::get<0>(info.param))) + "_" + isa_name(std::get<1>(info.param));
 }
@@ -250,7 +284,7 @@ TEST_P(GemmInterleavedFloatCallTest, LargeCallsKeepTheBitsOfOneOutputAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatTypes, GemmInterleavedFloatCallTest,
-                         ::testing::Combine(::testing::Values(GgmlType::F16, GgmlType::BF16),
+                         ::testing::Combine(::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16),
                                             ::testing::ValuesIn(test::available_interleaved_isas())),
                          param_name);
 
