@@ -8,7 +8,8 @@
 namespace lctx::kernels {
 namespace {
 
-// F32 weights (plain rows) at the 256-bit level: from kStageMinAct activations on, whole groups of 8 rows go
+// F32 in plain rows at the 256-bit level (the KV cache, matrices kept plain: model weights are interleaved,
+// interleave.h): from kStageMinAct activations on, whole groups of 8 rows go
 // through the staged kernel (each row chunk copied once into L1 for every activation of the call, where the
 // plain 4 x 3 tile re-reads rows of 8 KiB and more from L2 for every 3 activations); rows past the last
 // group, rows whose length is not whole 8s, and fewer activations take the plain tile. Either gives the plain
