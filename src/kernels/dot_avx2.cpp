@@ -8,13 +8,12 @@
 namespace lctx::kernels {
 namespace {
 
-// F32 in plain rows at the 256-bit level (the KV cache, matrices kept plain: model weights are interleaved,
-// interleave.h): from kStageMinAct activations on, whole groups of 8 rows go
-// through the staged kernel (each row chunk copied once into L1 for every activation of the call, where the
-// plain 4 x 3 tile re-reads rows of 8 KiB and more from L2 for every 3 activations); rows past the last
-// group, rows whose length is not whole 8s, and fewer activations take the plain tile. Either gives the plain
-// tile's values (one 8-lane sum per output over the row, reduced at the end). L = LoadF16xF32: F16 rows
-// against F32 activations, the same arithmetic.
+// F32 in plain rows at the 256-bit level (the KV cache; model weights are interleaved, interleave.h): from
+// kStageMinAct activations on, whole groups of 8 rows go through the staged kernel (each row chunk copied
+// once into L1 for every activation of the call, where the plain 4 x 3 tile re-reads rows of 8 KiB and more
+// from L2 for every 3 activations); rows past the last group, rows whose length is not whole 8s, and fewer
+// activations take the plain tile. Either gives the plain tile's values (one 8-lane sum per output over the
+// row, reduced at the end). L = LoadF16xF32: F16 rows against F32 activations, the same arithmetic.
 template <class L>
 void gemm_float_plain(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
                       int64_t nc, float *y, int64_t ldy) {

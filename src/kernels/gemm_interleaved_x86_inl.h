@@ -18,11 +18,12 @@
 namespace lctx::kernels {
 namespace {
 
-// No software prefetch: every block is read front to back, and the hardware prefetcher alone streams that
-// faster. Prefetching 3 KiB ahead into L2 (as these tiles did) cost tinyllama tg at 1 thread 20-45% on an
-// AMD EPYC at both levels (Q4_0 avx2 26 -> 34 t/s without it, avx512 28 -> 42; Q8_0 15 -> 21; F16 8 -> 10),
-// prompts unchanged. It was there for Q6_K, whose reads alternated between two regions of a block; its
-// layout now keeps them together (interleave.h).
+// No software prefetch in the single-token tiles, but for the F32 groups (kFloatX8PrefetchBytes): every block
+// is read front to back, and the hardware prefetcher alone streams that faster. Prefetching 3 KiB ahead into
+// L2 (as these tiles did) cost tinyllama tg at 1 thread 20-45% on an AMD EPYC at both levels (Q4_0 avx2
+// 26 -> 34 t/s without it, avx512 28 -> 42; Q8_0 15 -> 21; F16 8 -> 10), prompts unchanged. It was there for
+// Q6_K, whose reads alternated between two regions of a block; its layout now keeps them together
+// (interleave.h).
 
 inline int32_t load_u32(const void *p) {
     int32_t v;
