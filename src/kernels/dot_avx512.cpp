@@ -336,15 +336,13 @@ struct FloatX8Driver512 {
 // elements (f32, converted once per call for F16) are broadcast to both halves. Each (row, activation) keeps
 // the 8 partial sums of FloatX8Tile and reduces them in the same order, so the values are the 256-bit tile's
 // bit for bit, with half the instructions and up to 6 activations per pass (4 x 6 accumulators). A decoded
-// token's F32 group prefetches 8 KiB ahead, as the 256-bit tile does (kFloatX8PrefetchBytes).
+// token's group prefetches 8 KiB ahead, as the 256-bit tile does (kFloatX8PrefetchBytes).
 struct F16Pairs {
     using T = uint16_t;
-    static constexpr bool kPrefetch = false;
     static __m512 load(const T *p) { return _mm512_cvtph_ps(loadu256(p)); }
 };
 struct F32Pairs {
     using T = float;
-    static constexpr bool kPrefetch = true;
     static __m512 load(const T *p) { return _mm512_loadu_ps(p); }
 };
 template <class P, int C>
@@ -366,11 +364,7 @@ struct PairRowsTile512 {
         const auto *xb = reinterpret_cast<const Block *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const Block &x = xb[b];
-            if constexpr (P::kPrefetch && C == 1) {
-                const char *ahead = reinterpret_cast<const char *>(&x) + kFloatX8PrefetchBytes;
-                LCTX_UNROLL
-                for (size_t l = 0; l < sizeof(Block); l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
-            }
+            if constexpr (C == 1) prefetch_block_ahead(&x);
             __m512 xv[4];
             LCTX_UNROLL
             for (int p = 0; p < 4; ++p) xv[p] = P::load(x.v[2 * p]);
@@ -451,6 +445,7 @@ struct BF16DpTile512 {
         }
         const auto *xb = reinterpret_cast<const block_f16x8 *>(w);
         for (int64_t b = 0; b < nb; ++b) {
+            if constexpr (C == 1) prefetch_block_ahead(&xb[b]);
             const auto x0 = (__m512bh)_mm512_loadu_si512(xb[b].v[0]);
             const auto x1 = (__m512bh)_mm512_loadu_si512(xb[b].v[4]);
             LCTX_UNROLL

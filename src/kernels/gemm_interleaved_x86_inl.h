@@ -18,12 +18,12 @@
 namespace lctx::kernels {
 namespace {
 
-// No software prefetch in the single-token tiles, but for the F32 groups (kFloatX8PrefetchBytes): every block
-// is read front to back, and the hardware prefetcher alone streams that faster. Prefetching 3 KiB ahead into
-// L2 (as these tiles did) cost tinyllama tg at 1 thread 20-45% on an AMD EPYC at both levels (Q4_0 avx2
-// 26 -> 34 t/s without it, avx512 28 -> 42; Q8_0 15 -> 21; F16 8 -> 10), prompts unchanged. It was there for
-// Q6_K, whose reads alternated between two regions of a block; its layout now keeps them together
-// (interleave.h).
+// No software prefetch in the integer single-token tiles: every block is read front to back, and the hardware
+// prefetcher alone streams that faster. Prefetching 3 KiB ahead into L2 (as these tiles did) cost tinyllama
+// tg at 1 thread 20-45% on an AMD EPYC at both levels (Q4_0 avx2 26 -> 34 t/s without it, avx512 28 -> 42;
+// Q8_0 15 -> 21), prompts unchanged. It was there for Q6_K, whose reads alternated between two regions of a
+// block; its layout now keeps them together (interleave.h). The float groups do prefetch, further ahead
+// (kFloatX8PrefetchBytes).
 
 inline int32_t load_u32(const void *p) {
     int32_t v;
@@ -535,11 +535,20 @@ struct Q6_KTile {
     }
 };
 
-// Bytes ahead of a decoded token's read that the 8-row float tile prefetches: F32 groups are one stream per
-// thread, which the hardware prefetcher alone ran at the speed of two plain rows side by side; 8 KiB ahead
-// (32 blocks) made it 14% faster at 2 threads and 16% at 1 (AMD EPYC, avx2 level, a 1 GiB product). The
-// 16-bit types stream without it (see the top of this file).
+// Bytes ahead of a decoded token's read that the 8-row float tiles prefetch (4 lines per F32 block, 2 per
+// F16 / BF16 one, into L1). A group is one stream per thread, which the hardware prefetcher alone ran no
+// faster than two plain F32 rows side by side; 8 KiB ahead made a 1 GiB F32 product 14% faster at 2 threads
+// and 16% at 1 (avx2 code), and tinyllama tg 5-18% faster in F16 and BF16 at both levels, smollm-135m F16 at
+// 1 thread 34% (AMD EPYC, paired runs).
 constexpr int64_t kFloatX8PrefetchBytes = 8192;
+// The lines of the block kFloatX8PrefetchBytes past x: within the group or the next one's (a prefetch past
+// the matrix does not fault).
+template <class Block>
+inline void prefetch_block_ahead(const Block *x) {
+    const char *ahead = reinterpret_cast<const char *>(x) + kFloatX8PrefetchBytes;
+    LCTX_UNROLL
+    for (size_t l = 0; l < sizeof(Block); l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
+}
 
 // 8 rows of F32 / F16 / BF16 weights x C activations of the same type (block_x8: 8 elements of each row per
 // block). Each (row, activation) keeps 8 f32 partial sums reduced once at the end, as the plain float tile
@@ -551,7 +560,6 @@ struct FloatX8Tile {
                     int64_t ldy) {
         using T = typename L::T;
         using Block = block_x8<T>;
-        constexpr bool kPrefetch = C == 1 && sizeof(T) == 4;
         constexpr int R = C == 1 ? 8 : 4;
         const auto *xb = reinterpret_cast<const Block *>(w);
         for (int h = 0; h < 8; h += R) {
@@ -563,12 +571,7 @@ struct FloatX8Tile {
             }
             for (int64_t b = 0; b < nb; ++b) {
                 const Block &x = xb[b];
-                if constexpr (kPrefetch) {
-                    // past the group into the next one's (a prefetch past the matrix does not fault)
-                    const char *ahead = reinterpret_cast<const char *>(&x) + kFloatX8PrefetchBytes;
-                    LCTX_UNROLL
-                    for (size_t l = 0; l < sizeof(Block); l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
-                }
+                if constexpr (C == 1) prefetch_block_ahead(&x);
                 __m256 xv[R];
                 LCTX_UNROLL
                 for (int r = 0; r < R; ++r) xv[r] = L::v(x.v[h + r]);
