@@ -636,7 +636,8 @@ void gemm_float_plain512(int64_t n, const void *w, size_t ldw, int64_t nr, const
     const auto *wb = static_cast<const uint8_t *>(w);
     int64_t r0 = 0;
     if (nc == 1 && n * static_cast<int64_t>(L::kElemBytes) >= kLongRowBytes) {
-        // One activation against long rows (an F32 weight matrix for a decoded token): four rows at a time,
+        // One activation against long plain rows (a decoded token's matrix kept plain, LCTX_REPACK=0; model
+        // weights take the 8-row groups, interleave.h): four rows at a time,
         // four streams (16 rows side by side are 16 streams, about 30% slower from DRAM; one row alone is one
         // chain of dependent FMAs, and two rows read slower still: a 256 MiB F32 product at 1 thread read
         // 26-27 GB/s by one row, 22-25 by two, 27-30 by four). The value is the one every tile position

@@ -857,7 +857,8 @@ void gemm_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, const void *ac
     const auto *ab = static_cast<const uint8_t *>(act);
     int64_t r0 = 0;
     if constexpr (!kBlocks) {
-        // One activation against long float rows (an F32 weight matrix for a decoded token): two rows at a
+        // One activation against long plain float rows (a decoded token's matrix kept plain, LCTX_REPACK=0;
+        // model weights take the 8-row groups, interleave.h): two rows at a
         // time, each the next pair's lines prefetched, so that the weights stream from memory in two
         // sequences (8 rows side by side are 8 streams, about 20% slower from DRAM; one row alone is one
         // chain of dependent FMAs, 32 bytes per FMA latency: TinyLlama F32 tg at 1 thread 5.8 t/s, 7.1-7.6 in

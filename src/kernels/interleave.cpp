@@ -163,9 +163,11 @@ void pack_block(GgmlType t, const uint8_t *const *rows, int64_t b, uint8_t *out)
     switch (t) {
         case GgmlType::F32:
         case GgmlType::F16:
-        case GgmlType::BF16:  // 8 elements of each row, as they are
-            for (int r = 0; r < G; ++r) std::memcpy(out + 8 * bs * r, rows[r] + 8 * bs * b, 8 * bs);
+        case GgmlType::BF16: {  // 8 elements of each row, as they are
+            const size_t part = plain_part_bytes(t);
+            for (int r = 0; r < G; ++r) std::memcpy(out + part * r, rows[r] + part * b, part);
             return;
+        }
         case GgmlType::Q4_0: {
             auto *x = reinterpret_cast<block_q4_0xG<G> *>(out);
             for (int r = 0; r < G; ++r) {
@@ -251,7 +253,7 @@ void unpack_block(GgmlType t, const uint8_t *group, int64_t b, int r, uint8_t *o
         case GgmlType::F32:
         case GgmlType::F16:
         case GgmlType::BF16: {
-            const size_t part = 8 * type_traits(t).type_size;  // one row's 8 elements
+            const size_t part = plain_part_bytes(t);  // one row's 8 elements
             std::memcpy(out, group + b * static_cast<int64_t>(G * part) + part * r, part);
             return;
         }

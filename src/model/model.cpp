@@ -179,11 +179,11 @@ void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     if (todo.empty()) return;
     // One buffer for all copies, laid out in the order a forward pass reads them (todo's order), each
     // copy starting on a cache line.
-    // Each matrix in the groups the active level's kernels read. A matrix without an interleaved layout
-    // (Q4_1, Q5_1, IQ4_NL and the K-quants other than Q4_K / Q6_K, or rows that are not whole blocks of it)
-    // is copied as it is: the buffer lies in huge pages, where the file's mapping has 4 KiB ones, and a
-    // decoded token's matrix-vector product streams its rows about 10% faster from there (the hardware
-    // prefetcher stops at page boundaries; fewer TLB misses).
+    // Each matrix in the groups the active level's kernels read. A matrix without an interleaved layout (a
+    // type interleave.h gives none, or rows that are not whole blocks of it) is copied as it is: the buffer
+    // lies in huge pages, where the file's mapping has 4 KiB ones, and a decoded token's matrix-vector
+    // product streams its rows about 10% faster from there (the hardware prefetcher stops at page boundaries;
+    // fewer TLB misses).
     auto interleaves = [](const kernels::WeightView &w) {
         return kernels::can_interleave(w.type, w.rows, w.cols);
     };
