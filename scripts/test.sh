@@ -8,6 +8,21 @@
 #   scripts/test.sh [--sanitize] [--tsan]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Each stage prints its wall time, so a slow CI run shows where the time went.
+t_start=$SECONDS
+stage_t0=$SECONDS
+stage_name=""
+stage() {
+  if [ -n "$stage_name" ]; then echo "test.sh: stage '$stage_name' took $((SECONDS - stage_t0)) s"; fi
+  stage_name="$1"
+  stage_t0=$SECONDS
+  [ -n "$stage_name" ] && echo "test.sh: stage '$stage_name'..."
+  return 0
+}
+# A hung test fails within minutes instead of eating CI's budget (ctest's default is 1500 s per test).
+# Sanitizer builds run several times slower, so they get a longer limit.
+timeout_release=${LCTX_TEST_TIMEOUT:-300}
+timeout_sanitized=${LCTX_TEST_TIMEOUT_SANITIZED:-900}
 sanitize=0
 tsan=0
 for a in "$@"; do
@@ -17,18 +32,21 @@ for a in "$@"; do
     *) echo "usage: $0 [--sanitize] [--tsan]" >&2; exit 2 ;;
   esac
 done
+stage "release build"
 "$root/scripts/build.sh"
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-ctest --test-dir "$root/build" --output-on-failure -j"$(nproc)"
+stage "release tests"
+ctest --test-dir "$root/build" --output-on-failure -j"$(nproc)" --timeout "$timeout_release"
 if [ $sanitize = 1 ] || [ $tsan = 1 ]; then
   "$root/scripts/setup.sh"
 fi
 if [ $sanitize = 1 ]; then
   # fuzzer-no-link only adds coverage hooks (served by the ASan runtime in test binaries), so one
   # instrumented library serves both the tests and the fuzz harnesses.
+  stage "ASan+UBSan build"
   flags="-fsanitize=fuzzer-no-link -fno-omit-frame-pointer"
   cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_SANITIZE=ON -DLCTX_FUZZ=ON \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
@@ -37,18 +55,24 @@ if [ $sanitize = 1 ]; then
   # Every suite at the CPU's best level (the unprefixed copies) and at the scalar level; the avx2 / avx512 /
   # amx copies run in the release pass above (the kernel suites also sweep every level in one process, so
   # each vector path still runs under the sanitizers).
+  stage "ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$root/build-asan" --output-on-failure -j"$(nproc)" -LE '^(avx2|avx512|amx)$'
+    ctest --test-dir "$root/build-asan" --output-on-failure -j"$(nproc)" --timeout "$timeout_sanitized" -LE '^(avx2|avx512|amx)$'
+  stage "fuzz smoke run"
   # A bounded smoke run that leaves the committed corpus as it is.
   LCTX_FUZZ_KEEP=0 LCTX_FUZZ_BUILD="$root/build-asan" "$root/scripts/fuzz.sh" "${LCTX_FUZZ_SECONDS:-30}"
 fi
 if [ $tsan = 1 ]; then
+  stage "TSan build"
   cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_TSAN=ON \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" >/dev/null
   cmake --build "$root/build-tsan" -j"$(nproc)" --target test_kernels test_context test_server
   # The unprefixed copies only (labelled by layer; the level copies carry their level's label: the same
   # threads over other kernels), less the kernel tests that call kernels directly on one thread.
+  stage "TSan tests"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp \
-    ctest --test-dir "$root/build-tsan" --output-on-failure -j"$(nproc)" -L '^(kernels|context|server)$' \
+    ctest --test-dir "$root/build-tsan" --output-on-failure -j"$(nproc)" --timeout "$timeout_sanitized" -L '^(kernels|context|server)$' \
           -E '^[A-Za-z]+/(GemmInterleavedTest|GemmIsaTest|DotTest|QuantizeActTest|FloatActTest)\.'
 fi
+stage ""
+echo "test.sh: all stages took $((SECONDS - t_start)) s"
