@@ -161,8 +161,11 @@ TEST(GrammarExactnessCapi, TheNamedRootRuleNeedsNoRuleCalledRoot) {
     llama_sampler *s = llama_sampler_init_grammar(vocab(), "expr ::= \" a\"\n", "expr");
     ASSERT_NE(s, nullptr);
     const std::vector<bool> ok = capi_allowed(s);
-    for (llama_token t = 0; t < static_cast<llama_token>(ok.size()); ++t)
-        if (ok[t]) EXPECT_TRUE(std::string(" a").rfind(piece(t), 0) == 0) << t << " '" << piece(t) << "'";
+    for (llama_token t = 0; t < static_cast<llama_token>(ok.size()); ++t) {
+        if (ok[t]) {
+            EXPECT_TRUE(std::string(" a").rfind(piece(t), 0) == 0) << t << " '" << piece(t) << "'";
+        }
+    }
     EXPECT_GT(std::count(ok.begin(), ok.end(), true), 0);
     llama_sampler_free(s);
 }
