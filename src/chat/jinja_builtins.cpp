@@ -160,7 +160,8 @@ std::string printf_format(const std::string &fmt, CallArgs &a) {
             n = std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(), x);
         } else if (std::strchr("fFeEgG", conv)) {
             if (!v.is_number() && !v.is_bool()) fail(std::string("format: %") + conv + " needs a number");
-            n = std::snprintf(buf, sizeof buf, (spec + conv).c_str(), v.is_float() ? v.as_float() : double(v.as_int()));
+            const double x = v.is_float() ? v.as_float() : static_cast<double>(v.as_int());
+            n = std::snprintf(buf, sizeof buf, (spec + conv).c_str(), x);
         } else {
             fail(std::string("format: unsupported format character '") + conv + "'");
         }

@@ -177,7 +177,7 @@ void GrammarSampler::accept(Token token) {
             const std::string constrained = trigger_buffer_.substr(at);
             trigger_buffer_.clear();
             if (!accept_bytes(constrained))
-                LCTX_LOG_WARN("grammar sampler: the text from the trigger word on does not start the grammar");
+                LCTX_LOG_WARN("grammar sampler: the text from the trigger word does not fit the grammar");
             return;
         }
         return;

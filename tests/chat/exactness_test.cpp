@@ -44,23 +44,28 @@ TEST(ChatExactness, GlmTemplatesWithUserAndAssistantMarkersAreGlmedge) {
             EXPECT_EQ(apply(tmpl.c_str(), msgs, add), apply("glmedge", msgs, add)) << file << " add " << add;
     }
     // The chatglm4 marker alone (b4748's own glm-4-9b-chat template) is still chatglm4.
-    EXPECT_EQ(builtin_template_detect("[gMASK]<sop>{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}"
-                                      "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"),
-              "chatglm4");
+    EXPECT_EQ(
+        builtin_template_detect("[gMASK]<sop>{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}"
+                                "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"),
+        "chatglm4");
 }
 
 // gemma and orion fold the system text into the next user turn; of several system messages before it,
 // b4748 keeps the last one.
 TEST(ChatExactness, GemmaAndOrionKeepTheLastOfSeveralSystemMessages) {
-    const std::vector<llama_chat_message> msgs = {
-        {"system", " First. "}, {"system", " Second. "}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
+    const std::vector<llama_chat_message> msgs = {{"system", " First. "},
+                                                  {"system", " Second. "},
+                                                  {"user", "Hi"},
+                                                  {"assistant", "Hello"},
+                                                  {"user", "Bye"}};
     EXPECT_EQ(apply("gemma", msgs, true),
               "<start_of_turn>user\nSecond.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n"
               "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
     EXPECT_EQ(apply("orion", msgs, true),
               "Human:  Second. \n\nHi\n\nAssistant: </s>Hello</s>Human: Bye\n\nAssistant: </s>");
     // A system message after the user turn it would open waits for the next one.
-    const std::vector<llama_chat_message> late = {{"user", "Hi"}, {"system", "A"}, {"system", "B"}, {"user", "Yo"}};
+    const std::vector<llama_chat_message> late = {
+        {"user", "Hi"}, {"system", "A"}, {"system", "B"}, {"user", "Yo"}};
     EXPECT_EQ(apply("orion", late, false), "Human: Hi\n\nAssistant: </s>Human: B\n\nYo\n\nAssistant: </s>");
 }
 

@@ -72,9 +72,11 @@ TEST(JinjaFilters, Strings) {
          "&lt;a href=&#39;x&#39;&gt;&amp;&#34;|&lt;|&amp;"},
         {"{{ 'aaa'|replace('a', 'b') }} {{ 'aaa'|replace('a', 'b', 2) }} {{ 'ab'|replace('', '-') }}",
          "bbb bba -a-b-"},
-        {"{{ 'Hello, world! it\\'s a_b 42'|wordcount }} {{ '   '|wordcount }} {{ 'a-b'|wordcount }}", "6 0 2"},
+        {"{{ 'Hello, world! it\\'s a_b 42'|wordcount }} {{ '   '|wordcount }} {{ 'a-b'|wordcount }}",
+         "6 0 2"},
         {"{{ 'a\\nb'|indent(2) }}|{{ 'a\\nb'|indent(2, true) }}|{{ 'a\\n\\nb'|indent(2) }}|"
-         "{{ 'a\\n\\nb'|indent(2, blank=true) }}|{{ 'a\\nb'|indent('> ') }}|{{ 'a\\nb'|indent }}|{{ 'a\\n'|indent(2) }}",
+         "{{ 'a\\n\\nb'|indent(2, blank=true) }}|{{ 'a\\nb'|indent('> ') }}|{{ 'a\\nb'|indent }}|{{ "
+         "'a\\n'|indent(2) }}",
          "a\n  b|  a\n  b|a\n\n  b|a\n  \n  b|a\n> b|a\n    b|a\n"},
         // printf-style, as Python's % operator.
         {"{{ '%s, %s!'|format('Hello', 'World') }} {{ '%d%%'|format(42) }} {{ '%.2f'|format(3.14159) }} "
@@ -86,10 +88,12 @@ TEST(JinjaFilters, Strings) {
 TEST(JinjaFilters, Numbers) {
     check({
         {"{{ neg|abs }} {{ negf|abs }} {{ 4|abs }} {{ (-0.0)|abs }}", "3 2.5 4 0.0"},
-        {"{{ 3.14159|round(2) }} {{ 3.14159|round(2, 'floor') }} {{ 3.14159|round(3, 'ceil') }} {{ 42.0|round }} "
+        {"{{ 3.14159|round(2) }} {{ 3.14159|round(2, 'floor') }} {{ 3.14159|round(3, 'ceil') }} {{ "
+         "42.0|round }} "
          "{{ 2.7|round }} {{ -1.5|round(0, 'floor') }} {{ 1234.0|round(-2) }}",
          "3.14 3.14 3.142 42.0 3.0 -2.0 1200.0"},
-        {"{{ '42'|int }} {{ ' 7 '|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ 3.9|int }} {{ '3.9'|int }} {{ true|int }} "
+        {"{{ '42'|int }} {{ ' 7 '|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ 3.9|int }} {{ '3.9'|int }} {{ "
+         "true|int }} "
          "{{ 'ff'|int(base=16) }} {{ '1A'|int(0, 16) }} {{ '101'|int(0, 2) }}",
          "42 7 0 7 3 3 1 255 26 5"},
         {"{{ '3.5'|float }} {{ 'x'|float }} {{ 'x'|float(1.5) }} {{ 2|float }}", "3.5 0.0 1.5 2.0"},
@@ -110,13 +114,17 @@ TEST(JinjaFilters, Sequences) {
         // Keys in their order, as llama.cpp (Jinja2 would sort them and escape <, >, & and ').
         {"{{ {'b': 1, 'a': [1, 'x', none, true]}|tojson }}|{{ [1]|tojson(indent=2) }}|{{ 'q\"'|tojson }}",
          "{\"b\": 1, \"a\": [1, \"x\", null, true]}|[\n  1\n]|\"q\\\"\""},
-        {"{{ [1, 2]|join(',') }} {{ 'abc'|join('-') }} {{ users|join(', ', attribute='name') }} {{ [1, 2]|join }}",
+        {"{{ [1, 2]|join(',') }} {{ 'abc'|join('-') }} {{ users|join(', ', attribute='name') }} {{ [1, "
+         "2]|join }}",
          "1,2 a-b-c ann, bob, cy 12"},
-        {"{{ undefined_x|default('x') }} {{ none|default('x') }} {{ ''|default('x', true) }} {{ false|d('x') }} "
+        {"{{ undefined_x|default('x') }} {{ none|default('x') }} {{ ''|default('x', true) }} {{ false|d('x') "
+         "}} "
          "{{ 0|d('x', boolean=true) }} {{ undefined_x|d }}|",
          "x None x False x |"},
-        {"{% for k, v in d|items %}{{ k }}={{ v }};{% endfor %}|{{ undefined_x|items|length }}", "b=1;a=2;C=0;|0"},
-        {"{% for k, v in d|dictsort %}{{ k }}{% endfor %} {% for k, v in d|dictsort(true) %}{{ k }}{% endfor %} "
+        {"{% for k, v in d|items %}{{ k }}={{ v }};{% endfor %}|{{ undefined_x|items|length }}",
+         "b=1;a=2;C=0;|0"},
+        {"{% for k, v in d|dictsort %}{{ k }}{% endfor %} {% for k, v in d|dictsort(true) %}{{ k }}{% endfor "
+         "%} "
          "{% for k, v in d|dictsort(by='value') %}{{ k }}{% endfor %} "
          "{% for k, v in d|dictsort(reverse=true) %}{{ k }}{% endfor %}",
          "abC Cab Cba Cba"},
@@ -134,7 +142,8 @@ TEST(JinjaFilters, Sequences) {
          "{{ users|map(attribute='box.n', default=0)|join }} {{ [' a ', 'b ']|map('trim')|join }} "
          "{{ ['aa', 'b']|map('replace', 'a', 'x')|join(',') }}",
          "1+2 AB 250 ab xx,b"},
-        {"{{ [1, 2, 3]|first }} {{ [1, 2, 3]|last }} {{ 'abc'|first }}{{ 'abc'|last }} {{ []|first }}|{{ d|first }}",
+        {"{{ [1, 2, 3]|first }} {{ [1, 2, 3]|last }} {{ 'abc'|first }}{{ 'abc'|last }} {{ []|first }}|{{ "
+         "d|first }}",
          "1 3 ac |b"},
         {"{{ 'ab'|list }} {{ d|list }} {{ (1, 2)|list }}", "['a', 'b'] ['b', 'a', 'C'] [1, 2]"},
         {"{{ [1, 2, 1, 3]|unique|list }} {{ ['a', 'A', 'b']|unique|list }} "
@@ -142,7 +151,8 @@ TEST(JinjaFilters, Sequences) {
          "{{ users|unique(attribute='active')|map(attribute='name')|join }}",
          "[1, 2, 3] ['a', 'b'] ['a', 'A', 'b'] annbob"},
         {"{{ [3, 1, 2]|sort }} {{ [3, 1, 2]|sort(reverse=true) }} {{ ['b', 'a', 'C']|sort }} "
-         "{{ ['b', 'a', 'C']|sort(case_sensitive=true) }} {{ users|sort(attribute='age')|map(attribute='name')|join }} "
+         "{{ ['b', 'a', 'C']|sort(case_sensitive=true) }} {{ "
+         "users|sort(attribute='age')|map(attribute='name')|join }} "
          "{{ [2, 1]|sort(true) }}",
          "[1, 2, 3] [3, 2, 1] ['a', 'b', 'C'] ['C', 'a', 'b'] bobanncy [2, 1]"},
         {"{{ 'abc'|reverse }} {{ [1, 2]|reverse|list }} {{ 'h\xc3\xa9'|reverse }}", "cba [2, 1] \xc3\xa9h"},
@@ -168,7 +178,8 @@ TEST(JinjaTests, Types) {
          "True False False True False True True False"},
         {"{{ 'a' is string }} {{ 1 is string }} {{ d is mapping }} {{ [] is mapping }}",
          "True False True False"},
-        {"{{ [] is iterable }} {{ 'a' is iterable }} {{ d is iterable }} {{ 1 is iterable }} {{ 'a' is sequence }} "
+        {"{{ [] is iterable }} {{ 'a' is iterable }} {{ d is iterable }} {{ 1 is iterable }} {{ 'a' is "
+         "sequence }} "
          "{{ [] is sequence }} {{ 1 is sequence }}",
          "True True True False True True False"},
         {"{{ range is callable }} {{ 'a'.upper is callable }} {{ 'a' is callable }}", "True True False"},
@@ -180,20 +191,24 @@ TEST(JinjaTests, Values) {
         {"{{ 3 is odd }} {{ 3 is even }} {{ 0 is even }} {{ -3 is odd }}", "True False True True"},
         {"{{ 9 is divisibleby 3 }} {{ 7 is divisibleby(3) }}", "True False"},
         // Python's str.islower / isupper: at least one cased character.
-        {"{{ 'abc1' is lower }} {{ 'aBc' is lower }} {{ '123' is lower }} {{ 'AB1' is upper }} {{ '12' is upper }} "
+        {"{{ 'abc1' is lower }} {{ 'aBc' is lower }} {{ '123' is lower }} {{ 'AB1' is upper }} {{ '12' is "
+         "upper }} "
          "{{ 1 is lower }}",
          "True False False True False False"},
-        {"{{ 1 is in [1, 2] }} {{ 3 is in [1, 2] }} {{ 'b' is in 'abc' }} {{ 'b' is in d }} {{ 'z' is in d }}",
+        {"{{ 1 is in [1, 2] }} {{ 3 is in [1, 2] }} {{ 'b' is in 'abc' }} {{ 'b' is in d }} {{ 'z' is in d "
+         "}}",
          "True False True True False"},
         // The operator names (==, <, ...) are reached through select(), as `is` takes a name.
         {"{{ 1 is eq 1 }} {{ 1 is equalto 2 }} {{ 1 is ne 2 }} {{ [1, 2]|select('==', 1)|list }} "
          "{{ [1, 2]|select('!=', 1)|list }}",
          "True False True [1] [2]"},
         {"{{ 1 is sameas 1 }} {{ 1 is sameas true }} {{ none is sameas none }}", "True False True"},
-        {"{{ 1 is lt 2 }} {{ 1 is lessthan 1 }} {{ 2 is le 2 }} {{ 3 is le 2 }} {{ [1, 2]|select('<', 2)|list }} "
+        {"{{ 1 is lt 2 }} {{ 1 is lessthan 1 }} {{ 2 is le 2 }} {{ 3 is le 2 }} {{ [1, 2]|select('<', "
+         "2)|list }} "
          "{{ [1, 2]|select('<=', 1)|list }}",
          "True False True False [1] [1]"},
-        {"{{ 2 is gt 1 }} {{ 1 is greaterthan 1 }} {{ 2 is ge 2 }} {{ 1 is ge 2 }} {{ [1, 2]|select('>', 1)|list }} "
+        {"{{ 2 is gt 1 }} {{ 1 is greaterthan 1 }} {{ 2 is ge 2 }} {{ 1 is ge 2 }} {{ [1, 2]|select('>', "
+         "1)|list }} "
          "{{ [1, 2]|select('>=', 2)|list }}",
          "True False True False [2] [2]"},
         {"{{ 'b' is gt 'a' }} {{ [1, 2] is lt [1, 3] }}", "True True"},
@@ -207,7 +222,8 @@ TEST(JinjaMethods, Strings) {
         {"{{ '  a  '.strip() }}|{{ 'xax'.strip('x') }}|{{ '  a  '.lstrip() }}|{{ '  a  '.rstrip() }}|"
          "{{ 'xax'.rstrip('x') }}",
          "a|a|a  |  a|xa"},
-        {"{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a,b,c'.split(',', 1) }} {{ ' a b c '.split(none, 1) }} "
+        {"{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a,b,c'.split(',', 1) }} {{ ' a b c "
+         "'.split(none, 1) }} "
          "{{ ''.split() }} {{ ''.split(',') }}",
          "['a', 'b', '', 'c'] ['a', 'b'] ['a', 'b,c'] ['a', 'b c '] [] ['']"},
         {"{{ 'a,b,c'.rsplit(',', 1) }} {{ 'a,b,c'.rsplit(',') }} {{ ' a b c '.rsplit(none, 1) }} "
@@ -216,10 +232,13 @@ TEST(JinjaMethods, Strings) {
         {"{{ 'abc'.startswith('ab') }} {{ 'abc'.startswith(('x', 'a')) }} {{ 'abc'.endswith('bc') }} "
          "{{ 'abc'.endswith('abcd') }} {{ 'abc'.startswith('') }}",
          "True True True False True"},
-        {"{{ 'aB'.upper() }} {{ 'aB'.lower() }} {{ \"they're wORLD\".title() }} {{ 'hELLO wORLD'.capitalize() }}",
+        {"{{ 'aB'.upper() }} {{ 'aB'.lower() }} {{ \"they're wORLD\".title() }} {{ 'hELLO "
+         "wORLD'.capitalize() }}",
          "AB ab They'Re World Hello world"},
-        {"{{ 'aaa'.replace('a', 'b') }} {{ 'aaa'.replace('a', 'b', 1) }} {{ 'ab'.replace('', '.') }}", "bbb baa .a.b."},
-        {"{{ 'h\xc3\xa9llo'.find('l') }} {{ 'hello'.rfind('l') }} {{ 'abc'.find('z') }} {{ 'abca'.index('a') }} "
+        {"{{ 'aaa'.replace('a', 'b') }} {{ 'aaa'.replace('a', 'b', 1) }} {{ 'ab'.replace('', '.') }}",
+         "bbb baa .a.b."},
+        {"{{ 'h\xc3\xa9llo'.find('l') }} {{ 'hello'.rfind('l') }} {{ 'abc'.find('z') }} {{ 'abca'.index('a') "
+         "}} "
          "{{ 'aaa'.count('a') }} {{ 'aaaa'.count('aa') }} {{ 'ab'.count('') }}",
          "2 3 -1 0 3 2 3"},
         {"{{ ', '.join(['a', 'b']) }} {{ '-'.join('xy') }} {{ ''.join([]) }}|", "a, b x-y |"},
@@ -232,10 +251,12 @@ TEST(JinjaMethods, Strings) {
         {"{{ 'abc'.removesuffix('bc') }} {{ 'abc'.removesuffix('x') }} {{ 'abc'.removesuffix('') }} "
          "{{ 'bc'.removesuffix('abc') }}",
          "a abc abc bc"},
-        {"{{ '123'.isdigit() }} {{ ''.isdigit() }} {{ '1a'.isdigit() }} {{ 'ab'.isalpha() }} {{ 'a1'.isalpha() }} "
+        {"{{ '123'.isdigit() }} {{ ''.isdigit() }} {{ '1a'.isdigit() }} {{ 'ab'.isalpha() }} {{ "
+         "'a1'.isalpha() }} "
          "{{ 'a1'.isalnum() }} {{ 'a-'.isalnum() }} {{ ' \\t\\n'.isspace() }} {{ ''.isspace() }}",
          "True False False True False True False True False"},
-        {"{{ 'AB1'.isupper() }} {{ 'aB'.isupper() }} {{ '1'.isupper() }} {{ 'ab1'.islower() }} {{ '1'.islower() }}",
+        {"{{ 'AB1'.isupper() }} {{ 'aB'.isupper() }} {{ '1'.isupper() }} {{ 'ab1'.islower() }} {{ "
+         "'1'.islower() }}",
          "True False False True False"},
     });
     EXPECT_NE(error_of("{{ 'abc'.index('z') }}").find("substring not found"), std::string::npos);
@@ -257,7 +278,8 @@ TEST(JinjaMethods, DictsAndLists) {
          "{% set _ = l.insert(99, 'c') %}{{ l }}",
          "['a', 1, 'b', 2, 'c']"},
         {"{% set l = [1, 2, 3] %}{{ l.pop() }} {{ l.pop(0) }} {{ l }}", "3 1 [2]"},
-        {"{{ [1, 2, 1].index(1) }} {{ [1, 2, 1].index(2) }} {{ [1, 2, 1].count(1) }} {{ [1].count(5) }}", "0 1 2 0"},
+        {"{{ [1, 2, 1].index(1) }} {{ [1, 2, 1].index(2) }} {{ [1, 2, 1].count(1) }} {{ [1].count(5) }}",
+         "0 1 2 0"},
     });
     EXPECT_NE(error_of("{{ {}.pop('k') }}").find("not found"), std::string::npos);
     EXPECT_NE(error_of("{{ [].pop() }}").find("pop from empty list"), std::string::npos);
@@ -269,9 +291,11 @@ TEST(JinjaGlobals, All) {
         {"{{ range(3)|list }} {{ range(1, 4)|list }} {{ range(5, 0, -2)|list }} {{ range(0)|list }} "
          "{{ range(3, 1)|list }}",
          "[0, 1, 2] [1, 2, 3] [5, 3, 1] [] []"},
-        {"{% set ns = namespace(a=1, b='x') %}{% for i in [1, 2] %}{% set ns.a = ns.a + i %}{% endfor %}{{ ns.a }}{{ ns.b }}",
+        {"{% set ns = namespace(a=1, b='x') %}{% for i in [1, 2] %}{% set ns.a = ns.a + i %}{% endfor %}{{ "
+         "ns.a }}{{ ns.b }}",
          "4x"},
-        {"{{ dict(a=1, b=2) }} {{ dict({'x': 1}, y=2) }} {{ dict() }}", "{'a': 1, 'b': 2} {'x': 1, 'y': 2} {}"},
+        {"{{ dict(a=1, b=2) }} {{ dict({'x': 1}, y=2) }} {{ dict() }}",
+         "{'a': 1, 'b': 2} {'x': 1, 'y': 2} {}"},
         {"{{ strftime_now('%Y-%m-%d %H:%M') }}", "2026-03-04 05:06"},
     });
     EXPECT_NE(error_of("{{ raise_exception('bad input here') }}").find("bad input here"), std::string::npos);

@@ -124,7 +124,9 @@ TEST(GrammarExactness, EmptyClassesAreSets) {
     EXPECT_FALSE(matches("root ::= \"a\" [] \"b\"\n", "ab"));
     EXPECT_FALSE(matches("root ::= \"a\" [] \"b\"\n", "axb"));
     EXPECT_TRUE(matches("root ::= \"a\" [^] \"b\"\n", "axb"));
-    EXPECT_TRUE(matches("root ::= \"a\" [^] \"b\"\n", "a\xE2\x82\xAC" "b"));
+    EXPECT_TRUE(matches("root ::= \"a\" [^] \"b\"\n",
+                        "a\xE2\x82\xAC"
+                        "b"));
     EXPECT_FALSE(matches("root ::= \"a\" [^] \"b\"\n", "ab"));
     EXPECT_TRUE(matches("root ::= \"a\" []? \"b\"\n", "ab"));
 }
@@ -197,7 +199,8 @@ TEST(GrammarExactnessCapi, TokenReferencesUseTheVocabulary) {
     EXPECT_FALSE(ok[100]);
     EXPECT_FALSE(ok[llama_vocab_eos(vocab())]);  // end of generation only where the output is complete
     long n_eog = 0;
-    for (llama_token t = 0; t < static_cast<llama_token>(ok.size()); ++t) n_eog += llama_vocab_is_eog(vocab(), t);
+    for (llama_token t = 0; t < static_cast<llama_token>(ok.size()); ++t)
+        n_eog += llama_vocab_is_eog(vocab(), t);
     EXPECT_EQ(std::count(ok.begin(), ok.end(), true), static_cast<long>(ok.size()) - 1 - n_eog);
     llama_sampler_accept(s, 7);
     ok = capi_allowed(s);
