@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace lctx::jinja {
@@ -147,15 +148,31 @@ std::string printf_format(const std::string &fmt, CallArgs &a) {
         const Value &v = a.pos[next++];
         char buf[512];
         int n = 0;
-        if (conv == 's') {
-            const std::string text = v.to_string();
-            n = std::snprintf(buf, sizeof buf, (spec + "s").c_str(), text.c_str());
-            if (n >= static_cast<int>(sizeof buf)) {  // a long text: no padding can apply
-                grow(out, text);
-                continue;
-            }
+        if (conv == 's') {  // by hand: the text may be long, and precision / width count characters
+            // The digits of the width and of the precision, saturated (no more than the string limit).
+            auto digits = [](const std::string &f, size_t at) {
+                size_t v = 0;
+                for (; at < f.size() && std::isdigit(static_cast<unsigned char>(f[at])); ++at)
+                    v = std::min(v * 10 + static_cast<size_t>(f[at] - '0'), builtin_string_limit() + 1);
+                return v;
+            };
+            size_t w = 1;
+            while (w < spec.size() && std::strchr("-+ #0", spec[w])) ++w;
+            const bool left = spec.find('-') < w;
+            const size_t width = digits(spec, w), dot = spec.find('.');
+            std::vector<std::string> chars = utf8_chars(v.to_string());
+            if (dot != std::string::npos) chars.resize(std::min(chars.size(), digits(spec, dot + 1)));
+            std::string text;
+            for (const std::string &c : chars) grow(text, c);
+            if (width > builtin_string_limit()) fail("string too long");
+            const std::string pad(width > chars.size() ? width - chars.size() : 0, ' ');
+            grow(out, left ? text + pad : pad + text);
+            continue;
+        } else if (spec.size() > 8) {  // numbers: a field of at most a few hundred characters
+            fail("format: too wide a field: " + spec + conv);
         } else if (std::strchr("dixXo", conv)) {
             if (!v.is_number() && !v.is_bool()) fail(std::string("format: %") + conv + " needs a number");
+            if (v.is_float() && !(std::fabs(v.as_float()) < 9.2e18)) fail("format: number out of range");
             const long long x = v.is_float() ? static_cast<long long>(v.as_float()) : v.as_int();
             n = std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(), x);
         } else if (std::strchr("fFeEgG", conv)) {
@@ -165,8 +182,9 @@ std::string printf_format(const std::string &fmt, CallArgs &a) {
         } else {
             fail(std::string("format: unsupported format character '") + conv + "'");
         }
-        if (n < 0) fail("format: bad format");
-        grow(out, std::string(buf, std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1)));
+        if (n < 0 || n >= static_cast<int>(sizeof buf))
+            fail("format: bad or too wide a field: " + spec + conv);
+        grow(out, std::string(buf, static_cast<size_t>(n)));
     }
     return out;
 }

@@ -82,7 +82,11 @@ TEST(JinjaFilters, Strings) {
         {"{{ '%s, %s!'|format('Hello', 'World') }} {{ '%d%%'|format(42) }} {{ '%.2f'|format(3.14159) }} "
          "{{ '%5d|%-3s|'|format(7, 'x') }} {{ '%x'|format(255) }}",
          "Hello, World! 42% 3.14     7|x  | ff"},
+        {"{{ '%-4s|%.2s|%3s|%s'|format('\xc3\xa9', 'abc', 'ab', [1]) }}", "\xc3\xa9   |ab| ab|[1]"},
     });
+    EXPECT_NE(error_of("{{ '%s %s'|format(1) }}").find("not enough arguments"), std::string::npos);
+    EXPECT_NE(error_of("{{ '%999999999d'|format(1) }}").find("too wide"), std::string::npos);
+    EXPECT_NE(error_of("{{ '%d'|format('x') }}").find("needs a number"), std::string::npos);
 }
 
 TEST(JinjaFilters, Numbers) {
