@@ -1,10 +1,12 @@
 // Fuzzes the GBNF parser and matcher: the input up to the first NUL byte is a grammar, the rest is text fed
-// to it code point by code point. A grammar must either parse or throw GrammarError; matching must never
-// crash, whatever the grammar.
+// to it code point by code point, where a code point below 32 stands for the whole token with that id (for
+// the token references `<[ID]>` / `!<...>`). A grammar must either parse or throw GrammarError; matching
+// must never crash, whatever the grammar.
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
@@ -22,7 +24,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     lctx::grammar::Matcher m(g);
     for (uint32_t cp : lctx::grammar::decode_utf8(text.substr(0, 256))) {
-        if (!m.accept(cp)) break;
+        if (cp < 32) {
+            std::vector<lctx::grammar::Stack> next = m.step_token(m.stacks(), static_cast<int32_t>(cp));
+            if (next.empty()) break;
+            m.set_stacks(std::move(next));
+        } else if (!m.accept(cp)) {
+            break;
+        }
         if (m.stacks().size() > 4096) break;  // an ambiguous grammar: enough for one input
     }
     (void)m.complete();

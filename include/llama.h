@@ -12,6 +12,21 @@
  *     every build (b4748 aborted in debug builds).
  *   - A recurrent model (mamba) refuses with -1 and a logged reason a batch in which a sequence's positions
  *     do not increase (b4748 sorted them by position first).
+ *   - Grammar samplers (llama_sampler_init_grammar / _lazy), where b4748's results cannot be right:
+ *     - a grammar that cannot be used gives NULL with the reason logged (b4748 gave a sampler that allows
+ *       everything, so a broken grammar silently constrained nothing; later llama.cpp returns NULL too);
+ *     - grammar_root names the start rule whether or not a rule `root` exists (b4748 refused a grammar
+ *       without a `root` rule, and threw on a grammar_root it did not define);
+ *     - a token whose text starts with a byte F5-FF (which starts no UTF-8 character) is never allowed
+ *       (b4748 allowed it under `.` and negated classes);
+ *     - an unfinished UTF-8 character is allowed against a negated class when some character it can
+ *       still become is outside the class (b4748 refused it when any of them was inside);
+ *     - `[]` matches no character and `[^]` any one (b4748 read both as matching the empty string);
+ *     - a NUL byte inside a token's text is matched as a character (b4748 ignored the text from there on;
+ *       a text that starts with NUL is refused, as in b4748);
+ *     - token references of newer llama.cpp are accepted: `<[ID]>`, `<TOKEN TEXT>` and `!<...>`.
+ *   - Chat prompts rendered with gpt-oss's Jinja template end a final assistant turn with <|end|>, not
+ *     <|return|> (never model input), as newer llama.cpp does (lctx's chat layer; b4748 had no Jinja).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -1094,12 +1109,17 @@ LLAMA_API struct llama_sampler *llama_sampler_init_mirostat(int32_t n_vocab, uin
 /* Mirostat v2; selects a token. */
 LLAMA_API struct llama_sampler *llama_sampler_init_mirostat_v2(uint32_t seed, float tau, float eta);
 
-/* Constrains output to a GBNF grammar starting at rule grammar_root; empty grammar = pass-through. */
+/* Constrains output to a GBNF grammar starting at rule grammar_root; empty grammar = pass-through.
+ * Token references as newer llama.cpp: `<[123]>` matches token 123, `<think>` the token whose text is
+ * exactly "<think>", `!<[123]>` / `!<think>` any one token but it (matched by id; the rest matches bytes).
+ * lctx: a grammar that cannot be used gives NULL (b4748: a sampler that allows everything); grammar_root
+ * needs no rule called `root` (see the differences from b4748 at the top). */
 LLAMA_API struct llama_sampler *llama_sampler_init_grammar(const struct llama_vocab *vocab,
                                                            const char *grammar_str, const char *grammar_root);
 
 /* Like llama_sampler_init_grammar, but inactive until a trigger word appears or a trigger token is
- * accepted. */
+ * accepted. Of several trigger words in the output, the first in the list that occurs starts the grammar,
+ * from where it occurs; an empty word occurs at once (as b4748). */
 LLAMA_API struct llama_sampler *llama_sampler_init_grammar_lazy(
     const struct llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
     const char **trigger_words, size_t num_trigger_words, const llama_token *trigger_tokens,

@@ -136,8 +136,11 @@ llama_sampler *init_grammar(const char *fn, const llama_vocab *vocab, const char
     LCTX_CAPI_REQUIRE(vocab, nullptr);
     const std::string root = grammar_root && *grammar_root ? grammar_root : "root";
     return guard(fn, static_cast<llama_sampler *>(nullptr), [&] {
-        return wrap(std::make_unique<lctx::GrammarSampler>(token_texts(lctx::capi::vocab_of(vocab)),
-                                                           grammar_str, root, std::move(triggers)));
+        const lctx::Vocab &v = lctx::capi::vocab_of(vocab);
+        // `<TEXT>` token references name the token whose text is exactly TEXT.
+        const auto by_text = [&v](std::string_view text) { return v.text_to_token(text); };
+        return wrap(std::make_unique<lctx::GrammarSampler>(token_texts(v), grammar_str, root,
+                                                           std::move(triggers), by_text));
     });
 }
 

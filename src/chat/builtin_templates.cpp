@@ -140,11 +140,12 @@ std::string render_monarch(const std::vector<ChatMessage> &msgs, bool add) {
 }
 
 std::string render_gemma(const std::vector<ChatMessage> &msgs, bool add) {
-    // Gemma has no system turn: the system text opens the next user turn.
+    // Gemma has no system turn: the system text opens the next user turn (of several system messages
+    // before it, the last one, as b4748).
     std::string o, system;
     for (const auto &m : msgs) {
         if (m.role == "system") {
-            system += trim(m.content);
+            system = trim(m.content);
             continue;
         }
         const std::string role = m.role == "assistant" ? "model" : m.role;
@@ -159,11 +160,12 @@ std::string render_gemma(const std::vector<ChatMessage> &msgs, bool add) {
     return o;
 }
 
+// The system text opens the next user turn; of several system messages before it, the last one (b4748).
 std::string render_orion(const std::vector<ChatMessage> &msgs, bool) {
     std::string o, system;
     for (const auto &m : msgs) {
         if (m.role == "system") {
-            system += m.content;
+            system = m.content;
         } else if (m.role == "user") {
             o += "Human: ";
             if (!system.empty()) {
@@ -440,7 +442,8 @@ std::string builtin_template_detect(const std::string &t) {
         return "llama2";
     }
     if (has("<|assistant|>") && has("<|end|>")) return "phi3";
-    if (has("[gMASK]<sop>")) return "chatglm4";
+    // A "[gMASK]<sop>" template naming <|user|> and <|assistant|> (GLM-4.6, GLM-4.7-Flash) is glmedge:
+    // b4748 looks for chatglm4 only after these.
     if (has("<|assistant|>") && has("<|user|>")) return has("</s>") ? "falcon3" : "glmedge";
     if (has("<|user|>") && has("<|endoftext|>")) return "zephyr";
     if (has("bos_token + message['role']")) return "monarch";
@@ -452,6 +455,7 @@ std::string builtin_template_detect(const std::string &t) {
     if (has("<|START_OF_TURN_TOKEN|>") && has("<|USER_TOKEN|>")) return "command-r";
     if (has("<|start_header_id|>") && has("<|end_header_id|>")) return "llama3";
     if (has("[gMASK]sop")) return "chatglm3";
+    if (has("[gMASK]<sop>")) return "chatglm4";
     if (has("<\xe7\x94\xa8\xe6\x88\xb7>")) return "minicpm";  // <用户>
     if (has("'Assistant: ' + message['content'] + eos_token")) return "deepseek2";
     if (has(kDeepseekAssistant) && has(kDeepseekUser) && has(kDeepseekEos)) return "deepseek3";

@@ -169,7 +169,15 @@ std::string jinja_chat_render(const std::string &source, const nlohmann::ordered
     ctx.set("datetime", jinja::Value(format_time(tm, "%b %d %Y")));
     for (auto it = opts.extra.begin(); it != opts.extra.end(); ++it)
         ctx.set(it.key(), to_jinja_value(it.value()));
-    return t.render(ctx, env);
+    std::string prompt = t.render(ctx, env);
+    // gpt-oss ends a final assistant turn with <|return|>, which marks the end of generation and must never
+    // be model input: as in the prompt llama.cpp builds, it becomes <|end|> (the turn's end otherwise).
+    static const std::string kReturn = "<|return|>", kEnd = "<|end|>";
+    if (!opts.add_generation_prompt && source.find("<|channel|>") != std::string::npos) {
+        const size_t at = prompt.rfind(kReturn);
+        if (at != std::string::npos) prompt.replace(at, kReturn.size(), kEnd);
+    }
+    return prompt;
 }
 
 ChatRenderResult chat_render(const std::string &model_template, const std::vector<ChatMessage> &messages,

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace lctx::jinja {
 
@@ -92,6 +95,113 @@ std::string title(const std::string &s) {
     return out;
 }
 
+// Jinja2's title filter: a word starts after spaces and -({[< only (Python's str.title also starts one
+// after any other non-letter: "they're" -> "They'Re").
+std::string title_filter(const std::string &s) {
+    std::string out = s;
+    bool at_start = true;
+    for (char &c : out) {
+        const unsigned char u = static_cast<unsigned char>(c);
+        const bool sep = is_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+        c = static_cast<char>(at_start ? std::toupper(u) : std::tolower(u));
+        at_start = sep;
+    }
+    return out;
+}
+
+// Python's str.islower / isupper: no character of the other case, and at least one cased character.
+bool is_cased_as(const std::string &s, bool lower_case) {
+    bool cased = false;
+    for (unsigned char c : s) {
+        if (lower_case ? std::isupper(c) : std::islower(c)) return false;
+        cased = cased || std::isalpha(c);
+    }
+    return cased;
+}
+
+// Python's `%` formatting of one argument per conversion: %s %d %i %f %F %e %E %g %G %x %X %o %%, with
+// flags, width and precision.
+std::string printf_format(const std::string &fmt, CallArgs &a) {
+    std::string out;
+    size_t next = 0;
+    for (size_t i = 0; i < fmt.size(); ++i) {
+        if (fmt[i] != '%') {
+            out += fmt[i];
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < fmt.size() && std::strchr("-+ #0", fmt[j])) ++j;
+        while (j < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[j]))) ++j;
+        if (j < fmt.size() && fmt[j] == '.') {
+            ++j;
+            while (j < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[j]))) ++j;
+        }
+        if (j >= fmt.size()) fail("format: incomplete format");
+        const char conv = fmt[j];
+        const std::string spec = fmt.substr(i, j - i);
+        i = j;
+        if (conv == '%') {
+            out += '%';
+            continue;
+        }
+        if (next >= a.pos.size()) fail("format: not enough arguments for format string");
+        const Value &v = a.pos[next++];
+        char buf[512];
+        int n = 0;
+        if (conv == 's') {  // by hand: the text may be long, and precision / width count characters
+            // The digits of the width and of the precision, saturated (no more than the string limit).
+            auto digits = [](const std::string &f, size_t at) {
+                size_t v = 0;
+                for (; at < f.size() && std::isdigit(static_cast<unsigned char>(f[at])); ++at)
+                    v = std::min(v * 10 + static_cast<size_t>(f[at] - '0'), builtin_string_limit() + 1);
+                return v;
+            };
+            size_t w = 1;
+            while (w < spec.size() && std::strchr("-+ #0", spec[w])) ++w;
+            const bool left = spec.find('-') < w;
+            const size_t width = digits(spec, w), dot = spec.find('.');
+            std::vector<std::string> chars = utf8_chars(v.to_string());
+            if (dot != std::string::npos) chars.resize(std::min(chars.size(), digits(spec, dot + 1)));
+            std::string text;
+            for (const std::string &c : chars) grow(text, c);
+            if (width > builtin_string_limit()) fail("string too long");
+            const std::string pad(width > chars.size() ? width - chars.size() : 0, ' ');
+            grow(out, left ? text + pad : pad + text);
+            continue;
+        } else if (spec.size() > 8) {  // numbers: a field of at most a few hundred characters
+            fail("format: too wide a field: " + spec + conv);
+        } else if (std::strchr("dixXo", conv)) {
+            if (!v.is_number() && !v.is_bool()) fail(std::string("format: %") + conv + " needs a number");
+            if (v.is_float() && !(std::fabs(v.as_float()) < 9.2e18)) fail("format: number out of range");
+            const long long x = v.is_float() ? static_cast<long long>(v.as_float()) : v.as_int();
+            n = std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(), x);
+        } else if (std::strchr("fFeEgG", conv)) {
+            if (!v.is_number() && !v.is_bool()) fail(std::string("format: %") + conv + " needs a number");
+            const double x = v.is_float() ? v.as_float() : static_cast<double>(v.as_int());
+            n = std::snprintf(buf, sizeof buf, (spec + conv).c_str(), x);
+        } else {
+            fail(std::string("format: unsupported format character '") + conv + "'");
+        }
+        if (n < 0 || n >= static_cast<int>(sizeof buf))
+            fail("format: bad or too wide a field: " + spec + conv);
+        grow(out, std::string(buf, static_cast<size_t>(n)));
+    }
+    return out;
+}
+
+// Jinja2's wordcount: the runs of word characters (letters, digits, '_'; any non-ASCII byte counts as a
+// letter, as \w takes Unicode letters).
+int64_t word_count(const std::string &s) {
+    int64_t n = 0;
+    bool in_word = false;
+    for (unsigned char c : s) {
+        const bool w = std::isalnum(c) || c == '_' || c >= 0x80;
+        n += w && !in_word;
+        in_word = w;
+    }
+    return n;
+}
+
 std::string replace(const std::string &s, const std::string &from, const std::string &to, int64_t count) {
     std::string out;
     size_t p = 0;
@@ -124,9 +234,7 @@ Value split(const std::string &s, const Value &sep, int64_t maxsplit) {
             while (i < s.size() && is_space(s[i])) ++i;
             if (i >= s.size()) break;
             if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-                size_t e = s.size();
-                while (e > i && is_space(s[e - 1])) --e;
-                out.emplace_back(s.substr(i, e - i));
+                out.emplace_back(s.substr(i));  // the rest as it is (Python keeps its trailing space)
                 break;
             }
             size_t j = i;
@@ -150,7 +258,25 @@ Value split(const std::string &s, const Value &sep, int64_t maxsplit) {
 }
 
 Value rsplit(const std::string &s, const Value &sep, int64_t maxsplit) {
-    if (!sep.is_string() || maxsplit < 0) return split(s, sep, maxsplit);
+    if (maxsplit < 0) return split(s, sep, maxsplit);
+    if (!sep.is_string()) {  // on runs of whitespace, from the right
+        Array rev;
+        size_t e = s.size();
+        while (true) {
+            while (e > 0 && is_space(s[e - 1])) --e;
+            if (e == 0) break;
+            if (static_cast<int64_t>(rev.size()) == maxsplit) {
+                rev.emplace_back(s.substr(0, e));
+                break;
+            }
+            size_t b = e;
+            while (b > 0 && !is_space(s[b - 1])) --b;
+            rev.emplace_back(s.substr(b, e - b));
+            e = b;
+        }
+        std::reverse(rev.begin(), rev.end());
+        return Value::array(std::move(rev));
+    }
     const std::string &d = sep.str();
     if (d.empty()) fail("rsplit: empty separator");
     Array rev;
@@ -347,11 +473,10 @@ Value string_method(const Value &self, const std::string &name) {
                 if (name == "isalpha" && !std::isalpha(c)) return Value(false);
                 if (name == "isalnum" && !std::isalnum(c)) return Value(false);
                 if (name == "isspace" && !is_space(static_cast<char>(c))) return Value(false);
-                if (name == "isupper" && std::islower(c)) return Value(false);
-                if (name == "islower" && std::isupper(c)) return Value(false);
                 cased = cased || std::isalpha(c);
             }
-            return Value(name == "isupper" || name == "islower" ? cased : true);
+            if (name == "isupper" || name == "islower") return Value(is_cased_as(s, name == "islower"));
+            return Value(true);
         });
     return Value();
 }
@@ -448,15 +573,17 @@ Value list_method(const Value &self, const std::string &name) {
     return Value();
 }
 
-Value to_int(const Value &v, const Value &def) {
+Value to_int(const Value &v, const Value &def, int64_t base) {
     if (v.is_int()) return v;
     if (v.is_bool()) return Value(static_cast<int64_t>(v.as_bool()));
     if (v.is_float()) return Value(static_cast<int64_t>(v.as_float()));
     if (v.is_string()) {
+        if (base < 2 || base > 36) base = 10;
         const std::string t = strip(v.str(), Value(), true, true);
         char *end = nullptr;
-        const long long i = std::strtoll(t.c_str(), &end, 10);
+        const long long i = std::strtoll(t.c_str(), &end, static_cast<int>(base));
         if (!t.empty() && end && *end == 0) return Value(static_cast<int64_t>(i));
+        if (base != 10) return def;
         const double d = std::strtod(t.c_str(), &end);
         if (!t.empty() && end && *end == 0) return Value(static_cast<int64_t>(d));
     }
@@ -503,12 +630,15 @@ Value filter_items(const Value &v, CallArgs &a, bool by_attr, bool keep, const c
     return Value::array(std::move(out));
 }
 
+// What sort, unique, min and max compare: the item or its attribute, lowercased unless case_sensitive.
+Value sort_key(const Value &x, const std::string &attr, bool case_sensitive) {
+    Value k = attr.empty() ? x : get_attr(x, attr);
+    if (!case_sensitive && k.is_string()) k = Value(lower(k.str()));
+    return k;
+}
+
 Value sorted(Array items, bool reverse, const std::string &attr, bool case_sensitive) {
-    auto key = [&](const Value &x) {
-        Value k = attr.empty() ? x : get_attr(x, attr);
-        if (!case_sensitive && k.is_string()) k = Value(lower(k.str()));
-        return k;
-    };
+    auto key = [&](const Value &x) { return sort_key(x, attr, case_sensitive); };
     std::stable_sort(items.begin(), items.end(),
                      [&](const Value &x, const Value &y) { return values_compare(key(x), key(y)) < 0; });
     if (reverse) std::reverse(items.begin(), items.end());
@@ -536,7 +666,7 @@ Value apply_filter(const std::string &name, const Value &v, CallArgs &a) {
     if (name == "upper") return Value(upper(v.to_string()));
     if (name == "lower") return Value(lower(v.to_string()));
     if (name == "capitalize") return Value(capitalize(v.to_string()));
-    if (name == "title") return Value(title(v.to_string()));
+    if (name == "title") return Value(title_filter(v.to_string()));
     if (name == "string") return v.is_string() ? v : Value(v.to_string());
     if (name == "safe" || name == "e" || name == "escape" || name == "forceescape") {
         if (name == "safe") return v.is_string() ? v : Value(v.to_string());
@@ -623,12 +753,18 @@ Value apply_filter(const std::string &name, const Value &v, CallArgs &a) {
         return name == "first" ? items.front() : items.back();
     }
     if (name == "list") return Value::array(iterate(v, "list"));
-    if (name == "unique") {
-        Array out;
+    if (name == "unique") {  // unique(case_sensitive=false, attribute=none)
+        const bool cs = arg_or(a, 0, "case_sensitive", Value(false)).truthy();
+        const Value attr = arg_or(a, 1, "attribute", Value());
+        Array out, keys;
         for (const Value &x : iterate(v, "unique")) {
+            const Value k = sort_key(x, attr.is_undefined() ? "" : attr.to_string(), cs);
             bool seen = false;
-            for (const Value &y : out) seen = seen || values_equal(x, y);
-            if (!seen) out.push_back(x);
+            for (const Value &y : keys) seen = seen || values_equal(k, y);
+            if (!seen) {
+                out.push_back(x);
+                keys.push_back(k);
+            }
         }
         return Value::array(std::move(out));
     }
@@ -649,13 +785,23 @@ Value apply_filter(const std::string &name, const Value &v, CallArgs &a) {
         std::reverse(items.begin(), items.end());
         return Value::array(std::move(items));
     }
-    if (name == "min" || name == "max") {
+    if (name == "min" || name == "max") {  // min(case_sensitive=false, attribute=none): the first extreme
+        const bool cs = arg_or(a, 0, "case_sensitive", Value(false)).truthy();
+        const Value attr = arg_or(a, 1, "attribute", Value());
+        const std::string path = attr.is_undefined() ? "" : attr.to_string();
         Array items = iterate(v, name.c_str());
         if (items.empty()) return Value();
-        Value best = items[0];
-        for (const Value &x : items)
-            if ((name == "min") == (values_compare(x, best) < 0) && !values_equal(x, best)) best = x;
-        return best;
+        size_t best = 0;
+        Value best_key = sort_key(items[0], path, cs);
+        for (size_t i = 1; i < items.size(); ++i) {
+            const Value k = sort_key(items[i], path, cs);
+            const int c = values_compare(k, best_key);
+            if (name == "min" ? c < 0 : c > 0) {
+                best = i;
+                best_key = k;
+            }
+        }
+        return items[best];
     }
     if (name == "sum") {
         const Value *attr = a.get(0, "attribute");
@@ -668,7 +814,9 @@ Value apply_filter(const std::string &name, const Value &v, CallArgs &a) {
         }
         return total;
     }
-    if (name == "int") return to_int(v, arg_or(a, 0, "default", Value(static_cast<int64_t>(0))));
+    if (name == "int")  // int(default=0, base=10)
+        return to_int(v, arg_or(a, 0, "default", Value(static_cast<int64_t>(0))),
+                      arg_or(a, 1, "base", Value(static_cast<int64_t>(10))).as_int());
     if (name == "float") {
         if (v.is_number()) return Value(v.as_float());
         if (v.is_string()) {
@@ -697,8 +845,7 @@ Value apply_filter(const std::string &name, const Value &v, CallArgs &a) {
         return Value(indent(v.to_string(), pad, arg_or(a, 1, "first", Value(false)).truthy(),
                             arg_or(a, 2, "blank", Value(false)).truthy()));
     }
-    if (name == "wordcount")
-        return Value(static_cast<int64_t>(split(v.to_string(), Value(), -1).arr().size()));
+    if (name == "wordcount") return Value(word_count(v.to_string()));
     if (name == "attr") {
         if (a.pos.empty()) fail("attr needs a name");
         const Value *f = v.find(a.pos[0].to_string());
@@ -715,10 +862,14 @@ Value apply_filter(const std::string &name, const Value &v, CallArgs &a) {
                 cur.clear();
             }
         }
-        if (!cur.empty()) out.push_back(Value::array(std::move(cur)));
+        if (!cur.empty()) {  // batch(linecount, fill_with=none): the last batch padded when asked
+            if (const Value *fill = a.get(1, "fill_with"))
+                while (static_cast<int64_t>(cur.size()) < n) cur.push_back(*fill);
+            out.push_back(Value::array(std::move(cur)));
+        }
         return Value::array(std::move(out));
     }
-    if (name == "format") return Value(format(v.to_string(), a));
+    if (name == "format") return Value(printf_format(v.to_string(), a));  // Jinja2: printf style
     fail("unknown filter '" + name + "'");
 }
 
@@ -750,8 +901,8 @@ bool apply_test(const std::string &name, const Value &v, CallArgs &a) {
         if (d == 0) fail("divisibleby 0");
         return v.as_int() % d == 0;
     }
-    if (name == "lower") return v.is_string() && lower(v.str()) == v.str();
-    if (name == "upper") return v.is_string() && upper(v.str()) == v.str();
+    if (name == "lower") return is_cased_as(v.to_string(), true);
+    if (name == "upper") return is_cased_as(v.to_string(), false);
     if (name == "in") {
         const Value &c = arg();
         if (c.is_string()) return v.is_string() && c.str().find(v.str()) != std::string::npos;

@@ -9,6 +9,8 @@ namespace {
 
 // A bound above this means "no bound" (llama.cpp's rule; grammars in the wild rely on it).
 constexpr uint64_t kMaxRepetitionBound = 2000;
+// The id a `<TEXT>` reference gets when parsed without a vocabulary (no token has it).
+constexpr int64_t kUnresolvedToken = INT32_MAX;
 // What repetitions may expand to (a few tens of MiB of elements).
 constexpr uint64_t kMaxExpandedElements = uint64_t{1} << 22;
 
@@ -53,7 +55,7 @@ using Seq = std::vector<Element>;
 
 class Parser {
   public:
-    explicit Parser(std::string_view text) : src_(text) {}
+    Parser(std::string_view text, const TokenVocabulary *vocab) : src_(text), vocab_(vocab) {}
 
     Grammar run(std::string_view root_rule) {
         pos_ = skip_space(0, true);
@@ -191,6 +193,44 @@ class Parser {
         return el;
     }
 
+    // A token reference at src_[i] ('<'): `<[ID]>` or `<TEXT>`; i ends past the '>'.
+    Element token_ref(size_t &i, bool negated) {
+        const size_t open = i;
+        const size_t close = src_.find('>', i + 1);
+        const size_t eol = src_.find_first_of("\r\n", i + 1);
+        if (close == std::string_view::npos || eol < close)
+            fail(open, "unterminated token reference (expecting '>' on the same line)");
+        const std::string_view inner = src_.substr(i + 1, close - i - 1);
+        i = close + 1;
+        int64_t id = -1;
+        if (!inner.empty() && inner.front() == '[') {
+            if (inner.size() < 3 || inner.back() != ']') fail(open, "expecting <[ID]> with a token id");
+            id = 0;
+            for (char c : inner.substr(1, inner.size() - 2)) {
+                if (c < '0' || c > '9') fail(open, "expecting <[ID]> with a token id");
+                id = std::min<int64_t>(id * 10 + (c - '0'), INT32_MAX);
+            }
+            if (vocab_ && id >= vocab_->n_tokens)
+                fail(open, "token id " + std::to_string(id) + " is outside the vocabulary (" +
+                               std::to_string(vocab_->n_tokens) + " tokens)");
+        } else {
+            const std::string_view text = src_.substr(open, close + 1 - open);
+            if (inner.empty()) fail(open, "empty token reference <>");
+            if (!vocab_) {
+                id = kUnresolvedToken;  // a syntax check: no vocabulary to look the text up in
+            } else {
+                id = vocab_->by_text ? vocab_->by_text(text) : -1;
+                if (id < 0 || id >= vocab_->n_tokens)
+                    fail(open, "no token of the vocabulary is exactly " + std::string(text));
+            }
+        }
+        Element el;
+        el.kind = Element::Kind::Token;
+        el.negated = negated;
+        el.rule = static_cast<uint32_t>(id);
+        return el;
+    }
+
     static Element ref(uint32_t rule) {
         Element el;
         el.kind = Element::Kind::RuleRef;
@@ -230,6 +270,11 @@ class Parser {
                 last_start = seq.size();
                 seq.push_back(chars(rs, negated));
                 pos_ = skip_space(i + 1, nested);
+            } else if (c == '<' || (c == '!' && at(pos_ + 1) == '<')) {
+                size_t i = c == '!' ? pos_ + 1 : pos_;
+                last_start = seq.size();
+                seq.push_back(token_ref(i, c == '!'));
+                pos_ = skip_space(i, nested);
             } else if (c == '.') {
                 last_start = seq.size();
                 seq.push_back(chars({}, true));  // anything
@@ -386,6 +431,7 @@ class Parser {
     }
 
     std::string_view src_;
+    const TokenVocabulary *vocab_;
     size_t pos_ = 0;
     std::map<std::string, uint32_t> ids_;
     std::vector<std::string> names_;
@@ -424,8 +470,8 @@ bool Grammar::chars_match_any(const Element &e, uint32_t lo, uint32_t hi) const 
     return false;
 }
 
-Grammar parse_gbnf(std::string_view text, std::string_view root_rule) {
-    return Parser(text).run(root_rule);
+Grammar parse_gbnf(std::string_view text, std::string_view root_rule, const TokenVocabulary *vocab) {
+    return Parser(text, vocab).run(root_rule);
 }
 
 std::vector<uint32_t> decode_utf8(std::string_view s) {

@@ -20,7 +20,7 @@ void Matcher::reset() {
 }
 
 void Matcher::expand(Stack s, std::vector<Stack> &out) const {
-    if (s.empty() || g_->elements[s.back()].kind == Element::Kind::Chars) {
+    if (s.empty() || g_->elements[s.back()].kind != Element::Kind::RuleRef) {  // a terminal on top
         out.push_back(std::move(s));
         return;
     }
@@ -42,7 +42,25 @@ bool Matcher::complete() const {
 std::vector<Stack> Matcher::step(const std::vector<Stack> &from, uint32_t cp) const {
     std::vector<Stack> out;
     for (const Stack &s : from) {
-        if (s.empty() || !g_->chars_match(g_->elements[s.back()], cp)) continue;
+        if (s.empty()) continue;
+        const Element &e = g_->elements[s.back()];
+        if (e.kind != Element::Kind::Chars || !g_->chars_match(e, cp)) continue;  // a token takes no byte
+        Stack t(s.begin(), s.end() - 1);
+        const uint32_t next = s.back() + 1;
+        if (g_->elements[next].kind != Element::Kind::End) t.push_back(next);
+        expand(std::move(t), out);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+std::vector<Stack> Matcher::step_token(const std::vector<Stack> &from, int32_t token) const {
+    std::vector<Stack> out;
+    for (const Stack &s : from) {
+        if (s.empty()) continue;
+        const Element &e = g_->elements[s.back()];
+        if (e.kind != Element::Kind::Token || !g_->token_match(e, token)) continue;
         Stack t(s.begin(), s.end() - 1);
         const uint32_t next = s.back() + 1;
         if (g_->elements[next].kind != Element::Kind::End) t.push_back(next);
@@ -62,7 +80,9 @@ bool Matcher::accept(uint32_t cp) {
 
 bool Matcher::may_continue_with(const std::vector<Stack> &from, uint32_t lo, uint32_t hi) const {
     for (const Stack &s : from)
-        if (!s.empty() && g_->chars_match_any(g_->elements[s.back()], lo, hi)) return true;
+        if (!s.empty() && g_->elements[s.back()].kind == Element::Kind::Chars &&
+            g_->chars_match_any(g_->elements[s.back()], lo, hi))
+            return true;
     return false;
 }
 

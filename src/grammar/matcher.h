@@ -1,10 +1,11 @@
 // Matching text against a compiled grammar (grammar/gbnf.h), one code point at a time.
 //
 // The state is a set of parse stacks. A stack lists element indices, the back being the next element to
-// match; every stack in the set has a character set on top (rule references are expanded into each of
-// their alternatives as soon as they reach the top) or is empty, which means the input so far is a
-// complete match. A code point moves each stack whose top accepts it to the element after, and the
-// stacks whose top does not accept it drop out.
+// match; every stack in the set has a character set or a token reference on top (rule references are
+// expanded into each of their alternatives as soon as they reach the top) or is empty, which means the
+// input so far is a complete match. A code point moves each stack whose top accepts it to the element
+// after, and the stacks whose top does not accept it drop out (a token reference takes no code point;
+// step_token moves the stacks whose top is a token reference matching a whole token).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,8 @@ class Matcher {
 
     // The stacks after `cp` from `from` (empty when nothing can take it).
     std::vector<Stack> step(const std::vector<Stack> &from, uint32_t cp) const;
+    // The stacks after the whole token `token` from `from`, through token references only.
+    std::vector<Stack> step_token(const std::vector<Stack> &from, int32_t token) const;
     // Feeds one code point; false (and nothing changed) when no stack can take it.
     bool accept(uint32_t cp);
     // Whether a code point in [lo, hi] (the completions of a partial UTF-8 sequence) could come next.

@@ -23,7 +23,9 @@ struct GrammarSampler::Trie {
         nodes.emplace_back();
         for (size_t id = 0; id < t.piece.size(); ++id) {
             const std::string &p = t.piece[id];
-            if (p.empty() || t.is_eog[id]) continue;  // judged apart
+            // End-of-generation tokens are judged apart; an empty text, or one that starts with NUL, is never
+            // allowed through bytes (b4748).
+            if (p.empty() || p[0] == '\0' || t.is_eog[id]) continue;
             uint32_t n = 0;
             for (unsigned char b : p) {
                 auto &ch = nodes[n].children;
@@ -43,10 +45,27 @@ struct GrammarSampler::Trie {
     }
 };
 
+namespace {
+
+grammar::Grammar parse_for(const TokenTexts &texts, const std::string &gbnf, const std::string &root,
+                           const std::function<int32_t(std::string_view)> &token_of_text) {
+    grammar::TokenVocabulary v;
+    v.n_tokens = static_cast<int32_t>(texts.piece.size());
+    v.by_text = token_of_text ? token_of_text : [&texts](std::string_view text) -> int32_t {
+        for (size_t id = 0; id < texts.piece.size(); ++id)
+            if (texts.piece[id] == text) return static_cast<int32_t>(id);
+        return -1;
+    };
+    return grammar::parse_gbnf(gbnf, root, &v);
+}
+
+}  // namespace
+
 GrammarSampler::GrammarSampler(std::shared_ptr<const TokenTexts> texts, const std::string &gbnf,
-                               const std::string &root, GrammarTriggers triggers)
+                               const std::string &root, GrammarTriggers triggers,
+                               const std::function<int32_t(std::string_view)> &token_of_text)
     : texts_(std::move(texts)),
-      grammar_(std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf, root))),
+      grammar_(std::make_shared<const grammar::Grammar>(parse_for(*texts_, gbnf, root, token_of_text))),
       matcher_(grammar_),
       triggers_(std::move(triggers)),
       awaiting_trigger_(triggers_.lazy) {}
@@ -119,6 +138,25 @@ bool GrammarSampler::accept_bytes(const std::string &bytes) {
     return true;
 }
 
+void GrammarSampler::advance(Token token) {
+    const std::string &piece = texts_->piece[token];
+    std::vector<grammar::Stack> by_token;
+    if (partial_.remaining == 0) by_token = matcher_.step_token(matcher_.stacks(), token);
+    if (by_token.empty()) {
+        if (!accept_bytes(piece))
+            LCTX_LOG_ERROR("grammar sampler: token %d does not continue the grammar; ignored", token);
+        return;
+    }
+    // Matched as a whole token; the stacks that also take its text (ending on a whole character) stay.
+    if (!piece.empty() && piece[0] != '\0' && accept_bytes(piece) && partial_.remaining == 0) {
+        by_token.insert(by_token.end(), matcher_.stacks().begin(), matcher_.stacks().end());
+        std::sort(by_token.begin(), by_token.end());
+        by_token.erase(std::unique(by_token.begin(), by_token.end()), by_token.end());
+    }
+    matcher_.set_stacks(std::move(by_token));
+    partial_ = {};
+}
+
 void GrammarSampler::accept(Token token) {
     if (token < 0 || static_cast<size_t>(token) >= texts_->piece.size())
         throw Error("grammar sampler: token " + std::to_string(token) + " is outside the vocabulary");
@@ -127,27 +165,25 @@ void GrammarSampler::accept(Token token) {
         if (std::find(triggers_.tokens.begin(), triggers_.tokens.end(), token) != triggers_.tokens.end()) {
             awaiting_trigger_ = false;
             trigger_buffer_.clear();
-            if (!accept_bytes(piece))
-                LCTX_LOG_WARN("grammar sampler: the trigger token's text does not start the grammar");
+            advance(token);
             return;
         }
         trigger_buffer_ += piece;
-        size_t best = std::string::npos;
+        // The first word in the list that occurs, from where it occurs (b4748; "" occurs at 0).
         for (const std::string &w : triggers_.words) {
-            const size_t at = w.empty() ? std::string::npos : trigger_buffer_.find(w);
-            best = std::min(best, at);
+            const size_t at = trigger_buffer_.find(w);
+            if (at == std::string::npos) continue;
+            awaiting_trigger_ = false;
+            const std::string constrained = trigger_buffer_.substr(at);
+            trigger_buffer_.clear();
+            if (!accept_bytes(constrained))
+                LCTX_LOG_WARN("grammar sampler: the text from the trigger word does not fit the grammar");
+            return;
         }
-        if (best == std::string::npos) return;
-        awaiting_trigger_ = false;
-        const std::string constrained = trigger_buffer_.substr(best);
-        trigger_buffer_.clear();
-        if (!accept_bytes(constrained))
-            LCTX_LOG_WARN("grammar sampler: the text from the trigger word on does not start the grammar");
         return;
     }
     if (texts_->is_eog[token]) return;  // ends the output; nothing to match
-    if (!accept_bytes(piece))
-        LCTX_LOG_ERROR("grammar sampler: token %d does not continue the grammar; ignored", token);
+    advance(token);
 }
 
 // Numbered parse states (distinct sets of stacks), their transitions, and the tokens each state allows at
@@ -252,6 +288,23 @@ void GrammarSampler::walk(const Trie &trie, uint32_t node, uint32_t state, Parti
     }
 }
 
+// The tokens the token references on top of `stacks` match, whatever their text.
+void GrammarSampler::allow_token_references(const std::vector<grammar::Stack> &stacks,
+                                            std::vector<char> &allowed) const {
+    const grammar::Grammar &g = *grammar_;
+    for (const grammar::Stack &st : stacks) {
+        if (st.empty()) continue;
+        const grammar::Element &e = g.elements[st.back()];
+        if (e.kind != grammar::Element::Kind::Token) continue;
+        if (!e.negated) {
+            if (e.rule < allowed.size()) allowed[e.rule] = 1;
+            continue;
+        }
+        for (size_t id = 0; id < allowed.size(); ++id)
+            if (id != e.rule) allowed[id] = 1;
+    }
+}
+
 void GrammarSampler::allowed_tokens(std::vector<char> &allowed) const {
     if (!trie_) trie_ = std::make_shared<const Trie>(*texts_);
     if (!cache_) cache_ = std::make_shared<StateCache>();
@@ -269,6 +322,7 @@ void GrammarSampler::allowed_tokens(std::vector<char> &allowed) const {
                 allowed[id] = static_cast<char>((bits[id >> 6] >> (id & 63)) & 1);
         } else {
             walk(*trie_, 0, root, partial_, allowed);
+            if (partial_.remaining == 0) allow_token_references(*c.sets[root], allowed);
             std::vector<uint64_t> bits((n + 63) / 64, 0);
             for (size_t id = 0; id < n; ++id) bits[id >> 6] |= uint64_t(allowed[id] != 0) << (id & 63);
             c.allowed.emplace(k, std::move(bits));

@@ -10,11 +10,18 @@
 // so each distinct set of stacks becomes a numbered state whose transitions are computed once, and the
 // tokens a state allows are remembered: a token in the middle of a long string costs one lookup.
 //
+// Token references in the grammar (`<[id]>`, `<think>`, `!<...>`) are judged on token ids: a token a
+// reference on top of some stack matches is allowed whatever its text. A token whose text starts with a
+// NUL byte is never allowed through its text (as b4748, which reads texts as C strings).
+//
 // Lazy grammars (trigger words or trigger tokens) let everything through until a trigger appears in the
-// output; the grammar then constrains the output from the trigger word on.
+// output; the grammar then constrains the output from the trigger on. Of several trigger words in the
+// output, the first in the list that occurs wins (b4748's order); an empty word occurs at once.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grammar/matcher.h"
@@ -35,9 +42,12 @@ struct GrammarTriggers {
 
 class GrammarSampler final : public Sampler {
   public:
-    // Throws grammar::GrammarError for a grammar that cannot be used.
+    // Throws grammar::GrammarError for a grammar that cannot be used. `token_of_text` resolves `<TEXT>`
+    // token references (the id of the token whose text is exactly TEXT, or -1); without it, the token
+    // whose piece is TEXT.
     GrammarSampler(std::shared_ptr<const TokenTexts> texts, const std::string &gbnf, const std::string &root,
-                   GrammarTriggers triggers = {});
+                   GrammarTriggers triggers = {},
+                   const std::function<int32_t(std::string_view)> &token_of_text = {});
 
     const char *name() const override { return "grammar"; }
     void accept(Token token) override;
@@ -62,6 +72,9 @@ class GrammarSampler final : public Sampler {
     struct StateCache;
 
     void allowed_tokens(std::vector<char> &allowed) const;
+    void allow_token_references(const std::vector<grammar::Stack> &stacks, std::vector<char> &allowed) const;
+    // Moves the parse on by one token: through token references and through its bytes.
+    void advance(Token token);
     void walk(const Trie &trie, uint32_t node, uint32_t state, Partial partial,
               std::vector<char> &allowed) const;
 

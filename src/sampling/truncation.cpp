@@ -93,8 +93,9 @@ void TypicalSampler::apply(TokenDataArray &cur) {
 
 void TopNSigmaSampler::apply(TokenDataArray &cur) {
     // n = 0 keeps only the maximal logits (the cut is the maximum itself), as in b4748; a negative n would
-    // mask every candidate there (the cut lies above the maximum): here it does nothing.
-    if (n_ < 0.0f || cur.size <= 1) return;
+    // mask every candidate there (the cut lies above the maximum): here it does nothing. One candidate
+    // still ends with the softmax (p = 1, sorted), as b4748.
+    if (n_ < 0.0f || cur.size == 0) return;
     const float neg_inf = -std::numeric_limits<float>::infinity();
 
     float max_l = neg_inf;

@@ -265,6 +265,10 @@ void Vocab::finish_load(const gguf::File &f) {
     } else if (type_ == VocabType::kBpe) {
         nl_ = text_to_token("\xC4\x8A");  // U+010A: '\n' in the byte-level alphabet
         if (nl_ < 0) nl_ = pad_;
+    } else if (type_ == VocabType::kUgm) {
+        // b4748 tokenizes "\n" (once the normalizer is loaded, below); with nothing left (T5's normalizer
+        // turns it into a space that is then dropped) the type's default pad id, before the metadata's.
+        nl_ = pad_;
     } else {
         nl_ = text_to_token("\n");
     }
@@ -379,7 +383,12 @@ void Vocab::finish_load(const gguf::File &f) {
         for (const char *t : {"<unk>", "<s>", "<|endoftext|>"}) set_rstrip(t, false);
     }
 
-    if (type_ == VocabType::kUgm) load_ugm(f);
+    if (type_ == VocabType::kUgm) {
+        load_ugm(f);
+        std::vector<int32_t> nl;
+        tokenize_ugm("\n", nl);
+        if (!nl.empty()) nl_ = nl[0];
+    }
 
     piece_ends_.resize(n);
     for (size_t i = 0; i < n; ++i) {

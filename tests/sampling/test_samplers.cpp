@@ -475,6 +475,15 @@ TEST(TopNSigma, ZeroNKeepsOnlyTheMaximalLogits) {
     EXPECT_TRUE(c.arr.sorted);
 }
 
+TEST(TopNSigma, OneCandidateEndsWithTheSoftmax) {
+    // b4748 masks nothing (sigma 0, the cut is the logit itself) and then runs the softmax: p = 1, sorted.
+    Cands c({-3.5f});
+    TopNSigmaSampler(1.0f).apply(c.arr);
+    EXPECT_EQ(c.find(0).logit, -3.5f);
+    EXPECT_EQ(c.find(0).p, 1.0f);
+    EXPECT_TRUE(c.arr.sorted);
+}
+
 TEST(TopNSigma, NegativeNDoesNothing) {
     // A deliberate difference (llama.h): b4748 masks every candidate, leaving no probability to draw from.
     Cands c({0.0f, 10.0f});

@@ -123,3 +123,21 @@ TEST(CapiVocabOnly, UnknownArchitecturesAreRefusedByName) {
 }
 
 }  // namespace
+
+namespace {
+
+// b4748 takes a unigram vocabulary's newline token from tokenizing "\n"; T5's normalizer leaves nothing
+// of it, so the newline token is the pad id (0), where a lookup of the text "\n" would find none (-1).
+TEST(CapiVocabOnly, T5NewlineTokenIsThePadId) {
+    capi_test::quiet_log();
+    llama_model *m = load_vocab_only(lctx::test::vocab_path("t5"));
+    ASSERT_NE(m, nullptr);
+    const llama_vocab *v = llama_model_get_vocab(m);
+    EXPECT_EQ(llama_vocab_pad(v), 0);
+    EXPECT_EQ(llama_vocab_nl(v), 0);
+    llama_token none[4];
+    EXPECT_EQ(llama_tokenize(v, "\n", 1, none, 4, false, false), 0);  // why: nothing is left of "\n"
+    llama_model_free(m);
+}
+
+}  // namespace

@@ -258,7 +258,9 @@ std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const
             texts->is_eog[id] = vocab.is_eog(id);
         }
         try {
-            chain->add(std::make_unique<GrammarSampler>(texts, gbnf, "root"));
+            chain->add(std::make_unique<GrammarSampler>(
+                texts, gbnf, "root", GrammarTriggers{},
+                [&vocab](std::string_view text) { return vocab.text_to_token(text); }));
         } catch (const grammar::GrammarError &e) {
             throw Error(std::string("--grammar: ") + e.what());
         }
