@@ -1,0 +1,53 @@
+// Threaded row quantization (see row_quantizer.h).
+#include "quantize/row_quantizer.h"
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "quantize/weighted_quants.h"
+
+namespace lctx::quantize {
+
+bool takes_importance(GgmlType type) { return weighted_quantizer(type) != nullptr; }
+
+void quantize_rows(GgmlType type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
+                   const float *importance, int n_threads) {
+    const size_t rbytes = row_size(type, n_per_row);
+    const WeightedRowFn weighted = importance ? weighted_quantizer(type) : nullptr;
+    auto work = [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const float *x = src + r * n_per_row;
+            void *y = static_cast<uint8_t *>(dst) + static_cast<size_t>(r) * rbytes;
+            if (weighted) weighted(x, y, n_per_row, importance);
+            else quantize_row(type, x, y, n_per_row);
+        }
+    };
+    // Threads only pay off for enough work: at least 16K values each, as llama-quantize's chunks.
+    const int64_t min_rows = std::max<int64_t>(1, (32 * 512) / std::max<int64_t>(1, n_per_row));
+    const int64_t n_use = std::clamp<int64_t>(nrows / min_rows, 1, std::max(1, n_threads));
+    if (n_use == 1) {
+        work(0, nrows);
+        return;
+    }
+    std::vector<std::thread> pool;
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(n_use));
+    const int64_t per = (nrows + n_use - 1) / n_use;
+    for (int64_t t = 0; t < n_use; ++t) {
+        const int64_t r0 = t * per, r1 = std::min(nrows, r0 + per);
+        if (r0 >= r1) break;
+        pool.emplace_back([&, t, r0, r1] {
+            try {
+                work(r0, r1);
+            } catch (...) {
+                errors[static_cast<size_t>(t)] = std::current_exception();
+            }
+        });
+    }
+    for (std::thread &th : pool) th.join();
+    for (const std::exception_ptr &e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
+}  // namespace lctx::quantize
