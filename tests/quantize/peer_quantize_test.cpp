@@ -1,0 +1,110 @@
+// Files quantized by lctx load in llama.cpp (the npm peer library, when installed) and generate the same
+// greedy tokens there as in lctx. Skipped only where the peer is absent.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "../../tools/lctx/bench_peer.h"
+#include "context/context.h"
+#include "model/model.h"
+#include "quantize/file_types.h"
+#include "quantize/model_quantizer.h"
+#include "vocab/vocab.h"
+
+namespace lctx::quantize {
+namespace {
+
+std::string run(const std::string &cmd) {
+    std::string out;
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) return out;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    pclose(p);
+    return out;
+}
+
+std::vector<int32_t> lctx_greedy(const std::string &path, const std::vector<int32_t> &prompt, int n_gen) {
+    std::unique_ptr<Model> m = Model::load(path);
+    ContextParams cp;
+    cp.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 8);
+    cp.n_batch = cp.n_ubatch = cp.n_ctx;
+    Context ctx(*m, cp);
+    std::vector<int32_t> ids;
+    std::vector<int32_t> toks = prompt;
+    std::vector<int32_t> pos(toks.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
+    for (int g = 0; g < n_gen; ++g) {
+        Batch b;
+        b.n_tokens = static_cast<int32_t>(toks.size());
+        b.token = toks.data();
+        b.pos = pos.data();
+        EXPECT_EQ(ctx.decode(b), DecodeStatus::Ok);
+        const float *l = ctx.logits_ith(-1);
+        if (!l) return ids;
+        int32_t best = 0;
+        for (int32_t k = 1; k < static_cast<int32_t>(m->hparams().n_vocab); ++k)
+            if (l[k] > l[best]) best = k;
+        ids.push_back(best);
+        const int32_t next_pos = pos.back() + 1;
+        toks = {best};
+        pos = {next_pos};
+    }
+    return ids;
+}
+
+struct PeerCase {
+    const char *input;
+    const char *type;
+};
+
+class PeerQuantized : public ::testing::TestWithParam<PeerCase> {};
+
+TEST_P(PeerQuantized, LlamaCppLoadsItAndGeneratesTheSameTokens) {
+    std::string lib = bench::default_peer_dir();
+    if (!lib.empty()) lib = bench::resolve_peer_lib_dir(lib);
+    const std::string exe = bench::find_peer_binary();
+    if (lib.empty() || exe.empty()) GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
+    const PeerCase &c = GetParam();
+    const std::string in = std::string(LCTX_FIXTURES_DIR) + "/golden/models/" + c.input;
+    const std::string out = (std::filesystem::temp_directory_path() /
+                             ("lctx_peer_q_" + std::to_string(getpid()) + "_" + c.type + ".gguf"))
+                                .string();
+    Options o;
+    o.ftype = parse_file_type(c.type)->id;
+    quantize_model(in, out, o);
+    const int n_gen = 16;
+    const std::string text = "Once upon a time";
+    const std::string got = run(exe + " --lib '" + lib + "' -m '" + out + "' --generate '" + text + "' -n " +
+                                std::to_string(n_gen) + " 2>/dev/null");
+    const nlohmann::json j = nlohmann::json::parse(got, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "llama.cpp did not load " << out << ": " << got;
+    const std::vector<int32_t> prompt = j["prompt_ids"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> want = j["ids"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> mine = lctx_greedy(out, prompt, n_gen);
+    std::filesystem::remove(out);
+    EXPECT_EQ(mine, want) << c.input << " as " << c.type;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, PeerQuantized,
+    ::testing::Values(PeerCase{"stories260K.gguf", "Q4_K_M"}, PeerCase{"stories260K.gguf", "Q6_K"},
+                      PeerCase{"stories260K.gguf", "Q2_K"}, PeerCase{"stories260K.gguf", "Q3_K_L"},
+                      PeerCase{"stories260K.gguf", "IQ4_XS"}, PeerCase{"stories260K.gguf", "BF16"},
+                      PeerCase{"llama-F16.gguf", "Q4_0"}, PeerCase{"llama-F16.gguf", "Q5_1"},
+                      PeerCase{"llama-F16.gguf", "Q8_0"}, PeerCase{"llama-F16.gguf", "IQ4_NL"}),
+    [](const ::testing::TestParamInfo<PeerCase> &i) {
+        std::string n = std::string(i.param.input).substr(0, 5) + "_" + i.param.type;
+        for (char &ch : n)
+            if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+        return n;
+    });
+
+}  // namespace
+}  // namespace lctx::quantize
