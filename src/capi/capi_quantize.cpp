@@ -1,6 +1,8 @@
 // C API: llama_model_quantize, over the quantize layer. As in b4748, params->imatrix points to a C++
 // std::unordered_map<std::string, std::vector<float>> (tensor name -> importance weights) and
 // params->kv_overrides to a std::vector<llama_model_kv_override> ending with an element whose key is empty.
+#include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -30,7 +32,9 @@ std::string run(const std::string &cmd) {
     return out;
 }
 
-std::vector<int32_t> lctx_greedy(const std::string &path, const std::vector<int32_t> &prompt, int n_gen) {
+// Greedy ids, and at each step the gap between the best and the second-best logit.
+std::vector<int32_t> lctx_greedy(const std::string &path, const std::vector<int32_t> &prompt, int n_gen,
+                                 std::vector<float> *gaps) {
     std::unique_ptr<Model> m = Model::load(path);
     ContextParams cp;
     cp.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 8);
@@ -51,6 +55,10 @@ std::vector<int32_t> lctx_greedy(const std::string &path, const std::vector<int3
         int32_t best = 0;
         for (int32_t k = 1; k < static_cast<int32_t>(m->hparams().n_vocab); ++k)
             if (l[k] > l[best]) best = k;
+        float second = -INFINITY;
+        for (int32_t k = 0; k < static_cast<int32_t>(m->hparams().n_vocab); ++k)
+            if (k != best) second = std::max(second, l[k]);
+        gaps->push_back(l[best] - second);
         ids.push_back(best);
         const int32_t next_pos = pos.back() + 1;
         toks = {best};
@@ -87,9 +95,22 @@ TEST_P(PeerQuantized, LlamaCppLoadsItAndGeneratesTheSameTokens) {
     ASSERT_FALSE(j.is_discarded()) << "llama.cpp did not load " << out << ": " << got;
     const std::vector<int32_t> prompt = j["prompt_ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> want = j["ids"].get<std::vector<int32_t>>();
-    const std::vector<int32_t> mine = lctx_greedy(out, prompt, n_gen);
+    std::vector<float> gaps;
+    const std::vector<int32_t> mine = lctx_greedy(out, prompt, n_gen, &gaps);
     std::filesystem::remove(out);
-    EXPECT_EQ(mine, want) << c.input << " as " << c.type;
+    ASSERT_EQ(mine.size(), want.size());
+    // The same tokens, up to a near-tie: where lctx's two best logits are closer than the two engines' logits may
+    // differ (f16 KV cache, other summation order: ~2e-2 each, fixtures/golden/FORMAT.md), either token is right
+    // and the streams may part there (on the synthetic llama's random weights they do, once).
+    constexpr float kNearTie = 0.05f;
+    size_t k = 0;
+    while (k < mine.size() && mine[k] == want[k]) ++k;
+    if (k < mine.size()) {
+        std::printf("[ note ] %s as %s: streams part at token %zu, where lctx's top-2 gap is %.3g\n", c.input,
+                    c.type, k, gaps[k]);
+        EXPECT_LT(gaps[k], kNearTie) << c.input << " as " << c.type << ": token " << k << " differs (lctx "
+                                     << mine[k] << ", llama.cpp " << want[k] << ") with a clear margin";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
