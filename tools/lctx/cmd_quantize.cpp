@@ -113,10 +113,10 @@ int cmd_quantize(int argc, char **argv) {
         if (r.weighted) what += " (imatrix)";
         char line[512];
         if (done)
-            std::snprintf(line, sizeof line, "[%4d/%4d] %-32s %-30s %8.2f MiB -> %8.2f MiB", r.index, r.count,
+            std::snprintf(line, sizeof line, "[%4d/%4d] %-32s %-36s %8.2f MiB -> %8.2f MiB", r.index, r.count,
                           r.name.c_str(), what.c_str(), mib(r.bytes_in), mib(r.bytes_out));
         else
-            std::snprintf(line, sizeof line, "[%4d/%4d] %-32s %-30s %8.2f MiB ...", r.index, r.count,
+            std::snprintf(line, sizeof line, "[%4d/%4d] %-32s %-36s %8.2f MiB ...", r.index, r.count,
                           r.name.c_str(), what.c_str(), mib(r.bytes_in));
         std::fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
         std::fflush(stderr);
