@@ -31,7 +31,8 @@ std::vector<lctx::gguf::KeyValue> overrides(const void *p) {
         const std::string key(o.key, strnlen(o.key, sizeof o.key));
         switch (o.tag) {  // b4748 writes integers as int32 and floats as float32
             case LLAMA_KV_OVERRIDE_TYPE_INT:
-                kv.push_back({key, gguf::Value::from_int(gguf::ValueType::INT32, static_cast<int32_t>(o.val_i64))});
+                kv.push_back(
+                    {key, gguf::Value::from_int(gguf::ValueType::INT32, static_cast<int32_t>(o.val_i64))});
                 break;
             case LLAMA_KV_OVERRIDE_TYPE_FLOAT:
                 kv.push_back({key, gguf::Value::from_float(gguf::ValueType::FLOAT32, o.val_f64)});
@@ -40,7 +41,8 @@ std::vector<lctx::gguf::KeyValue> overrides(const void *p) {
                 kv.push_back({key, gguf::Value::from_bool(o.val_bool)});
                 break;
             case LLAMA_KV_OVERRIDE_TYPE_STR:
-                kv.push_back({key, gguf::Value::from_string(std::string(o.val_str, strnlen(o.val_str, sizeof o.val_str)))});
+                kv.push_back({key, gguf::Value::from_string(
+                                       std::string(o.val_str, strnlen(o.val_str, sizeof o.val_str)))});
                 break;
             default:
                 throw lctx::Error("metadata override '" + key + "' has an unknown type");
@@ -51,7 +53,8 @@ std::vector<lctx::gguf::KeyValue> overrides(const void *p) {
 
 }  // namespace
 
-uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out, const llama_model_quantize_params *params) {
+uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out,
+                              const llama_model_quantize_params *params) {
     LCTX_CAPI_REQUIRE(fname_inp, 1u);
     LCTX_CAPI_REQUIRE(fname_out, 1u);
     const llama_model_quantize_params p = params ? *params : llama_model_quantize_default_params();
@@ -70,9 +73,10 @@ uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out, cons
         o.kv_overrides = overrides(p.kv_overrides);
         o.on_tensor = [](const q::TensorReport &r, bool done) {
             if (!done) return;
-            LCTX_LOG_INFO("[%4d/%4d] %36s - %6s -> %6s%s, %8.2f MiB -> %8.2f MiB", r.index, r.count, r.name.c_str(),
-                          lctx::type_name(r.from), lctx::type_name(r.to), r.to != r.wanted ? " (fallback)" : "",
-                          r.bytes_in / 1048576.0, r.bytes_out / 1048576.0);
+            LCTX_LOG_INFO("[%4d/%4d] %36s - %6s -> %6s%s, %8.2f MiB -> %8.2f MiB", r.index, r.count,
+                          r.name.c_str(), lctx::type_name(r.from), lctx::type_name(r.to),
+                          r.to != r.wanted ? " (fallback)" : "", r.bytes_in / 1048576.0,
+                          r.bytes_out / 1048576.0);
         };
         const q::Summary s = q::quantize_model(fname_inp, fname_out, o);
         LCTX_LOG_INFO("%s: model size = %8.2f MiB, quant size = %8.2f MiB", __func__, s.bytes_in / 1048576.0,

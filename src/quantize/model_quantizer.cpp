@@ -62,7 +62,8 @@ ModelFacts model_facts(const gguf::File &f) {
     m.is_70b = m.n_layer == 80 && ((m.arch == "llama" && m.n_head != m.n_head_kv) || m.arch == "qwen2");
     for (const gguf::TensorInfo &t : f.tensors()) {
         if (t.name == "output.weight") m.has_output = true;
-        if (t.name.find("attn_v.weight") != std::string::npos || t.name.find("attn_qkv.weight") != std::string::npos ||
+        if (t.name.find("attn_v.weight") != std::string::npos ||
+            t.name.find("attn_qkv.weight") != std::string::npos ||
             t.name.find("attn_kv_b.weight") != std::string::npos)
             ++m.n_attention_wv;
     }
@@ -117,7 +118,8 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
         ftype = static_cast<int32_t>(in->get_int("general.file_type").value_or(guess_file_type(*in)));
     } else {
         const FileType *ft = find_file_type(opts.ftype);
-        if (!ft) throw Error("quantize: file type " + std::to_string(opts.ftype) + " is not one lctx can write");
+        if (!ft)
+            throw Error("quantize: file type " + std::to_string(opts.ftype) + " is not one lctx can write");
         base = ft->base;
     }
     for (const std::optional<GgmlType> &forced : {opts.output_type, opts.token_embd_type})
@@ -168,7 +170,8 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
             if (ftype == kFtypeQ2_K_S && p.choice.type == GgmlType::Q2_K && !p.importance &&
                 t->name != "token_embd.weight")
                 throw Error(where + "Q2_K_S needs an importance matrix for it (--imatrix)");
-            p.bytes_out = row_size(p.choice.type, t->ne[0]) * static_cast<uint64_t>(t->n_elements() / t->ne[0]);
+            p.bytes_out =
+                row_size(p.choice.type, t->ne[0]) * static_cast<uint64_t>(t->n_elements() / t->ne[0]);
         } else {
             p.choice.type = t->type;
         }
@@ -178,7 +181,8 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
     std::vector<gguf::KeyValue> kv = in->metadata();
     for (const char *k : {"split.no", "split.count", "split.tensors.count"}) remove_key(kv, k);
     set_key(kv, "general.quantization_version", gguf::Value::from_uint(gguf::ValueType::UINT32, 2));
-    set_key(kv, "general.file_type", gguf::Value::from_uint(gguf::ValueType::UINT32, static_cast<uint32_t>(ftype)));
+    set_key(kv, "general.file_type",
+            gguf::Value::from_uint(gguf::ValueType::UINT32, static_cast<uint32_t>(ftype)));
     for (const gguf::KeyValue &o : opts.kv_overrides) set_key(kv, o.key, o.value);
     size_t alignment = gguf::kDefaultAlignment;
     for (const gguf::KeyValue &e : kv)
@@ -190,11 +194,13 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
         }
 
     std::vector<TensorSlot> slots;
-    for (const Planned &p : plan) slots.push_back(TensorSlot{p.in->name, p.choice.type, p.in->ne, p.bytes_out});
+    for (const Planned &p : plan)
+        slots.push_back(TensorSlot{p.in->name, p.choice.type, p.in->ne, p.bytes_out});
     const std::vector<uint8_t> header = gguf_header(kv, slots, alignment);
 
-    const int n_threads = opts.n_threads > 0 ? opts.n_threads
-                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int n_threads = opts.n_threads > 0
+                              ? opts.n_threads
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     Summary sum;
     sum.n_tensors = static_cast<int>(plan.size());
     sum.n_fallback = rules.n_fallback();

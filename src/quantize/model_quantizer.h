@@ -46,8 +46,8 @@ struct Options {
 
 struct Summary {
     int n_tensors = 0;
-    int n_fallback = 0;   // tensors whose rows did not fit the chosen type
-    int n_block_fit = 0;  // quantized tensors whose rows did
+    int n_fallback = 0;                    // tensors whose rows did not fit the chosen type
+    int n_block_fit = 0;                   // quantized tensors whose rows did
     uint64_t bytes_in = 0, bytes_out = 0;  // tensor data, without padding
     uint64_t file_bytes = 0;
 };

@@ -20,12 +20,14 @@ void put(std::vector<uint8_t> &out, T v) {
     std::memcpy(out.data() + at, &v, sizeof(T));
 }
 
-uint64_t padded(uint64_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+uint64_t padded(uint64_t n, size_t alignment) {
+    return (n + alignment - 1) / alignment * alignment;
+}
 
 }  // namespace
 
-std::vector<uint8_t> gguf_header(const std::vector<gguf::KeyValue> &kv, const std::vector<TensorSlot> &tensors,
-                                 size_t alignment) {
+std::vector<uint8_t> gguf_header(const std::vector<gguf::KeyValue> &kv,
+                                 const std::vector<TensorSlot> &tensors, size_t alignment) {
     // The metadata through the library's writer (without tensors its bytes end after the key-values), then
     // the tensor count patched in and the tensor directory appended.
     gguf::Writer w;
@@ -56,7 +58,8 @@ OutputFile::OutputFile(const std::string &path) : path_(path) {
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
     std::string tmpl = (slash == std::string::npos ? std::string() : dir) + "." + base + ".tmp-XXXXXX";
     const int fd = ::mkstemp(tmpl.data());
-    if (fd < 0) throw Error(path + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno));
+    if (fd < 0)
+        throw Error(path + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno));
     tmp_ = tmpl;
     ::fchmod(fd, 0644);
     f_ = ::fdopen(fd, "wb");
@@ -105,7 +108,8 @@ void OutputFile::commit() {
     const int rc = std::fclose(f_);
     f_ = nullptr;
     if (rc != 0) fail("write failed");
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename the temporary file " + tmp_ + " to it");
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+        fail("cannot rename the temporary file " + tmp_ + " to it");
     committed_ = true;
 }
 

@@ -20,8 +20,8 @@ struct TensorSlot {
 
 // The header of a GGUF v3 file with these key-values and tensors (data offsets packed in order, each
 // tensor padded to `alignment`), itself padded to `alignment`: the data section starts right after it.
-std::vector<uint8_t> gguf_header(const std::vector<gguf::KeyValue> &kv, const std::vector<TensorSlot> &tensors,
-                                 size_t alignment);
+std::vector<uint8_t> gguf_header(const std::vector<gguf::KeyValue> &kv,
+                                 const std::vector<TensorSlot> &tensors, size_t alignment);
 
 class OutputFile {
   public:

@@ -10,7 +10,9 @@
 
 namespace lctx::quantize {
 
-bool takes_importance(GgmlType type) { return weighted_quantizer(type) != nullptr; }
+bool takes_importance(GgmlType type) {
+    return weighted_quantizer(type) != nullptr;
+}
 
 void quantize_rows(GgmlType type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
                    const float *importance, int n_threads) {
@@ -20,8 +22,10 @@ void quantize_rows(GgmlType type, const float *src, void *dst, int64_t nrows, in
         for (int64_t r = r0; r < r1; ++r) {
             const float *x = src + r * n_per_row;
             void *y = static_cast<uint8_t *>(dst) + static_cast<size_t>(r) * rbytes;
-            if (weighted) weighted(x, y, n_per_row, importance);
-            else quantize_row(type, x, y, n_per_row);
+            if (weighted)
+                weighted(x, y, n_per_row, importance);
+            else
+                quantize_row(type, x, y, n_per_row);
         }
     };
     // Threads only pay off for enough work: at least 16K values each, as llama-quantize's chunks.

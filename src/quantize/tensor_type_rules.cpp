@@ -15,7 +15,9 @@ namespace lctx::quantize {
 
 namespace {
 
-bool contains(const std::string &s, const char *part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string &s, const char *part) {
+    return s.find(part) != std::string::npos;
+}
 
 bool ends_with(const std::string &s, const std::string &tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -39,7 +41,9 @@ std::optional<GgmlType> fallback_for(GgmlType wanted) {
     }
 }
 
-int64_t block_of(GgmlType t) { return type_traits(t).block_size; }
+int64_t block_of(GgmlType t) {
+    return type_traits(t).block_size;
+}
 
 }  // namespace
 
@@ -122,9 +126,7 @@ GgmlType TensorTypeRules::mixture_type(const std::string &name, int64_t row) {
         } else if (ft == kFtypeQ2_K_S) {
             if (il < nl / 8) type = T::Q4_K;
         } else if (ft == kFtypeQ3_K_M) {
-            type = il < nl / 16                        ? T::Q5_K
-                   : !falcon || use_more_bits(il, nl) ? T::Q4_K
-                                                       : T::Q3_K;
+            type = il < nl / 16 ? T::Q5_K : !falcon || use_more_bits(il, nl) ? T::Q4_K : T::Q3_K;
         } else if (ft == kFtypeQ3_K_L) {
             type = falcon ? T::Q4_K : T::Q5_K;
         } else if (ft == kFtypeQ4_K_M) {
@@ -151,17 +153,23 @@ GgmlType TensorTypeRules::mixture_type(const std::string &name, int64_t row) {
                     ft == kFtypeQ4_K_S || ft == kFtypeQ4_K_M || ft == kFtypeIQ4_XS)
                     type = T::Q5_K;
             } else {
-                if (ft == kFtypeQ2_K) type = T::Q3_K;
-                else if (ft == kFtypeQ3_K_M) type = T::Q4_K;
-                else if (ft == kFtypeQ3_K_L) type = T::Q5_K;
+                if (ft == kFtypeQ2_K)
+                    type = T::Q3_K;
+                else if (ft == kFtypeQ3_K_M)
+                    type = T::Q4_K;
+                else if (ft == kFtypeQ3_K_L)
+                    type = T::Q5_K;
             }
         } else if (ft == kFtypeQ3_K_L) {
             type = T::Q4_K;
         }
     } else if (contains(name, "attn_qkv.weight")) {
-        if (ft == kFtypeQ3_K_M || ft == kFtypeQ3_K_L) type = T::Q4_K;
-        else if (ft == kFtypeQ4_K_M) type = T::Q5_K;
-        else if (ft == kFtypeQ5_K_M) type = T::Q6_K;
+        if (ft == kFtypeQ3_K_M || ft == kFtypeQ3_K_L)
+            type = T::Q4_K;
+        else if (ft == kFtypeQ4_K_M)
+            type = T::Q5_K;
+        else if (ft == kFtypeQ5_K_M)
+            type = T::Q6_K;
     } else if (contains(name, "ffn_gate")) {
         layer_of(i_ffn_gate_, name);  // validates an expert tensor's layer number
         ++i_ffn_gate_;

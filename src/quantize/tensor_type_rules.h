@@ -12,14 +12,14 @@ namespace lctx::quantize {
 
 // What the rules need to know about the model (from its metadata and tensor names).
 struct ModelFacts {
-    std::string arch;      // general.architecture
-    int n_layer = 0;       // {arch}.block_count
-    int n_head = 0;        // of layer 0
-    int n_head_kv = 0;     // of layer 0
-    int n_expert = 0;      // {arch}.expert_count (0: dense)
-    bool is_70b = false;   // llama.cpp's LLM_TYPE_70B (80 layers, grouped-query attention)
-    bool has_output = false;     // an output.weight of its own (else token_embd is the output matrix too)
-    int n_attention_wv = 0;      // tensors named *attn_v.weight, *attn_qkv.weight or *attn_kv_b.weight
+    std::string arch;         // general.architecture
+    int n_layer = 0;          // {arch}.block_count
+    int n_head = 0;           // of layer 0
+    int n_head_kv = 0;        // of layer 0
+    int n_expert = 0;         // {arch}.expert_count (0: dense)
+    bool is_70b = false;      // llama.cpp's LLM_TYPE_70B (80 layers, grouped-query attention)
+    bool has_output = false;  // an output.weight of its own (else token_embd is the output matrix too)
+    int n_attention_wv = 0;   // tensors named *attn_v.weight, *attn_qkv.weight or *attn_kv_b.weight
 
     int n_gqa() const { return n_head_kv > 0 ? n_head / n_head_kv : 0; }
 };
@@ -27,9 +27,9 @@ struct ModelFacts {
 struct RuleOptions {
     int32_t ftype = 0;  // llama_ftype
     GgmlType base = GgmlType::F32;
-    std::optional<GgmlType> output_type;       // forced type of output.weight
-    std::optional<GgmlType> token_embd_type;   // forced type of token_embd.weight
-    bool pure = false;                         // base type everywhere (no mixture, no fallback)
+    std::optional<GgmlType> output_type;      // forced type of output.weight
+    std::optional<GgmlType> token_embd_type;  // forced type of token_embd.weight
+    bool pure = false;                        // base type everywhere (no mixture, no fallback)
     bool has_imatrix = false;
 };
 
@@ -38,8 +38,8 @@ struct RuleOptions {
 bool is_quantizable(const std::string &name, int n_dims, bool quantize_output_tensor);
 
 struct TypeChoice {
-    GgmlType type;         // what the tensor is written as
-    GgmlType wanted;       // before the fallback for rows that are not whole blocks
+    GgmlType type;    // what the tensor is written as
+    GgmlType wanted;  // before the fallback for rows that are not whole blocks
     bool fallback = false;
 };
 

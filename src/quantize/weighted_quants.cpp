@@ -29,7 +29,8 @@ void element_weights(const float *x, int64_t n, const float *importance, std::ve
     for (int64_t j = 0; j < n; ++j) sum2 += static_cast<double>(x[j]) * x[j];
     const float sigma2 = static_cast<float>(sum2 / static_cast<double>(n));
     w.resize(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) w[static_cast<size_t>(j)] = importance[j] * std::sqrt(sigma2 + x[j] * x[j]);
+    for (int64_t j = 0; j < n; ++j)
+        w[static_cast<size_t>(j)] = importance[j] * std::sqrt(sigma2 + x[j] * x[j]);
 }
 
 float weighted_error(GgmlType type, const void *block, const float *x, const float *w) {
@@ -122,7 +123,8 @@ void symmetric_row(const float *x, void *dst, int64_t n, const float *importance
     element_weights(x, n, importance, w);
     const size_t bsize = type_traits(kType).type_size;
     for (int64_t b = 0; b < n / kBlock; ++b)
-        symmetric_block(ls, x + b * kBlock, w.data() + b * kBlock, static_cast<uint8_t *>(dst) + b * bsize, bsize);
+        symmetric_block(ls, x + b * kBlock, w.data() + b * kBlock, static_cast<uint8_t *>(dst) + b * bsize,
+                        bsize);
 }
 
 // ---- affine types: x ~ d * q + m, q in 0..nmax ----
@@ -176,7 +178,8 @@ void affine_row(const float *xr, void *dst, int64_t n, const float *importance) 
             const float d = static_cast<float>((sw * slx - sx * sl) / det);
             const float m = static_cast<float>((sll * sx - sl * slx) / det);
             if (!(d > 0) || !std::isfinite(m)) continue;
-            for (int j = 0; j < kBlock; ++j) q[j] = std::clamp(static_cast<int>(std::lround((x[j] - m) / d)), 0, nmax);
+            for (int j = 0; j < kBlock; ++j)
+                q[j] = std::clamp(static_cast<int>(std::lround((x[j] - m) / d)), 0, nmax);
             pack_affine(kType, d, m, q, cand);
             const float e = weighted_error(kType, cand, x, w);
             if (e < best_err) best_err = e, std::memcpy(best, cand, bsize);
@@ -196,7 +199,8 @@ float weighted_error_n(GgmlType type, const void *block, const float *x, const f
 }
 
 // Weighted affine fit of one sub-block, x ~ scale * q - min with q in 0..nmax, scale >= 0, min >= 0 (the
-// K-quants subtract the min). Tries inverse scales around nmax / (max - min) and refits each by least squares.
+// K-quants subtract the min). Tries inverse scales around nmax / (max - min) and refits each by least
+// squares.
 void fit_affine(const float *x, const float *w, int n, int nmax, float *scale, float *min) {
     float mn = std::min(0.0f, *std::min_element(x, x + n));
     const float mx = *std::max_element(x, x + n);
@@ -223,7 +227,8 @@ void fit_affine(const float *x, const float *w, int n, int nmax, float *scale, f
             const double diff = x[j] - (d * l + off);
             e += w[j] * diff * diff;
         }
-        if (best < 0 || e < best) best = static_cast<float>(e), *scale = static_cast<float>(d), *min = static_cast<float>(-off);
+        if (best < 0 || e < best)
+            best = static_cast<float>(e), *scale = static_cast<float>(d), *min = static_cast<float>(-off);
     }
 }
 
@@ -255,25 +260,31 @@ void q45_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
         const float best_err = weighted_error_n(kType, &best, x, w, kQK_K);
         float scale[8], min[8];
         for (int s = 0; s < 8; ++s) fit_affine(x + 32 * s, w + 32 * s, 32, nmax, &scale[s], &min[s]);
-        const float max_scale = *std::max_element(scale, scale + 8), max_min = *std::max_element(min, min + 8);
+        const float max_scale = *std::max_element(scale, scale + 8),
+                    max_min = *std::max_element(min, min + 8);
         cand.d = fp32_to_fp16(max_scale / 63.0f);
         cand.dmin = fp32_to_fp16(max_min / 63.0f);
         const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
         uint8_t sc[8], mn[8];
         for (int s = 0; s < 8; ++s) {
-            sc[s] = static_cast<uint8_t>(d > 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), 0, 63) : 0);
-            mn[s] = static_cast<uint8_t>(dmin > 0 ? std::clamp(static_cast<int>(std::lround(min[s] / dmin)), 0, 63) : 0);
+            sc[s] = static_cast<uint8_t>(
+                d > 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), 0, 63) : 0);
+            mn[s] = static_cast<uint8_t>(
+                dmin > 0 ? std::clamp(static_cast<int>(std::lround(min[s] / dmin)), 0, 63) : 0);
         }
         pack_scale_min(sc, mn, cand.scales);
         int q[kQK_K];
         for (int s = 0; s < 8; ++s) {
             const float ds = d * sc[s], ms = dmin * mn[s];
             for (int j = 0; j < 32; ++j)
-                q[32 * s + j] = ds > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * s + j] + ms) / ds)), 0, nmax) : 0;
+                q[32 * s + j] =
+                    ds > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * s + j] + ms) / ds)), 0, nmax)
+                           : 0;
         }
         for (int c = 0; c < 4; ++c)
             for (int l = 0; l < 32; ++l)
-                cand.qs[32 * c + l] = static_cast<uint8_t>((q[64 * c + l] & 0x0f) | (q[64 * c + 32 + l] & 0x0f) << 4);
+                cand.qs[32 * c + l] =
+                    static_cast<uint8_t>((q[64 * c + l] & 0x0f) | (q[64 * c + 32 + l] & 0x0f) << 4);
         if constexpr (kType == GgmlType::Q5_K) {
             for (int l = 0; l < 32; ++l) {
                 uint8_t h = 0;
@@ -290,7 +301,9 @@ void q45_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
 
 // Q6_K: 16 sub-blocks of 16, x ~ d * scale_s * (q - 32) with signed 8-bit scales.
 void q6_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
-    auto level = [](float v) { return static_cast<float>(std::clamp(static_cast<int>(std::lround(v)), -32, 31)); };
+    auto level = [](float v) {
+        return static_cast<float>(std::clamp(static_cast<int>(std::lround(v)), -32, 31));
+    };
     std::vector<float> wr;
     element_weights(xr, n, importance, wr);
     for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -313,7 +326,8 @@ void q6_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
                     double sxl = 0, sll = 0;
                     for (int j = 0; j < 16; ++j) {
                         const float l = level(xs[j] / d0);
-                        sxl += static_cast<double>(ws[j]) * xs[j] * l, sll += static_cast<double>(ws[j]) * l * l;
+                        sxl += static_cast<double>(ws[j]) * xs[j] * l,
+                            sll += static_cast<double>(ws[j]) * l * l;
                     }
                     const float d = sll > 0 ? static_cast<float>(sxl / sll) : 0.0f;
                     if (d == 0 || !std::isfinite(d)) continue;
@@ -336,15 +350,18 @@ void q6_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
             cand.scales[s] = static_cast<int8_t>(sc);
             const float ds = d * static_cast<float>(sc);
             for (int j = 0; j < 16; ++j)
-                q[16 * s + j] = ds != 0 ? std::clamp(static_cast<int>(std::lround(x[16 * s + j] / ds)), -32, 31) + 32 : 32;
+                q[16 * s + j] =
+                    ds != 0 ? std::clamp(static_cast<int>(std::lround(x[16 * s + j] / ds)), -32, 31) + 32
+                            : 32;
         }
         for (int h = 0; h < 2; ++h)
             for (int l = 0; l < 32; ++l) {
                 const int *qq = q + 128 * h;
                 cand.ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 0x0f) | (qq[l + 64] & 0x0f) << 4);
-                cand.ql[64 * h + l + 32] = static_cast<uint8_t>((qq[l + 32] & 0x0f) | (qq[l + 96] & 0x0f) << 4);
-                cand.qh[32 * h + l] = static_cast<uint8_t>((qq[l] >> 4) | (qq[l + 32] >> 4) << 2 | (qq[l + 64] >> 4) << 4 |
-                                                           (qq[l + 96] >> 4) << 6);
+                cand.ql[64 * h + l + 32] =
+                    static_cast<uint8_t>((qq[l + 32] & 0x0f) | (qq[l + 96] & 0x0f) << 4);
+                cand.qh[32 * h + l] = static_cast<uint8_t>((qq[l] >> 4) | (qq[l + 32] >> 4) << 2 |
+                                                           (qq[l + 64] >> 4) << 4 | (qq[l + 96] >> 4) << 6);
             }
         const block_q6_K &out = weighted_error_n(GgmlType::Q6_K, &cand, x, w, kQK_K) < best_err ? cand : best;
         std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_q6_K), &out, sizeof(block_q6_K));

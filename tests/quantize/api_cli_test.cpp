@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,7 +22,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string golden(const std::string &name) { return std::string(LCTX_FIXTURES_DIR) + "/golden/models/" + name; }
+std::string golden(const std::string &name) {
+    return std::string(LCTX_FIXTURES_DIR) + "/golden/models/" + name;
+}
 
 struct TempDir {
     fs::path path;
@@ -102,6 +105,25 @@ TEST(QuantizeCApi, RefusalsReturnOneAndLeaveNothing) {
     EXPECT_EQ(dir.n_entries(), 1u);
 }
 
+// only_copy (`COPY`): every tensor as it was, general.file_type the input's.
+TEST(QuantizeCApi, OnlyCopyKeepsEveryTensor) {
+    TempDir dir("copy");
+    llama_model_quantize_params p = llama_model_quantize_default_params();
+    p.only_copy = true;
+    ASSERT_EQ(llama_model_quantize(golden("llama-Q4_K.gguf").c_str(), dir.file("c.gguf").c_str(), &p), 0u);
+    std::unique_ptr<gguf::File> in = gguf::File::open(golden("llama-Q4_K.gguf")),
+                                out = gguf::File::open(dir.file("c.gguf"));
+    ASSERT_EQ(in->tensors().size(), out->tensors().size());
+    for (const gguf::TensorInfo &t : in->tensors()) {
+        const gguf::TensorInfo *o = out->find_tensor(t.name);
+        ASSERT_NE(o, nullptr) << t.name;
+        EXPECT_EQ(o->type, t.type) << t.name;
+        ASSERT_EQ(o->nbytes, t.nbytes);
+        EXPECT_EQ(std::memcmp(out->tensor_data(*o), in->tensor_data(t), t.nbytes), 0) << t.name;
+    }
+    EXPECT_EQ(out->get_int("general.file_type"), in->get_int("general.file_type"));
+}
+
 TEST(QuantizeCApi, RequantizeWhenAllowed) {
     TempDir dir("capi_req");
     llama_model_quantize_params p = llama_model_quantize_default_params();
@@ -151,9 +173,10 @@ TEST(QuantizeCli, WritesTheFileAndReportsSizes) {
     quantize_model(golden("llama-F16.gguf"), dir.file("ref.gguf"), o);
     EXPECT_TRUE(read_all(out) == read_all(dir.file("ref.gguf")));
     // Numeric type ids, the pure and forced-type options.
-    const testing::CliResult r2 = testing::run_cli("quantize --pure --token-embedding-type Q8_0 " +
-                                                       golden("llama-F16.gguf") + " " + dir.file("p.gguf") + " 2",
-                                                   true);
+    const testing::CliResult r2 =
+        testing::run_cli("quantize --pure --token-embedding-type Q8_0 " + golden("llama-F16.gguf") + " " +
+                             dir.file("p.gguf") + " 2",
+                         true);
     ASSERT_EQ(r2.status, 0) << r2.out;
     std::unique_ptr<gguf::File> f = gguf::File::open(dir.file("p.gguf"));
     EXPECT_EQ(f->find_tensor("output.weight")->type, GgmlType::Q4_0);

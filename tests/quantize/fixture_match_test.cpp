@@ -89,7 +89,8 @@ void check_output(const nlohmann::json &want, const std::string &path) {
     std::unique_ptr<gguf::File> f = gguf::File::open(path);
     EXPECT_EQ(f->size(), want["file_bytes"].get<uint64_t>());
     EXPECT_EQ(f->get_int("general.file_type"), want["kv"]["general.file_type"].get<int64_t>());
-    EXPECT_EQ(f->get_int("general.quantization_version"), want["kv"]["general.quantization_version"].get<int64_t>());
+    EXPECT_EQ(f->get_int("general.quantization_version"),
+              want["kv"]["general.quantization_version"].get<int64_t>());
     const auto &tensors = want["tensors"];
     ASSERT_EQ(f->tensors().size(), tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -151,7 +152,8 @@ TEST(QuantizeWholeFile, StoriesQ4KMIsByteIdentical) {
         return std::vector<char>(std::istreambuf_iterator<char>(in), {});
     };
     const std::vector<char> got = read(out);
-    const std::vector<char> want = read(std::string(LCTX_FIXTURES_DIR) + "/quantize/stories260K-to-Q4_K_M.gguf");
+    const std::vector<char> want =
+        read(std::string(LCTX_FIXTURES_DIR) + "/quantize/stories260K-to-Q4_K_M.gguf");
     ASSERT_EQ(got.size(), want.size());
     EXPECT_TRUE(got == want);
 }

@@ -78,7 +78,8 @@ TEST_P(PeerQuantized, LlamaCppLoadsItAndGeneratesTheSameTokens) {
     std::string lib = bench::default_peer_dir();
     if (!lib.empty()) lib = bench::resolve_peer_lib_dir(lib);
     const std::string exe = bench::find_peer_binary();
-    if (lib.empty() || exe.empty()) GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
+    if (lib.empty() || exe.empty())
+        GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
     const PeerCase &c = GetParam();
     const std::string in = std::string(LCTX_FIXTURES_DIR) + "/golden/models/" + c.input;
     const std::string out = (std::filesystem::temp_directory_path() /
@@ -99,9 +100,9 @@ TEST_P(PeerQuantized, LlamaCppLoadsItAndGeneratesTheSameTokens) {
     const std::vector<int32_t> mine = lctx_greedy(out, prompt, n_gen, &gaps);
     std::filesystem::remove(out);
     ASSERT_EQ(mine.size(), want.size());
-    // The same tokens, up to a near-tie: where lctx's two best logits are closer than the two engines' logits may
-    // differ (f16 KV cache, other summation order: ~2e-2 each, fixtures/golden/FORMAT.md), either token is right
-    // and the streams may part there (on the synthetic llama's random weights they do, once).
+    // The same tokens, up to a near-tie: where lctx's two best logits are closer than the two engines' logits
+    // may differ (f16 KV cache, other summation order: ~2e-2 each, fixtures/golden/FORMAT.md), either token
+    // is right and the streams may part there (on the synthetic llama's random weights they do, once).
     constexpr float kNearTie = 0.05f;
     size_t k = 0;
     while (k < mine.size() && mine[k] == want[k]) ++k;

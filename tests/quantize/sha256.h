@@ -30,7 +30,8 @@ inline std::string sha256_hex(const void *data, size_t n) {
     for (size_t off = 0; off < msg.size(); off += 64) {
         uint32_t w[64];
         for (int i = 0; i < 16; ++i)
-            w[i] = static_cast<uint32_t>(msg[off + 4 * i]) << 24 | static_cast<uint32_t>(msg[off + 4 * i + 1]) << 16 |
+            w[i] = static_cast<uint32_t>(msg[off + 4 * i]) << 24 |
+                   static_cast<uint32_t>(msg[off + 4 * i + 1]) << 16 |
                    static_cast<uint32_t>(msg[off + 4 * i + 2]) << 8 | msg[off + 4 * i + 3];
         for (int i = 16; i < 64; ++i) {
             const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
@@ -39,7 +40,8 @@ inline std::string sha256_hex(const void *data, size_t n) {
         }
         uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
         for (int i = 0; i < 64; ++i) {
-            const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+            const uint32_t t1 =
+                hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
             const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
             hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
         }

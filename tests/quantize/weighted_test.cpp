@@ -78,7 +78,8 @@ TEST_P(WeightedType, LowersTheImportanceWeightedError) {
         quantize_rows(type, d.x.data(), plain.data(), d.rows, d.n, nullptr, 1);
         quantize_rows(type, d.x.data(), weighted.data(), d.rows, d.n, d.imp.data(), 2);
         const double ep = importance_error(type, d, plain), ew = importance_error(type, d, weighted);
-        EXPECT_LT(ew, 0.97 * ep) << type_name(type) << " seed " << seed << ": weighted " << ew << ", plain " << ep;
+        EXPECT_LT(ew, 0.97 * ep) << type_name(type) << " seed " << seed << ": weighted " << ew << ", plain "
+                                 << ep;
         // On the weights it minimizes it is never worse than the reference (that is always a candidate), even
         // with uniform importance.
         EXPECT_LE(importance_error(type, d, weighted, true), importance_error(type, d, plain, true) * 1.0001);
@@ -92,7 +93,9 @@ TEST_P(WeightedType, LowersTheImportanceWeightedError) {
 INSTANTIATE_TEST_SUITE_P(Types, WeightedType,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                            GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
-                         [](const ::testing::TestParamInfo<GgmlType> &i) { return std::string(type_name(i.param)); });
+                         [](const ::testing::TestParamInfo<GgmlType> &i) {
+                             return std::string(type_name(i.param));
+                         });
 
 TEST(Weighted, TypesWithoutAWeightedQuantizerIgnoreTheWeights) {
     const Data d = make_data(7);
@@ -110,8 +113,9 @@ void put(std::ofstream &o, T v) {
     o.write(reinterpret_cast<const char *>(&v), sizeof v);
 }
 
-void write_legacy(const std::string &path, const std::vector<std::pair<std::string, std::vector<float>>> &entries,
-                  int ncall, bool trailer) {
+void write_legacy(const std::string &path,
+                  const std::vector<std::pair<std::string, std::vector<float>>> &entries, int ncall,
+                  bool trailer) {
     std::ofstream o(path, std::ios::binary);
     put<int32_t>(o, static_cast<int32_t>(entries.size()));
     for (const auto &[name, v] : entries) {
@@ -119,7 +123,8 @@ void write_legacy(const std::string &path, const std::vector<std::pair<std::stri
         o.write(name.data(), static_cast<std::streamsize>(name.size()));
         put<int32_t>(o, ncall);
         put<int32_t>(o, static_cast<int32_t>(v.size()));
-        o.write(reinterpret_cast<const char *>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+        o.write(reinterpret_cast<const char *>(v.data()),
+                static_cast<std::streamsize>(v.size() * sizeof(float)));
     }
     if (trailer) {
         put<int32_t>(o, 17);
@@ -186,7 +191,8 @@ TEST(Imatrix, QuantizedModelLoadsAndRuns) {
     quantize_model(in, out, o);
     {
         std::unique_ptr<gguf::File> a = gguf::File::open(out), b = gguf::File::open(plain);
-        const gguf::TensorInfo *ta = a->find_tensor("blk.0.attn_q.weight"), *tb = b->find_tensor("blk.0.attn_q.weight");
+        const gguf::TensorInfo *ta = a->find_tensor("blk.0.attn_q.weight"),
+                               *tb = b->find_tensor("blk.0.attn_q.weight");
         ASSERT_TRUE(ta && tb);
         EXPECT_NE(std::memcmp(a->tensor_data(*ta), b->tensor_data(*tb), ta->nbytes), 0);
         std::unique_ptr<Model> m = Model::load(out);

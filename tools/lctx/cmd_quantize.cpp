@@ -24,20 +24,24 @@ namespace {
 std::string type_list() {
     std::string s;
     for (const quantize::FileType &t : quantize::file_types())
-        s += "  " + std::string(t.name) + std::string(8 - std::min<size_t>(7, std::string(t.name).size()), ' ') +
-             "(" + std::to_string(t.id) + ") " + t.what + "\n";
+        s += "  " + std::string(t.name) +
+             std::string(8 - std::min<size_t>(7, std::string(t.name).size()), ' ') + "(" +
+             std::to_string(t.id) + ") " + t.what + "\n";
     return s + "  COPY    copy every tensor as it is (only the metadata changes)\n";
 }
 
-double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+double mib(uint64_t b) {
+    return static_cast<double>(b) / (1024.0 * 1024.0);
+}
 
 }  // namespace
 
 int cmd_quantize(int argc, char **argv) {
-    CLI::App app{"Quantize a GGUF model: lctx quantize [options] IN OUT TYPE [THREADS]\n\nTYPE (case-insensitive, "
-                 "or its number; Q3_K, Q4_K, Q5_K mean the _M mixtures):\n" +
-                     type_list(),
-                 "lctx quantize"};
+    CLI::App app{
+        "Quantize a GGUF model: lctx quantize [options] IN OUT TYPE [THREADS]\n\nTYPE (case-insensitive, "
+        "or its number; Q3_K, Q4_K, Q5_K mean the _M mixtures):\n" +
+            type_list(),
+        "lctx quantize"};
     configure_app(app);
     std::string in_path, out_path, type_arg, imatrix_path, output_type_arg, token_type_arg;
     int threads = 0, threads_pos = 0;
@@ -51,7 +55,8 @@ int cmd_quantize(int argc, char **argv) {
     app.add_option("--imatrix", imatrix_path, "importance matrix from llama-imatrix (.dat or GGUF)");
     app.add_option("--output-tensor-type", output_type_arg, "type of output.weight (e.g. q8_0)");
     app.add_option("--token-embedding-type", token_type_arg, "type of token_embd.weight (e.g. q4_0)");
-    app.add_flag("--allow-requantize", allow_requantize, "allow quantizing tensors that are already quantized");
+    app.add_flag("--allow-requantize", allow_requantize,
+                 "allow quantizing tensors that are already quantized");
     app.add_flag("--leave-output-tensor", leave_output, "leave output.weight as it is");
     const int st = parse_or_report(app, "quantize", normalize_args(argc, argv));
     if (st >= 0) return st;
@@ -63,17 +68,20 @@ int cmd_quantize(int argc, char **argv) {
     if (upper == "COPY") {
         opts.only_copy = true;
     } else if (!(ft = quantize::parse_file_type(type_arg))) {
-        std::fprintf(stderr, "lctx quantize: unknown type '%s'; one of:\n%s", type_arg.c_str(), type_list().c_str());
+        std::fprintf(stderr, "lctx quantize: unknown type '%s'; one of:\n%s", type_arg.c_str(),
+                     type_list().c_str());
         return 1;
     } else {
         opts.ftype = ft->id;
     }
-    for (auto [arg, dst, opt] : {std::tuple{&output_type_arg, &opts.output_type, "--output-tensor-type"},
-                                 std::tuple{&token_type_arg, &opts.token_embd_type, "--token-embedding-type"}}) {
+    for (auto [arg, dst, opt] :
+         {std::tuple{&output_type_arg, &opts.output_type, "--output-tensor-type"},
+          std::tuple{&token_type_arg, &opts.token_embd_type, "--token-embedding-type"}}) {
         if (arg->empty()) continue;
         GgmlType t;
         if (!type_from_name(arg->c_str(), &t) || !can_quantize(t)) {
-            std::fprintf(stderr, "lctx quantize: %s: '%s' is not a tensor type lctx writes\n", opt, arg->c_str());
+            std::fprintf(stderr, "lctx quantize: %s: '%s' is not a tensor type lctx writes\n", opt,
+                         arg->c_str());
             return 1;
         }
         *dst = t;
@@ -97,10 +105,12 @@ int cmd_quantize(int argc, char **argv) {
         opts.kv_overrides.push_back({"quantize.imatrix.file", Value::from_string(imatrix_path)});
         if (!imatrix.dataset.empty())
             opts.kv_overrides.push_back({"quantize.imatrix.dataset", Value::from_string(imatrix.dataset)});
-        opts.kv_overrides.push_back({"quantize.imatrix.entries_count",
-                                     Value::from_int(ValueType::INT32, static_cast<int64_t>(imatrix.values.size()))});
+        opts.kv_overrides.push_back(
+            {"quantize.imatrix.entries_count",
+             Value::from_int(ValueType::INT32, static_cast<int64_t>(imatrix.values.size()))});
         if (imatrix.chunks > 0)
-            opts.kv_overrides.push_back({"quantize.imatrix.chunks_count", Value::from_int(ValueType::INT32, imatrix.chunks)});
+            opts.kv_overrides.push_back(
+                {"quantize.imatrix.chunks_count", Value::from_int(ValueType::INT32, imatrix.chunks)});
     }
 
     // On a terminal one line, rewritten per tensor; otherwise a line per tensor (a log).
@@ -132,13 +142,18 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const int n_threads = opts.n_threads > 0 ? opts.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::printf("lctx quantize: %s -> %s as %s: %d tensors, %.2f MiB -> %.2f MiB (file %.2f MiB), %.2f s, %d threads\n",
-                in_path.c_str(), out_path.c_str(), opts.only_copy ? "COPY" : ft->name, sum.n_tensors,
-                mib(sum.bytes_in), mib(sum.bytes_out), mib(sum.file_bytes), secs, n_threads);
+    const int n_threads = opts.n_threads > 0
+                              ? opts.n_threads
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::printf(
+        "lctx quantize: %s -> %s as %s: %d tensors, %.2f MiB -> %.2f MiB (file %.2f MiB), %.2f s, %d "
+        "threads\n",
+        in_path.c_str(), out_path.c_str(), opts.only_copy ? "COPY" : ft->name, sum.n_tensors,
+        mib(sum.bytes_in), mib(sum.bytes_out), mib(sum.file_bytes), secs, n_threads);
     if (sum.n_fallback > 0)
-        std::printf("lctx quantize: %d of %d tensors needed a fallback type (rows not a multiple of the block)\n",
-                    sum.n_fallback, sum.n_fallback + sum.n_block_fit);
+        std::printf(
+            "lctx quantize: %d of %d tensors needed a fallback type (rows not a multiple of the block)\n",
+            sum.n_fallback, sum.n_fallback + sum.n_block_fit);
     return 0;
 }
 
