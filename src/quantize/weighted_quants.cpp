@@ -1,4 +1,5 @@
-// Importance-weighted quantizers (see weighted_quants.h): Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K.
+// Importance-weighted quantizers (see weighted_quants.h): Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and the K-quants
+// Q2_K..Q6_K, IQ4_XS.
 // Each block (or sub-block) tries a set of scales (and minimums), refits them by weighted least squares for
 // the levels they choose, and the K-quants then quantize the sub-block scales against the super-block's. The
 // block kept is the candidate with the smallest weighted error of the values as they will be read back
@@ -368,6 +369,148 @@ void q6_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
     }
 }
 
+// Weighted symmetric fit of n values to d * level, levels of `ls`: scales around the largest value mapped to
+// either end level, each refit by least squares for the levels it picks. Returns d (0 for an all-zero group).
+float fit_symmetric(const LevelSet &ls, const float *x, const float *w, int n) {
+    float amax = 0, xmax = 0;
+    for (int j = 0; j < n; ++j)
+        if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), xmax = x[j];
+    if (amax == 0) return 0;
+    float best_d = 0, best_e = -1;
+    for (const float edge : {ls.levels[0], ls.levels[ls.n - 1]}) {
+        for (int is = -10; is <= 10; ++is) {
+            const float d0 = xmax / (edge * (1.0f + 0.02f * static_cast<float>(is)));
+            double sxl = 0, sll = 0;
+            for (int j = 0; j < n; ++j) {
+                const float l = ls.levels[nearest_level(ls, x[j] / d0)];
+                sxl += static_cast<double>(w[j]) * x[j] * l, sll += static_cast<double>(w[j]) * l * l;
+            }
+            const float d = sll > 0 ? static_cast<float>(sxl / sll) : 0.0f;
+            if (d == 0 || !std::isfinite(d)) continue;
+            float e = 0;
+            for (int j = 0; j < n; ++j) {
+                const float diff = x[j] - d * ls.levels[nearest_level(ls, x[j] / d)];
+                e += w[j] * diff * diff;
+            }
+            if (best_e < 0 || e < best_e) best_e = e, best_d = d;
+        }
+    }
+    return best_d;
+}
+
+// The signed sub-block scales as 6-bit integers (-32..31) against a super-block scale d = -max/32.
+float quantize_scales_6bit(const float *scale, int n, int *sc) {
+    float smax = 0, sabs = 0;
+    for (int s = 0; s < n; ++s)
+        if (std::fabs(scale[s]) > sabs) sabs = std::fabs(scale[s]), smax = scale[s];
+    const float d = fp16_to_fp32(fp32_to_fp16(smax / -32.0f));
+    for (int s = 0; s < n; ++s)
+        sc[s] = d != 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), -32, 31) : 0;
+    return d;
+}
+
+// Q2_K: 16 sub-blocks of 16, x ~ d * sc * q - dmin * m with q in 0..3 and 4-bit sc, m.
+void q2_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
+    std::vector<float> wr;
+    element_weights(xr, n, importance, wr);
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const float *x = xr + b * kQK_K;
+        const float *w = wr.data() + b * kQK_K;
+        block_q2_K best{}, cand{};
+        quantize_row(GgmlType::Q2_K, x, &best, kQK_K);
+        const float best_err = weighted_error_n(GgmlType::Q2_K, &best, x, w, kQK_K);
+        float scale[16], min[16];
+        for (int s = 0; s < 16; ++s) fit_affine(x + 16 * s, w + 16 * s, 16, 3, &scale[s], &min[s]);
+        cand.d = fp32_to_fp16(*std::max_element(scale, scale + 16) / 15.0f);
+        cand.dmin = fp32_to_fp16(*std::max_element(min, min + 16) / 15.0f);
+        const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
+        for (int s = 0; s < 16; ++s) {
+            const int sc = d > 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), 0, 15) : 0;
+            const int m = dmin > 0 ? std::clamp(static_cast<int>(std::lround(min[s] / dmin)), 0, 15) : 0;
+            cand.scales[s] = static_cast<uint8_t>(sc | m << 4);
+            const float ds = d * static_cast<float>(sc), ms = dmin * static_cast<float>(m);
+            for (int j = 0; j < 16; ++j) {
+                const int e = 16 * s + j;
+                const int q = ds > 0 ? std::clamp(static_cast<int>(std::lround((x[e] + ms) / ds)), 0, 3) : 0;
+                // Element 128h + 32k + r (r < 32): bits 2k of byte 32h + r.
+                cand.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q << (2 * ((e % 128) / 32)));
+            }
+        }
+        const block_q2_K &out = weighted_error_n(GgmlType::Q2_K, &cand, x, w, kQK_K) < best_err ? cand : best;
+        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_q2_K), &out, sizeof(block_q2_K));
+    }
+}
+
+// Q3_K: 16 sub-blocks of 16, x ~ d * sc * q with q in -4..3 and 6-bit signed sc.
+void q3_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
+    static const float kLevels[8] = {-4, -3, -2, -1, 0, 1, 2, 3};
+    const LevelSet ls{GgmlType::Q3_K, 8, kLevels};
+    std::vector<float> wr;
+    element_weights(xr, n, importance, wr);
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const float *x = xr + b * kQK_K;
+        const float *w = wr.data() + b * kQK_K;
+        block_q3_K best{}, cand{};
+        quantize_row(GgmlType::Q3_K, x, &best, kQK_K);
+        const float best_err = weighted_error_n(GgmlType::Q3_K, &best, x, w, kQK_K);
+        float scale[16];
+        for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(ls, x + 16 * s, w + 16 * s, 16);
+        int sc[16];
+        const float d = quantize_scales_6bit(scale, 16, sc);
+        cand.d = fp32_to_fp16(d);
+        for (int s = 0; s < 16; ++s) {  // inverse of kquant::unpack_scales_q3_K
+            const int v = sc[s] + 32;
+            cand.scales[s % 8] |= static_cast<uint8_t>((v & 0x0f) << (s < 8 ? 0 : 4));
+            cand.scales[8 + s % 4] |= static_cast<uint8_t>((v >> 4) << (2 * (s / 4)));
+            const float ds = d * static_cast<float>(sc[s]);
+            for (int j = 0; j < 16; ++j) {
+                const int e = 16 * s + j;
+                const int q = ds != 0 ? std::clamp(static_cast<int>(std::lround(x[e] / ds)), -4, 3) : 0;
+                // Low 2 bits as Q2_K; bit 4h + k of hmask[r] set when q >= 0 (else the low bits hold q + 4).
+                const int h = e / 128, k = (e % 128) / 32, r = e % 32;
+                cand.qs[32 * h + r] |= static_cast<uint8_t>(((q + 4) & 3) << (2 * k));
+                if (q >= 0) cand.hmask[r] |= static_cast<uint8_t>(1u << (4 * h + k));
+            }
+        }
+        const block_q3_K &out = weighted_error_n(GgmlType::Q3_K, &cand, x, w, kQK_K) < best_err ? cand : best;
+        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_q3_K), &out, sizeof(block_q3_K));
+    }
+}
+
+// IQ4_XS: 8 sub-blocks of 32 on the IQ4_NL levels, 6-bit signed sub-block scales.
+void iq4_xs_row(const float *xr, void *dst, int64_t n, const float *importance) {
+    static const float kNl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const LevelSet ls{GgmlType::IQ4_NL, 16, kNl};
+    std::vector<float> wr;
+    element_weights(xr, n, importance, wr);
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const float *x = xr + b * kQK_K;
+        const float *w = wr.data() + b * kQK_K;
+        block_iq4_xs best{}, cand{};
+        quantize_row(GgmlType::IQ4_XS, x, &best, kQK_K);
+        const float best_err = weighted_error_n(GgmlType::IQ4_XS, &best, x, w, kQK_K);
+        float scale[8];
+        for (int s = 0; s < 8; ++s) scale[s] = fit_symmetric(ls, x + 32 * s, w + 32 * s, 32);
+        int sc[8];
+        const float d = quantize_scales_6bit(scale, 8, sc);
+        cand.d = fp32_to_fp16(d);
+        for (int s = 0; s < 8; ++s) {
+            const int v = sc[s] + 32;
+            cand.scales_l[s / 2] |= static_cast<uint8_t>((v & 0x0f) << (4 * (s % 2)));
+            cand.scales_h |= static_cast<uint16_t>((v >> 4) << (2 * s));
+            const float ds = d * static_cast<float>(sc[s]);
+            for (int j = 0; j < 16; ++j) {
+                const int lo = nearest_level(ls, ds != 0 ? x[32 * s + j] / ds : 0.0f);
+                const int hi = nearest_level(ls, ds != 0 ? x[32 * s + 16 + j] / ds : 0.0f);
+                cand.qs[16 * s + j] = static_cast<uint8_t>(lo | hi << 4);
+            }
+        }
+        const block_iq4_xs &out =
+            weighted_error_n(GgmlType::IQ4_XS, &cand, x, w, kQK_K) < best_err ? cand : best;
+        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_iq4_xs), &out, sizeof(block_iq4_xs));
+    }
+}
+
 }  // namespace
 
 WeightedRowFn weighted_quantizer(GgmlType type) {
@@ -388,6 +531,12 @@ WeightedRowFn weighted_quantizer(GgmlType type) {
             return q45_K_row<GgmlType::Q5_K>;
         case GgmlType::Q6_K:
             return q6_K_row;
+        case GgmlType::Q2_K:
+            return q2_K_row;
+        case GgmlType::Q3_K:
+            return q3_K_row;
+        case GgmlType::IQ4_XS:
+            return iq4_xs_row;
         default:
             return nullptr;
     }
