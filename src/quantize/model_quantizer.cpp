@@ -207,7 +207,6 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
     sum.n_block_fit = rules.n_block_fit();
     OutputFile out(out_path);
     out.write(header.data(), header.size());
-    std::vector<float> f32;
     std::vector<uint8_t> q;
     for (size_t i = 0; i < plan.size(); ++i) {
         const Planned &p = plan[i];
@@ -231,19 +230,12 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
             const int64_t ne0 = t.ne[0];
             const int64_t rows = t.ne.size() > 1 ? t.ne[1] : 1;
             const int64_t n_mat = t.n_elements() / (ne0 * rows);
-            f32.resize(static_cast<size_t>(t.n_elements()));
-            if (t.type == GgmlType::F32) {
-                std::memcpy(f32.data(), src, t.nbytes);  // the mapping need not be aligned for floats
-            } else {
-                const size_t in_row = row_size(t.type, ne0);
-                for (int64_t r = 0; r < rows * n_mat; ++r)
-                    dequantize_row(t.type, src + static_cast<size_t>(r) * in_row, f32.data() + r * ne0, ne0);
-            }
             q.resize(p.bytes_out);
-            const size_t mat_bytes = row_size(p.choice.type, ne0) * static_cast<size_t>(rows);
+            const size_t in_mat = row_size(t.type, ne0) * static_cast<size_t>(rows);
+            const size_t out_mat = row_size(p.choice.type, ne0) * static_cast<size_t>(rows);
             for (int64_t m = 0; m < n_mat; ++m)  // experts one by one: each has its own importance weights
-                quantize_rows(p.choice.type, f32.data() + m * rows * ne0, q.data() + m * mat_bytes, rows, ne0,
-                              p.importance ? p.importance + m * ne0 : nullptr, n_threads);
+                convert_rows(p.choice.type, t.type, src + m * in_mat, q.data() + m * out_mat, rows, ne0,
+                             p.importance ? p.importance + m * ne0 : nullptr, n_threads);
             out.write(q.data(), q.size());
         }
         const uint64_t n = p.convert ? p.bytes_out : t.nbytes;

@@ -13,6 +13,11 @@ namespace lctx::quantize {
 void quantize_rows(GgmlType type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
                    const float *importance, int n_threads);
 
+// The same from rows stored as src_type (F32, F16, BF16 or a quantized type lctx reads): each thread converts
+// its rows to f32 one at a time, so the whole matrix is never held in f32.
+void convert_rows(GgmlType type, GgmlType src_type, const void *src, void *dst, int64_t nrows,
+                  int64_t n_per_row, const float *importance, int n_threads);
+
 // Whether quantize_rows uses the importance weights for this type.
 bool takes_importance(GgmlType type);
 
