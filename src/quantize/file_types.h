@@ -46,5 +46,8 @@ const FileType *find_file_type(int32_t id);
 // By name, case-insensitive, with llama-quantize's aliases (Q3_K = Q3_K_M, Q4_K = Q4_K_M, Q5_K = Q5_K_M) and
 // the numeric ids; null when unknown.
 const FileType *parse_file_type(const std::string &name);
+// The tensor types a quantized file may hold (what --output-tensor-type and the mixtures can choose): F32,
+// F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS.
+bool is_storage_type(GgmlType type);
 
 }  // namespace lctx::quantize

@@ -123,8 +123,8 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
         base = ft->base;
     }
     for (const std::optional<GgmlType> &forced : {opts.output_type, opts.token_embd_type})
-        if (forced && !can_quantize(*forced))
-            throw Error(std::string("quantize: lctx cannot quantize to ") + type_name(*forced));
+        if (forced && !is_storage_type(*forced))
+            throw Error(std::string("quantize: lctx does not write tensors of type ") + type_name(*forced));
 
     std::vector<const gguf::TensorInfo *> order;
     for (const gguf::TensorInfo &t : in->tensors()) order.push_back(&t);

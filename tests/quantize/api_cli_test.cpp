@@ -87,6 +87,9 @@ TEST(QuantizeCApi, RefusalsReturnOneAndLeaveNothing) {
     p.ftype = LLAMA_FTYPE_MOSTLY_IQ2_XXS;  // a type lctx does not write
     EXPECT_EQ(llama_model_quantize(golden("llama-F16.gguf").c_str(), out.c_str(), &p), 1u);
     p.ftype = LLAMA_FTYPE_MOSTLY_Q6_K;
+    p.output_tensor_type = GGML_TYPE_Q8_K;  // an activation type, not one a file holds
+    EXPECT_EQ(llama_model_quantize(golden("llama-F16.gguf").c_str(), out.c_str(), &p), 1u);
+    p.output_tensor_type = GGML_TYPE_COUNT;
     EXPECT_EQ(llama_model_quantize((dir.path / "missing.gguf").c_str(), out.c_str(), &p), 1u);
     // Already quantized input without allow_requantize.
     EXPECT_EQ(llama_model_quantize(golden("llama-Q4_0.gguf").c_str(), out.c_str(), &p), 1u);

@@ -79,7 +79,7 @@ int cmd_quantize(int argc, char **argv) {
           std::tuple{&token_type_arg, &opts.token_embd_type, "--token-embedding-type"}}) {
         if (arg->empty()) continue;
         GgmlType t;
-        if (!type_from_name(arg->c_str(), &t) || !can_quantize(t)) {
+        if (!type_from_name(arg->c_str(), &t) || !quantize::is_storage_type(t)) {
             std::fprintf(stderr, "lctx quantize: %s: '%s' is not a tensor type lctx writes\n", opt,
                          arg->c_str());
             return 1;
