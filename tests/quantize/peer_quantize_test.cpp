@@ -10,9 +10,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <unordered_map>
 
 #include "../../tools/lctx/bench_peer.h"
 #include "context/context.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "quantize/file_types.h"
 #include "quantize/model_quantizer.h"
@@ -70,7 +73,23 @@ std::vector<int32_t> lctx_greedy(const std::string &path, const std::vector<int3
 struct PeerCase {
     const char *input;
     const char *type;
+    bool imatrix = false;  // quantized with (random) importance weights: the weighted quantizers' blocks
 };
+
+// Random importance for every matrix of a model.
+std::unordered_map<std::string, std::vector<float>> random_imatrix(const std::string &path) {
+    std::unique_ptr<gguf::File> f = gguf::File::open(path);
+    std::unordered_map<std::string, std::vector<float>> im;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(0.01f, 10.0f);
+    for (const gguf::TensorInfo &t : f->tensors()) {
+        if (t.ne.size() < 2) continue;
+        std::vector<float> v(static_cast<size_t>(t.ne[0]));
+        for (float &x : v) x = u(rng);
+        im[t.name] = v;
+    }
+    return im;
+}
 
 class PeerQuantized : public ::testing::TestWithParam<PeerCase> {};
 
@@ -87,6 +106,8 @@ TEST_P(PeerQuantized, LlamaCppLoadsItAndGeneratesTheSameTokens) {
                                 .string();
     Options o;
     o.ftype = parse_file_type(c.type)->id;
+    const std::unordered_map<std::string, std::vector<float>> im = random_imatrix(in);
+    if (c.imatrix) o.imatrix = &im;
     quantize_model(in, out, o);
     const int n_gen = 16;
     const std::string text = "Once upon a time";
@@ -120,9 +141,13 @@ INSTANTIATE_TEST_SUITE_P(
                       PeerCase{"stories260K.gguf", "Q2_K"}, PeerCase{"stories260K.gguf", "Q3_K_L"},
                       PeerCase{"stories260K.gguf", "IQ4_XS"}, PeerCase{"stories260K.gguf", "BF16"},
                       PeerCase{"llama-F16.gguf", "Q4_0"}, PeerCase{"llama-F16.gguf", "Q5_1"},
-                      PeerCase{"llama-F16.gguf", "Q8_0"}, PeerCase{"llama-F16.gguf", "IQ4_NL"}),
+                      PeerCase{"llama-F16.gguf", "Q8_0"}, PeerCase{"llama-F16.gguf", "IQ4_NL"},
+                      PeerCase{"stories260K.gguf", "Q4_K_M", true},
+                      PeerCase{"stories260K.gguf", "Q2_K", true}, PeerCase{"llama-F16.gguf", "Q4_K_M", true},
+                      PeerCase{"llama-F16.gguf", "Q3_K_S", true}),
     [](const ::testing::TestParamInfo<PeerCase> &i) {
-        std::string n = std::string(i.param.input).substr(0, 5) + "_" + i.param.type;
+        std::string n = std::string(i.param.input).substr(0, 5) + "_" + i.param.type +
+                        (i.param.imatrix ? "_imatrix" : "");
         for (char &ch : n)
             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
         return n;
