@@ -184,6 +184,16 @@ TEST(QuantizeCli, WritesTheFileAndReportsSizes) {
     std::unique_ptr<gguf::File> f = gguf::File::open(dir.file("p.gguf"));
     EXPECT_EQ(f->find_tensor("output.weight")->type, GgmlType::Q4_0);
     EXPECT_EQ(f->find_tensor("token_embd.weight")->type, GgmlType::Q8_0);
+    // Metadata overrides, as llama-quantize's --override-kv.
+    const testing::CliResult r3 = testing::run_cli(
+        "quantize --override-kv general.name=str:small --override-kv "
+        "llama.context_length=int:256 " +
+            golden("llama-F16.gguf") + " " + dir.file("k.gguf") + " Q8_0",
+        true);
+    ASSERT_EQ(r3.status, 0) << r3.out;
+    std::unique_ptr<gguf::File> k = gguf::File::open(dir.file("k.gguf"));
+    EXPECT_EQ(k->get_string("general.name"), "small");
+    EXPECT_EQ(k->get_int("llama.context_length"), 256);
 }
 
 TEST(QuantizeCli, BadArgumentsAndRefusalsExitOneLeavingNothing) {
@@ -194,6 +204,8 @@ TEST(QuantizeCli, BadArgumentsAndRefusalsExitOneLeavingNothing) {
           "quantize " + golden("stories260K.gguf") + " " + out + " Q8_0",
           "quantize --output-tensor-type zz " + golden("llama-F16.gguf") + " " + out + " Q8_0",
           "quantize --imatrix " + dir.file("none.dat") + " " + golden("llama-F16.gguf") + " " + out + " Q4_0",
+          "quantize --override-kv general.name=text:x " + golden("llama-F16.gguf") + " " + out + " Q8_0",
+          "quantize --override-kv a=int:1.5 " + golden("llama-F16.gguf") + " " + out + " Q8_0",
           "quantize " + golden("llama-F16.gguf") + " " + out}) {
         const testing::CliResult r = testing::run_cli(args, true);
         EXPECT_EQ(r.status, 1) << args << "\n" << r.out;
