@@ -196,6 +196,44 @@ TEST(QuantizeCli, WritesTheFileAndReportsSizes) {
     EXPECT_EQ(k->get_int("llama.context_length"), 256);
 }
 
+// --imatrix with llama-imatrix's legacy file: weighted tensors say so, the output names the file.
+TEST(QuantizeCli, ImatrixFileIsUsedAndRecorded) {
+    TempDir dir("cli_imatrix");
+    std::unique_ptr<gguf::File> in = gguf::File::open(golden("llama-F16.gguf"));
+    {
+        std::ofstream o(dir.file("im.dat"), std::ios::binary);
+        auto put = [&](int32_t v) { o.write(reinterpret_cast<const char *>(&v), sizeof v); };
+        std::vector<const gguf::TensorInfo *> mats;
+        for (const gguf::TensorInfo &t : in->tensors())
+            if (t.ne.size() >= 2) mats.push_back(&t);
+        put(static_cast<int32_t>(mats.size()));
+        for (const gguf::TensorInfo *t : mats) {
+            put(static_cast<int32_t>(t->name.size()));
+            o.write(t->name.data(), static_cast<std::streamsize>(t->name.size()));
+            put(4);  // calls
+            put(static_cast<int32_t>(t->ne[0]));
+            for (int64_t j = 0; j < t->ne[0]; ++j) {
+                const float v = 1.0f + static_cast<float>(j % 13);
+                o.write(reinterpret_cast<const char *>(&v), sizeof v);
+            }
+        }
+        put(9);  // chunks, then the dataset's name
+        put(8);
+        o.write("data.txt", 8);
+    }
+    const testing::CliResult r =
+        testing::run_cli("quantize --imatrix " + dir.file("im.dat") + " " + golden("llama-F16.gguf") + " " +
+                             dir.file("q.gguf") + " Q4_K_M",
+                         true);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("(imatrix)"), std::string::npos) << r.out;
+    std::unique_ptr<gguf::File> f = gguf::File::open(dir.file("q.gguf"));
+    EXPECT_EQ(f->get_string("quantize.imatrix.file"), dir.file("im.dat"));
+    EXPECT_EQ(f->get_string("quantize.imatrix.dataset"), "data.txt");
+    EXPECT_EQ(f->get_int("quantize.imatrix.chunks_count"), 9);
+    EXPECT_EQ(f->get_int("quantize.imatrix.entries_count"), 16);
+}
+
 TEST(QuantizeCli, BadArgumentsAndRefusalsExitOneLeavingNothing) {
     TempDir dir("cli_bad");
     const std::string out = dir.file("q.gguf");
