@@ -80,7 +80,7 @@ void symmetric_block(const LevelSet &ls, const float *x, const float *w, void *d
     float amax = 0, xmax = 0;
     for (int j = 0; j < kBlock; ++j)
         if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), xmax = x[j];
-    uint8_t best[64], cand[64];
+    alignas(16) uint8_t best[64], cand[64];  // aligned: the dequantizers read block structs in place
     quantize_row(ls.type, x, best, kBlock);  // the reference block
     float best_err = weighted_error(ls.type, best, x, w);
     if (amax == 0) {
@@ -161,7 +161,7 @@ void affine_row(const float *xr, void *dst, int64_t n, const float *importance) 
         const float *x = xr + b * kBlock;
         const float *w = wr.data() + b * kBlock;
         uint8_t *out = static_cast<uint8_t *>(dst) + b * bsize;
-        uint8_t best[64], cand[64];
+        alignas(16) uint8_t best[64], cand[64];  // aligned: the dequantizers read block structs in place
         quantize_row(kType, x, best, kBlock);
         float best_err = weighted_error(kType, best, x, w);
         const float mn = *std::min_element(x, x + kBlock), mx = *std::max_element(x, x + kBlock);
