@@ -74,12 +74,20 @@ void convert_rows(GgmlType type, GgmlType src_type, const void *src, void *dst, 
     const WeightedRowFn weighted = importance ? weighted_quantizer(type) : nullptr;
     split_rows(nrows, n_per_row, n_threads, [&](int64_t r0, int64_t r1) {
         std::vector<float> x(static_cast<size_t>(n_per_row));  // [n_per_row]
+        std::vector<uint64_t> staged;  // a source row copied to aligned memory when the file's is not aligned
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t *in = static_cast<const uint8_t *>(src) + static_cast<size_t>(r) * in_bytes;
-            if (src_type == GgmlType::F32)
+            if (src_type == GgmlType::F32) {
                 std::memcpy(x.data(), in, in_bytes);  // a mapped file's rows need not be aligned for floats
-            else
+            } else {
+                if (reinterpret_cast<uintptr_t>(in) % alignof(uint64_t) !=
+                    0) {  // the dequantizers read blocks in place
+                    staged.resize((in_bytes + 7) / 8);
+                    std::memcpy(staged.data(), in, in_bytes);
+                    in = reinterpret_cast<const uint8_t *>(staged.data());
+                }
                 dequantize_row(src_type, in, x.data(), n_per_row);
+            }
             quantize_one(type, weighted, x.data(),
                          static_cast<uint8_t *>(dst) + static_cast<size_t>(r) * out_bytes, n_per_row,
                          importance);
