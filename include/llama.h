@@ -27,6 +27,10 @@
  *     - token references of newer llama.cpp are accepted: `<[ID]>`, `<TOKEN TEXT>` and `!<...>`.
  *   - Chat prompts rendered with gpt-oss's Jinja template end a final assistant turn with <|end|>, not
  *     <|return|> (never model input), as newer llama.cpp does (lctx's chat layer; b4748 had no Jinja).
+ *   - llama_model_quantize finds every reason to refuse (a row that is not a whole number of the chosen
+ *     type's blocks, a missing importance matrix) before writing, and writes through a temporary file: on
+ *     failure the output is left as it was (b4748 left a partial file of zeros); --pure with such a row is
+ *     refused (b4748 aborted).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -596,7 +600,10 @@ LLAMA_API llama_token llama_model_decoder_start_token(const struct llama_model *
 /* True for recurrent (state-space / RNN) models. */
 LLAMA_API bool llama_model_is_recurrent(const struct llama_model *model);
 
-/* Rewrites a model file at another quantization; returns 0 on success, 1 on failure. */
+/* Rewrites a model file at another quantization; returns 0 on success, 1 on failure. params->imatrix, when
+ * set, points to a C++ std::unordered_map<std::string, std::vector<float>> (tensor name -> importance
+ * weights) and params->kv_overrides to a std::vector<llama_model_kv_override> ending with an empty key, as
+ * in b4748. On failure the output file is left as it was (b4748 left a partial file). */
 LLAMA_API uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out,
                                         const llama_model_quantize_params *params);
 

@@ -457,6 +457,56 @@ static void run_embed(struct llama_model *model, const char *text, int pooling) 
     free(toks);
 }
 
+// Greedy generation: the text (with BOS) decoded, then n_gen tokens each the argmax of the last logits;
+// prints the prompt's and the generated token ids.
+static void run_generate(struct llama_model *model, const char *text, int n_gen) {
+    const struct llama_vocab *v = L.model_get_vocab(model);
+    const int32_t n_vocab = L.vocab_n_tokens(v);
+    const int32_t len = (int32_t)strlen(text);
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(len + 8));
+    const int32_t n = L.tokenize(v, text, len, toks, len + 8, true, false);
+    if (n <= 0) fail("cannot tokenize the text");
+    struct llama_context_params cp = L.context_default_params();
+    cp.n_ctx = (uint32_t)(n + n_gen + 8);
+    cp.n_batch = cp.n_ubatch = cp.n_ctx;
+    cp.n_threads = cp.n_threads_batch = 1;
+    cp.flash_attn_type = FLASH_ATTN_DISABLED;
+    struct llama_context *ctx = L.init_from_model(model, cp);
+    if (!ctx) fail("llama_init_from_model failed");
+    struct llama_batch b = L.batch_init(n, 0, 1);
+    printf("{\"test\":\"generate\",\"prompt_ids\":[");
+    for (int32_t i = 0; i < n; ++i) {
+        b.token[i] = toks[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = i == n - 1;
+        printf("%s%d", i ? "," : "", toks[i]);
+    }
+    b.n_tokens = n;
+    printf("],\"ids\":[");
+    for (int g = 0; g < n_gen; ++g) {
+        if (L.decode(ctx, b) != 0) fail("llama_decode failed");
+        const float *logits = L.get_logits_ith(ctx, -1);
+        if (!logits) fail("no logits");
+        int32_t best = 0;
+        for (int32_t k = 1; k < n_vocab; ++k)
+            if (logits[k] > logits[best]) best = k;
+        printf("%s%d", g ? "," : "", best);
+        b.token[0] = best;
+        b.pos[0] = n + g;
+        b.n_seq_id[0] = 1;
+        b.seq_id[0][0] = 0;
+        b.logits[0] = 1;
+        b.n_tokens = 1;
+    }
+    printf("]}\n");
+    fflush(stdout);
+    L.batch_free(b);
+    L.free_ctx(ctx);
+    free(toks);
+}
+
 static void usage(void) {
     fprintf(
         stderr,
@@ -464,11 +514,13 @@ static void usage(void) {
         "                       [-b 2048] [-ub 512] [-fa 0|1] [-ctk f16] [-ctv f16] [--seed S]\n"
         "                       [--embd N_SEQ (with --serve)] [--verbose]\n"
         "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n"
-        "       lctx-peer-bench --lib DIR -m MODEL.gguf --embed TEXT [--pooling P]\n");
+        "       lctx-peer-bench --lib DIR -m MODEL.gguf --embed TEXT [--pooling P]\n"
+        "       lctx-peer-bench --lib DIR -m MODEL.gguf --generate TEXT [-n 16] (greedy token ids)\n");
 }
 
 int main(int argc, char **argv) {
     const char *lib_dir = NULL, *model_path = NULL, *grammar_path = NULL, *text = NULL, *embed_text = NULL;
+    const char *generate_text = NULL;
     int pooling = -1;  // --embed: LLAMA_POOLING_TYPE_UNSPECIFIED
     int n_prompt = 512, n_gen = 128, threads = 1, reps = 5, n_ctx = 0, n_batch = 2048, n_ubatch = 512;
     int flash_attn = 0, type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
@@ -508,6 +560,9 @@ int main(int argc, char **argv) {
             ++i;
         } else if (!strcmp(a, "--embed") && v) {
             embed_text = v;
+            ++i;
+        } else if (!strcmp(a, "--generate") && v) {
+            generate_text = v;
             ++i;
         } else if (!strcmp(a, "--text") && v) {
             text = v;
@@ -576,7 +631,7 @@ int main(int argc, char **argv) {
     *(void **)&L.sampler_apply = sym(llama, "llama_sampler_apply", grammar);
     *(void **)&L.sampler_accept = sym(llama, "llama_sampler_accept", grammar);
     *(void **)&L.sampler_free = sym(llama, "llama_sampler_free", grammar);
-    *(void **)&L.tokenize = sym(llama, "llama_tokenize", grammar || embed);
+    *(void **)&L.tokenize = sym(llama, "llama_tokenize", grammar || embed || generate_text);
     *(void **)&L.token_to_piece = sym(llama, "llama_token_to_piece", grammar);
 
     if (!verbose) {
@@ -609,6 +664,11 @@ int main(int argc, char **argv) {
     }
     if (embed) {
         run_embed(b.model, embed_text, pooling);
+        L.model_free(b.model);
+        return 0;
+    }
+    if (generate_text) {
+        run_generate(b.model, generate_text, n_gen);
         L.model_free(b.model);
         return 0;
     }

@@ -1,4 +1,4 @@
-// C API: model parameters, loading, queries and metadata; quantize and LoRA / control-vector stubs.
+// C API: model parameters, loading, queries and metadata; LoRA / control-vector stubs (quantize: capi_quantize.cpp).
 #include <cstring>
 #include <string>
 
@@ -246,11 +246,6 @@ llama_token llama_model_decoder_start_token(const struct llama_model *model) {
 bool llama_model_is_recurrent(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, false);
     return false;
-}
-
-uint32_t llama_model_quantize(const char *, const char *, const llama_model_quantize_params *) {
-    not_supported(__func__, "model quantization through the C API");
-    return 1;
 }
 
 // ---- LoRA adapters and control vectors ----

@@ -19,6 +19,7 @@ void usage() {
         "  embed      print the embedding of each text (or its relevance score with a reranker)\n"
         "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
         "  synth      write a GGUF with random weights in a real model's shape\n"
+        "  quantize   rewrite a GGUF model at another quantization (llama-quantize's types and mixtures)\n"
         "  template   render a conversation with a chat template (Jinja) and print the prompt\n"
         "  grammar    check a text against a GBNF grammar (grammar check GRAMMAR INPUT)\n"
         "  serve      an OpenAI-compatible HTTP server with continuous batching\n"
@@ -38,6 +39,7 @@ int dispatch(int argc, char **argv) {
     if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
     if (cmd == "embed") return lctx::cli::cmd_embed(argc - 1, argv + 1);
     if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
+    if (cmd == "quantize") return lctx::cli::cmd_quantize(argc - 1, argv + 1);
     if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
     if (cmd == "template") return lctx::cli::cmd_template(argc - 1, argv + 1);
     if (cmd == "grammar") return lctx::cli::cmd_grammar(argc - 1, argv + 1);
