@@ -42,7 +42,7 @@ float max_diff(const std::vector<float> &a, const std::vector<float> &b) {
 
 TEST(CapiPoolingSplit, PooledVectorIsTheSingleMicroBatchOne) {
     capi_test::quiet_log();
-    for (llama_pooling_type pooling : {LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_LAST}) {
+    for (enum llama_pooling_type pooling : {LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_LAST}) {
         capi_test::CtxOptions split;
         split.n_ubatch = 4;  // 20 tokens: five micro-batches, each sequence over three of them
         split.n_seq_max = 2;
@@ -59,7 +59,9 @@ TEST(CapiPoolingSplit, PooledVectorIsTheSingleMicroBatchOne) {
         for (llama_seq_id s = 0; s < 2; ++s) {
             const std::vector<float> got = pooled(a, s), want = pooled(b, s);
             ASSERT_EQ(got.size(), want.size());
-            EXPECT_LE(max_diff(got, want), 1e-5f) << "pooling " << pooling << " sequence " << s;
+            // Rows of 4 and of 20 tokens take other matmul tiles: measured 1.6e-5 apart (as the context
+            // tests' pooling bound, 1e-4), where a pool of other tokens is 1e-2 or more away.
+            EXPECT_LE(max_diff(got, want), 1e-4f) << "pooling " << pooling << " sequence " << s;
         }
 
         // What b4748 returns, the pool of the first micro-batch of sequence 0 (its tokens 0..3) alone, is
