@@ -83,8 +83,8 @@ void Context::set_control_vector(const float *data, size_t len, int32_t n_embd, 
     if (n_embd != static_cast<int32_t>(hp.n_embd))
         throw Error("control vector n_embd = " + std::to_string(n_embd) + " does not match the model's " +
                     std::to_string(hp.n_embd));
-    // One row per layer of the longest stack (a t5 decoder can have more layers than its encoder: those beyond
-    // the encoder's count get none, as b4748 sizes the vector by n_layer).
+    // One row per layer of the longest stack (a t5 decoder can have more layers than its encoder: those
+    // beyond the encoder's count get none, as b4748 sizes the vector by n_layer).
     std::vector<float> v(static_cast<size_t>(std::max(hp.n_layer, hp.n_layer_dec)) * hp.n_embd, 0.0f);
     for (uint32_t il = 1; il < hp.n_layer; ++il) {
         const size_t off = static_cast<size_t>(hp.n_embd) * (il - 1);

@@ -34,8 +34,8 @@ bool Context::prepare_encoder_batch(const Batch &in, const char *what, Batch &b,
     const int32_t n = in.n_tokens;
     if (static_cast<uint32_t>(n) > params_.n_ubatch) {
         LCTX_LOG_ERROR(
-            "%s: the batch has %d tokens, more than n_ubatch = %u; an encoder runs a batch as one micro-batch, "
-            "so raise n_ubatch or pass fewer tokens at once",
+            "%s: the batch has %d tokens, more than n_ubatch = %u; an encoder runs a batch as one "
+            "micro-batch, so raise n_ubatch or pass fewer tokens at once",
             what, n, params_.n_ubatch);
         return false;
     }

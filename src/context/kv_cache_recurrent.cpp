@@ -189,7 +189,8 @@ bool KvCache::arrange_states(const std::vector<KvCell> &target, uint32_t head) {
         n_used += cells_[i].seq.any() ? 1 : 0;
         if (target[i].seq.none()) continue;
         for (uint32_t j = 0; j < size_ && from[i] < 0; ++j)
-            if (cells_[j].seq == target[i].seq && cells_[j].pos == target[i].pos) from[i] = static_cast<int32_t>(j);
+            if (cells_[j].seq == target[i].seq && cells_[j].pos == target[i].pos)
+                from[i] = static_cast<int32_t>(j);
         if (from[i] < 0) return false;
         ++n_placed;
     }

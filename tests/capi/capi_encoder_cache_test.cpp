@@ -142,7 +142,8 @@ TEST(CapiEncoderCache, ABatchLargerThanAMicroBatchIsRefused) {
     llama_batch small = llama_batch_init(64, 0, 1);
     add_seq(small, 12, 0, 5);
     ASSERT_EQ(llama_decode(ctx, small), 0);
-    const std::vector<float> pooled(llama_get_embeddings_seq(ctx, 0), llama_get_embeddings_seq(ctx, 0) + kEmbd);
+    const std::vector<float> pooled(llama_get_embeddings_seq(ctx, 0),
+                                    llama_get_embeddings_seq(ctx, 0) + kEmbd);
 
     llama_batch two = llama_batch_init(64, 0, 1);
     add_seq(two, 10, 1, 6);

@@ -17,8 +17,9 @@ struct T5 {
     llama_model *model = nullptr;
     T5() {
         capi_test::quiet_log();
-        model = llama_model_load_from_file((std::string(LCTX_FIXTURES_DIR) + "/golden-t5/models/t5.gguf").c_str(),
-                                           llama_model_default_params());
+        model =
+            llama_model_load_from_file((std::string(LCTX_FIXTURES_DIR) + "/golden-t5/models/t5.gguf").c_str(),
+                                       llama_model_default_params());
     }
     ~T5() { llama_model_free(model); }
     int32_t n_embd() const { return llama_model_n_embd(model); }

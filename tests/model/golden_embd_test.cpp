@@ -71,8 +71,8 @@ TEST_P(GoldenEmbeddings, MatchesLlamaCpp) {
     const double frac = static_cast<double>(exact_rows) / static_cast<double>(n_rows);
     std::printf("[ %s %s %s ] max |diff| = %.3g (row %zu), tolerance %.3g; rows within 1e-5: %zu of %zu\n",
                 tc.name, tc.path == testing::EmbedPath::Encode ? "encode" : "decode",
-                tc.kv == GgmlType::F16 ? "f16" : "f32", max_diff,
-                worst / run.row_len, kMaxAbs, exact_rows, n_rows);
+                tc.kv == GgmlType::F16 ? "f16" : "f32", max_diff, worst / run.row_len, kMaxAbs, exact_rows,
+                n_rows);
     EXPECT_GE(frac, kExactFrac) << exact_rows << " of " << n_rows << " rows agree to 1e-5";
     EXPECT_LE(max_diff, kMaxAbs) << "worst at row " << worst / run.row_len << " col " << worst % run.row_len;
 }

@@ -104,11 +104,13 @@ std::vector<std::vector<float>> reference(const gguf::File &f, const std::vector
     for (int t = 0; t < n; ++t) {
         x[t].assign(embd.row(tokens[t]), embd.row(tokens[t]) + n_embd);
         for (int c = 0; c < n_embd; ++c) x[t][c] += types.row(0)[c];
-        layer_norm(x[t], read_tensor(f, "token_embd_norm.weight"), read_tensor(f, "token_embd_norm.bias"), eps);
+        layer_norm(x[t], read_tensor(f, "token_embd_norm.weight"), read_tensor(f, "token_embd_norm.bias"),
+                   eps);
     }
     for (int il = 0; il < n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
-        const Matrix qkv = read_tensor(f, p + "attn_qkv.weight"), wo = read_tensor(f, p + "attn_output.weight");
+        const Matrix qkv = read_tensor(f, p + "attn_qkv.weight"),
+                     wo = read_tensor(f, p + "attn_output.weight");
         const Matrix up = read_tensor(f, p + "ffn_up.weight"), gate = read_tensor(f, p + "ffn_gate.weight");
         const Matrix down = read_tensor(f, p + "ffn_down.weight");
         std::vector<std::vector<float>> q(n), k(n), v(n);
@@ -135,13 +137,14 @@ std::vector<std::vector<float>> reference(const gguf::File &f, const std::vector
                 }
                 for (double &e : s) sum += (e = std::exp(e - mx));
                 for (int j = 0; j < n; ++j)
-                    for (int c = 0; c < d; ++c) attn[h * d + c] += static_cast<float>(s[j] / sum) * v[j][h * d + c];
+                    for (int c = 0; c < d; ++c)
+                        attn[h * d + c] += static_cast<float>(s[j] / sum) * v[j][h * d + c];
             }
             const std::vector<float> o = matvec(wo, attn);
             std::vector<float> y = x[t];
             for (int c = 0; c < n_embd; ++c) y[c] += o[c];
-            layer_norm(y, read_tensor(f, p + "attn_output_norm.weight"), read_tensor(f, p + "attn_output_norm.bias"),
-                       eps);
+            layer_norm(y, read_tensor(f, p + "attn_output_norm.weight"),
+                       read_tensor(f, p + "attn_output_norm.bias"), eps);
             std::vector<float> g = matvec(gate, y);
             const std::vector<float> u = matvec(up, y);
             for (size_t c = 0; c < g.size(); ++c) g[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
@@ -163,9 +166,9 @@ TEST(NomicBertReference, EveryTokenMatchesAStraightforwardImplementation) {
     synth::Options opts;
     opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
     opts.n_threads = 1;
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("lctx_nomic_ref_" + std::to_string(getpid()) + ".gguf"))
-                                 .string();
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx_nomic_ref_" + std::to_string(getpid()) + ".gguf"))
+            .string();
     synth::write_model(*shape, type, path, opts);
     const std::unique_ptr<gguf::File> file = gguf::File::open(path);
     auto model = Model::load(path);
@@ -209,8 +212,8 @@ TEST(NomicBertReference, EveryTokenMatchesAStraightforwardImplementation) {
         }
         // f32 weights and activations on both sides: only the summation order differs (LayerNorm'd rows of
         // magnitude ~1, so ~1e-6); a missing or misplaced rotation moves rows by ~1e-1.
-        std::printf("[ nomic-bert %s ] max |diff| to the reference = %.3g\n", use_encode ? "encode" : "decode",
-                    worst);
+        std::printf("[ nomic-bert %s ] max |diff| to the reference = %.3g\n",
+                    use_encode ? "encode" : "decode", worst);
         EXPECT_LE(worst, 1e-4f) << (use_encode ? "encode" : "decode");
     }
 }

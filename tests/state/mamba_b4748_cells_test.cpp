@@ -100,7 +100,8 @@ TEST(MambaB4748Cells, BranchedSequencesSitInB4748sCellOrder) {
 
     const std::vector<llama_token> next = {70, 80, 90};
     ASSERT_EQ(decode_one_each(ctx.get(), {0, 1, 2}, next, 6), 0);
-    EXPECT_EQ(cell_seqs(capi_test::state_bytes(ctx.get())), (std::vector<std::vector<int32_t>>{{2}, {1}, {0}}));
+    EXPECT_EQ(cell_seqs(capi_test::state_bytes(ctx.get())),
+              (std::vector<std::vector<int32_t>>{{2}, {1}, {0}}));
 
     // Each state moved with its sequence: one more token of each goes on as in a context that decoded that
     // sequence alone.
