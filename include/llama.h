@@ -31,6 +31,11 @@
  *     type's blocks, a missing importance matrix) before writing, and writes through a temporary file: on
  *     failure the output is left as it was (b4748 left a partial file of zeros); --pure with such a row is
  *     refused (b4748 aborted).
+ *   - A pooled embedding (llama_get_embeddings_seq) of a batch that runs in several micro-batches pools all
+ *     of the sequence's tokens in the batch, as one micro-batch would (b4748 kept the vector of the
+ *     sequence's first micro-batch only, which depends on n_ubatch).
+ *   - llama_encode, and llama_decode on a non-causal model (BERT), refuse with -1 and a logged reason a batch
+ *     of more tokens than n_ubatch (b4748 aborted on an assertion).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -804,7 +809,11 @@ LLAMA_API int32_t llama_encode(struct llama_context *ctx, struct llama_batch bat
  * After 1 or 2 the KV cache is exactly as before the call (the outputs of the micro-batches that
  * completed stay readable), so a retry gives the logits of a clean run.
  * Without causal attention every sequence of the batch must fit in one micro-batch (n_ubatch); a batch
- * that would split one returns -1 (b4748 asserted). */
+ * that would split one returns -1 (b4748 asserted). A non-causal model (BERT, nomic-bert) runs the batch
+ * as llama_encode does: within the batch, the KV cache untouched, NULL pos 0, 1, ... on every call, the
+ * whole batch in one micro-batch (more tokens than n_ubatch: -1; b4748 asserted). A recurrent model
+ * (mamba) returns 1 for a sequence id of n_seq_max or more (no state cell, as b4748), changing nothing.
+ * Pooled embeddings pool the whole batch however many micro-batches it took (b4748: the first one's). */
 LLAMA_API int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch);
 
 /* Sets the thread counts used by later decodes (generation, batch). */

@@ -113,12 +113,12 @@ inline PoolingType pooling_from_name(const std::string &name) {
 }
 
 // How an "embed" case reaches the model: llama_encode's path (as llama.cpp ran the goldens) or a decode with
-// embeddings on (the non-causal mask over the context's cache).
+// embeddings on (b4748 and lctx run it as the same pass, within the batch, never in the cache).
 enum class EmbedPath { Encode, Decode };
 
 // Executes the "embed" step of an embeddings case: its texts tokenized with add_special (checked against the
 // case's token ids), back to back in one batch; returns the pooled rows (one per sequence) or, without
-// pooling, one row per token, in the data file's order. type_kv: the cache type of the decode path.
+// pooling, one row per token, in the data file's order. type_kv: the context's cache type.
 inline GoldenRun run_embed_case(const Model &model, const nlohmann::json &c, EmbedPath path,
                                 GgmlType type_kv = GgmlType::F32, int n_threads = 1) {
     ContextParams p = context_params(c);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "context/mask.h"
+#include "context/recurrent_placement.h"
 #include "kernels/attention.h"
 #include "model/cls_head.h"
 #include "util/error.h"
@@ -82,7 +83,9 @@ void Context::set_control_vector(const float *data, size_t len, int32_t n_embd, 
     if (n_embd != static_cast<int32_t>(hp.n_embd))
         throw Error("control vector n_embd = " + std::to_string(n_embd) + " does not match the model's " +
                     std::to_string(hp.n_embd));
-    std::vector<float> v(static_cast<size_t>(hp.n_layer) * hp.n_embd, 0.0f);
+    // One row per layer of the longest stack (a t5 decoder can have more layers than its encoder: those
+    // beyond the encoder's count get none, as b4748 sizes the vector by n_layer).
+    std::vector<float> v(static_cast<size_t>(std::max(hp.n_layer, hp.n_layer_dec)) * hp.n_embd, 0.0f);
     for (uint32_t il = 1; il < hp.n_layer; ++il) {
         const size_t off = static_cast<size_t>(hp.n_embd) * (il - 1);
         if (off + hp.n_embd <= len) std::copy(data + off, data + off + hp.n_embd, v.begin() + il * hp.n_embd);
@@ -154,15 +157,15 @@ bool Context::validate(const Batch &b, const char *what) const {
             return false;
         }
     }
-    return !kv_->recurrent() || validate_recurrent(b);
+    return true;
 }
 
 // A recurrent model keeps one state per sequence (n_seq_max of them) and runs a sequence's tokens in batch
-// order: ids must lie below n_seq_max (b4748 refuses the others too), and a sequence's positions must
-// increase along the batch (b4748 would sort them; a batch that needs it is refused instead).
-bool Context::validate_recurrent(const Batch &b) const {
+// order: ids must lie below n_seq_max (b4748 finds no state cell for the others: 1, NoKvSlot), and a
+// sequence's positions must increase along the batch (b4748 would sort them; a batch that needs it is refused
+// instead: Error). Either way nothing changes.
+DecodeStatus Context::validate_recurrent(const Batch &b) const {
     const int32_t n_seq_max = static_cast<int32_t>(kv_->size());
-    std::vector<int64_t> last(n_seq_max, -1);
     for (int32_t i = 0; i < b.n_tokens; ++i) {
         const int32_t ns = b.seq_id && b.n_seq_id ? b.n_seq_id[i] : 1;
         for (int32_t s = 0; s < ns; ++s) {
@@ -172,8 +175,15 @@ bool Context::validate_recurrent(const Batch &b) const {
                     "decode: sequence id %d at batch index %d is not below n_seq_max = %d: a recurrent model "
                     "keeps one state per sequence; create the context with a larger n_seq_max",
                     id, i, n_seq_max);
-                return false;
+                return DecodeStatus::NoKvSlot;
             }
+        }
+    }
+    std::vector<int64_t> last(n_seq_max, -1);
+    for (int32_t i = 0; i < b.n_tokens; ++i) {
+        const int32_t ns = b.seq_id && b.n_seq_id ? b.n_seq_id[i] : 1;
+        for (int32_t s = 0; s < ns; ++s) {
+            const int32_t id = b.seq_id ? b.seq_id[i][s] : 0;
             if (!b.pos ||
                 (b.pos[i] == last[id] && std::find(b.seq_id[i], b.seq_id[i] + s, id) != b.seq_id[i] + s))
                 continue;  // no positions given, or an id the token lists twice
@@ -182,12 +192,12 @@ bool Context::validate_recurrent(const Batch &b) const {
                     "decode: sequence %d has position %d at batch index %d after position %lld: a recurrent "
                     "model takes each sequence's tokens in increasing positions",
                     id, b.pos[i], i, static_cast<long long>(last[id]));
-                return false;
+                return DecodeStatus::Error;
             }
             last[id] = b.pos[i];
         }
     }
-    return true;
+    return DecodeStatus::Ok;
 }
 
 // Micro-batches are consecutive runs of at most n_ubatch tokens; ends[k] is the end of the k-th. Without
@@ -308,20 +318,25 @@ void Context::fill_kv_pos(const std::vector<KvCell> &cells, uint32_t n_kv) {
     for (uint32_t j = 0; j < n_kv; ++j) kv_pos_[j] = cells[j].pos;
 }
 
-// Decoder token t may attend to encoder token j when t's sequence is one of j's (b4748's cross mask).
+// Decoder token t may attend to encoder token j when one of t's sequences is one of j's (b4748's cross mask
+// reads every sequence id of the token).
 void Context::build_cross_mask(const Batch &b, int32_t begin, int32_t n) {
     const size_t n_enc = enc_seq_.size();
     cross_mask_.resize(static_cast<size_t>(n) * n_enc);
     for (int32_t t = 0; t < n; ++t) {
-        const int32_t seq = b.seq_id[begin + t][0];
+        SeqSet seqs;
+        for (int32_t s = 0; s < b.n_seq_id[begin + t]; ++s) seqs.set(b.seq_id[begin + t][s]);
         float *row = cross_mask_.data() + static_cast<size_t>(t) * n_enc;
         for (size_t j = 0; j < n_enc; ++j)
-            row[j] = enc_seq_[j].test(seq) ? 0.0f : -std::numeric_limits<float>::infinity();
+            row[j] = (enc_seq_[j] & seqs).any() ? 0.0f : -std::numeric_limits<float>::infinity();
     }
 }
 
 DecodeStatus Context::decode(const Batch &in) {
+    if (decodes_without_cache()) return decode_without_cache(in);
     if (!validate(in, "decode")) return DecodeStatus::Error;
+    if (kv_->recurrent())
+        if (const DecodeStatus st = validate_recurrent(in); st != DecodeStatus::Ok) return st;
     const HParams &hp = model_.hparams();
     const double t_start = now_ms();
     const int32_t n_tokens = in.n_tokens;
@@ -391,6 +406,8 @@ DecodeStatus Context::decode(const Batch &in) {
     // was and a retry places the batch in the same cells.
     const uint32_t head_before = kv_->head();
     kv_->begin_decode();
+    std::vector<KvCell> recurrent_before;  // the state cells as the call found them (b4748's placement below)
+    if (kv_->recurrent()) recurrent_before = kv_->cells();
     placed_.clear();
     int32_t out_row = 0;
     auto stop = [&](DecodeStatus st) {
@@ -463,6 +480,15 @@ DecodeStatus Context::decode(const Batch &in) {
     }
     n_outputs_ = out_row;
     if (params_.embeddings && params_.pooling != PoolingType::None) pool_embeddings(b);
+    // Recurrent states end in the cells where b4748 leaves them (its state files list cells in order). Where
+    // b4748's placement cannot be replayed (it would assert), lctx's own stays: the states are the same.
+    // (Pooled embeddings: b4748 splits by sequence instead, not replayed.)
+    if (kv_->recurrent() && !(params_.embeddings && params_.pooling != PoolingType::None)) {
+        uint32_t head = head_before;
+        if (place_recurrent_like_b4748(recurrent_before, head, n_tokens, b.pos, b.n_seq_id, b.seq_id,
+                                       params_.n_ubatch))
+            kv_->arrange_states(recurrent_before, head);
+    }
 
     if (!params_.no_perf) {
         const double dt = now_ms() - t_start;

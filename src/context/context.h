@@ -68,7 +68,9 @@ class Context {
     // Decodes a batch. An invalid batch (token outside the vocabulary, sequence id outside [0, kMaxSeqs),
     // empty, or, without causal attention, a sequence longer than a micro-batch) is refused with a logged
     // reason and changes nothing (returns Error). A call that stops early (Aborted, NoKvSlot) leaves the
-    // cache exactly as it found it; the outputs of the micro-batches it completed stay readable.
+    // cache exactly as it found it; the outputs of the micro-batches it completed stay readable. An
+    // encoder-only model (decodes_without_cache) runs the batch as one micro-batch (more tokens than n_ubatch
+    // are refused) within the batch, never touching the cache; missing positions are 0, 1, ... each call.
     DecodeStatus decode(const Batch &batch);
 
     // Runs the model's encoder over a batch (llama_encode), in src/context/encode.cpp. The whole batch is one
@@ -82,6 +84,9 @@ class Context {
     DecodeStatus encode(const Batch &batch);
     // An encoder and a decoder (T5): decodes cross-attend to the last encode's output.
     bool is_encoder_decoder() const;
+    // An encoder-only model (non-causal: BERT, nomic-bert): its decodes run as encodes (encode.cpp), within
+    // the batch and without the KV cache, as b4748's.
+    bool decodes_without_cache() const;
 
     // Outputs of the last decode. Rows are in batch order; i indexes the batch (negative: from the
     // end of the outputs). Null with a logged reason for a token that did not ask for output.
@@ -133,7 +138,7 @@ class Context {
     static void fill_seq_defaults(Batch &b, SeqDefaults &d);
     static double now_ms();  // the performance counters' clock
     bool validate(const Batch &batch, const char *what) const;
-    bool validate_recurrent(const Batch &batch) const;
+    DecodeStatus validate_recurrent(const Batch &batch) const;
     bool plan_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
     void plan_recurrent_ubatches(const Batch &batch, std::vector<int32_t> &ends) const;
     // Learned absolute positions (bert) exist only below n_ctx_train; logits need an output matrix.
@@ -145,6 +150,11 @@ class Context {
     void pool_embeddings(const Batch &batch);
     void fill_kv_pos(const std::vector<KvCell> &cells, uint32_t n_kv);
     void build_cross_mask(const Batch &batch, int32_t begin, int32_t n);
+    // encode.cpp: an encoder pass over a whole batch in the encoder's own f32 cells.
+    bool prepare_encoder_batch(const Batch &in, const char *what, Batch &b, SeqDefaults &defaults);
+    DecodeStatus run_encoder(const Batch &b, bool causal, int32_t n_out, const int32_t *out_rows,
+                             float *hidden);
+    DecodeStatus decode_without_cache(const Batch &in);
 
     const Model &model_;
     ContextParams params_;

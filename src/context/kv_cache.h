@@ -90,6 +90,10 @@ class KvCache {
     void begin_decode();
     // The cell holding seq's state (recurrent mode), or -1.
     int32_t seq_cell(int32_t seq) const;
+    // Recurrent mode: moves the cells (sequence sets, positions and states) to the places `target` gives the
+    // same sequence sets (src/context/recurrent_placement.h) and sets the head. False, with nothing changed,
+    // when target does not hold exactly the current cells' sets at the same positions.
+    bool arrange_states(const std::vector<KvCell> &target, uint32_t head);
     // The heuristic llama.cpp uses to prefer filling holes at the start over appending.
     void maybe_rewind_head(uint32_t n_tokens);
     // Cells that attention must look at: [0, n_kv).

@@ -181,4 +181,40 @@ bool KvCache::find_state_cells(int32_t n, const int32_t *pos, const int32_t *n_s
     return true;
 }
 
+bool KvCache::arrange_states(const std::vector<KvCell> &target, uint32_t head) {
+    if (!recurrent_ || target.size() != size_) return false;
+    std::vector<int32_t> from(size_, -1);  // from[i]: the cell whose state goes to cell i
+    uint32_t n_placed = 0, n_used = 0;
+    for (uint32_t i = 0; i < size_; ++i) {
+        n_used += cells_[i].seq.any() ? 1 : 0;
+        if (target[i].seq.none()) continue;
+        for (uint32_t j = 0; j < size_ && from[i] < 0; ++j)
+            if (cells_[j].seq == target[i].seq && cells_[j].pos == target[i].pos)
+                from[i] = static_cast<int32_t>(j);
+        if (from[i] < 0) return false;
+        ++n_placed;
+    }
+    if (n_placed != n_used) return false;
+
+    // Every layer's K (convolution) and V (SSM) rows follow their cell; rows of empty cells are left as they
+    // were (never read: a sequence starting in an empty cell starts from zeros).
+    std::vector<uint8_t> rows;
+    auto move_rows = [&](uint8_t *base, size_t row) {
+        rows.assign(base, base + row * size_);
+        for (uint32_t i = 0; i < size_; ++i)
+            if (from[i] >= 0 && static_cast<uint32_t>(from[i]) != i)
+                std::memcpy(base + row * i, rows.data() + row * from[i], row);
+    };
+    for (uint32_t il = 0; il < n_layer_; ++il) {
+        move_rows(view_.k[il], view_.k_row_bytes);
+        move_rows(view_.v[il], view_.v_row_bytes);
+    }
+    std::vector<KvCell> moved(size_);
+    for (uint32_t i = 0; i < size_; ++i)
+        if (from[i] >= 0) moved[i] = cells_[from[i]];
+    cells_ = std::move(moved);
+    head_ = head < size_ ? head : 0;
+    return true;
+}
+
 }  // namespace lctx

@@ -12,6 +12,7 @@
 //     x += attention(q, cached K, cached V, mask + bias(kv_pos - pos)) Wo
 //     h = rmsnorm(x) * ffn_norm
 //     x += (gelu(h Wgate) * (h Wup)) Wdown
+//     x += control_vector[il]                      (when one is applied)
 //   enc_out = rmsnorm(x) * enc.output_norm          (every row: the context keeps them per sequence)
 //
 // Decoder (llama_decode):
@@ -24,6 +25,7 @@
 //     x += attention(h Wq', enc_out Wk', enc_out Wv', cross mask) Wo'   (K', V' computed anew each pass)
 //     h = rmsnorm(x) * ffn_norm
 //     x += (gelu(h Wgate) * (h Wup)) Wdown
+//     x += control_vector[il]                      (when one is applied)
 //   logits = (rmsnorm(x) * dec.output_norm) Woutput  (Woutput: token_embd when tied, without T5's rescale)
 #include <algorithm>
 #include <string>
@@ -147,6 +149,7 @@ bool forward_t5_encoder(const Model &model, const KvView &kv, const ForwardBatch
         kernels::rms_norm_rows(x, l.ffn_norm.data(), s.cur.data(), n_tokens, n_embd, hp.norm_rms_eps, pool);
         ffn_t5(hp, l, s.cur.data(), n_tokens, s.out.data(), s, pool);
         kernels::add_rows(x, s.out.data(), n_tokens, n_embd, pool);
+        add_control_vector(b, il, x, n_tokens, n_embd);  // as b4748, in both stacks
 
         if (b.abort_cb && b.abort_cb(b.abort_data)) return false;
     }
@@ -232,6 +235,7 @@ bool forward_t5_decoder(const Model &model, const KvView &kv, const ForwardBatch
         kernels::rms_norm_rows(x, l.ffn_norm.data(), s.cur.data(), n_tokens, n_embd, hp.norm_rms_eps, pool);
         ffn_t5(hp, l, s.cur.data(), n_tokens, s.out.data(), s, pool);
         kernels::add_rows(x, s.out.data(), n_tokens, n_embd, pool);
+        add_control_vector(b, il, x, n_tokens, n_embd);  // as b4748, in both stacks
 
         if (b.abort_cb && b.abort_cb(b.abort_data)) return false;
     }

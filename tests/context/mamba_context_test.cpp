@@ -281,8 +281,9 @@ TEST(MambaContext, RefusedBatchesChangeNothing) {
     auto ctx = make(2);
     decode(*ctx, run(tokens(6, 17), 0));
     const std::vector<uint8_t> before = state_of(*ctx);
-    // A sequence id without a state cell (n_seq_max 2), and positions that do not increase.
-    decode(*ctx, run(tokens(3, 18), 0, 2), DecodeStatus::Error);
+    // A sequence id without a state cell (n_seq_max 2: no cell, 1 as b4748), and positions that do not
+    // increase.
+    decode(*ctx, run(tokens(3, 18), 0, 2), DecodeStatus::NoKvSlot);
     decode(*ctx, {{5, 6, {0}}, {6, 6, {0}}}, DecodeStatus::Error);
     decode(*ctx, {{5, 7, {0}}, {6, 6, {0}}}, DecodeStatus::Error);
     EXPECT_EQ(state_of(*ctx), before);

@@ -130,7 +130,8 @@ TEST(Bert, RefusesLogitsItHasNoMatrixFor) {
     EXPECT_EQ(ctx.decode(s.batch()), DecodeStatus::Ok);
 }
 
-// Non-causal: a sequence cut across micro-batches would miss its later tokens; refused, never computed.
+// Non-causal: the whole batch is one micro-batch (b4748 asserts n_ubatch >= n_tokens); more is refused,
+// never computed.
 TEST(Bert, RefusesASequenceLongerThanAMicroBatch) {
     auto m = Model::load(kBert);
     Context ctx(*m, embd_params(PoolingType::Mean, /*n_ubatch=*/8));
@@ -138,9 +139,13 @@ TEST(Bert, RefusesASequenceLongerThanAMicroBatch) {
     ASSERT_GT(s.tok.size(), 8u);
     EXPECT_EQ(ctx.decode(s.batch()), DecodeStatus::Error);
     EXPECT_EQ(ctx.kv().used(), 0u);
-    // Whole sequences that each fit are split between them.
+    // Two short texts of 8 tokens in all fit; three (12) do not, though each would alone.
     Seqs two = texts_batch(*m, {"hello world", "hi there"});
+    ASSERT_EQ(two.tok.size(), 8u);
     EXPECT_EQ(ctx.decode(two.batch()), DecodeStatus::Ok);
+    Seqs three = texts_batch(*m, {"hello world", "hi there", "good day"});
+    EXPECT_EQ(ctx.decode(three.batch()), DecodeStatus::Error);
+    EXPECT_EQ(ctx.kv().used(), 0u);
 }
 
 TEST(Bert, RankNeedsAClassificationHead) {
