@@ -11,5 +11,6 @@ int cmd_template(int argc, char **argv);
 int cmd_grammar(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 }  // namespace lctx::cli
