@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -352,7 +353,7 @@ TEST(ControlVectorCli, RunTakesTheFileOptions) {
         zeros[il] = std::vector<float>(static_cast<size_t>(n_embd), 0.0f);
     }
     const std::string strong = write_cvec("cli-strong", dirs), zero = write_cvec("cli-zero", zeros);
-    const std::string run = "run -m " + kStories + " -p 'Once upon a time' -n 24 --temp 0 --json -q -t 1 ";
+    const std::string run = "run -m " + kStories + " -p 'Once upon a time' -n 24 --temp 0 -s 42 --json -q -t 1 ";
     auto text_of = [&](const std::string &extra) {
         const CliResult r = run_cli(run + extra, true);
         EXPECT_EQ(r.status, 0) << extra << ": " << r.out;
@@ -382,6 +383,10 @@ TEST(ControlVectorCli, RunTakesTheFileOptions) {
     refused("--control-vector-layer-range 1 2", "no --control-vector given");
     refused("--control-vector " + strong + " --control-vector-layer-range 3 2", "START 3 is after END 2");
     for (const std::string &p : {strong, zero, narrow}) std::filesystem::remove(p);
+    // chat takes the same options.
+    const CliResult help = run_cli("chat --help");
+    for (const char *opt : {"--control-vector ", "--control-vector-scaled", "--control-vector-layer-range"})
+        EXPECT_NE(help.out.find(opt), std::string::npos) << opt;
 }
 
 }  // namespace

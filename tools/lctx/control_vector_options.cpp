@@ -12,7 +12,8 @@ namespace lctx::cli {
 void add_control_vector_options(CLI::App &app, ControlVectorOptions &o) {
     app.add_option("--control-vector", o.files,
                    "add a control vector (GGUF of direction.N tensors), FILE or FILE:SCALE; repeatable")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false);  // one file per occurrence, as llama.cpp
     app.add_option("--control-vector-scaled", o.scaled, "add a control vector times SCALE: FILE SCALE; repeatable")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--control-vector-layer-range", o.layer_range,
@@ -22,6 +23,8 @@ void add_control_vector_options(CLI::App &app, ControlVectorOptions &o) {
 
 std::string apply_control_vector_options(const ControlVectorOptions &o, const Model &model, Context &ctx,
                                          bool quiet, const char *cmd) {
+    if (!o.layer_range.empty() && o.layer_range.size() != 2)
+        return "--control-vector-layer-range: takes two layers, START and END";
     if (!o.any()) {
         if (!o.layer_range.empty()) return "--control-vector-layer-range: no --control-vector given";
         return "";
