@@ -201,6 +201,10 @@ std::vector<float> outputs(llama_model *m, const std::function<void(llama_contex
                               : llama_get_logits_ith(ctx, static_cast<int32_t>(i));
         if (o) out.insert(out.end(), o, o + width);
     }
+    if (embd && out.empty()) {  // a pooled model: one vector for the sequence
+        const float *o = llama_get_embeddings_seq(ctx, 0);
+        if (o) out.assign(o, o + width);
+    }
     llama_batch_free(b);
     llama_free(ctx);
     return out;
@@ -274,14 +278,15 @@ TEST(ControlVectorApply, BertIgnoresItAsB4748) {
 // the same sum as that direction added to the feed-forward output's bias (ffn_down.bias, which llama and
 // bloom read; the model file is rewritten with it). Only the order of two float additions differs.
 TEST(ControlVectorApply, EqualsTheDirectionAddedAfterTheFeedForward) {
-    for (const std::string path : {kStories, kModels + "llama-F16.gguf", kModels + "bloom.gguf"}) {
+    for (const std::string &path : {kStories, kModels + "llama-F16.gguf", kModels + "bloom.gguf"}) {
         SCOPED_TRACE(path);
         Model base(path);
         ASSERT_NE(base.m, nullptr);
         const int32_t n_embd = llama_model_n_embd(base.m), n_layer = llama_model_n_layer(base.m);
         const std::vector<float> v = directions(base.m, 0.3f);
-        // Layers 2 .. n_layer - 1 in range (the range's start counts), scaled by 1.5 through a file.
-        const int32_t start = 2;
+        // Layers 2 .. n_layer - 1 in range (the range's start counts; the two-layer synthetic models: layer 1),
+        // scaled by 1.5 through a file.
+        const int32_t start = std::min(2, n_layer - 1);
         std::map<int, std::vector<float>> dirs;
         for (int32_t il = 1; il < n_layer; ++il)
             dirs[il] = std::vector<float>(v.begin() + (il - 1) * n_embd, v.begin() + il * n_embd);

@@ -60,13 +60,13 @@ std::string perplexity_plot_check(const std::string &path) {
     const std::filesystem::path p(path);
     std::string ext = p.extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (ext != ".svg") return "--plot " + path + ": only SVG charts are written (name the file *.svg)";
     struct stat st {};
     if (stat(path.c_str(), &st) == 0) {
         if (!S_ISREG(st.st_mode)) return "--plot " + path + ": exists and is not a regular file; refusing to write";
     } else if (errno != ENOENT) {
         return "--plot " + path + ": " + std::strerror(errno);
     }
+    if (ext != ".svg") return "--plot " + path + ": only SVG charts are written (name the file *.svg)";
     const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) return "--plot " + path + ": the folder " + dir.string() + " does not exist";
