@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     check(cv.n_embd >= 1, "n_embd below 1");
-    check(cv.layer_count >= 1 && cv.layer_count <= generate::kMaxControlVectorLayer, "layer count out of range");
+    check(cv.layer_count >= 1 && cv.layer_count <= generate::kMaxControlVectorLayer,
+          "layer count out of range");
     check(cv.data.size() == static_cast<size_t>(cv.layer_count) * static_cast<size_t>(cv.n_embd),
           "buffer length is not layer_count * n_embd");
     check(cv.n_layers_covered() == cv.layer_count, "layers covered");
@@ -56,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // The FILE:SCALE argument parser on the same bytes as text.
     generate::ControlVectorSource src;
     std::string why;
-    if (generate::parse_control_vector_arg(std::string(reinterpret_cast<const char *>(data), size), &src, &why))
+    if (generate::parse_control_vector_arg(std::string(reinterpret_cast<const char *>(data), size), &src,
+                                           &why))
         check(std::isfinite(src.scale), "a non-finite scale accepted");
     return 0;
 }

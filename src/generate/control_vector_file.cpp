@@ -37,8 +37,10 @@ ControlVector control_vector_read(const gguf::File &file, float scale, const std
     for (const gguf::TensorInfo &t : file.tensors()) {
         const int64_t layer = direction_layer(t.name);
         if (layer < 1)
-            throw Error(name + ": tensor '" + t.name + "' is not a direction: control-vector tensors are named "
-                        "direction.N with N a layer from 1 to " + std::to_string(kMaxControlVectorLayer));
+            throw Error(name + ": tensor '" + t.name +
+                        "' is not a direction: control-vector tensors are named "
+                        "direction.N with N a layer from 1 to " +
+                        std::to_string(kMaxControlVectorLayer));
         if (t.type != GgmlType::F32) throw Error(name + ": tensor '" + t.name + "' is not F32");
         for (size_t d = 1; d < t.ne.size(); ++d)
             if (t.ne[d] != 1) throw Error(name + ": tensor '" + t.name + "' is not one-dimensional");
@@ -59,7 +61,8 @@ ControlVector control_vector_read(const gguf::File &file, float scale, const std
             float v;
             std::memcpy(&v, src + j * sizeof(float), sizeof v);
             if (!std::isfinite(v))
-                throw Error(name + ": tensor '" + t.name + "' holds a non-finite value at " + std::to_string(j));
+                throw Error(name + ": tensor '" + t.name + "' holds a non-finite value at " +
+                            std::to_string(j));
             cv.data[off + static_cast<size_t>(j)] += v * scale;
         }
         cv.layer_count = std::max(cv.layer_count, layer);

@@ -70,8 +70,8 @@ TEST(ControlVectorFile, LaysOutLayersFromOneAndSumsScaledFiles) {
     EXPECT_EQ(cv.model_hint, "llama");
     ASSERT_EQ(cv.data.size(), 4u * 8);
     for (size_t j = 0; j < 8; ++j) {
-        EXPECT_EQ(cv.data[j], d1[j] * 0.5f);       // layer 1 at [0, 8)
-        EXPECT_EQ(cv.data[8 + j], 0.0f);           // layer 2: in no file
+        EXPECT_EQ(cv.data[j], d1[j] * 0.5f);  // layer 1 at [0, 8)
+        EXPECT_EQ(cv.data[8 + j], 0.0f);      // layer 2: in no file
         EXPECT_EQ(cv.data[16 + j], d3[j] * 0.5f + e3[j] * -2.0f);
         EXPECT_EQ(cv.data[24 + j], e4[j] * -2.0f);
     }
@@ -133,7 +133,8 @@ TEST(ControlVectorFile, RefusesMalformedFilesNamingTheProblem) {
         std::fclose(f);
     }
     refused({{not_gguf, 1.0f}}, not_gguf);
-    for (const std::string &p : {empty, zero, other, signed_name, huge, f16, two_d, mixed, bad_value, good, narrow, not_gguf})
+    for (const std::string &p :
+         {empty, zero, other, signed_name, huge, f16, two_d, mixed, bad_value, good, narrow, not_gguf})
         std::filesystem::remove(p);
 }
 
@@ -152,7 +153,10 @@ TEST(ControlVectorFile, ParsesFileColonScale) {
     EXPECT_NE(why.find("finite"), std::string::npos);
     // A file whose name ends in ":2" is taken whole when it exists.
     const std::string colon = temp_path("colon") + ":2";
-    { std::FILE *f = std::fopen(colon.c_str(), "wb"); std::fclose(f); }
+    {
+        std::FILE *f = std::fopen(colon.c_str(), "wb");
+        std::fclose(f);
+    }
     ASSERT_TRUE(generate::parse_control_vector_arg(colon, &s, &why));
     EXPECT_EQ(s.path, colon);
     EXPECT_EQ(s.scale, 1.0f);
@@ -171,7 +175,8 @@ struct Model {
 };
 
 // Every output of one sequence (logits, or embeddings with `embd`), with `setup` run on the fresh context.
-std::vector<float> outputs(llama_model *m, const std::function<void(llama_context *)> &setup, bool embd = false) {
+std::vector<float> outputs(llama_model *m, const std::function<void(llama_context *)> &setup,
+                           bool embd = false) {
     llama_context_params p = llama_context_default_params();
     p.n_ctx = 64;
     p.n_threads = p.n_threads_batch = 1;
@@ -192,8 +197,10 @@ std::vector<float> outputs(llama_model *m, const std::function<void(llama_contex
         b.logits[i] = 1;
     }
     b.n_tokens = static_cast<int32_t>(toks.size());
-    if (llama_model_has_encoder(m)) EXPECT_EQ(llama_encode(ctx, b), 0);
-    else EXPECT_EQ(llama_decode(ctx, b), 0);
+    if (llama_model_has_encoder(m))
+        EXPECT_EQ(llama_encode(ctx, b), 0);
+    else
+        EXPECT_EQ(llama_decode(ctx, b), 0);
     std::vector<float> out;
     const int32_t width = embd ? llama_model_n_embd(m) : n_vocab;
     for (size_t i = 0; i < toks.size(); ++i) {
@@ -235,23 +242,33 @@ TEST(ControlVectorApply, EveryDecoderFamilyAppliesItInRangeOnly) {
         const std::vector<float> plain = outputs(m, nullptr);
         const std::vector<float> zeros(static_cast<size_t>(n_embd) * (n_layer - 1), 0.0f);
         const std::vector<float> v = directions(m, 0.5f);
-        EXPECT_EQ(outputs(m, [&](llama_context *c) {
-                      EXPECT_EQ(llama_apply_adapter_cvec(c, zeros.data(), zeros.size(), n_embd, 1, n_layer), 0);
-                  }),
+        EXPECT_EQ(outputs(m,
+                          [&](llama_context *c) {
+                              EXPECT_EQ(
+                                  llama_apply_adapter_cvec(c, zeros.data(), zeros.size(), n_embd, 1, n_layer),
+                                  0);
+                          }),
                   plain);
-        EXPECT_EQ(outputs(m, [&](llama_context *c) {
-                      EXPECT_EQ(llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, n_layer, n_layer + 5), 0);
-                  }),
-                  plain);
-        EXPECT_GT(max_diff(outputs(m, [&](llama_context *c) {
-                               EXPECT_EQ(llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1, n_layer - 1), 0);
-                           }),
+        EXPECT_EQ(
+            outputs(m,
+                    [&](llama_context *c) {
+                        EXPECT_EQ(
+                            llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, n_layer, n_layer + 5), 0);
+                    }),
+            plain);
+        EXPECT_GT(max_diff(outputs(m,
+                                   [&](llama_context *c) {
+                                       EXPECT_EQ(llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1,
+                                                                          n_layer - 1),
+                                                 0);
+                                   }),
                            plain),
                   1e-3f);
-        EXPECT_EQ(outputs(m, [&](llama_context *c) {
-                      llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1, n_layer - 1);
-                      EXPECT_EQ(llama_apply_adapter_cvec(c, nullptr, 0, 0, 0, 0), 0);
-                  }),
+        EXPECT_EQ(outputs(m,
+                          [&](llama_context *c) {
+                              llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1, n_layer - 1);
+                              EXPECT_EQ(llama_apply_adapter_cvec(c, nullptr, 0, 0, 0, 0), 0);
+                          }),
                   plain);
         outputs(m, [&](llama_context *c) {
             EXPECT_EQ(llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd + 1, 1, n_layer - 1), 1);
@@ -268,9 +285,12 @@ TEST(ControlVectorApply, BertIgnoresItAsB4748) {
     const std::vector<float> v = directions(m, 0.5f);
     const std::vector<float> plain = outputs(m, nullptr, true);
     ASSERT_FALSE(plain.empty());
-    EXPECT_EQ(outputs(m, [&](llama_context *c) {
-                  EXPECT_EQ(llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1, n_layer), 0);
-              }, true),
+    EXPECT_EQ(outputs(
+                  m,
+                  [&](llama_context *c) {
+                      EXPECT_EQ(llama_apply_adapter_cvec(c, v.data(), v.size(), n_embd, 1, n_layer), 0);
+                  },
+                  true),
               plain);
 }
 
@@ -284,8 +304,8 @@ TEST(ControlVectorApply, EqualsTheDirectionAddedAfterTheFeedForward) {
         ASSERT_NE(base.m, nullptr);
         const int32_t n_embd = llama_model_n_embd(base.m), n_layer = llama_model_n_layer(base.m);
         const std::vector<float> v = directions(base.m, 0.3f);
-        // Layers 2 .. n_layer - 1 in range (the range's start counts; the two-layer synthetic models: layer 1),
-        // scaled by 1.5 through a file.
+        // Layers 2 .. n_layer - 1 in range (the range's start counts; the two-layer synthetic models: layer
+        // 1), scaled by 1.5 through a file.
         const int32_t start = std::min(2, n_layer - 1);
         std::map<int, std::vector<float>> dirs;
         for (int32_t il = 1; il < n_layer; ++il)
@@ -294,7 +314,9 @@ TEST(ControlVectorApply, EqualsTheDirectionAddedAfterTheFeedForward) {
         const ControlVector cv = generate::control_vector_load({{cvec_path, 1.5f}});
         std::filesystem::remove(cvec_path);
         const std::vector<float> with_cvec = outputs(base.m, [&](llama_context *c) {
-            EXPECT_EQ(llama_apply_adapter_cvec(c, cv.data.data(), cv.data.size(), cv.n_embd, start, n_layer - 1), 0);
+            EXPECT_EQ(
+                llama_apply_adapter_cvec(c, cv.data.data(), cv.data.size(), cv.n_embd, start, n_layer - 1),
+                0);
         });
 
         auto file = gguf::File::open(path);
@@ -314,7 +336,8 @@ TEST(ControlVectorApply, EqualsTheDirectionAddedAfterTheFeedForward) {
         rw.add = [&](gguf::Writer &w) {
             for (int32_t il = start; il < n_layer; ++il)
                 w.add_tensor("blk." + std::to_string(il) + ".ffn_down.bias", GgmlType::F32, {n_embd},
-                             biases[static_cast<size_t>(il)].data(), static_cast<size_t>(n_embd) * sizeof(float));
+                             biases[static_cast<size_t>(il)].data(),
+                             static_cast<size_t>(n_embd) * sizeof(float));
         };
         const std::string biased_path = rewrite_gguf(path, rw, "cvec-bias");
         Model biased(biased_path);
@@ -322,7 +345,7 @@ TEST(ControlVectorApply, EqualsTheDirectionAddedAfterTheFeedForward) {
         ASSERT_NE(biased.m, nullptr);
         const std::vector<float> with_bias = outputs(biased.m, nullptr);
         const std::vector<float> plain = outputs(base.m, nullptr);
-        EXPECT_GT(max_diff(with_cvec, plain), 0.05f);  // the direction matters ...
+        EXPECT_GT(max_diff(with_cvec, plain), 0.05f);      // the direction matters ...
         EXPECT_LT(max_diff(with_cvec, with_bias), 2e-4f);  // ... exactly as the biased model says
     }
 }
@@ -358,7 +381,8 @@ TEST(ControlVectorCli, RunTakesTheFileOptions) {
         zeros[il] = std::vector<float>(static_cast<size_t>(n_embd), 0.0f);
     }
     const std::string strong = write_cvec("cli-strong", dirs), zero = write_cvec("cli-zero", zeros);
-    const std::string run = "run -m " + kStories + " -p 'Once upon a time' -n 24 --temp 0 -s 42 --json -q -t 1 ";
+    const std::string run =
+        "run -m " + kStories + " -p 'Once upon a time' -n 24 --temp 0 -s 42 --json -q -t 1 ";
     auto text_of = [&](const std::string &extra) {
         const CliResult r = run_cli(run + extra, true);
         EXPECT_EQ(r.status, 0) << extra << ": " << r.out;
@@ -371,7 +395,8 @@ TEST(ControlVectorCli, RunTakesTheFileOptions) {
     EXPECT_EQ(text_of("--control-vector-scaled " + strong + " 0"), plain);
     // A strong file cancelled by the same file at -1: the sum is zero.
     EXPECT_EQ(text_of("--control-vector " + strong + " --control-vector-scaled " + strong + " -1"), plain);
-    EXPECT_EQ(text_of("--control-vector " + strong + ":2"), text_of("--control-vector-scaled " + strong + " 2"));
+    EXPECT_EQ(text_of("--control-vector " + strong + ":2"),
+              text_of("--control-vector-scaled " + strong + " 2"));
     // Layers outside the model's: nothing applied.
     EXPECT_EQ(text_of("--control-vector " + strong + " --control-vector-layer-range 9 12"), plain);
     EXPECT_NE(text_of("--control-vector " + strong + " --control-vector-layer-range 1 1"), plain);

@@ -1,7 +1,9 @@
-// lctx perplexity against llama-perplexity (fixtures/golden-lora/perplexity, FORMAT-LORA-PPL.md "Perplexity"):
-// the tokenization of the text, the final estimate (within 0.1%), every scored token's nll (within the
-// FORMAT's 2e-2 of the f16-KV reference), the cumulative values, batch sizes that must not change the
-// numbers, and the command's output forms (printed lines, --json, --plot) and refusals.
+// lctx perplexity against llama-perplexity (fixtures/golden-lora/perplexity, FORMAT-LORA-PPL.md
+// "Perplexity"): the tokenization of the text, the final estimate (within 0.1%), every scored token's nll
+// (within the FORMAT's 2e-2 of the f16-KV reference), the cumulative values, batch sizes that must not change
+// the numbers, and the command's output forms (printed lines, --json, --plot) and refusals.
+#include "tools/lctx/perplexity.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +17,6 @@
 
 #include "cli/cli_run.h"
 #include "llama.h"
-#include "tools/lctx/perplexity.h"
 #include "tools/lctx/perplexity_plot.h"
 
 namespace lctx::testing {
@@ -75,10 +76,12 @@ std::vector<llama_token> story_tokens() {
     return t;
 }
 
-PerplexityResult run_ppl(int32_t n_ctx, int32_t n_batch, ggml_type kv = GGML_TYPE_F16, PerplexityPlan *plan_out = nullptr) {
+PerplexityResult run_ppl(int32_t n_ctx, int32_t n_batch, ggml_type kv = GGML_TYPE_F16,
+                         PerplexityPlan *plan_out = nullptr) {
     const std::vector<llama_token> tokens = story_tokens();
     std::string why;
-    const PerplexityPlan plan = cli::perplexity_plan(static_cast<int64_t>(tokens.size()), n_ctx, n_batch, -1, &why);
+    const PerplexityPlan plan =
+        cli::perplexity_plan(static_cast<int64_t>(tokens.size()), n_ctx, n_batch, -1, &why);
     EXPECT_GT(plan.n_chunk, 0) << why;
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = static_cast<uint32_t>(plan.context_size());
@@ -129,13 +132,16 @@ void check_against(const std::string &name, int32_t n_ctx, ggml_type kv, double 
         EXPECT_EQ(r.chunks[k].token_begin, chunks[k]["token_range"][0].get<int32_t>());
         for (size_t t = 0; t < want.size(); ++t) {
             worst = std::max(worst, std::fabs(r.chunks[k].nll[t] - want[t]));
-            EXPECT_NEAR(r.chunks[k].nll[t], want[t], tok_tol) << name << " window " << k + 1 << " token " << t;
+            EXPECT_NEAR(r.chunks[k].nll[t], want[t], tok_tol)
+                << name << " window " << k + 1 << " token " << t;
         }
         EXPECT_LE(rel(r.chunks[k].cumulative_ppl, chunks[k]["cumulative_ppl"].get<double>()), 1e-3)
             << name << " window " << k + 1;
-        EXPECT_LE(rel(r.chunks[k].ppl, chunks[k]["chunk_ppl"].get<double>()), 2e-3) << name << " window " << k + 1;
+        EXPECT_LE(rel(r.chunks[k].ppl, chunks[k]["chunk_ppl"].get<double>()), 2e-3)
+            << name << " window " << k + 1;
     }
-    std::printf("%s: PPL %.6f +/- %.6f, largest per-token |d nll| %.2e\n", name.c_str(), r.ppl, r.ppl_err, worst);
+    std::printf("%s: PPL %.6f +/- %.6f, largest per-token |d nll| %.2e\n", name.c_str(), r.ppl, r.ppl_err,
+                worst);
 }
 
 TEST(Perplexity, MatchesLlamaPerplexityAtContext128) {
@@ -228,8 +234,8 @@ TEST(PerplexityCli, PrintsTheValuesAsLlamaPerplexity) {
     for (const auto &[name, c] : {std::pair<std::string, int>{"c128_faoff", 128}, {"c64_faoff", 64}}) {
         const nlohmann::json &ref = run_named(name);
         for (int b : {c, 2048}) {
-            const CliResult r = run_cli("perplexity -m " + kModel + " -f " + kStory + " -c " + std::to_string(c) +
-                                        " -b " + std::to_string(b) + " -t 1");
+            const CliResult r = run_cli("perplexity -m " + kModel + " -f " + kStory + " -c " +
+                                        std::to_string(c) + " -b " + std::to_string(b) + " -t 1");
             ASSERT_EQ(r.status, 0) << r.out;
             int n_lines = 0;
             const std::vector<double> got = printed_values(r.out, &n_lines);
@@ -237,9 +243,11 @@ TEST(PerplexityCli, PrintsTheValuesAsLlamaPerplexity) {
             ASSERT_EQ(got.size(), want.size()) << r.out;
             // One line per batch: a window each at -b c, all of them at -b 2048.
             EXPECT_EQ(n_lines, b == c ? static_cast<int>(want.size()) : 1) << r.out;
-            for (size_t k = 0; k < want.size(); ++k) EXPECT_LE(rel(got[k], want[k]), 1e-3) << name << " [" << k + 1 << "]";
+            for (size_t k = 0; k < want.size(); ++k)
+                EXPECT_LE(rel(got[k], want[k]), 1e-3) << name << " [" << k + 1 << "]";
             std::smatch m;
-            ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\nFinal estimate: PPL = (\d+\.\d{4}) \+/- (\d+\.\d{5})\n)")))
+            ASSERT_TRUE(std::regex_search(
+                r.out, m, std::regex(R"(\nFinal estimate: PPL = (\d+\.\d{4}) \+/- (\d+\.\d{5})\n)")))
                 << r.out;
             EXPECT_LE(rel(std::stod(m[1]), ref["final_ppl"].get<double>()), 1e-3) << m[0];
             EXPECT_LE(rel(std::stod(m[2]), ref["final_ppl_err"].get<double>()), 1e-3) << m[0];
@@ -265,7 +273,8 @@ TEST(PerplexityCli, JsonHoldsEveryWindowAndTheFinalEstimate) {
         EXPECT_EQ(c["n_scored"], 63);
         EXPECT_LE(rel(c["nll_sum"].get<double>(), ref["chunks"][k]["nll_sum"].get<double>()), 2e-3);
         EXPECT_LE(rel(c["ppl"].get<double>(), ref["chunks"][k]["chunk_ppl"].get<double>()), 2e-3);
-        EXPECT_LE(rel(c["cumulative_ppl"].get<double>(), ref["chunks"][k]["cumulative_ppl"].get<double>()), 1e-3);
+        EXPECT_LE(rel(c["cumulative_ppl"].get<double>(), ref["chunks"][k]["cumulative_ppl"].get<double>()),
+                  1e-3);
     }
     EXPECT_EQ(j["final"]["count"], 1008);
     EXPECT_LE(rel(j["final"]["ppl"].get<double>(), 5.5636), 1e-3);
@@ -306,7 +315,8 @@ TEST(PerplexityCli, RefusesBadInputInOneLine) {
     EXPECT_NE(r.out.find("-f /nonexistent/story.txt: cannot read"), std::string::npos) << r.out;
     r = run("-f " + kStory + " -c 4096");
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.out.find("the text has 2092 tokens; one window of -c 4096 needs 4096"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("the text has 2092 tokens; one window of -c 4096 needs 4096"), std::string::npos)
+        << r.out;
     r = run("-f " + kStory + " -c 64 --plot /dev/null");
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
@@ -332,7 +342,8 @@ TEST(PerplexityCli, WarnsWhenTheWindowExceedsTheTrainingContext) {
         std::ofstream f(twice, std::ios::binary);
         f << read_file(kStory) << read_file(kStory);
     }
-    const CliResult r = run_cli("perplexity -m " + kModel + " -f " + twice + " -c 2304 --chunks 1 -t 1", true);
+    const CliResult r =
+        run_cli("perplexity -m " + kModel + " -f " + twice + " -c 2304 --chunks 1 -t 1", true);
     std::filesystem::remove(twice);
     EXPECT_EQ(r.status, 0) << r.out;
     EXPECT_NE(r.out.find("warning: the model was trained on 2048 tokens of context; -c 2304 goes beyond"),

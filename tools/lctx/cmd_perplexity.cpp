@@ -178,18 +178,21 @@ int cmd_perplexity(int argc, char **argv) {
     if (!plot_path.empty())
         if (const std::string why = perplexity_plot_check(plot_path); !why.empty()) return fail(why);
     std::string text;
-    if (!read_text(text_path, &text)) return fail("-f " + text_path + ": cannot read: " + std::strerror(errno));
+    if (!read_text(text_path, &text))
+        return fail("-f " + text_path + ": cannot read: " + std::strerror(errno));
 
     llama_log_set(log_sink, nullptr);
     std::unique_ptr<llama_model, ModelFree> model(
         llama_model_load_from_file(model_path.c_str(), llama_model_default_params()));
     if (!model)
-        return fail("cannot load model '" + model_path + "'" + (g_last_error.empty() ? "" : ": " + g_last_error));
+        return fail("cannot load model '" + model_path + "'" +
+                    (g_last_error.empty() ? "" : ": " + g_last_error));
     const llama_vocab *vocab = llama_model_get_vocab(model.get());
     const std::vector<llama_token> tokens = tokenize(vocab, text);
 
     std::string why;
-    const PerplexityPlan plan = perplexity_plan(static_cast<int64_t>(tokens.size()), n_ctx, n_batch, n_chunks, &why);
+    const PerplexityPlan plan =
+        perplexity_plan(static_cast<int64_t>(tokens.size()), n_ctx, n_batch, n_chunks, &why);
     if (plan.n_chunk == 0) return fail(why);
     const int32_t n_ctx_train = llama_model_n_ctx_train(model.get());
     if (!quiet && n_ctx_train > 0 && n_ctx > n_ctx_train)
@@ -215,7 +218,8 @@ int cmd_perplexity(int argc, char **argv) {
         std::fprintf(stderr,
                      "lctx perplexity: %zu tokens, %d windows of %d (%d scored each), %d per batch of %d, %d "
                      "threads\n",
-                     tokens.size(), plan.n_chunk, plan.n_ctx, plan.scored, plan.n_seq, plan.n_batch, cp.n_threads);
+                     tokens.size(), plan.n_chunk, plan.n_ctx, plan.scored, plan.n_seq, plan.n_batch,
+                     cp.n_threads);
 
     const bool bar_on = !quiet && isatty(STDERR_FILENO);
     ProgressBar bar(plan.n_chunk);
@@ -226,7 +230,8 @@ int cmd_perplexity(int argc, char **argv) {
         [&](const PerplexityResult &r, int32_t n_new) {
             if (bar_on) bar.clear();
             if (!json) {
-                // As llama-perplexity prints them: the cumulative estimate after each window, a line per batch.
+                // As llama-perplexity prints them: the cumulative estimate after each window, a line per
+                // batch.
                 for (size_t i = r.chunks.size() - static_cast<size_t>(n_new); i < r.chunks.size(); ++i)
                     std::printf("[%d]%.4f,", r.chunks[i].index, r.chunks[i].cumulative_ppl);
                 std::printf("\n");
@@ -244,8 +249,9 @@ int cmd_perplexity(int argc, char **argv) {
         std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result.ppl, result.ppl_err);
     }
     std::fflush(stdout);
-    if (!quiet) std::fprintf(stderr, "lctx perplexity: %lld tokens scored in %.2f s\n",
-                             static_cast<long long>(result.count), bar.seconds());
+    if (!quiet)
+        std::fprintf(stderr, "lctx perplexity: %lld tokens scored in %.2f s\n",
+                     static_cast<long long>(result.count), bar.seconds());
     if (!plot_path.empty()) {
         const std::string title = "Perplexity of " + std::filesystem::path(model_path).filename().string() +
                                   " on " + std::filesystem::path(text_path).filename().string() + " (-c " +

@@ -14,7 +14,8 @@ void add_control_vector_options(CLI::App &app, ControlVectorOptions &o) {
                    "add a control vector (GGUF of direction.N tensors), FILE or FILE:SCALE; repeatable")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->allow_extra_args(false);  // one file per occurrence, as llama.cpp
-    app.add_option("--control-vector-scaled", o.scaled, "add a control vector times SCALE: FILE SCALE; repeatable")
+    app.add_option("--control-vector-scaled", o.scaled,
+                   "add a control vector times SCALE: FILE SCALE; repeatable")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--control-vector-layer-range", o.layer_range,
                    "apply the control vectors to layers START..END only (inclusive; default 1 to the last)")
@@ -40,7 +41,8 @@ std::string apply_control_vector_options(const ControlVectorOptions &o, const Mo
         char *end = nullptr;
         const float v = std::strtof(scale.c_str(), &end);
         if (scale.empty() || end != scale.c_str() + scale.size() || !std::isfinite(v))
-            return "--control-vector-scaled: '" + scale + "' (the scale of " + file + ") is not a finite number";
+            return "--control-vector-scaled: '" + scale + "' (the scale of " + file +
+                   ") is not a finite number";
         sources.push_back({file, v});
     }
     const auto n_layer = static_cast<int32_t>(model.hparams().n_layer);
@@ -57,10 +59,11 @@ std::string apply_control_vector_options(const ControlVectorOptions &o, const Mo
             return "--control-vector: the directions have " + std::to_string(cv.n_embd) +
                    " values; the model's embedding has " + std::to_string(model.hparams().n_embd);
         if (!quiet && cv.layer_count >= n_layer)
-            std::fprintf(stderr,
-                         "lctx %s: note: the control vector has directions up to layer %lld; the model's layers "
-                         "are 0..%d (layer 0 and the ones beyond are never applied)\n",
-                         cmd, static_cast<long long>(cv.layer_count), n_layer - 1);
+            std::fprintf(
+                stderr,
+                "lctx %s: note: the control vector has directions up to layer %lld; the model's layers "
+                "are 0..%d (layer 0 and the ones beyond are never applied)\n",
+                cmd, static_cast<long long>(cv.layer_count), n_layer - 1);
         ctx.set_control_vector(cv.data.data(), cv.data.size(), cv.n_embd, start, end);
     } catch (const Error &e) {
         return std::string("--control-vector: ") + e.what();

@@ -13,7 +13,7 @@
 namespace lctx::cli {
 
 struct ControlVectorOptions {
-    std::vector<std::string> files;                            // FILE or FILE:SCALE
+    std::vector<std::string> files;                           // FILE or FILE:SCALE
     std::vector<std::pair<std::string, std::string>> scaled;  // FILE, SCALE
     std::vector<int32_t> layer_range;                         // START, END when given
     bool any() const { return !files.empty() || !scaled.empty(); }

@@ -18,8 +18,9 @@ PerplexityPlan perplexity_plan(int64_t n_tokens, int32_t n_ctx, int32_t n_batch,
         return p;
     }
     if (n_tokens < n_ctx) {
-        *why = "the text has " + std::to_string(n_tokens) + " tokens; one window of -c " + std::to_string(n_ctx) +
-               " needs " + std::to_string(n_ctx) + " (use a smaller -c or a longer text)";
+        *why = "the text has " + std::to_string(n_tokens) + " tokens; one window of -c " +
+               std::to_string(n_ctx) + " needs " + std::to_string(n_ctx) +
+               " (use a smaller -c or a longer text)";
         return p;
     }
     p.n_ctx = n_ctx;
@@ -92,7 +93,8 @@ bool perplexity_run(llama_context *ctx, const std::vector<llama_token> &tokens, 
                     const int32_t pos = pos0 + k;
                     const int32_t idx = batch.n_tokens++;
                     // Each window starts with BOS in place of its first token.
-                    batch.token[idx] = add_bos && pos == 0 ? llama_vocab_bos(vocab) : tokens[chunks[s].token_begin + pos];
+                    batch.token[idx] =
+                        add_bos && pos == 0 ? llama_vocab_bos(vocab) : tokens[chunks[s].token_begin + pos];
                     batch.pos[idx] = pos;
                     batch.n_seq_id[idx] = 1;
                     batch.seq_id[idx][0] = s;

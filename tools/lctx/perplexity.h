@@ -15,12 +15,12 @@ namespace lctx::cli {
 
 // How a run is laid out, from the text length and the options (-c, -b, --chunks).
 struct PerplexityPlan {
-    int32_t n_ctx = 0;     // window length (-c)
-    int32_t n_batch = 0;   // tokens of one llama_decode: n_seq * n_ctx, or less than n_ctx
-    int32_t n_seq = 0;     // windows decoded side by side (n_batch / n_ctx, at least 1)
-    int32_t n_chunk = 0;   // windows evaluated
-    int32_t first = 0;     // position of the first output scored in a window (n_ctx / 2)
-    int32_t scored = 0;    // tokens scored per window: n_ctx - first - 1
+    int32_t n_ctx = 0;    // window length (-c)
+    int32_t n_batch = 0;  // tokens of one llama_decode: n_seq * n_ctx, or less than n_ctx
+    int32_t n_seq = 0;    // windows decoded side by side (n_batch / n_ctx, at least 1)
+    int32_t n_chunk = 0;  // windows evaluated
+    int32_t first = 0;    // position of the first output scored in a window (n_ctx / 2)
+    int32_t scored = 0;   // tokens scored per window: n_ctx - first - 1
     // Tokens of context the run needs (the context size to create): n_seq * n_ctx.
     int32_t context_size() const { return n_seq * n_ctx; }
 };
@@ -31,12 +31,12 @@ PerplexityPlan perplexity_plan(int64_t n_tokens, int32_t n_ctx, int32_t n_batch,
                                std::string *why);
 
 struct PerplexityChunk {
-    int32_t index = 0;                 // 1-based, as llama-perplexity prints it
-    int32_t token_begin = 0;           // the window is tokens [token_begin, token_begin + n_ctx)
-    std::vector<double> nll;           // negative log-likelihood of each scored token, in order
+    int32_t index = 0;        // 1-based, as llama-perplexity prints it
+    int32_t token_begin = 0;  // the window is tokens [token_begin, token_begin + n_ctx)
+    std::vector<double> nll;  // negative log-likelihood of each scored token, in order
     double nll_sum = 0.0;
-    double ppl = 0.0;                  // this window alone: exp(nll_sum / nll.size())
-    double cumulative_ppl = 0.0;       // windows 1..index together (the printed "[k]v" value)
+    double ppl = 0.0;             // this window alone: exp(nll_sum / nll.size())
+    double cumulative_ppl = 0.0;  // windows 1..index together (the printed "[k]v" value)
 };
 
 struct PerplexityResult {
