@@ -329,6 +329,16 @@ TEST(PerplexityCli, RefusesBadInputInOneLine) {
     r = run_cli("perplexity -m /nonexistent.gguf -f " + kStory, true);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("cannot load model '/nonexistent.gguf'"), std::string::npos) << r.out;
+    const std::string fixtures = LCTX_FIXTURES_DIR;
+    r = run_cli("perplexity -m " + fixtures + "/golden/models/bert.gguf -f " + kStory + " -c 64", true);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("the model gives no logits for window 1 (an embedding model has none)"),
+              std::string::npos)
+        << r.out;
+    r = run_cli("perplexity -m " + fixtures + "/golden-t5/models/t5.gguf -f " + kStory + " -c 64", true);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("has an encoder (t5): perplexity needs a decoder-only model"), std::string::npos)
+        << r.out;
     r = run("-f " + kStory + " -c 64 -ctk q9_9");
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("--cache-type-k: unknown type 'q9_9'"), std::string::npos) << r.out;

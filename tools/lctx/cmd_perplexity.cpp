@@ -187,6 +187,8 @@ int cmd_perplexity(int argc, char **argv) {
     if (!model)
         return fail("cannot load model '" + model_path + "'" +
                     (g_last_error.empty() ? "" : ": " + g_last_error));
+    if (llama_model_has_encoder(model.get()))
+        return fail(model_path + " has an encoder (t5): perplexity needs a decoder-only model");
     const llama_vocab *vocab = llama_model_get_vocab(model.get());
     const std::vector<llama_token> tokens = tokenize(vocab, text);
 

@@ -111,7 +111,8 @@ bool perplexity_run(llama_context *ctx, const std::vector<llama_token> &tokens, 
                 if (!batch.logits[idx]) continue;
                 const float *logits = llama_get_logits_ith(ctx, idx);
                 if (!logits) {
-                    *why = "no logits for window " + std::to_string(i + 1);
+                    *why = "the model gives no logits for window " + std::to_string(i + 1) +
+                           " (an embedding model has none)";
                     ok = false;
                     break;
                 }
