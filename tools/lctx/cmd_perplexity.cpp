@@ -216,6 +216,11 @@ int cmd_perplexity(int argc, char **argv) {
     if (!ctx)
         return fail("cannot create a context of " + std::to_string(plan.context_size()) + " tokens" +
                     (g_last_error.empty() ? "" : ": " + g_last_error));
+    // An embedding model (bert and its kin) pools its last states and has no language-model head.
+    if (llama_pooling_type(ctx.get()) != LLAMA_POOLING_TYPE_NONE)
+        return fail(model_path +
+                    " is an embedding model (it pools its outputs, no logits): perplexity needs a "
+                    "language model");
     if (!quiet)
         std::fprintf(stderr,
                      "lctx perplexity: %zu tokens, %d windows of %d (%d scored each), %d per batch of %d, %d "
@@ -243,7 +248,7 @@ int cmd_perplexity(int argc, char **argv) {
         },
         &result, &why);
     if (bar_on) bar.clear();
-    if (!ok) return fail(why);
+    if (!ok) return fail(why + (g_last_error.empty() ? "" : ": " + g_last_error));
 
     if (json) {
         std::printf("%s\n", to_json(result, plan, tokens.size(), model_path, text_path).dump().c_str());
