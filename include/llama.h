@@ -36,6 +36,8 @@
  *     sequence's first micro-batch only, which depends on n_ubatch).
  *   - llama_encode, and llama_decode on a non-causal model (BERT), refuse with -1 and a logged reason a batch
  *     of more tokens than n_ubatch (b4748 aborted on an assertion).
+ *   - llama_apply_adapter_cvec installs exactly the vector it is given: the layers `len` does not cover get
+ *     none (b4748 kept the previous call's values for them).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -634,7 +636,8 @@ LLAMA_API int32_t llama_rm_adapter_lora(struct llama_context *ctx, struct llama_
 LLAMA_API void llama_clear_adapter_lora(struct llama_context *ctx);
 
 /* Installs a control vector: n_embd floats per layer starting at layer 1, applied to layers
- * il_start..il_end; data == NULL removes it. Returns 0 on success, 1 on failure. */
+ * il_start..il_end; data == NULL removes it. Returns 0 on success, 1 on failure.
+ * lctx: layers beyond `len` get no vector (b4748 kept the previous call's values for them). */
 LLAMA_API int32_t llama_apply_adapter_cvec(struct llama_context *ctx, const float *data, size_t len,
                                            int32_t n_embd, int32_t il_start, int32_t il_end);
 

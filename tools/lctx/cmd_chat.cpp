@@ -19,6 +19,7 @@
 #include "context/state.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
+#include "tools/lctx/control_vector_options.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/line_reader.h"
 #include "tools/lctx/utf8_stream.h"
@@ -111,6 +112,8 @@ int cmd_chat(int argc, char **argv) {
     std::string system, format_name, chat_template;
     bool verbose = false, verbose_prompt = false, conversation = false, interactive = false;
     add_gen_options(app, o);
+    ControlVectorOptions cvec;
+    add_control_vector_options(app, cvec);
     app.add_option("--system,--system-prompt", system, "system prompt (-sys; kept through context shifts)");
     app.add_option(
         "--format", format_name,
@@ -198,6 +201,10 @@ int cmd_chat(int argc, char **argv) {
         static_cast<uint32_t>(o.n_ubatch),
         resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v);
     if (!ctx) return 1;
+    if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "chat"); !e.empty()) {
+        std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
+        return 1;
+    }
     if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
         std::fprintf(stderr, "lctx chat: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const int32_t n_ctx = static_cast<int32_t>(ctx->params().n_ctx);

@@ -14,6 +14,7 @@
 #include "context/context.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
+#include "tools/lctx/control_vector_options.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/utf8_stream.h"
 #include "vocab/vocab.h"
@@ -36,6 +37,8 @@ int cmd_run(int argc, char **argv) {
     GenOptions o;
     o.prompt = "Once upon a time";
     add_gen_options(app, o);
+    ControlVectorOptions cvec;
+    add_control_vector_options(app, cvec);
     app.add_flag("--json", o.json,
                  "print one JSON object {prompt_ids, ids, text, seed, stop} instead of streaming");
     const int st = parse_or_report(app, "run", normalize_args(argc, argv));
@@ -63,6 +66,10 @@ int cmd_run(int argc, char **argv) {
         *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
         resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v);
     if (!ctx) return 1;
+    if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "run"); !e.empty()) {
+        std::fprintf(stderr, "lctx run: %s\n", e.c_str());
+        return 1;
+    }
     if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
         std::fprintf(stderr, "lctx run: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const ContextParams &cp = ctx->params();

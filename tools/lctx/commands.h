@@ -12,5 +12,6 @@ int cmd_grammar(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 }  // namespace lctx::cli

@@ -17,6 +17,7 @@ void usage() {
         "  chat       talk with a model (context shift keeps long chats going)\n"
         "  tokenize   print the token ids of a text\n"
         "  embed      print the embedding of each text (or its relevance score with a reranker)\n"
+        "  perplexity the perplexity of a model on a text (as llama-perplexity)\n"
         "  bench      measure prompt and generation speed (optionally against llama.cpp)\n"
         "  synth      write a GGUF with random weights in a real model's shape\n"
         "  quantize   rewrite a GGUF model at another quantization (llama-quantize's types and mixtures)\n"
@@ -38,6 +39,7 @@ int dispatch(int argc, char **argv) {
     if (cmd == "chat") return lctx::cli::cmd_chat(argc - 1, argv + 1);
     if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
     if (cmd == "embed") return lctx::cli::cmd_embed(argc - 1, argv + 1);
+    if (cmd == "perplexity") return lctx::cli::cmd_perplexity(argc - 1, argv + 1);
     if (cmd == "synth") return lctx::cli::cmd_synth(argc - 1, argv + 1);
     if (cmd == "quantize") return lctx::cli::cmd_quantize(argc - 1, argv + 1);
     if (cmd == "bench") return lctx::cli::cmd_bench(argc - 1, argv + 1);
