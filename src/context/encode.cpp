@@ -49,10 +49,12 @@ DecodeStatus Context::encode(const Batch &in) {
     const bool enc_dec = is_encoder_decoder();
     std::vector<float> rows;
     try {
-        if (!enc_kv_ || enc_kv_->size() < static_cast<uint32_t>(n))
+        if (!enc_kv_ || enc_kv_->size() < static_cast<uint32_t>(n)) {
             enc_kv_ = std::make_unique<KvCache>(hp, std::max<uint32_t>(params_.n_ubatch, 1), GgmlType::F32,
                                                 GgmlType::F32, params_.n_seq_max, /*v_trans=*/true,
                                                 hp.n_layer);  // the encoder's layers
+            enc_kv_->set_rope(kv_->view().rope);              // the context's RoPE settings
+        }
         rows.resize(static_cast<size_t>(n) * hp.n_embd);
     } catch (const std::exception &e) {
         LCTX_LOG_ERROR("encode: cannot allocate the encoder's buffers for %d tokens: %s", n, e.what());
