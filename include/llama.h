@@ -678,12 +678,15 @@ LLAMA_API void llama_kv_cache_seq_cp(struct llama_context *ctx, llama_seq_id seq
 LLAMA_API void llama_kv_cache_seq_keep(struct llama_context *ctx, llama_seq_id seq_id);
 
 /* Shifts the positions of seq_id's cells in [p0, p1) by delta; cells pushed below 0 are removed. K is
- * re-rotated lazily (next decode or llama_kv_cache_update). */
+ * re-rotated lazily (next decode or llama_kv_cache_update), with the context's RoPE settings.
+ * lctx: the moved keys are rotated by the angles alone and equal keys computed at the new positions; b4748
+ * also multiplied every cached key by the RoPE magnitude (attention factor, YaRN's scale) at each shift. */
 LLAMA_API void llama_kv_cache_seq_add(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0,
                                       llama_pos p1, llama_pos delta);
 
-/* Integer-divides the positions of seq_id's cells in [p0, p1) by d; re-rotation is lazy. d = 1 changes
- * nothing; lctx: d < 1 is logged and changes nothing (b4748 asserted). */
+/* Integer-divides the positions of seq_id's cells in [p0, p1) by d; re-rotation is lazy (as seq_add's,
+ * without a second magnitude). d = 1 changes nothing; lctx: d < 1 is logged and changes nothing (b4748
+ * asserted). */
 LLAMA_API void llama_kv_cache_seq_div(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0,
                                       llama_pos p1, int d);
 
