@@ -38,6 +38,10 @@
  *     of more tokens than n_ubatch (b4748 aborted on an assertion).
  *   - llama_apply_adapter_cvec installs exactly the vector it is given: the layers `len` does not cover get
  *     none (b4748 kept the previous call's values for them).
+ *   - A K-shift (llama_kv_cache_seq_add / seq_div) re-rotates the moved keys by the angles alone, so that
+ *     they equal keys computed at their new positions. b4748's shift also multiplied every cached key, moved
+ *     or not, by the RoPE magnitude (yarn_attn_factor times rope.scaling.attn_factor, and YaRN's scale) at
+ *     every shift, so that LongRoPE and YaRN models drifted after each one.
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -287,7 +291,8 @@ typedef struct llama_token_data_array {
 typedef bool (*llama_progress_callback)(float progress, void *user_data);
 
 /* Input to llama_decode / llama_encode. Every array has n_tokens entries. NULL arrays take defaults:
- * pos = next free position of sequence 0, n_seq_id/seq_id = sequence 0, logits = last token only.
+ * pos = the largest position in the cache (over every sequence) + 1 + the token's batch index (b4748),
+ * n_seq_id/seq_id = sequence 0, logits = last token only.
  * Exactly one of token and embd must be set. */
 typedef struct llama_batch {
     int32_t n_tokens;
@@ -351,7 +356,8 @@ struct llama_model_params {
 };
 
 struct llama_context_params {
-    uint32_t n_ctx;          /* KV size in tokens; 0 = the model's training context */
+    uint32_t n_ctx;          /* KV size in tokens; 0 = the model's training context; padded up to a multiple
+                                of 256 with flash_attn, of 32 otherwise (b4748) */
     uint32_t n_batch;        /* most tokens one llama_decode call accepts */
     uint32_t n_ubatch;       /* micro-batch size */
     uint32_t n_seq_max;      /* distinct states of recurrent models; attention models take any sequence id
@@ -363,7 +369,12 @@ struct llama_context_params {
     enum llama_pooling_type pooling_type;     /* embedding pooling */
     enum llama_attention_type attention_type; /* CAUSAL / NON_CAUSAL attention; UNSPECIFIED = the model's */
 
-    /* 0 / negative values below mean "from the model" or "automatic". */
+    /* 0 / negative values below mean "from the model" or "automatic", as b4748 resolves them: base and scale
+     * 0 = the model's; rope_scaling_type UNSPECIFIED = the model's, NONE = no scaling; yarn_ext_factor < 0 =
+     * 1 with YaRN, else 0; yarn_attn_factor is multiplied by the model's rope.scaling.attn_factor;
+     * yarn_orig_ctx 0 = the model's original context (else its training context). A value that is not a
+     * setting (non-finite, a non-positive base, scale or attention factor, an unknown scaling type) makes
+     * context creation fail with a logged reason. */
     float rope_freq_base;
     float rope_freq_scale;
     float yarn_ext_factor; /* negative = automatic */
@@ -697,12 +708,15 @@ LLAMA_API void llama_kv_cache_seq_cp(struct llama_context *ctx, llama_seq_id seq
 LLAMA_API void llama_kv_cache_seq_keep(struct llama_context *ctx, llama_seq_id seq_id);
 
 /* Shifts the positions of seq_id's cells in [p0, p1) by delta; cells pushed below 0 are removed. K is
- * re-rotated lazily (next decode or llama_kv_cache_update). */
+ * re-rotated lazily (next decode or llama_kv_cache_update), with the context's RoPE settings.
+ * lctx: the moved keys are rotated by the angles alone and equal keys computed at the new positions; b4748
+ * also multiplied every cached key by the RoPE magnitude (attention factor, YaRN's scale) at each shift. */
 LLAMA_API void llama_kv_cache_seq_add(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0,
                                       llama_pos p1, llama_pos delta);
 
-/* Integer-divides the positions of seq_id's cells in [p0, p1) by d; re-rotation is lazy. d = 1 changes
- * nothing; lctx: d < 1 is logged and changes nothing (b4748 asserted). */
+/* Integer-divides the positions of seq_id's cells in [p0, p1) by d; re-rotation is lazy (as seq_add's,
+ * without a second magnitude). d = 1 changes nothing; lctx: d < 1 is logged and changes nothing (b4748
+ * asserted). */
 LLAMA_API void llama_kv_cache_seq_div(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0,
                                       llama_pos p1, int d);
 

@@ -41,10 +41,6 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
     }
     return guard(fn, static_cast<llama_context *>(nullptr), [&]() -> llama_context * {
         const lctx::HParams &hp = model->impl->hparams();
-        if (params.rope_freq_base != 0.0f || params.rope_freq_scale != 0.0f ||
-            (params.rope_scaling_type != LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED &&
-             params.rope_scaling_type != LLAMA_ROPE_SCALING_TYPE_NONE))
-            LCTX_LOG_WARN("%s: RoPE overrides are not supported yet; the model's RoPE settings are used", fn);
         // UNSPECIFIED: the model's own attention (causal for decoders); read as bits, any value may arrive.
         const int32_t attention_type = enum_bits(params.attention_type);
         if (attention_type < LLAMA_ATTENTION_TYPE_UNSPECIFIED ||
@@ -56,15 +52,17 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
         if (params.cb_eval)
             LCTX_LOG_WARN("%s: cb_eval is not supported (there is no compute graph); ignored", fn);
 
-        // Sizes resolved as upstream: n_ctx padded to 32, n_batch clamped to n_ctx (causal) and at least 64,
-        // n_ubatch <= n_batch (0 = n_batch).
+        // Sizes resolved as upstream: n_ctx padded to 256 with flash attention, 32 without (b4748's cache
+        // padding; the padded size also decides LongRoPE's table), n_batch clamped to n_ctx (causal) and at
+        // least 64, n_ubatch <= n_batch (0 = n_batch).
         lctx::ContextParams cp;
         uint32_t n_ctx = params.n_ctx ? params.n_ctx : hp.n_ctx_train;
         if (n_ctx == 0) throw lctx::Error("n_ctx is 0 and the model gives no training context");
-        if (n_ctx > UINT32_MAX - 31)
+        const uint32_t pad = params.flash_attn ? 256 : 32;
+        if (n_ctx > UINT32_MAX - (pad - 1))
             throw lctx::Error("n_ctx " + std::to_string(n_ctx) + " is too large (at most " +
-                              std::to_string(UINT32_MAX - 31) + ")");
-        n_ctx = (n_ctx + 31) / 32 * 32;
+                              std::to_string(UINT32_MAX - (pad - 1)) + ")");
+        n_ctx = (n_ctx + pad - 1) / pad * pad;
         uint32_t n_batch = causal ? std::min(n_ctx, params.n_batch) : params.n_batch;
         n_batch = std::max<uint32_t>(64, n_batch);
         const uint32_t n_ubatch = std::min(n_batch, params.n_ubatch == 0 ? params.n_batch : params.n_ubatch);
@@ -83,6 +81,16 @@ llama_context *init_context(const char *fn, llama_model *model, const llama_cont
         // so their state files have v_trans = 0, as b4748's).
         cp.flash_attn = params.flash_attn;
         cp.pooling = resolve_pooling(model, params.pooling_type);
+        // RoPE settings as given; the context resolves them against the model's (context_rope) and refuses
+        // a value that is not a setting.
+        cp.rope.freq_base = params.rope_freq_base;
+        cp.rope.freq_scale = params.rope_freq_scale;
+        cp.rope.scaling_type = enum_bits(params.rope_scaling_type);
+        cp.rope.ext_factor = params.yarn_ext_factor;
+        cp.rope.attn_factor = params.yarn_attn_factor;
+        cp.rope.beta_fast = params.yarn_beta_fast;
+        cp.rope.beta_slow = params.yarn_beta_slow;
+        cp.rope.orig_ctx = params.yarn_orig_ctx;
         cp.no_perf = false;  // counts always advance; llama_perf_context hides the times when no_perf
         cp.abort_callback = params.abort_callback;
         cp.abort_callback_data = params.abort_callback_data;

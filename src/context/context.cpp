@@ -45,9 +45,11 @@ Context::Context(const Model &model, const ContextParams &params) : model_(model
             causal_attn_ = hp.causal_attn;
             break;
     }
+    const kernels::RopeParams rope = context_rope(hp, params_.rope);  // throws for a bad setting
     // An encoder-decoder model's cache holds its decoder's layers (the encoder has cells of its own).
     kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max,
                                     /*v_trans=*/!params_.flash_attn, hp.n_layer_cache());
+    kv_->set_rope(rope);
     pool_ = std::make_unique<kernels::ThreadPool>(std::max(params_.n_threads, params_.n_threads_batch));
     perf_.t_start_ms = now_ms();
 }
@@ -309,7 +311,8 @@ void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv
     kernels::attention_mask_spans(mask_.data(), n_kv, n, static_cast<int>(n_kv), mask_spans_.data());
     if (hp.n_swa > 0) {
         mask_swa_spans_.resize(2 * static_cast<size_t>(n));
-        kernels::attention_mask_spans(mask_swa_.data(), n_kv, n, static_cast<int>(n_kv), mask_swa_spans_.data());
+        kernels::attention_mask_spans(mask_swa_.data(), n_kv, n, static_cast<int>(n_kv),
+                                      mask_swa_spans_.data());
     }
 }
 
@@ -341,22 +344,21 @@ DecodeStatus Context::decode(const Batch &in) {
     const double t_start = now_ms();
     const int32_t n_tokens = in.n_tokens;
 
-    // Fill in defaults: sequence 0, positions continuing each sequence, output for the last token.
+    // Fill in defaults: sequence 0; positions continuing from the largest position in the cache, over every
+    // sequence, one more for each token of the batch (b4748's rule, whatever the tokens' sequences); output
+    // for the last token.
     Batch b = in;
     SeqDefaults seq_defaults;
     fill_seq_defaults(b, seq_defaults);
     if (!b.pos) {
-        auto_pos_.resize(n_tokens);
-        std::vector<int64_t> next(kMaxSeqs, -1);
-        for (int32_t i = 0; i < n_tokens; ++i) {
-            const int32_t s = b.seq_id[i][0];
-            if (next[s] < 0) next[s] = static_cast<int64_t>(kv_->seq_pos_max(s)) + 1;
-            if (next[s] > INT32_MAX) {
-                LCTX_LOG_ERROR("decode: sequence %d has reached the largest position; no next position", s);
-                return DecodeStatus::Error;
-            }
-            auto_pos_[i] = static_cast<int32_t>(next[s]++);
+        const int64_t p0 = static_cast<int64_t>(kv_->max_pos()) + 1;
+        if (p0 + n_tokens - 1 > INT32_MAX) {
+            LCTX_LOG_ERROR("decode: the cache has reached the largest position; no next %d positions",
+                           n_tokens);
+            return DecodeStatus::Error;
         }
+        auto_pos_.resize(n_tokens);
+        for (int32_t i = 0; i < n_tokens; ++i) auto_pos_[i] = static_cast<int32_t>(p0 + i);
         b.pos = auto_pos_.data();
     }
     if (!check_positions(b, "decode") || !check_outputs()) return DecodeStatus::Error;

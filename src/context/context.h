@@ -31,6 +31,7 @@ struct ContextParams {
     PoolingType pooling = PoolingType::Unspecified;
     AttentionType attention = AttentionType::Unspecified;  // unspecified: the model's (causal for decoders)
     bool flash_attn = false;  // as llama.cpp's flash-attention contexts: V stored by rows (state v_trans = 0)
+    RopeOverrides rope;       // the context's RoPE settings (context_rope: the model's by default)
     bool no_perf = false;
     bool (*abort_callback)(void *) = nullptr;
     void *abort_callback_data = nullptr;

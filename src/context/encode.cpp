@@ -54,10 +54,12 @@ DecodeStatus Context::run_encoder(const Batch &b, bool causal, int32_t n_out, co
     const HParams &hp = model_.hparams();
     const int32_t n = b.n_tokens;
     try {
-        if (!enc_kv_ || enc_kv_->size() < static_cast<uint32_t>(n))
+        if (!enc_kv_ || enc_kv_->size() < static_cast<uint32_t>(n)) {
             enc_kv_ = std::make_unique<KvCache>(hp, std::max<uint32_t>(params_.n_ubatch, 1), GgmlType::F32,
                                                 GgmlType::F32, params_.n_seq_max, /*v_trans=*/true,
                                                 hp.n_layer);  // the encoder's layers
+            enc_kv_->set_rope(kv_->view().rope);              // the context's RoPE settings
+        }
     } catch (const std::exception &e) {
         LCTX_LOG_ERROR("encode: cannot allocate the encoder's cells for %d tokens: %s", n, e.what());
         return DecodeStatus::Error;

@@ -47,6 +47,8 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
     view_.v_trans = v_trans && !type_traits(type_v).is_quantized;
     view_.size = size;
     view_.n_ctx_per_seq = size / n_seq_max;
+    view_.rope =
+        context_rope(hp, RopeOverrides{});  // a context with its own settings replaces them (set_rope)
     view_.k_row_bytes = row_size(type_k, n_embd_k_);
     view_.v_row_bytes = row_size(type_v, n_embd_v_);
     view_.v_elem_bytes = view_.v_trans ? type_traits(type_v).type_size : 0;
@@ -125,7 +127,8 @@ bool KvCache::find_cells(int32_t n, std::vector<uint32_t> &out) {
     return static_cast<int32_t>(out.size()) == n;
 }
 
-bool KvCache::find_cells(int32_t n, const int32_t *n_seq_id, int32_t *const *seq_id, std::vector<uint32_t> &out) {
+bool KvCache::find_cells(int32_t n, const int32_t *n_seq_id, int32_t *const *seq_id,
+                         std::vector<uint32_t> &out) {
     if (!place_by_sequence_ || recurrent_ || n_seq_max_ <= 1) return find_cells(n, out);
     out.clear();
     if (n <= 0) return true;
@@ -335,6 +338,12 @@ int32_t KvCache::seq_pos_max(int32_t seq) const {
     return r;
 }
 
+int32_t KvCache::max_pos() const {
+    int32_t r = -1;
+    for (const KvCell &c : cells_) r = std::max(r, c.pos);
+    return r;
+}
+
 int32_t KvCache::seq_pos_min(int32_t seq) const {
     int32_t r = -1;
     if (!valid_seq(seq)) return r;
@@ -364,18 +373,20 @@ void KvCache::apply_shift(const Model &model) {
     const int head_dim = static_cast<int>(hp.n_embd_head_k);
     std::vector<float> row(n_embd_k_);
     for (uint32_t il = 0; il < n_layer_; ++il) {
-        const kernels::RopeParams rope = layer_rope(model, il, view_.n_ctx_per_seq);
+        const kernels::RopeParams rope = layer_rope(model, il, view_);
         for (uint32_t i = 0; i < size_; ++i) {
             const KvCell &c = cells_[i];
             if (c.delta == 0 || c.pos < 0) continue;
             uint8_t *k = view_.k[il] + i * view_.k_row_bytes;
-            // Rotation by the delta composes with the rotation already applied at the old position.
+            // Rotation by the delta composes with the rotation already applied at the old position; the
+            // magnitude (attn_factor, YaRN) was applied then and is not applied again (b4748 applies it at
+            // every shift, to every cell).
             if (view_.type_k == GgmlType::F16) {
-                kernels::rope_f16_inplace(reinterpret_cast<uint16_t *>(k), n_head_kv, head_dim,
-                                          static_cast<float>(c.delta), rope);
+                kernels::rope_shift_f16(reinterpret_cast<uint16_t *>(k), n_head_kv, head_dim,
+                                        static_cast<float>(c.delta), rope);
             } else {
                 dequantize_row(view_.type_k, k, row.data(), n_embd_k_);
-                kernels::rope(row.data(), n_head_kv, head_dim, static_cast<float>(c.delta), rope);
+                kernels::rope_shift(row.data(), n_head_kv, head_dim, static_cast<float>(c.delta), rope);
                 quantize_row(view_.type_k, row.data(), k, n_embd_k_);
             }
         }

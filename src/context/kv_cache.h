@@ -45,6 +45,8 @@ class KvCache {
     uint32_t used() const { return used_; }
     uint32_t n_seq_max() const { return n_seq_max_; }
     const KvView &view() const { return view_; }
+    // The RoPE settings the forward pass and the K-shift rotate with (context_rope; the model's by default).
+    void set_rope(const kernels::RopeParams &rope) { view_.rope = rope; }
     const std::vector<KvCell> &cells() const { return cells_; }
     bool has_shift() const { return has_shift_; }
     size_t memory_bytes() const { return storage_.size(); }
@@ -113,6 +115,7 @@ class KvCache {
     // d == 1 changes nothing; d < 1 is refused (false, nothing changed).
     bool seq_div(int32_t seq, int32_t p0, int32_t p1, int32_t d);
     int32_t seq_pos_max(int32_t seq) const;  // -1 for an empty sequence
+    int32_t max_pos() const;                 // the largest position of any cell; -1 when the cache is empty
     int32_t seq_pos_min(int32_t seq) const;  // -1 for an empty sequence
     int32_t n_tokens() const;                // sum over cells of their sequence counts
 

@@ -82,9 +82,8 @@ struct RopeCache {
     float cos_sin[1024];
 };
 
-}  // namespace
-
-void rope_angles(float pos, const RopeParams &p, float *cos_sin) {
+// rope_angles' values; with_magnitude false leaves out the magnitude (attn_factor and YaRN's scale).
+void angles(float pos, const RopeParams &p, float *cos_sin, bool with_magnitude) {
     float *cos_v = cos_sin, *sin_v = cos_sin + p.n_rot / 2;
     const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
     float corr_lo = 0.0f, corr_hi = 0.0f;
@@ -106,10 +105,17 @@ void rope_angles(float pos, const RopeParams &p, float *cos_sin) {
             theta_final = theta_final * (1 - ramp_mix) + theta_extrap * ramp_mix;
             mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
         }
+        if (!with_magnitude) mscale = 1.0f;
         cos_v[i0 / 2] = std::cos(theta_final) * mscale;
         sin_v[i0 / 2] = std::sin(theta_final) * mscale;
         theta *= theta_scale;
     }
+}
+
+}  // namespace
+
+void rope_angles(float pos, const RopeParams &p, float *cos_sin) {
+    angles(pos, p, cos_sin, true);
 }
 
 void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const RopeParams &p) {
@@ -133,9 +139,15 @@ void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p) {
     rope_apply(x, n_head, head_dim, c.cos_sin, p);
 }
 
-void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p) {
+void rope_shift(float *x, int n_head, int head_dim, float delta, const RopeParams &p) {
     RopeCache c;
-    rope_angles(pos, p, c.cos_sin);
+    angles(delta, p, c.cos_sin, false);
+    rope_apply(x, n_head, head_dim, c.cos_sin, p);
+}
+
+void rope_shift_f16(uint16_t *x, int n_head, int head_dim, float delta, const RopeParams &p) {
+    RopeCache c;
+    angles(delta, p, c.cos_sin, false);
     const int half = p.n_rot / 2;
     const float *cos_v = c.cos_sin, *sin_v = c.cos_sin + half;
     for (int h = 0; h < n_head; ++h) {

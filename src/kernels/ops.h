@@ -34,8 +34,11 @@ void rope(float *x, int n_head, int head_dim, float pos, const RopeParams &p);
 // (the values rope uses); rope_apply rotates with them.
 void rope_angles(float pos, const RopeParams &p, float *cos_sin);
 void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const RopeParams &p);
-// The same rotation for a head stored with a row stride (used to re-rotate cached keys by a delta).
-void rope_f16_inplace(uint16_t *x, int n_head, int head_dim, float pos, const RopeParams &p);
+// Re-rotates keys that rope already rotated, by the angles of position delta and nothing else: the magnitude
+// (attn_factor, YaRN's scale) was applied once, when the key was computed, so a key moved by delta equals
+// the key computed at its new position. (rope's angles are linear in the position, so rotations compose.)
+void rope_shift(float *x, int n_head, int head_dim, float delta, const RopeParams &p);
+void rope_shift_f16(uint16_t *x, int n_head, int head_dim, float delta, const RopeParams &p);
 
 // In place: x = softmax(x * scale + slope * mask) over n values (mask may be null; -inf entries give 0).
 // slope is 1 but for ALiBi, whose mask holds -|pos_q - pos_k| and whose heads each have a slope.

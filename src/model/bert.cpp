@@ -109,7 +109,7 @@ bool forward_bert(const Model &model, const KvView &kv, const ForwardBatch &b, F
     const int64_t kv_dim = hp.n_embd_k_gqa();
     const int64_t n_ff = hp.n_ff;
     const bool rotary = hp.arch == Arch::NomicBert;  // rotates q and k instead of learned positions
-    const kernels::RopeParams rope = layer_rope(model, 0, kv.n_ctx_per_seq);
+    const kernels::RopeParams rope = layer_rope(model, 0, kv);
     AttendOptions attn;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
 

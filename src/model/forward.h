@@ -13,6 +13,7 @@
 namespace lctx {
 
 class Model;
+struct HParams;
 
 // Per-layer K and V storage of the KV cache. K rows: one per cell, n_embd_k_gqa elements of type_k.
 // V: when v_trans, one row per channel holding `size` cells of type_v (so attention's weighted sum
@@ -31,6 +32,9 @@ struct KvView {
     // The context's cells per sequence (b4748: n_ctx / n_seq_max): LongRoPE models rotate by other
     // frequencies when it exceeds their original training context (layer_rope).
     uint32_t n_ctx_per_seq = 0;
+    // The context's RoPE settings (context_rope), without frequency factors: the forward pass and the K-shift
+    // rotate with them.
+    kernels::RopeParams rope;
 };
 
 struct ForwardBatch {
@@ -77,11 +81,33 @@ struct ForwardScratch {
     kernels::MatmulScratch mm;
 };
 
-// The RoPE parameters of layer il in a context of n_ctx_per_seq cells per sequence (KvView::n_ctx_per_seq):
-// the model's settings with its frequency factors (rope_freqs, or LongRoPE's long or short ones). The forward
-// pass and the K-shift of the cache both take them from here, so a shifted key is rotated exactly as a key
-// computed at its new position would be.
-kernels::RopeParams layer_rope(const Model &model, uint32_t il, uint32_t n_ctx_per_seq);
+// A context's RoPE parameters (llama_context_params' rope_* and yarn_* fields). The defaults are
+// llama_context_default_params': 0 and a negative ext_factor mean "the model's", scaling_type -1 unspecified.
+struct RopeOverrides {
+    float freq_base = 0.0f;
+    float freq_scale = 0.0f;
+    int32_t scaling_type =
+        -1;  // llama_rope_scaling_type: -1 unspecified, 0 none, 1 linear, 2 yarn, 3 longrope
+    float ext_factor = -1.0f;
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+    uint32_t orig_ctx = 0;
+};
+
+// What a context rotates with, by b4748's rules (llama_init_from_model): base and scale are the context's, or
+// the model's when 0; scaling type none means no scaling; ext_factor < 0 means 1 for YaRN and 0 otherwise;
+// attn_factor is the context's times the file's rope.scaling.attn_factor; n_ctx_orig is orig_ctx, else the
+// file's original context, else n_ctx_train. Throws lctx::Error for a value that is not a setting (a scaling
+// type outside the enum, a non-finite or non-positive base, scale or attention factor, ...).
+kernels::RopeParams context_rope(const HParams &hp, const RopeOverrides &o);
+
+// The RoPE parameters of layer il in a context whose cache is `kv` (its rope settings and cells per
+// sequence): those settings with the model's frequency factors (rope_freqs, or LongRoPE's long or short ones,
+// chosen as b4748 by the cells per sequence against the file's original context). The forward pass and the
+// K-shift of the cache both take them from here, so a shifted key is rotated exactly as a key computed at its
+// new position would be.
+kernels::RopeParams layer_rope(const Model &model, uint32_t il, const KvView &kv);
 
 // Adds the batch's control vector of layer il (if any) to each of the n_rows rows of x.
 void add_control_vector(const ForwardBatch &b, uint32_t il, float *x, int64_t n_rows, int64_t n_embd);

@@ -62,7 +62,7 @@ bool forward_gemma2(const Model &model, const KvView &kv, const ForwardBatch &b,
     const int64_t v_dim = hp.n_embd_v_gqa();
     const int64_t o_dim = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_v;
     const int64_t n_ff = hp.n_ff;
-    const kernels::RopeParams rope = layer_rope(model, 0, kv.n_ctx_per_seq);  // NeoX, every layer alike
+    const kernels::RopeParams rope = layer_rope(model, 0, kv);  // NeoX, every layer alike
     const float query_scale =
         1.0f / std::sqrt(static_cast<float>(hp.n_layer == 46 ? hp.n_embd / hp.n_head : hp.n_embd_head_k));
     AttendOptions attn;  // q carries the scale; the cap applies to the raw q.k

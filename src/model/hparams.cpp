@@ -233,6 +233,18 @@ void load_phi3_window(const gguf::File &f, const std::string &p, HParams &hp) {
     if (hp.n_swa > 0) hp.swa_layers.assign(hp.n_layer, true);
 }
 
+// rope.scaling.type: "linear" when absent (b4748's default); a name b4748 does not know is refused (b4748
+// aborts on it).
+RopeScaling rope_scaling_type(const gguf::File &f, const std::string &p) {
+    const std::string st = f.get_string(p + "rope.scaling.type").value_or("linear");
+    if (st == "none") return RopeScaling::None;
+    if (st == "linear") return RopeScaling::Linear;
+    if (st == "yarn") return RopeScaling::Yarn;
+    if (st == "longrope") return RopeScaling::LongRope;
+    throw Error("model metadata '" + p + "rope.scaling.type' = '" + st +
+                "' is not a RoPE scaling type (none, linear, yarn, longrope)");
+}
+
 float get_required_f32(const gguf::File &f, const std::string &key) {
     std::optional<double> v = f.get_float(key);
     if (!v) throw Error("model metadata is missing '" + key + "'");
@@ -259,15 +271,12 @@ void load_gemma2(const gguf::File &f, const std::string &p, HParams &hp) {
     hp.final_softcap = get_softcap(f, p + "final_logit_softcapping", 30.0f);
 }
 
-// bloom: LayerNorm epsilon required; ALiBi with a maximum bias of 8 (b4748 sets 8 for bloom whatever the
-// file says; a file's attention.max_alibi_bias is read here, for files that carry one).
+// bloom: LayerNorm epsilon required; ALiBi with a maximum bias of 8, whatever the file's
+// attention.max_alibi_bias says (b4748 sets 8 for bloom and does not read the key).
 void load_bloom(const gguf::File &f, const std::string &p, HParams &hp) {
     hp.norm_eps = get_required_f32(f, p + "attention.layer_norm_epsilon");
     hp.use_alibi = true;
-    hp.max_alibi_bias = get_f32(f, p + "attention.max_alibi_bias", 8.0f);
-    if (!(hp.max_alibi_bias >= 0.0f) || !std::isfinite(hp.max_alibi_bias))
-        throw Error("model metadata '" + p +
-                    "attention.max_alibi_bias' = " + std::to_string(hp.max_alibi_bias) + " is not a bias");
+    hp.max_alibi_bias = 8.0f;
 }
 
 // bert and nomic-bert: LayerNorm epsilon required; non-causal unless the file says otherwise; the pooling the
@@ -401,15 +410,19 @@ HParams HParams::load(const gguf::File &f) {
         throw Error("rope.dimension_count " + std::to_string(hp.rope.n_rot) + " does not fit head size " +
                     std::to_string(hp.n_embd_head_k));
     hp.rope.freq_base = get_f32(f, p + "rope.freq_base", 10000.0f);
-    float scale = 1.0f;
-    if (std::optional<std::string> st = f.get_string(p + "rope.scaling.type")) {
-        const float factor = get_f32(f, p + "rope.scaling.factor", 1.0f);
-        if (*st == "linear" || *st == "yarn") scale = factor > 0.0f ? 1.0f / factor : 1.0f;
-        if (*st == "yarn") hp.rope.ext_factor = 1.0f;
-    } else if (std::optional<double> lin = f.get_float(p + "rope.scale_linear")) {
-        if (*lin > 0.0) scale = static_cast<float>(1.0 / *lin);
-    }
-    hp.rope.freq_scale = scale;
+    if (!(hp.rope.freq_base > 0.0f) || !std::isfinite(hp.rope.freq_base))
+        throw Error("model metadata '" + p + "rope.freq_base' = " + std::to_string(hp.rope.freq_base) +
+                    " is not a positive number");
+    hp.rope_scaling = rope_scaling_type(f, p);
+    // b4748: the factor of any type (rope.scaling.factor, else the older rope.scale_linear), 0 meaning none;
+    // a context with scaling type none does not scale (context_rope).
+    std::optional<double> factor = f.get_float(p + "rope.scaling.factor");
+    if (!factor) factor = f.get_float(p + "rope.scale_linear");
+    if (factor && !(*factor >= 0.0 && std::isfinite(*factor)))
+        throw Error("model metadata '" + p + "rope.scaling.factor' (or 'rope.scale_linear') = " +
+                    std::to_string(*factor) + " is not a scaling factor (0 or a positive number)");
+    hp.rope.freq_scale = factor && *factor != 0.0 ? static_cast<float>(1.0 / *factor) : 1.0f;
+    hp.rope.ext_factor = hp.rope_scaling == RopeScaling::Yarn ? 1.0f : 0.0f;
     hp.rope.n_ctx_orig =
         static_cast<int>(get_u32(f, p + "rope.scaling.original_context_length", false, hp.n_ctx_train));
     // Which dimensions pair up, as llama_model_rope_type says for the architecture (model/architectures.h).

@@ -18,6 +18,9 @@ class File;
 // (model/architectures.h) that lctx has no family for; only its vocabulary can be loaded.
 enum class Arch { Llama, Qwen2, Phi3, Gemma2, Bloom, Bert, NomicBert, T5, Mamba, Other };
 
+// rope.scaling.type as b4748 reads it (llama_rope_scaling_type's values; "linear" when the key is absent).
+enum class RopeScaling { None = 0, Linear = 1, Yarn = 2, LongRope = 3 };
+
 const char *arch_name(Arch arch);
 // Maps general.architecture to a family that runs; throws lctx::Error naming an architecture without a
 // forward pass (listing those that have one) or an unknown one.
@@ -37,9 +40,14 @@ struct HParams {
     uint32_t n_vocab = 0;
     float norm_rms_eps = 1e-5f;
     float norm_eps = 1e-5f;
-    // n_rot, base, scale, mode (per family); attn_factor = rope.scaling.attn_factor (b4748 multiplies the
-    // context's yarn_attn_factor, 1 by default, by it for every family: phi3 LongRoPE files set it).
+    // The file's RoPE settings (b4748's *_train values): n_rot, base, freq_scale = 1 / (rope.scaling.factor,
+    // else rope.scale_linear; 1 when absent or 0), n_ctx_orig = rope.scaling.original_context_length (else
+    // n_ctx_train; it also picks LongRoPE's table), mode (per family), attn_factor = rope.scaling.attn_factor
+    // (b4748 multiplies the context's yarn_attn_factor by it for every family: phi3 LongRoPE files set it),
+    // ext_factor 1 for YaRN. A context resolves what it rotates with from these and its own parameters
+    // (context_rope in model/forward.h).
     kernels::RopeParams rope;
+    RopeScaling rope_scaling = RopeScaling::Linear;
     bool causal_attn = true;
 
     // Sliding-window attention: a query at position p sees the keys at positions q with p - q < n_swa

@@ -65,7 +65,7 @@ bool forward_llama(const Model &model, const KvView &kv, const ForwardBatch &b, 
     const int64_t k_dim = hp.n_embd_k_gqa();
     const int64_t v_dim = hp.n_embd_v_gqa();
     const int64_t o_dim = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_v;
-    const kernels::RopeParams rope = layer_rope(model, 0, kv.n_ctx_per_seq);  // every layer rotates alike
+    const kernels::RopeParams rope = layer_rope(model, 0, kv);  // every layer rotates alike
     AttendOptions attn;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
 

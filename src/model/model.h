@@ -72,7 +72,8 @@ struct ModelWeights {
     kernels::WeightView output;      // [n_vocab, n_embd] (token_embd when tied)
     ParamVector rope_freqs;          // optional per-pair frequency divisors, [n_rot / 2]
     // LongRoPE (phi3): per-pair divisors for contexts beyond rope.n_ctx_orig per sequence (long) and within
-    // it (short), [n_rot / 2] each, optional; layer_rope picks one.
+    // it (short), [head_dim / 2] each (b4748's size; the rotation reads n_rot / 2), optional; layer_rope
+    // picks one.
     ParamVector rope_long, rope_short;
     // Encoders (bert): learned absolute positions and token types (every token is type 0, as b4748).
     kernels::WeightView pos_embd;     // [n_ctx_train, n_embd]

@@ -62,9 +62,10 @@ void bind_phi3(WeightBinder &b, const HParams &hp, ModelWeights &w) {
         l.ffn_gate = row_range(gate_up, 0, n_ff);
         l.ffn_up = row_range(gate_up, n_ff, n_ff);
     }
-    // LongRoPE's two tables, shared by every layer (b4748 declares them once, for layer 0).
-    w.rope_long = b.vector("rope_factors_long.weight", hp.rope.n_rot / 2, Need::Optional);
-    w.rope_short = b.vector("rope_factors_short.weight", hp.rope.n_rot / 2, Need::Optional);
+    // LongRoPE's two tables, shared by every layer (b4748 declares them once, for layer 0), of head_dim / 2
+    // entries as b4748 sizes them; with partial rotary dimensions the rotation reads the first n_rot / 2.
+    w.rope_long = b.vector("rope_factors_long.weight", hp.n_embd_head_k / 2, Need::Optional);
+    w.rope_short = b.vector("rope_factors_short.weight", hp.n_embd_head_k / 2, Need::Optional);
 }
 
 bool forward_phi3(const Model &model, const KvView &kv, const ForwardBatch &b, ForwardScratch &s,
@@ -78,7 +79,7 @@ bool forward_phi3(const Model &model, const KvView &kv, const ForwardBatch &b, F
     const int64_t v_dim = hp.n_embd_v_gqa();
     const int64_t o_dim = static_cast<int64_t>(hp.n_head) * hp.n_embd_head_v;
     // NeoX with the LongRoPE factors this context's size calls for; every layer rotates alike.
-    const kernels::RopeParams rope = layer_rope(model, 0, kv.n_ctx_per_seq);
+    const kernels::RopeParams rope = layer_rope(model, 0, kv);
     AttendOptions attn;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
 

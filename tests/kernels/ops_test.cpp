@@ -178,7 +178,7 @@ TEST(OpsTest, RopeAnglesOnceGivesRopesBits) {
     }
 }
 
-TEST(OpsTest, RopeF16InPlaceMatchesF32) {
+TEST(OpsTest, RopeShiftF16MatchesF32) {
     RopeParams p;
     p.n_rot = 32;
     std::vector<float> x = random_vec(2 * 32, 12);
@@ -188,7 +188,7 @@ TEST(OpsTest, RopeF16InPlaceMatchesF32) {
         x[i] = fp16_to_fp32(h[i]);
     }
     const std::vector<double> want = rope_ref(x, 2, 32, 5.0, p);
-    rope_f16_inplace(h.data(), 2, 32, 5.0f, p);
+    rope_shift_f16(h.data(), 2, 32, 5.0f, p);
     std::vector<float> got(h.size());
     for (size_t i = 0; i < h.size(); ++i) got[i] = fp16_to_fp32(h[i]);
     expect_close(got, want, 1e-3, 1e-4);

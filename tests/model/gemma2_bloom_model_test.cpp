@@ -119,9 +119,19 @@ TEST(BloomModel, RefusesBadFiles) {
     expect_refused(rewritten("bloom", shape, "b-shape"), "blk.1.attn_qkv.weight");
     expect_refused(rewritten("bloom", dropping({"bloom.attention.layer_norm_epsilon"}), "b-eps"),
                    "bloom.attention.layer_norm_epsilon");
-    Rewrite bias;
-    bias.add = [](gguf::Writer &w) { w.set_f32("bloom.attention.max_alibi_bias", -1.0f); };
-    expect_refused(rewritten("bloom", bias, "b-alibi"), "max_alibi_bias");
+}
+
+// b4748 gives bloom ALiBi's maximum bias 8 and never reads attention.max_alibi_bias: a file that carries
+// another value (or a nonsensical one) loads with 8.
+TEST(BloomModel, MaxAlibiBiasIsEightWhateverTheFileSays) {
+    for (float file_bias : {4.0f, -1.0f}) {
+        Rewrite bias;
+        bias.add = [file_bias](gguf::Writer &w) { w.set_f32("bloom.attention.max_alibi_bias", file_bias); };
+        const std::string path = rewritten("bloom", bias, "b-alibi");
+        auto m = Model::load(path);
+        EXPECT_EQ(m->hparams().max_alibi_bias, 8.0f) << file_bias;
+        std::filesystem::remove(path);
+    }
 }
 
 TEST(BloomModel, TiedOutputWithoutOutputMatrix) {

@@ -488,11 +488,21 @@ class Phi3LongRope : public ::testing::Test {
 TEST_F(Phi3LongRope, LayerRopePicksTheTableByCellsPerSequence) {
     auto m = Model::load(path_);
     EXPECT_FLOAT_EQ(m->hparams().rope.attn_factor, kAttnFactor);
+    KvView within, beyond;
+    within.rope = beyond.rope = context_rope(m->hparams(), RopeOverrides{});
+    within.n_ctx_per_seq = 64;
+    beyond.n_ctx_per_seq = 65;
     for (uint32_t il = 0; il < 2; ++il) {
-        EXPECT_EQ(layer_rope(*m, il, 64).freq_factors, m->weights().rope_short.data());  // not beyond 64
-        EXPECT_EQ(layer_rope(*m, il, 65).freq_factors, m->weights().rope_long.data());
-        EXPECT_FLOAT_EQ(layer_rope(*m, il, 65).attn_factor, kAttnFactor);
+        EXPECT_EQ(layer_rope(*m, il, within).freq_factors, m->weights().rope_short.data());  // not beyond 64
+        EXPECT_EQ(layer_rope(*m, il, beyond).freq_factors, m->weights().rope_long.data());
+        EXPECT_FLOAT_EQ(layer_rope(*m, il, beyond).attn_factor, kAttnFactor);
     }
+    // The table goes by the file's original context, not by the context's yarn_orig_ctx (b4748).
+    RopeOverrides o;
+    o.orig_ctx = 32;
+    within.rope = context_rope(m->hparams(), o);
+    EXPECT_EQ(within.rope.n_ctx_orig, 32);
+    EXPECT_EQ(layer_rope(*m, 0, within).freq_factors, m->weights().rope_short.data());
 }
 
 TEST_F(Phi3LongRope, ShortFactorsWithinTheOriginalContext) {
@@ -513,48 +523,86 @@ TEST_F(Phi3LongRope, LongFactorsBeyondIt) {
 }
 
 // A shift re-rotates the cached keys with the same table as the forward pass (layer_rope with the cache's
-// cells per sequence): shifted keys then match keys computed at their new positions. (As in llama.cpp, b4748
-// and since, the shift's rotation also carries the attention factor, scaling a shifted key once more; the
-// file here has a factor of 1 so that the comparison isolates the table.)
+// cells per sequence): shifted keys then match keys computed at their new positions, with an attention
+// factor of 1 or not (the shift rotates by the angles alone; b4748 applies the factor again).
 TEST_F(Phi3LongRope, ShiftRotatesKeysWithTheContextsTable) {
-    auto m = Model::load(path_no_factor_);
-    for (uint32_t n_seq_max : {1u, 2u}) {  // long, then short factors
-        ContextParams cp;
-        cp.n_ctx = 128;
-        cp.n_seq_max = n_seq_max;
-        cp.type_k = cp.type_v = GgmlType::F32;
-        Context shifted(*m, cp), direct(*m, cp);
-        const int32_t n = static_cast<int32_t>(kTokens.size()), shift = 23;
-        auto decode = [&](Context &ctx, int32_t pos0) {
-            std::vector<int32_t> pos(kTokens.size());
-            for (int32_t i = 0; i < n; ++i) pos[size_t(i)] = pos0 + i;
-            std::vector<int8_t> last(kTokens.size(), 0);
-            last.back() = 1;
-            Batch b;
-            b.n_tokens = n;
-            b.token = kTokens.data();
-            b.pos = pos.data();
-            b.logits = last.data();
-            ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
-        };
-        decode(shifted, 0);
-        shifted.kv().seq_add(0, 0, -1, shift);
-        const int32_t next_tok = 300, next_pos = n + shift;
-        int8_t want = 1;
-        Batch one;
-        one.n_tokens = 1;
-        one.token = &next_tok;
-        one.pos = &next_pos;
-        one.logits = &want;
-        ASSERT_EQ(shifted.decode(one), DecodeStatus::Ok);
-        decode(direct, shift);
-        ASSERT_EQ(direct.decode(one), DecodeStatus::Ok);
-        const float *a = shifted.logits_ith(-1), *b = direct.logits_ith(-1);
-        float diff = 0;
-        for (uint32_t i = 0; i < m->hparams().n_vocab; ++i) diff = std::max(diff, std::fabs(a[i] - b[i]));
-        // Float rounding of one extra rotation (as the llama K-shift tests); another table gives ~1.
-        EXPECT_LT(diff, 0.01f) << "n_seq_max " << n_seq_max;
+    for (const std::string &path : {path_no_factor_, path_}) {
+        SCOPED_TRACE(path);
+        auto m = Model::load(path);
+        for (uint32_t n_seq_max : {1u, 2u}) {  // long, then short factors
+            ContextParams cp;
+            cp.n_ctx = 128;
+            cp.n_seq_max = n_seq_max;
+            cp.type_k = cp.type_v = GgmlType::F32;
+            Context shifted(*m, cp), direct(*m, cp);
+            const int32_t n = static_cast<int32_t>(kTokens.size()), shift = 23;
+            auto decode = [&](Context &ctx, int32_t pos0) {
+                std::vector<int32_t> pos(kTokens.size());
+                for (int32_t i = 0; i < n; ++i) pos[size_t(i)] = pos0 + i;
+                std::vector<int8_t> last(kTokens.size(), 0);
+                last.back() = 1;
+                Batch b;
+                b.n_tokens = n;
+                b.token = kTokens.data();
+                b.pos = pos.data();
+                b.logits = last.data();
+                ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
+            };
+            decode(shifted, 0);
+            shifted.kv().seq_add(0, 0, -1, shift);
+            const int32_t next_tok = 300, next_pos = n + shift;
+            int8_t want = 1;
+            Batch one;
+            one.n_tokens = 1;
+            one.token = &next_tok;
+            one.pos = &next_pos;
+            one.logits = &want;
+            ASSERT_EQ(shifted.decode(one), DecodeStatus::Ok);
+            decode(direct, shift);
+            ASSERT_EQ(direct.decode(one), DecodeStatus::Ok);
+            const float *a = shifted.logits_ith(-1), *b = direct.logits_ith(-1);
+            float diff = 0;
+            for (uint32_t i = 0; i < m->hparams().n_vocab; ++i) diff = std::max(diff, std::fabs(a[i] - b[i]));
+            // Float rounding of one extra rotation (as the llama K-shift tests); another table gives ~1.
+            EXPECT_LT(diff, 0.01f) << "n_seq_max " << n_seq_max;
+        }
     }
+}
+
+// phi3 with partial rotary dimensions (rope.dimension_count half the head): b4748 sizes the LongRoPE tables
+// by the head (head_dim / 2 entries), and the rotation reads their first n_rot / 2.
+TEST_F(Phi3LongRope, PartialRotaryDimsTakeTablesOfHalfTheHead) {
+    const uint32_t head_dim = Model::load(kPhi3)->hparams().n_embd_head_k;
+    ASSERT_EQ(long_.size(), head_dim / 2);
+    const auto make_partial = [&](size_t entries, const std::string &tag) {
+        return rewrite(
+            kPhi3, tag,
+            [&](gguf::Writer &w) {
+                w.set_u32("phi3.rope.dimension_count", head_dim / 2);
+                w.set_u32("phi3.rope.scaling.original_context_length", 64);
+                w.set_f32("phi3.rope.scaling.attn_factor", kAttnFactor);
+            },
+            [&](TensorOut &t, std::vector<TensorOut> &extra) {
+                if (t.name == "output_norm.weight") {
+                    extra.push_back(f32_vector("rope_factors_long.weight",
+                                               std::vector<float>(long_.begin(), long_.begin() + entries)));
+                    extra.push_back(f32_vector("rope_factors_short.weight",
+                                               std::vector<float>(short_.begin(), short_.begin() + entries)));
+                }
+                return true;
+            });
+    };
+    const std::string path = make_partial(head_dim / 2, "phi3-partial");
+    auto m = Model::load(path);
+    EXPECT_EQ(m->hparams().rope.n_rot, static_cast<int>(head_dim / 2));
+    EXPECT_EQ(m->weights().rope_long.size(), head_dim / 2);
+    // 128 cells for one sequence: the long table, of which the rotation reads the first head_dim / 4.
+    const std::vector<double> want = phi3_reference(path, kTokens, {long_, kAttnFactor, 0});
+    EXPECT_LT(max_diff(lctx_logits(*m, kTokens, 128, 1), want), kTol);
+    EXPECT_GT(max_diff(phi3_reference(path, kTokens, {short_, kAttnFactor, 0}), want), 50 * kTol);
+    std::remove(path.c_str());
+    // Tables of n_rot / 2 entries do not have b4748's shape: refused, naming the tensor.
+    expect_load_error(make_partial(head_dim / 4, "phi3-partial-short"), {"rope_factors_long.weight"});
 }
 
 }  // namespace

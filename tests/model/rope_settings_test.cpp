@@ -1,0 +1,167 @@
+// RoPE metadata read as b4748 reads it (rope.scaling.factor of any type, meaning linear when no type is
+// given; the older rope.scale_linear whatever the type), and a context's settings resolved from the model's
+// and the context's parameters by b4748's rules (context_rope).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "../gguf_rewrite.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace lctx {
+namespace {
+
+const std::string kLlama = std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-F16.gguf";
+
+// The hyper-parameters of llama-F16.gguf with metadata set by `kv`.
+HParams load_with(const std::function<void(gguf::Writer &)> &kv, const std::string &tag) {
+    testing::Rewrite r;
+    r.add = kv;
+    const std::string path = testing::rewrite_gguf(kLlama, r, "rope-settings-" + tag);
+    struct Remove {
+        std::string p;
+        ~Remove() { std::filesystem::remove(p); }
+    } remove{path};
+    return Model::load(path)->hparams();
+}
+
+void expect_refused(const std::function<void(gguf::Writer &)> &kv, const std::string &tag,
+                    const std::string &what) {
+    try {
+        load_with(kv, tag);
+        ADD_FAILURE() << "loaded; expected an error naming " << what;
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+}
+
+TEST(RopeMetadata, FactorWithoutTypeIsLinear) {
+    const HParams hp = load_with([](gguf::Writer &w) { w.set_f32("llama.rope.scaling.factor", 4.0f); }, "f");
+    EXPECT_EQ(hp.rope_scaling, RopeScaling::Linear);
+    EXPECT_FLOAT_EQ(hp.rope.freq_scale, 0.25f);
+    EXPECT_FLOAT_EQ(context_rope(hp, {}).freq_scale, 0.25f);
+    EXPECT_EQ(context_rope(hp, {}).ext_factor, 0.0f);
+}
+
+TEST(RopeMetadata, ScaleLinearIsReadWhateverTheType) {
+    for (const char *type : {"yarn", "linear", "longrope", ""}) {
+        const HParams hp = load_with(
+            [&](gguf::Writer &w) {
+                if (*type) w.set_string("llama.rope.scaling.type", type);
+                w.set_f32("llama.rope.scale_linear", 4.0f);
+            },
+            std::string("sl-") + type);
+        EXPECT_FLOAT_EQ(hp.rope.freq_scale, 0.25f) << type;
+        EXPECT_FLOAT_EQ(context_rope(hp, {}).freq_scale, 0.25f) << type;
+        EXPECT_EQ(context_rope(hp, {}).ext_factor, std::string(type) == "yarn" ? 1.0f : 0.0f) << type;
+    }
+    // rope.scaling.factor comes first.
+    const HParams hp = load_with(
+        [](gguf::Writer &w) {
+            w.set_f32("llama.rope.scaling.factor", 2.0f);
+            w.set_f32("llama.rope.scale_linear", 4.0f);
+        },
+        "both");
+    EXPECT_FLOAT_EQ(hp.rope.freq_scale, 0.5f);
+}
+
+TEST(RopeMetadata, TypeNoneKeepsTheFactorButDoesNotScale) {
+    const HParams hp = load_with(
+        [](gguf::Writer &w) {
+            w.set_string("llama.rope.scaling.type", "none");
+            w.set_f32("llama.rope.scaling.factor", 4.0f);
+        },
+        "none");
+    EXPECT_EQ(hp.rope_scaling, RopeScaling::None);
+    EXPECT_FLOAT_EQ(hp.rope.freq_scale, 0.25f);  // b4748's rope_freq_scale_train
+    EXPECT_EQ(context_rope(hp, {}).freq_scale, 1.0f);
+    RopeOverrides linear;
+    linear.scaling_type = 1;
+    EXPECT_FLOAT_EQ(context_rope(hp, linear).freq_scale, 0.25f);
+}
+
+TEST(RopeMetadata, BadValuesAreRefused) {
+    expect_refused([](gguf::Writer &w) { w.set_string("llama.rope.scaling.type", "dynamic"); }, "type",
+                   "rope.scaling.type");
+    expect_refused([](gguf::Writer &w) { w.set_f32("llama.rope.scaling.factor", -2.0f); }, "neg",
+                   "rope.scaling.factor");
+    expect_refused([](gguf::Writer &w) { w.set_f32("llama.rope.freq_base", 0.0f); }, "base",
+                   "rope.freq_base");
+}
+
+// b4748's llama_init_from_model rules, one by one.
+TEST(ContextRope, ResolvesAsB4748) {
+    const HParams hp = load_with(
+        [](gguf::Writer &w) {
+            w.set_string("llama.rope.scaling.type", "yarn");
+            w.set_f32("llama.rope.scaling.factor", 4.0f);
+            w.set_f32("llama.rope.freq_base", 20000.0f);
+            w.set_f32("llama.rope.scaling.attn_factor", 1.5f);
+            w.set_u32("llama.rope.scaling.original_context_length", 48);
+        },
+        "yarn");
+    const kernels::RopeParams d = context_rope(hp, {});  // llama_context_default_params
+    EXPECT_EQ(d.freq_base, 20000.0f);
+    EXPECT_FLOAT_EQ(d.freq_scale, 0.25f);
+    EXPECT_EQ(d.ext_factor, 1.0f);
+    EXPECT_FLOAT_EQ(d.attn_factor, 1.5f);
+    EXPECT_EQ(d.beta_fast, 32.0f);
+    EXPECT_EQ(d.beta_slow, 1.0f);
+    EXPECT_EQ(d.n_ctx_orig, 48);
+    EXPECT_EQ(d.n_rot, hp.rope.n_rot);
+    EXPECT_EQ(d.mode, hp.rope.mode);
+
+    RopeOverrides o;
+    o.freq_base = 500.0f;
+    o.freq_scale = 0.5f;
+    o.ext_factor = 0.25f;
+    o.attn_factor = 2.0f;
+    o.beta_fast = 16.0f;
+    o.beta_slow = 2.0f;
+    o.orig_ctx = 100;
+    const kernels::RopeParams r = context_rope(hp, o);
+    EXPECT_EQ(r.freq_base, 500.0f);
+    EXPECT_EQ(r.freq_scale, 0.5f);
+    EXPECT_EQ(r.ext_factor, 0.25f);
+    EXPECT_FLOAT_EQ(r.attn_factor, 3.0f);  // the context's times the file's
+    EXPECT_EQ(r.beta_fast, 16.0f);
+    EXPECT_EQ(r.beta_slow, 2.0f);
+    EXPECT_EQ(r.n_ctx_orig, 100);
+
+    RopeOverrides linear;  // a type other than YaRN: automatic ext_factor 0
+    linear.scaling_type = 1;
+    EXPECT_EQ(context_rope(hp, linear).ext_factor, 0.0f);
+    RopeOverrides none;  // none: no scaling even with a scale given
+    none.scaling_type = 0;
+    none.freq_scale = 0.5f;
+    EXPECT_EQ(context_rope(hp, none).freq_scale, 1.0f);
+
+    // Original context 0 in the file: the training context.
+    const HParams zero = load_with(
+        [](gguf::Writer &w) { w.set_u32("llama.rope.scaling.original_context_length", 0); }, "orig0");
+    EXPECT_EQ(context_rope(zero, {}).n_ctx_orig, static_cast<int>(zero.n_ctx_train));
+}
+
+TEST(ContextRope, RefusesWhatIsNotASetting) {
+    const HParams hp = load_with([](gguf::Writer &) {}, "plain");
+    const std::vector<std::function<void(RopeOverrides &)>> bad = {
+        [](RopeOverrides &o) { o.scaling_type = 4; },       [](RopeOverrides &o) { o.scaling_type = -2; },
+        [](RopeOverrides &o) { o.freq_base = -1.0f; },      [](RopeOverrides &o) { o.freq_base = NAN; },
+        [](RopeOverrides &o) { o.freq_scale = INFINITY; },  [](RopeOverrides &o) { o.attn_factor = 0.0f; },
+        [](RopeOverrides &o) { o.ext_factor = NAN; },       [](RopeOverrides &o) { o.beta_slow = INFINITY; },
+        [](RopeOverrides &o) { o.orig_ctx = 3000000000u; },
+    };
+    for (size_t i = 0; i < bad.size(); ++i) {
+        RopeOverrides o;
+        bad[i](o);
+        EXPECT_THROW(context_rope(hp, o), Error) << "case " << i;
+    }
+}
+
+}  // namespace
+}  // namespace lctx
