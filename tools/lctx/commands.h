@@ -11,5 +11,7 @@ int cmd_template(int argc, char **argv);
 int cmd_grammar(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
+int cmd_split(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 
 }  // namespace lctx::cli
