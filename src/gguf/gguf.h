@@ -157,7 +157,8 @@ class File {
     // copied). Throws GgufError naming both files when a tensor name appears twice; the split.* keys are
     // the caller's to check.
     static std::unique_ptr<File> join(std::unique_ptr<File> first, std::vector<std::unique_ptr<File>> rest);
-    // The files a joined File reads from: 1 + rest.size() (1 for a plain file); part(0) is this file.
+    // The files a joined File reads from: 1 + rest.size() (1 for a plain file); part(0) is this file (whose
+    // tensors() are every part's: TensorInfo::part tells where each one lies).
     size_t n_parts() const { return 1 + parts_.size(); }
     const File &part(size_t i) const { return i == 0 ? *this : *parts_[i - 1]; }
     const std::string &origin() const { return origin_; }  // path, or "<buffer>"
