@@ -80,7 +80,8 @@ std::unique_ptr<File> File::join(std::unique_ptr<File> first, std::vector<std::u
         }
     first->tensor_index_.clear();
     first->tensor_index_.reserve(first->tensors_.size());
-    for (size_t i = 0; i < first->tensors_.size(); ++i) first->tensor_index_.emplace(first->tensors_[i].name, i);
+    for (size_t i = 0; i < first->tensors_.size(); ++i)
+        first->tensor_index_.emplace(first->tensors_[i].name, i);
     for (std::unique_ptr<File> &p : rest) first->parts_.push_back(std::move(p));
     return first;
 }
@@ -105,11 +106,11 @@ std::unique_ptr<File> open_rest(std::unique_ptr<File> first, const SplitInfo &in
         const std::string where = part_name(i, info.count, path) + " of " + first->origin() + ": ";
         if (!p) throw GgufError(where + "has no split.count: not a part of a split model");
         if (p->count != info.count)
-            throw GgufError(where + "split.count is " + std::to_string(p->count) + ", but the first part's is " +
-                            std::to_string(info.count));
+            throw GgufError(where + "split.count is " + std::to_string(p->count) +
+                            ", but the first part's is " + std::to_string(info.count));
         if (p->no != i)
-            throw GgufError(where + "split.no is " + std::to_string(p->no) + ", expected " + std::to_string(i) +
-                            " (a part of another number, or of another model)");
+            throw GgufError(where + "split.no is " + std::to_string(p->no) + ", expected " +
+                            std::to_string(i) + " (a part of another number, or of another model)");
         if (p->tensors_count != info.tensors_count)
             throw GgufError(where + "split.tensors.count is " + std::to_string(p->tensors_count) +
                             ", but the first part's is " + std::to_string(info.tensors_count));
@@ -125,9 +126,9 @@ std::unique_ptr<File> open_rest(std::unique_ptr<File> first, const SplitInfo &in
 
 void check_first(const File &f, const SplitInfo &info) {
     if (info.no != 0)
-        throw GgufError(f.origin() + ": is part " + std::to_string(info.no + 1) + " of " +
-                        std::to_string(info.count) + " of a split model (split.no = " + std::to_string(info.no) +
-                        "); load its first part");
+        throw GgufError(
+            f.origin() + ": is part " + std::to_string(info.no + 1) + " of " + std::to_string(info.count) +
+            " of a split model (split.no = " + std::to_string(info.no) + "); load its first part");
 }
 
 }  // namespace
@@ -156,8 +157,8 @@ std::unique_ptr<File> open_model_parts(const std::vector<std::string> &paths) {
     const std::optional<SplitInfo> info = split_info(*first);
     if (!info) {
         if (paths.size() == 1) return first;
-        throw GgufError(paths[0] + ": not a split model (no split.count), but " + std::to_string(paths.size()) +
-                        " files were given");
+        throw GgufError(paths[0] + ": not a split model (no split.count), but " +
+                        std::to_string(paths.size()) + " files were given");
     }
     check_first(*first, *info);
     if (static_cast<size_t>(info->count) != paths.size())
@@ -259,8 +260,9 @@ std::vector<SplitPart> plan_split(const File &model, const std::string &prefix, 
     uint64_t bytes = 0;
     for (size_t i = 0; i < ts.size(); ++i) {
         const uint64_t n = pad_to(ts[i].nbytes, kDefaultAlignment);
-        const bool full = limits.max_bytes ? !parts.back().tensors.empty() && bytes + n > limits.max_bytes
-                                           : parts.back().tensors.size() >= static_cast<size_t>(limits.max_tensors);
+        const bool full = limits.max_bytes
+                              ? !parts.back().tensors.empty() && bytes + n > limits.max_bytes
+                              : parts.back().tensors.size() >= static_cast<size_t>(limits.max_tensors);
         if (full) {
             parts.emplace_back();
             bytes = 0;

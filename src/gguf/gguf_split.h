@@ -27,8 +27,8 @@ std::string split_path(std::string_view prefix, int split_no, int split_count);
 std::optional<std::string> split_prefix(std::string_view path, int split_no, int split_count);
 
 struct SplitInfo {
-    int no = 0;      // 0-based
-    int count = 0;   // >= 1
+    int no = 0;     // 0-based
+    int count = 0;  // >= 1
     int64_t tensors_count = 0;
 };
 // A file's split.* keys; nullopt without split.count or with split.count = 0 (gguf-split's merged output

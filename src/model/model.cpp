@@ -23,7 +23,8 @@ std::unique_ptr<Model> Model::load(const std::string &path, const ModelLoadOptio
     return load_file(gguf::open_model(path), path, opts);
 }
 
-std::unique_ptr<Model> Model::load_parts(const std::vector<std::string> &paths, const ModelLoadOptions &opts) {
+std::unique_ptr<Model> Model::load_parts(const std::vector<std::string> &paths,
+                                         const ModelLoadOptions &opts) {
     return load_file(gguf::open_model_parts(paths), paths.empty() ? std::string() : paths[0], opts);
 }
 

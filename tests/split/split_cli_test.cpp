@@ -36,9 +36,8 @@ std::string read_all(const std::string &path) {
 class SplitCli : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("lctx_split_cli_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ = fs::temp_directory_path() / ("lctx_split_cli_" + std::to_string(::getpid()) + "_" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(dir_);
         fs::create_directories(dir_);
     }
@@ -67,7 +66,8 @@ TEST_F(SplitCli, SplitsByTensorsMergesBackAndRunsTheSame) {
     EXPECT_NE(r.out.find("n_split: " + std::to_string(n_parts)), std::string::npos) << r.out;
     char first[512], last[512];
     llama_split_path(first, sizeof first, prefix.c_str(), 0, static_cast<int>(n_parts));
-    llama_split_path(last, sizeof last, prefix.c_str(), static_cast<int>(n_parts) - 1, static_cast<int>(n_parts));
+    llama_split_path(last, sizeof last, prefix.c_str(), static_cast<int>(n_parts) - 1,
+                     static_cast<int>(n_parts));
     EXPECT_TRUE(fs::is_regular_file(first));
     EXPECT_TRUE(fs::is_regular_file(last));
     EXPECT_EQ(n_files(), n_parts);  // no temporary file left
@@ -87,7 +87,8 @@ TEST_F(SplitCli, SplitsByTensorsMergesBackAndRunsTheSame) {
 
 TEST_F(SplitCli, SplitsBySizeAndDryRunWritesNothing) {
     const std::string prefix = path("sz");
-    lctx::testing::CliResult r = run_cli("split --dry-run --split-max-size 400K " + model_path() + " " + prefix, true);
+    lctx::testing::CliResult r =
+        run_cli("split --dry-run --split-max-size 400K " + model_path() + " " + prefix, true);
     ASSERT_EQ(r.status, 0) << r.out;
     const size_t at = r.out.find("n_split: ");
     ASSERT_NE(at, std::string::npos) << r.out;
@@ -134,7 +135,8 @@ TEST_F(SplitCli, RefusesBadOptionsAndMissingParts) {
     fs::remove(second);
     r = run_cli("split --merge " + std::string(first) + " " + path("m.gguf"), true);
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.out.find("cannot open part 2 of 3 (" + std::string(second) + ")"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("cannot open part 2 of 3 (" + std::string(second) + ")"), std::string::npos)
+        << r.out;
     EXPECT_FALSE(fs::exists(path("m.gguf")));
     r = run_cli("info -m " + std::string(first), true);
     EXPECT_EQ(r.status, 1);
@@ -186,7 +188,8 @@ TEST_F(SplitCli, InfoOnAModel) {
     const lctx::testing::CliResult r = run_cli("info " + model_path());
     EXPECT_EQ(r.status, 0);
     EXPECT_NE(r.out.find("architecture:   llama\n"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("(" + std::to_string(d["n_params"].get<uint64_t>()) + ")"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(" + std::to_string(d["n_params"].get<uint64_t>()) + ")"), std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("chat template:  (none)"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("metadata ("), std::string::npos);  // only with --all
 }
@@ -194,8 +197,9 @@ TEST_F(SplitCli, InfoOnAModel) {
 TEST_F(SplitCli, InfoNamesTheChatTemplatesBuiltInFormat) {
     lctx::testing::Rewrite add;
     add.add = [](lctx::gguf::Writer &w) {
-        w.set_string("tokenizer.chat_template",
-                     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}");
+        w.set_string(
+            "tokenizer.chat_template",
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}");
     };
     const std::string with = lctx::testing::rewrite_gguf(model_path(), add, "info-chatml");
     const json d = info_json(with);
@@ -229,8 +233,8 @@ TEST_F(SplitCli, InfoOnASplitModel) {
     ASSERT_FALSE(split.is_discarded());
     EXPECT_EQ(split["parts"].size(), 3u);
     EXPECT_EQ(split["parts"][0], first);
-    for (const char *k : {"architecture", "n_params", "n_tensors", "tensor_bytes", "types", "context_length", "rope",
-                          "vocab", "chat_template"})
+    for (const char *k : {"architecture", "n_params", "n_tensors", "tensor_bytes", "types", "context_length",
+                          "rope", "vocab", "chat_template"})
         EXPECT_EQ(split[k], whole[k]) << k;
     ASSERT_EQ(split["tensors"].size(), whole["tensors"].size());
     for (size_t i = 0; i < whole["tensors"].size(); ++i) {

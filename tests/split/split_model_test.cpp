@@ -39,9 +39,8 @@ std::vector<char> read_all(const std::string &path) {
 class SplitTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("lctx_split_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ = fs::temp_directory_path() / ("lctx_split_" + std::to_string(::getpid()) + "_" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(dir_);
         fs::create_directories(dir_);
         llama_log_set(
@@ -57,7 +56,8 @@ class SplitTest : public ::testing::Test {
     std::string path(const std::string &name) const { return (dir_ / name).string(); }
 
     // Splits `src` under prefix `name`; returns the parts' paths.
-    std::vector<std::string> split(const std::string &src, const std::string &name, gguf::SplitLimits limits) {
+    std::vector<std::string> split(const std::string &src, const std::string &name,
+                                   gguf::SplitLimits limits) {
         auto f = gguf::open_model(src);
         const std::vector<gguf::SplitPart> parts = gguf::plan_split(*f, path(name), limits);
         gguf::write_split(*f, parts);
@@ -121,7 +121,8 @@ void expect_same_logits(const std::string &whole, llama_model *split_model) {
     const std::vector<float> a = logits_of(ref), b = logits_of(split_model);
     ASSERT_EQ(a.size(), b.size());
     ASSERT_FALSE(a.empty());
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "logit " << i;  // the same bytes, the same math
+    for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_EQ(a[i], b[i]) << "logit " << i;  // the same bytes, the same math
     EXPECT_EQ(llama_model_n_params(ref), llama_model_n_params(split_model));
     EXPECT_EQ(llama_model_size(ref), llama_model_size(split_model));
     llama_model_free(ref);
@@ -289,19 +290,22 @@ TEST_F(SplitErrors, TensorInTwoParts) {
     const gguf::TensorInfo &dup = first->tensors()[0];
     // Part 3 gets a copy of part 1's first tensor, and every part a count that includes it.
     lctx::testing::Rewrite add;
-    add.add = [&](gguf::Writer &w) { w.add_tensor(dup.name, dup.type, dup.ne, first->tensor_data(dup), dup.nbytes); };
+    add.add = [&](gguf::Writer &w) {
+        w.add_tensor(dup.name, dup.type, dup.ne, first->tensor_data(dup), dup.nbytes);
+    };
     rewrite_part(parts_[2], add);
     for (const std::string &p : parts_) {
         lctx::testing::Rewrite count;
         count.add = [&](gguf::Writer &w) {
             w.set(gguf::kKeySplitTensorsCount,
-                  gguf::Value::from_int(gguf::ValueType::INT32, static_cast<int64_t>(
-                                                                    first->find(gguf::kKeySplitTensorsCount)->scalar.i64 + 1)));
+                  gguf::Value::from_int(
+                      gguf::ValueType::INT32,
+                      static_cast<int64_t>(first->find(gguf::kKeySplitTensorsCount)->scalar.i64 + 1)));
         };
         rewrite_part(p, count);
     }
-    expect_refused(parts_, "tensor '" + dup.name + "' is in two parts of the split model: " + parts_[0] + " and " +
-                               parts_[2]);
+    expect_refused(parts_, "tensor '" + dup.name + "' is in two parts of the split model: " + parts_[0] +
+                               " and " + parts_[2]);
 }
 
 TEST_F(SplitErrors, MissingTensor) {
@@ -315,14 +319,18 @@ TEST_F(SplitErrors, MissingTensor) {
 
 TEST_F(SplitErrors, TensorCountsThatDisagree) {
     lctx::testing::Rewrite count;
-    count.add = [](gguf::Writer &w) { w.set(gguf::kKeySplitTensorsCount, gguf::Value::from_int(gguf::ValueType::INT32, 5)); };
+    count.add = [](gguf::Writer &w) {
+        w.set(gguf::kKeySplitTensorsCount, gguf::Value::from_int(gguf::ValueType::INT32, 5));
+    };
     rewrite_part(parts_[1], count);
     expect_refused(parts_, "split.tensors.count is 5, but the first part's is");
 }
 
 TEST_F(SplitErrors, SplitKeysOutOfRange) {
     lctx::testing::Rewrite bad_no;
-    bad_no.add = [](gguf::Writer &w) { w.set(gguf::kKeySplitNo, gguf::Value::from_uint(gguf::ValueType::UINT16, 7)); };
+    bad_no.add = [](gguf::Writer &w) {
+        w.set(gguf::kKeySplitNo, gguf::Value::from_uint(gguf::ValueType::UINT16, 7));
+    };
     rewrite_part(parts_[0], bad_no);
     expect_refused(parts_, "split.no is 7, outside 0..2");
     lctx::testing::Rewrite bad_type;
@@ -356,7 +364,8 @@ TEST_F(SplitTest, WritesRefuseNonRegularOutputsAndLeaveNothingBehind) {
         gguf::write_merged(*joined, "/dev/null");
         ADD_FAILURE() << "wrote over /dev/null";
     } catch (const gguf::GgufError &e) {
-        EXPECT_NE(std::string(e.what()).find("/dev/null: exists and is not a regular file"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("/dev/null: exists and is not a regular file"),
+                  std::string::npos)
             << e.what();
     }
     try {

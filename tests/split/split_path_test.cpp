@@ -54,8 +54,8 @@ TEST(SplitPrefix, RefusesAnotherSuffixAndWritesNothing) {
     EXPECT_EQ(llama_split_prefix(buf, sizeof buf, "/m/x-00003-of-00004.gguf", 2, 5), 0);  // another count
     EXPECT_EQ(llama_split_prefix(buf, sizeof buf, "/m/x-00003-of-00004.bin", 2, 4), 0);
     EXPECT_EQ(llama_split_prefix(buf, sizeof buf, "/m/x-00003-of-00004.gguf.tmp", 2, 4), 0);
-    EXPECT_EQ(llama_split_prefix(buf, sizeof buf, "/m/x", 0, 1), 0);                      // too short
-    EXPECT_EQ(llama_split_prefix(buf, sizeof buf, "-00001-of-00001.gguf", 0, 1), 0);      // empty prefix
+    EXPECT_EQ(llama_split_prefix(buf, sizeof buf, "/m/x", 0, 1), 0);                  // too short
+    EXPECT_EQ(llama_split_prefix(buf, sizeof buf, "-00001-of-00001.gguf", 0, 1), 0);  // empty prefix
     EXPECT_EQ(llama_split_prefix(buf, sizeof buf, nullptr, 0, 1), 0);
     EXPECT_STREQ(buf, "unchanged");
 }

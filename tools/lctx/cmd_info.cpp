@@ -56,7 +56,8 @@ std::string value_text(const gguf::Value &v) {
     if (v.type != gguf::ValueType::ARRAY) return v.to_display_string();
     const size_t n = v.array_size();
     if (n <= kArrayShown) return v.to_display_string();
-    std::string out = std::string("[") + gguf::value_type_name(v.array_type) + " x " + std::to_string(n) + ": ";
+    std::string out =
+        std::string("[") + gguf::value_type_name(v.array_type) + " x " + std::to_string(n) + ": ";
     for (size_t i = 0; i < 4; ++i) {
         const gguf::Value e = v.array_at(i);
         out += e.type == gguf::ValueType::STRING ? "'" + e.str + "'" : e.to_display_string();
@@ -85,10 +86,14 @@ std::string short_count(uint64_t n) {
 std::string short_bytes(uint64_t n) {
     char buf[32];
     const double v = static_cast<double>(n);
-    if (n < 1024) std::snprintf(buf, sizeof buf, "%" PRIu64 " B", n);
-    else if (n < (uint64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.2f KiB", v / 1024.0);
-    else if (n < (uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f MiB", v / 1048576.0);
-    else std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
+    if (n < 1024)
+        std::snprintf(buf, sizeof buf, "%" PRIu64 " B", n);
+    else if (n < (uint64_t{1} << 20))
+        std::snprintf(buf, sizeof buf, "%.2f KiB", v / 1024.0);
+    else if (n < (uint64_t{1} << 30))
+        std::snprintf(buf, sizeof buf, "%.2f MiB", v / 1048576.0);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
     return buf;
 }
 
@@ -150,9 +155,9 @@ json describe(const gguf::File &f, const std::vector<std::string> &paths, bool a
 
     // The hyper-parameters a user asks about first, under the architecture's prefix, where present.
     json hp = json::object();
-    for (const char *k : {"context_length", "embedding_length", "block_count", "feed_forward_length",
-                          "attention.head_count", "attention.head_count_kv", "attention.sliding_window",
-                          "expert_count", "expert_used_count"})
+    for (const char *k :
+         {"context_length", "embedding_length", "block_count", "feed_forward_length", "attention.head_count",
+          "attention.head_count_kv", "attention.sliding_window", "expert_count", "expert_used_count"})
         if (const gguf::Value *v = f.find(arch + "." + k)) hp[k] = value_json(*v);
     out["hparams"] = hp;
     out["context_length"] = hp.contains("context_length") ? hp["context_length"] : json();
@@ -178,7 +183,8 @@ json describe(const gguf::File &f, const std::vector<std::string> &paths, bool a
             {"fim_pre", v->fim_pre()}, {"fim_suf", v->fim_suf()}, {"fim_mid", v->fim_mid()},
             {"fim_pad", v->fim_pad()}, {"fim_rep", v->fim_rep()}, {"fim_sep", v->fim_sep()}};
         for (const auto &[name, id] : ids)
-            if (id >= 0 && id < v->n_tokens()) special[name] = {{"id", id}, {"text", v->token_to_piece(id, true)}};
+            if (id >= 0 && id < v->n_tokens())
+                special[name] = {{"id", id}, {"text", v->token_to_piece(id, true)}};
         vocab["special"] = special;
     } catch (const std::exception &e) {
         vocab = {{"error", e.what()}};
@@ -200,12 +206,13 @@ json describe(const gguf::File &f, const std::vector<std::string> &paths, bool a
     if (all) {
         json meta = json::array();
         for (const gguf::KeyValue &kv : f.metadata())
-            meta.push_back({{"key", kv.key},
-                            {"type", kv.value.type == gguf::ValueType::ARRAY
-                                         ? std::string("array of ") + gguf::value_type_name(kv.value.array_type)
-                                         : std::string(gguf::value_type_name(kv.value.type))},
-                            {"value", value_json(kv.value)},
-                            {"text", value_text(kv.value)}});
+            meta.push_back(
+                {{"key", kv.key},
+                 {"type", kv.value.type == gguf::ValueType::ARRAY
+                              ? std::string("array of ") + gguf::value_type_name(kv.value.array_type)
+                              : std::string(gguf::value_type_name(kv.value.type))},
+                 {"value", value_json(kv.value)},
+                 {"text", value_text(kv.value)}});
         out["metadata"] = meta;
     }
     if (tensors) {
@@ -229,7 +236,9 @@ std::string scalar_text(const json &j) {
 }
 
 void print_text(const json &d) {
-    auto line = [](const char *label, const std::string &value) { std::printf("%-15s %s\n", label, value.c_str()); };
+    auto line = [](const char *label, const std::string &value) {
+        std::printf("%-15s %s\n", label, value.c_str());
+    };
     const size_t n_parts = d["parts"].size();
     line("file:", d["path"].get<std::string>() + " (GGUF v" + d["gguf_version"].dump() + ", " +
                       short_bytes(d["file_bytes"].get<uint64_t>()) +
@@ -255,24 +264,27 @@ void print_text(const json &d) {
     }
     if (!hp.empty()) line("shape:", hp);
     std::string rope;
-    for (const auto &[k, v] : d["rope"].items()) rope += (rope.empty() ? "" : ", ") + k + " " + scalar_text(v);
+    for (const auto &[k, v] : d["rope"].items())
+        rope += (rope.empty() ? "" : ", ") + k + " " + scalar_text(v);
     line("rope:", rope.empty() ? "(none)" : rope);
     const json &v = d["vocab"];
     if (v.contains("error")) {
         line("vocabulary:", "(none: " + v["error"].get<std::string>() + ")");
     } else {
         line("vocabulary:", v["model"].get<std::string>() + " (" + v["type"].get<std::string>() + "), " +
-                                v["n_tokens"].dump() + " tokens" + (v["add_bos"].get<bool>() ? ", adds BOS" : "") +
+                                v["n_tokens"].dump() + " tokens" +
+                                (v["add_bos"].get<bool>() ? ", adds BOS" : "") +
                                 (v["add_eos"].get<bool>() ? ", adds EOS" : ""));
         std::string special;
         for (const auto &[k, t] : v["special"].items())
-            special += (special.empty() ? "" : ", ") + k + " " + t["id"].dump() + " " + json(t["text"]).dump();
+            special +=
+                (special.empty() ? "" : ", ") + k + " " + t["id"].dump() + " " + json(t["text"]).dump();
         line("special tokens:", special.empty() ? "(none)" : special);
     }
     const json &tm = d["chat_template"];
-    line("chat template:", !tm["present"].get<bool>()   ? "(none)"
-                           : tm["builtin"].is_null()    ? "present, no built-in format recognised"
-                                                        : tm["builtin"].get<std::string>());
+    line("chat template:", !tm["present"].get<bool>() ? "(none)"
+                           : tm["builtin"].is_null()  ? "present, no built-in format recognised"
+                                                      : tm["builtin"].get<std::string>());
     if (d.contains("metadata")) {
         std::printf("\nmetadata (%zu keys):\n", d["metadata"].size());
         for (const json &kv : d["metadata"])

@@ -67,7 +67,8 @@ int cmd_split(int argc, char **argv) {
     }
     const bool by_tensors = app.count("--split-max-tensors") > 0;
     if (merge && (by_tensors || !max_size.empty())) {
-        std::fprintf(stderr, "lctx split: --split-max-tensors and --split-max-size are for splitting, not --merge\n");
+        std::fprintf(stderr,
+                     "lctx split: --split-max-tensors and --split-max-size are for splitting, not --merge\n");
         return 1;
     }
     if (by_tensors && !max_size.empty()) {
