@@ -106,7 +106,9 @@ TEST_F(SplitCli, SplitsBySizeAndDryRunWritesNothing) {
         auto part = lctx::gguf::File::open(p);
         for (const lctx::gguf::TensorInfo &t : part->tensors()) bytes += (t.nbytes + 31) / 32 * 32;
         n_tensors += part->tensors().size();
-        if (part->tensors().size() > 1) EXPECT_LE(bytes, 400000u) << p;  // one larger tensor may stand alone
+        if (part->tensors().size() > 1) {  // one larger tensor may stand alone
+            EXPECT_LE(bytes, 400000u) << p;
+        }
     }
     EXPECT_EQ(n_tensors, lctx::gguf::File::open(model_path())->tensors().size());
 }
