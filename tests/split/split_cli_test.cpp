@@ -118,6 +118,12 @@ TEST_F(SplitCli, RefusesBadOptionsAndMissingParts) {
     lctx::testing::CliResult r = run_cli("split --split-max-size 12X " + model_path() + " " + prefix, true);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("--split-max-size: '12X' is not a positive size"), std::string::npos) << r.out;
+    r = run_cli("split --split-max-size 99999999999G " + model_path() + " " + prefix, true);  // past 2^64 bytes
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("is not a positive size"), std::string::npos) << r.out;
+    r = run_cli("info -m " + path("missing.gguf"), true);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("lctx info: " + path("missing.gguf") + ": cannot open"), std::string::npos) << r.out;
     r = run_cli("split --split-max-tensors 0 " + model_path() + " " + prefix, true);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("--split-max-tensors: must be at least 1"), std::string::npos) << r.out;

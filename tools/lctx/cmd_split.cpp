@@ -38,7 +38,9 @@ uint64_t parse_size(const std::string &s) {
     if (unit != 1) digits.pop_back();
     if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
         return 0;
-    return std::stoull(digits) * unit;
+    uint64_t n = 0;
+    if (__builtin_mul_overflow(std::stoull(digits), unit, &n)) return 0;
+    return n;
 }
 
 }  // namespace
