@@ -118,7 +118,8 @@ TEST_F(SplitCli, RefusesBadOptionsAndMissingParts) {
     lctx::testing::CliResult r = run_cli("split --split-max-size 12X " + model_path() + " " + prefix, true);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("--split-max-size: '12X' is not a positive size"), std::string::npos) << r.out;
-    r = run_cli("split --split-max-size 99999999999G " + model_path() + " " + prefix, true);  // past 2^64 bytes
+    r = run_cli("split --split-max-size 99999999999G " + model_path() + " " + prefix,
+                true);  // past 2^64 bytes
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("is not a positive size"), std::string::npos) << r.out;
     r = run_cli("info -m " + path("missing.gguf"), true);
@@ -174,6 +175,12 @@ TEST_F(SplitCli, InfoOnAModel) {
         ASSERT_GT(llama_model_meta_val_str(m, ("llama.rope." + k).c_str(), buf, sizeof buf), 0) << k;
         EXPECT_DOUBLE_EQ(v.get<double>(), std::stod(buf)) << k;
     }
+    EXPECT_EQ(d["rope_used"]["n_rot"].get<int32_t>(),
+              llama_model_n_embd(m) / llama_model_n_head(m));  // all of it
+    EXPECT_EQ(d["rope_used"]["type"], llama_model_rope_type(m) == LLAMA_ROPE_TYPE_NEOX ? "neox" : "norm");
+    EXPECT_FLOAT_EQ(d["rope_used"]["freq_scale"].get<float>(), llama_model_rope_freq_scale_train(m));
+    EXPECT_FLOAT_EQ(d["rope_used"]["freq_base"].get<float>(), 10000.0f);  // the default: the file has no key
+    EXPECT_FALSE(d["rope"].contains("freq_base"));
     // The type mixture counts every tensor once, by its type.
     size_t typed = 0;
     for (const json &t : d["types"]) {
@@ -224,6 +231,14 @@ TEST_F(SplitCli, InfoOnAVocabularyOnlyFile) {
     EXPECT_EQ(d["n_params"], 0);
     EXPECT_EQ(d["vocab"]["n_tokens"].get<size_t>(), file->get_string_array("tokenizer.ggml.tokens")->size());
     EXPECT_EQ(d["vocab"]["type"], "SPM");
+    // This one keeps its model's hyper-parameters: the rotation a load would use is the file's.
+    EXPECT_EQ(d["rope_used"]["n_rot"], d["rope"]["dimension_count"]);
+    // An architecture lctx cannot run: described all the same, with no rotation to report.
+    const std::string falcon = std::string(LCTX_FIXTURES_DIR) + "/vocab/ggml-vocab-falcon.gguf";
+    const json f = info_json("-m " + falcon);
+    EXPECT_EQ(f["architecture"], "falcon");
+    EXPECT_TRUE(f["rope_used"].is_null());
+    EXPECT_EQ(f["vocab"]["type"], "BPE");
     EXPECT_EQ(d["architecture"], file->get_string("general.architecture").value());
     const lctx::testing::CliResult r = run_cli("info --all " + vocab_path());
     EXPECT_EQ(r.status, 0);

@@ -12,6 +12,7 @@
 
 #include "chat/builtin_templates.h"
 #include "gguf/gguf_split.h"
+#include "model/hparams.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 #include "vocab/vocab.h"
@@ -166,6 +167,21 @@ json describe(const gguf::File &f, const std::vector<std::string> &paths, bool a
                           "scaling.original_context_length", "scaling.attn_factor"})
         if (const gguf::Value *v = f.find(arch + ".rope." + k)) rope[k] = value_json(*v);
     out["rope"] = rope;
+    // What a load would use (the family's defaults for keys the file leaves out); null when the file cannot
+    // be loaded as a model (vocabulary only, an architecture without a forward pass, bad hyper-parameters).
+    json rope_used;
+    try {
+        const HParams h = HParams::load(f);
+        if (h.rope.n_rot > 0)
+            rope_used = {{"type", h.rope.mode == kernels::RopeMode::Neox ? "neox" : "norm"},
+                         {"n_rot", h.rope.n_rot},
+                         {"freq_base", h.rope.freq_base},
+                         {"freq_scale", h.rope.freq_scale}};
+        else
+            rope_used = {{"type", "none"}};
+    } catch (const std::exception &) {
+    }
+    out["rope_used"] = rope_used;
 
     json vocab;
     try {
@@ -266,7 +282,14 @@ void print_text(const json &d) {
     std::string rope;
     for (const auto &[k, v] : d["rope"].items())
         rope += (rope.empty() ? "" : ", ") + k + " " + scalar_text(v);
-    line("rope:", rope.empty() ? "(none)" : rope);
+    std::string used;
+    if (!d["rope_used"].is_null()) {
+        for (const char *k : {"type", "n_rot", "freq_base", "freq_scale"})
+            if (d["rope_used"].contains(k))
+                used += (used.empty() ? "" : ", ") + (std::string(k) == "type" ? "" : std::string(k) + " ") +
+                        scalar_text(d["rope_used"][k]);
+    }
+    line("rope:", (used.empty() ? "" : used + "; ") + "keys: " + (rope.empty() ? "(none)" : rope));
     const json &v = d["vocab"];
     if (v.contains("error")) {
         line("vocabulary:", "(none: " + v["error"].get<std::string>() + ")");
