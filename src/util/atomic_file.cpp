@@ -15,7 +15,8 @@ namespace lctx {
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     struct stat st {};
-    if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    const bool exists = ::stat(path_.c_str(), &st) == 0;
+    if (exists && !S_ISREG(st.st_mode))
         throw Error(path_ + ": exists and is not a regular file; refusing to write over it");
     std::vector<char> name(path_.begin(), path_.end());
     const char suffix[] = ".tmp.XXXXXX";
@@ -23,6 +24,17 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     fd_ = ::mkostemp(name.data(), O_CLOEXEC);
     if (fd_ < 0) throw Error(path_ + ": cannot create a temporary file beside it: " + std::strerror(errno));
     tmp_ = name.data();
+    // mkostemp creates the file 0600; the result gets the mode a plain create would give it (0666 less the
+    // umask), or the mode of the file it replaces.
+    mode_t mode = 0;
+    if (exists) {
+        mode = st.st_mode & 07777;
+    } else {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
+    }
+    ::fchmod(fd_, mode);
 }
 
 AtomicFile::~AtomicFile() {

@@ -3,6 +3,7 @@
 // and gives exactly the logits of the unsplit file; merging the parts gives the original file back byte
 // for byte; every malformed or mismatched set of parts is refused with a message naming the problem.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -359,6 +360,12 @@ TEST_F(SplitTest, WritesRefuseNonRegularOutputsAndLeaveNothingBehind) {
 
     fs::remove(parts[2].path);
     gguf::write_split(*f, parts);
+    // The parts get a plain file's mode (0666 less the umask), not the temporary file's 0600.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    for (const gguf::SplitPart &p : parts)
+        EXPECT_EQ(static_cast<unsigned>(fs::status(p.path).permissions()), static_cast<unsigned>(0666 & ~mask))
+            << p.path;
     auto joined = gguf::open_model(parts[0].path);
     try {
         gguf::write_merged(*joined, "/dev/null");
