@@ -184,6 +184,18 @@ TEST_F(SplitTest, BySizeKeepsEachPartWithinTheLimit) {
     llama_model_free(m);
 }
 
+TEST_F(SplitTest, OnePartAndUnsplitFilesLoadThroughBothPaths) {
+    const std::string src = models_dir_model();
+    const std::vector<std::string> parts = split(src, "one", gguf::SplitLimits{});  // 128 tensors a part
+    ASSERT_EQ(parts.size(), 1u);
+    EXPECT_EQ(parts[0], path("one-00001-of-00001.gguf"));
+    for (llama_model *m : {load(parts[0]), load_splits(parts), load_splits({src})}) {
+        expect_same_logits(src, m);
+        llama_model_free(m);
+    }
+    EXPECT_EQ(errors_, "");
+}
+
 TEST_F(SplitTest, MergeGivesTheOriginalBytesBack) {
     for (const std::string &src : {fixture_model("llama-F16.gguf"), models_dir_model()}) {
         gguf::SplitLimits limits;
@@ -364,7 +376,8 @@ TEST_F(SplitTest, WritesRefuseNonRegularOutputsAndLeaveNothingBehind) {
     const mode_t mask = ::umask(0);
     ::umask(mask);
     for (const gguf::SplitPart &p : parts)
-        EXPECT_EQ(static_cast<unsigned>(fs::status(p.path).permissions()), static_cast<unsigned>(0666 & ~mask))
+        EXPECT_EQ(static_cast<unsigned>(fs::status(p.path).permissions()),
+                  static_cast<unsigned>(0666 & ~mask))
             << p.path;
     auto joined = gguf::open_model(parts[0].path);
     try {
