@@ -16,6 +16,7 @@
 #include "gguf/gguf_split.h"
 #include "gguf_rewrite.h"
 #include "llama.h"
+#include "model/model.h"
 
 namespace fs = std::filesystem;
 using namespace lctx;
@@ -194,6 +195,33 @@ TEST_F(SplitTest, OnePartAndUnsplitFilesLoadThroughBothPaths) {
         llama_model_free(m);
     }
     EXPECT_EQ(errors_, "");
+}
+
+// Without repacking, every weight view points into the mapping of the part that holds the tensor.
+TEST_F(SplitTest, WeightsStayInTheirPartsMappings) {
+    gguf::SplitLimits limits;
+    limits.max_tensors = 10;
+    const std::vector<std::string> parts = split(models_dir_model(), "map", limits);
+    ASSERT_GE(parts.size(), 3u);
+    ModelLoadOptions opts;
+    opts.repack = false;
+    const std::unique_ptr<Model> m = Model::load_parts(parts, opts);
+    const gguf::File &f = m->file();
+    ASSERT_EQ(f.n_parts(), parts.size());
+    auto part_of = [&](const uint8_t *p) {
+        for (size_t i = 0; i < f.n_parts(); ++i)
+            if (p >= f.part(i).bytes() && p < f.part(i).bytes() + f.part(i).size())
+                return static_cast<int>(i);
+        return -1;
+    };
+    EXPECT_EQ(part_of(m->weights().token_embd.data),
+              static_cast<int>(f.find_tensor("token_embd.weight")->part));
+    const LayerWeights &last = m->weights().layers.back();
+    const std::string blk = "blk." + std::to_string(m->weights().layers.size() - 1) + ".";
+    EXPECT_EQ(part_of(last.ffn_down.data), static_cast<int>(f.find_tensor(blk + "ffn_down.weight")->part));
+    EXPECT_EQ(part_of(last.ffn_down.data),
+              static_cast<int>(parts.size()) - 1);  // the last tensors, the last part
+    EXPECT_EQ(last.ffn_down.data, f.tensor_data(*f.find_tensor(blk + "ffn_down.weight")));
 }
 
 TEST_F(SplitTest, MergeGivesTheOriginalBytesBack) {
