@@ -444,11 +444,14 @@ DEPRECATED(LLAMA_API struct llama_model *llama_load_model_from_file(const char *
                                                                     struct llama_model_params params),
            "use llama_model_load_from_file instead");
 
-/* Loads a GGUF model (sibling shards of a split file are found automatically); NULL on failure. */
+/* Loads a GGUF model; NULL on failure. The first part of a split model (PREFIX-00001-of-0000N.gguf) brings
+ * its other parts, found by llama_split_path's naming; a missing part, one of another split.no or
+ * split.count, a tensor in two parts or a split.tensors.count that is not the parts' sum is refused. */
 LLAMA_API struct llama_model *llama_model_load_from_file(const char *path_model,
                                                          struct llama_model_params params);
 
-/* Loads a model from shards with arbitrary names, given in shard order; NULL on failure. */
+/* Loads a model from shards with arbitrary names, given in shard order (n_paths must equal split.count; one
+ * path of an unsplit file loads it); the same checks as llama_model_load_from_file; NULL on failure. */
 LLAMA_API struct llama_model *llama_model_load_from_splits(const char **paths, size_t n_paths,
                                                            struct llama_model_params params);
 
