@@ -10,6 +10,9 @@
  *   - llama_kv_cache_seq_pos_max returns -1 for an empty sequence (b4748 returned 0).
  *   - llama_get_logits_ith / llama_get_embeddings_ith return NULL and log the reason for a bad index in
  *     every build (b4748 aborted in debug builds).
+ *   - llama_split_path returns the full length of the path also when maxlen truncates it (as snprintf), and
+ *     writes nothing for maxlen 0 (b4748 returned the truncated length, and for maxlen 0 measured a buffer it
+ *     had not written).
  *   - A recurrent model (mamba) refuses with -1 and a logged reason a batch in which a sequence's positions
  *     do not increase (b4748 sorted them by position first).
  *   - Grammar samplers (llama_sampler_init_grammar / _lazy), where b4748's results cannot be right:
@@ -478,11 +481,14 @@ DEPRECATED(LLAMA_API struct llama_model *llama_load_model_from_file(const char *
                                                                     struct llama_model_params params),
            "use llama_model_load_from_file instead");
 
-/* Loads a GGUF model (sibling shards of a split file are found automatically); NULL on failure. */
+/* Loads a GGUF model; NULL on failure. The first part of a split model (PREFIX-00001-of-0000N.gguf) brings
+ * its other parts, found by llama_split_path's naming; a missing part, one of another split.no or
+ * split.count, a tensor in two parts or a split.tensors.count that is not the parts' sum is refused. */
 LLAMA_API struct llama_model *llama_model_load_from_file(const char *path_model,
                                                          struct llama_model_params params);
 
-/* Loads a model from shards with arbitrary names, given in shard order; NULL on failure. */
+/* Loads a model from shards with arbitrary names, given in shard order (n_paths must equal split.count; one
+ * path of an unsplit file loads it); the same checks as llama_model_load_from_file; NULL on failure. */
 LLAMA_API struct llama_model *llama_model_load_from_splits(const char **paths, size_t n_paths,
                                                            struct llama_model_params params);
 
@@ -1189,13 +1195,14 @@ LLAMA_API llama_token llama_sampler_sample(struct llama_sampler *smpl, struct ll
  * Model-split paths
  * ------------------------------------------------------------------------------------------------- */
 
-/* Writes "<path_prefix>-%05d-of-%05d.gguf" for the 0-based split_no (the file number is split_no + 1);
- * returns the string length. */
+/* Writes "<path_prefix>-%05d-of-%05d.gguf" for the 0-based split_no (the file number is split_no + 1),
+ * truncated to maxlen (NUL-terminated when maxlen > 0); returns the full string length, as snprintf. */
 LLAMA_API int llama_split_path(char *split_path, size_t maxlen, const char *path_prefix, int split_no,
                                int split_count);
 
-/* Extracts the prefix from a split path when it ends with the suffix for the 0-based split_no; returns
- * its length, or 0 when the suffix does not match. */
+/* Extracts the prefix from a split path when it ends with the suffix for the 0-based split_no and
+ * split_count (truncated to maxlen); returns its full length, or 0 (writing nothing) when the suffix does
+ * not match or the prefix would be empty. */
 LLAMA_API int llama_split_prefix(char *split_prefix, size_t maxlen, const char *split_path, int split_no,
                                  int split_count);
 

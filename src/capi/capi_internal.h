@@ -73,6 +73,12 @@ inline void not_supported(const char *fn, const char *what) {
     LCTX_LOG_ERROR("%s: %s is not supported yet", fn, what);
 }
 
+// Loads a model for llama_model_load_from_file (parts == nullptr: a split model's other parts found by
+// name) or llama_model_load_from_splits (parts: every file in order); logs the error under fn and returns
+// NULL on failure.
+llama_model *load_model(const char *fn, const char *path, const std::vector<std::string> *parts,
+                        const llama_model_params &params);
+
 // snprintf-style copy: always NUL-terminated when buf_size > 0; returns the full length of s.
 int32_t copy_out(const std::string &s, char *buf, size_t buf_size);
 

@@ -1,4 +1,4 @@
-// C API: process-wide setup, clocks, logging, system info, split-path helpers, the built-in chat templates
+// C API: process-wide setup, clocks, logging, system info, the built-in chat templates
 // and the slice of ggml that llama.h programs call.
 #include <chrono>
 #include <climits>
@@ -123,31 +123,6 @@ void llama_log_set(ggml_log_callback log_callback, void *user_data) {
     g_log_target.cb = log_callback;
     g_log_target.user_data = user_data;
     lctx::log_set_sink(c_log_trampoline, &g_log_target);
-}
-
-// ---- model-split paths (split_no is 0-based; the file number is split_no + 1) ----
-
-int llama_split_path(char *split_path, size_t maxlen, const char *path_prefix, int split_no,
-                     int split_count) {
-    if (!path_prefix) return 0;
-    char tail[64];
-    std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", split_no + 1, split_count);
-    const std::string s = std::string(path_prefix) + tail;
-    if (split_path && maxlen > 0) lctx::capi::copy_out(s, split_path, maxlen);
-    return static_cast<int>(s.size());
-}
-
-int llama_split_prefix(char *split_prefix, size_t maxlen, const char *split_path, int split_no,
-                       int split_count) {
-    if (!split_path) return 0;
-    char tail[64];
-    std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", split_no + 1, split_count);
-    const std::string path(split_path);
-    const size_t tn = std::strlen(tail);
-    if (path.size() < tn || path.compare(path.size() - tn, tn, tail) != 0) return 0;
-    const std::string prefix = path.substr(0, path.size() - tn);
-    if (split_prefix && maxlen > 0) lctx::capi::copy_out(prefix, split_prefix, maxlen);
-    return static_cast<int>(prefix.size());
 }
 
 // ---- chat templates: b4748's built-in formats (src/chat/builtin_templates.h) ----

@@ -9,11 +9,11 @@
 using lctx::capi::copy_out;
 using lctx::capi::guard;
 using lctx::capi::guard_void;
+using lctx::capi::load_model;
 using lctx::capi::not_supported;
 
-namespace {
-
-llama_model *load_model(const char *fn, const char *path, const llama_model_params &params) {
+llama_model *lctx::capi::load_model(const char *fn, const char *path, const std::vector<std::string> *parts,
+                                    const llama_model_params &params) {
     LCTX_CAPI_REQUIRE(path, nullptr);
     return guard(fn, static_cast<llama_model *>(nullptr), [&]() -> llama_model * {
         if (params.kv_overrides && params.kv_overrides[0].key[0] != '\0')
@@ -27,7 +27,7 @@ llama_model *load_model(const char *fn, const char *path, const llama_model_para
 
         const double t0 = lctx::capi::now_ms();
         auto m = std::make_unique<llama_model>();
-        m->impl = lctx::Model::load(path, opts);
+        m->impl = parts ? lctx::Model::load_parts(*parts, opts) : lctx::Model::load(path, opts);
         m->vocab_only = params.vocab_only;
         m->t_load_ms = lctx::capi::now_ms() - t0;
         for (const lctx::gguf::KeyValue &kv : m->impl->file().metadata()) {
@@ -37,6 +37,8 @@ llama_model *load_model(const char *fn, const char *path, const llama_model_para
         return m.release();
     });
 }
+
+namespace {
 
 const lctx::HParams &hp(const llama_model *model) {
     return model->impl->hparams();
@@ -80,24 +82,11 @@ struct llama_model_quantize_params llama_model_quantize_default_params(void) {
 }
 
 struct llama_model *llama_model_load_from_file(const char *path_model, struct llama_model_params params) {
-    return load_model(__func__, path_model, params);
+    return load_model(__func__, path_model, nullptr, params);
 }
 
 struct llama_model *llama_load_model_from_file(const char *path_model, struct llama_model_params params) {
-    return load_model(__func__, path_model, params);
-}
-
-struct llama_model *llama_model_load_from_splits(const char **paths, size_t n_paths,
-                                                 struct llama_model_params params) {
-    if (!paths || n_paths == 0) {
-        LCTX_LOG_ERROR("%s: no paths given", __func__);
-        return nullptr;
-    }
-    if (n_paths > 1) {
-        not_supported(__func__, "loading a model from several shards");
-        return nullptr;
-    }
-    return load_model(__func__, paths[0], params);
+    return load_model(__func__, path_model, nullptr, params);
 }
 
 void llama_model_free(struct llama_model *model) {

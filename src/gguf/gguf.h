@@ -113,6 +113,7 @@ struct TensorInfo {
     GgmlType type = GgmlType::F32;
     uint64_t offset = 0;  // relative to the start of the data section
     size_t nbytes = 0;    // checked: fits in the file
+    uint32_t part = 0;    // the split file holding the data (0: the first; see File::join)
     int64_t n_elements() const;
 };
 
@@ -146,7 +147,21 @@ class File {
 
     const std::vector<TensorInfo> &tensors() const { return tensors_; }
     const TensorInfo *find_tensor(std::string_view name) const;
-    const uint8_t *tensor_data(const TensorInfo &t) const { return base_ + data_offset_ + t.offset; }
+    const uint8_t *tensor_data(const TensorInfo &t) const {
+        const File &f = t.part == 0 ? *this : *parts_[t.part - 1];
+        return f.base_ + f.data_offset_ + t.offset;
+    }
+
+    // A model split over several files (gguf_split.h) as one tensor directory: `first`'s metadata, and the
+    // tensors of `first` then of each of `rest` in order, each read from its own file's mapping (nothing is
+    // copied). Throws GgufError naming both files when a tensor name appears twice; the split.* keys are
+    // the caller's to check.
+    static std::unique_ptr<File> join(std::unique_ptr<File> first, std::vector<std::unique_ptr<File>> rest);
+    // The files a joined File reads from: 1 + rest.size() (1 for a plain file); part(0) is this file (whose
+    // tensors() are every part's: TensorInfo::part tells where each one lies).
+    size_t n_parts() const { return 1 + parts_.size(); }
+    const File &part(size_t i) const { return i == 0 ? *this : *parts_[i - 1]; }
+    const std::string &origin() const { return origin_; }  // path, or "<buffer>"
     // Tells the OS that the mapped pages inside [p, p + n) will not be read again (a tensor copied into
     // another layout): they leave this process's resident memory and stay in the page cache. The bytes
     // stay readable (a later read faults them back in). No effect on a buffer-backed file.
@@ -169,6 +184,7 @@ class File {
     std::string origin_;                                     // path or "<buffer>", for messages
     std::unordered_map<std::string_view, size_t> kv_index_;  // key -> index in kv_
     std::unordered_map<std::string_view, size_t> tensor_index_;
+    std::vector<std::unique_ptr<File>> parts_;  // the other files of a split model (join)
 };
 
 // Writes GGUF v3 files. Keys keep insertion order; tensors are laid out in insertion order, each

@@ -259,6 +259,7 @@ File::~File() {
 }
 
 void File::release_pages(const uint8_t *p, size_t n) const {
+    for (const std::unique_ptr<File> &part : parts_) part->release_pages(p, n);  // each ignores others' bytes
     if (!mapping_ || p < base_ || n == 0 || p + n > base_ + size_) return;
     const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "gguf/gguf_split.h"
 #include "kernels/dot.h"
 #include "kernels/interleave.h"
 #include "model/families.h"
@@ -19,10 +20,20 @@ namespace lctx {
 Model::~Model() = default;
 
 std::unique_ptr<Model> Model::load(const std::string &path, const ModelLoadOptions &opts) {
+    return load_file(gguf::open_model(path), path, opts);
+}
+
+std::unique_ptr<Model> Model::load_parts(const std::vector<std::string> &paths,
+                                         const ModelLoadOptions &opts) {
+    return load_file(gguf::open_model_parts(paths), paths.empty() ? std::string() : paths[0], opts);
+}
+
+std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, const std::string &path,
+                                        const ModelLoadOptions &opts) {
     std::unique_ptr<Model> m(new Model());
     m->path_ = path;
     m->vocab_only_ = opts.vocab_only;
-    m->file_ = gguf::File::open(path);
+    m->file_ = std::move(file);
     // A vocab-only load reads what b4748's does: the architecture and vocabulary size, the vocabulary, and
     // the file's tensor statistics; it never reports progress.
     m->hparams_ = opts.vocab_only ? HParams::load_vocab_only(*m->file_) : HParams::load(*m->file_);

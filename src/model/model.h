@@ -105,12 +105,17 @@ struct ModelLoadOptions {
 class Model {
   public:
     // Opens, validates and binds a GGUF model; throws lctx::Error naming what is wrong.
+    // The first part of a split model brings its other parts, found by name (gguf/gguf_split.h).
     static std::unique_ptr<Model> load(const std::string &path, const ModelLoadOptions &opts = {});
+    // A model from explicit files in part order (a split model's parts; or one plain file).
+    static std::unique_ptr<Model> load_parts(const std::vector<std::string> &paths,
+                                             const ModelLoadOptions &opts = {});
     ~Model();
 
     const HParams &hparams() const { return hparams_; }
     const ModelWeights &weights() const { return weights_; }
     const Vocab &vocab() const { return *vocab_; }
+    // The model's file: for a split model, the parts joined as one tensor directory (gguf::File::join).
     const gguf::File &file() const { return *file_; }
     // Bytes and element count of all the file's tensors (as b4748 counts them, also for vocab-only loads).
     uint64_t size_bytes() const { return size_bytes_; }
@@ -126,6 +131,8 @@ class Model {
 
   private:
     Model() = default;
+    static std::unique_ptr<Model> load_file(std::unique_ptr<gguf::File> file, const std::string &path,
+                                            const ModelLoadOptions &opts);
     // The family's bind_<family> (model/families.h) declares the tensors; unbound ones are refused.
     void bind_weights();
     void count_tensors();

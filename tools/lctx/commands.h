@@ -13,5 +13,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_split(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 
 }  // namespace lctx::cli

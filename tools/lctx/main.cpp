@@ -24,6 +24,8 @@ void usage() {
         "  template   render a conversation with a chat template (Jinja) and print the prompt\n"
         "  grammar    check a text against a GBNF grammar (grammar check GRAMMAR INPUT)\n"
         "  serve      an OpenAI-compatible HTTP server with continuous batching\n"
+        "  split      split a GGUF model into parts, or merge the parts (llama.cpp's gguf-split)\n"
+        "  info       describe a GGUF file: architecture, parameters, types, vocabulary, metadata, tensors\n"
         "run 'lctx <command> --help' for the options of a command; 'lctx --version' for the build\n");
 }
 
@@ -46,6 +48,8 @@ int dispatch(int argc, char **argv) {
     if (cmd == "template") return lctx::cli::cmd_template(argc - 1, argv + 1);
     if (cmd == "grammar") return lctx::cli::cmd_grammar(argc - 1, argv + 1);
     if (cmd == "serve") return lctx::cli::cmd_serve(argc - 1, argv + 1);
+    if (cmd == "split") return lctx::cli::cmd_split(argc - 1, argv + 1);
+    if (cmd == "info") return lctx::cli::cmd_info(argc - 1, argv + 1);
     std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
     usage();
     return 1;
