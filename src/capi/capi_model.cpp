@@ -12,18 +12,58 @@ using lctx::capi::guard_void;
 using lctx::capi::load_model;
 using lctx::capi::not_supported;
 
+namespace {
+
+// llama_model_params.kv_overrides (an array ended by an empty key) as the model layer's override list; a
+// key or string value without its terminating NUL inside its 128 bytes, or an unknown tag, is refused.
+std::vector<lctx::gguf::KeyValue> overrides_from(const llama_model_kv_override *kvo) {
+    using lctx::gguf::Value;
+    using lctx::gguf::ValueType;
+    std::vector<lctx::gguf::KeyValue> out;
+    for (; kvo && kvo->key[0] != '\0'; ++kvo) {
+        const size_t key_len = strnlen(kvo->key, sizeof kvo->key);
+        if (key_len == sizeof kvo->key) throw lctx::Error("kv_overrides: a key is not NUL-terminated");
+        std::string key(kvo->key, key_len);
+        switch (kvo->tag) {
+            case LLAMA_KV_OVERRIDE_TYPE_INT:
+                out.push_back({key, Value::from_int(ValueType::INT64, kvo->val_i64)});
+                break;
+            case LLAMA_KV_OVERRIDE_TYPE_FLOAT:
+                out.push_back({key, Value::from_float(ValueType::FLOAT64, kvo->val_f64)});
+                break;
+            case LLAMA_KV_OVERRIDE_TYPE_BOOL:
+                out.push_back({key, Value::from_bool(kvo->val_bool)});
+                break;
+            case LLAMA_KV_OVERRIDE_TYPE_STR: {
+                const size_t n = strnlen(kvo->val_str, sizeof kvo->val_str);
+                if (n == sizeof kvo->val_str)
+                    throw lctx::Error("kv_overrides: the string value of '" + key + "' is not NUL-terminated");
+                out.push_back({key, Value::from_string(std::string(kvo->val_str, n))});
+                break;
+            }
+            default:
+                throw lctx::Error("kv_overrides: '" + key + "' has an unknown type tag " +
+                                  std::to_string(static_cast<int>(kvo->tag)));
+        }
+        LCTX_LOG_INFO("model: metadata override %s = %s", key.c_str(),
+                      out.back().value.to_display_string().c_str());
+    }
+    return out;
+}
+
+}  // namespace
+
 llama_model *lctx::capi::load_model(const char *fn, const char *path, const std::vector<std::string> *parts,
                                     const llama_model_params &params) {
     LCTX_CAPI_REQUIRE(path, nullptr);
     return guard(fn, static_cast<llama_model *>(nullptr), [&]() -> llama_model * {
-        if (params.kv_overrides && params.kv_overrides[0].key[0] != '\0')
-            LCTX_LOG_WARN("%s: metadata overrides (kv_overrides) are not supported yet and are ignored", fn);
         if (params.n_gpu_layers > 0)
             LCTX_LOG_INFO("%s: no GPU backend; n_gpu_layers = %d is ignored", fn, params.n_gpu_layers);
         lctx::ModelLoadOptions opts;
         opts.vocab_only = params.vocab_only;
         opts.progress = params.progress_callback;
         opts.progress_user_data = params.progress_callback_user_data;
+        opts.overrides = overrides_from(params.kv_overrides);
 
         const double t0 = lctx::capi::now_ms();
         auto m = std::make_unique<llama_model>();

@@ -133,8 +133,13 @@ class File {
     size_t size() const { return size_; }                // bytes of the whole file
     const uint8_t *bytes() const { return base_; }
 
+    // The file's own keys, as stored (overrides below do not show here, as b4748's metadata queries).
     const std::vector<KeyValue> &metadata() const { return kv_; }
+    // A key's value: an override when one was set for it, else the file's.
     const Value *find(std::string_view key) const;
+    // Values that replace (or add) scalar keys for every later lookup through find() and the typed getters
+    // (llama_model_params.kv_overrides); metadata() keeps the file's own. Throws GgufError for an array value.
+    void set_overrides(std::vector<KeyValue> overrides);
     // Typed getters: nullopt when missing; throw GgufError when present with an incompatible type.
     std::optional<std::string> get_string(std::string_view key) const;
     std::optional<int64_t> get_int(std::string_view key) const;
@@ -183,6 +188,7 @@ class File {
     std::vector<TensorInfo> tensors_;
     std::string origin_;                                     // path or "<buffer>", for messages
     std::unordered_map<std::string_view, size_t> kv_index_;  // key -> index in kv_
+    std::vector<KeyValue> overrides_;                          // set_overrides; few, searched in order
     std::unordered_map<std::string_view, size_t> tensor_index_;
     std::vector<std::unique_ptr<File>> parts_;  // the other files of a split model (join)
 };

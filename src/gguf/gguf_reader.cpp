@@ -435,8 +435,17 @@ void File::fail_key(std::string_view key, const std::string &what) const {
 }
 
 const Value *File::find(std::string_view key) const {
+    for (const KeyValue &o : overrides_)
+        if (o.key == key) return &o.value;
     auto it = kv_index_.find(key);
     return it == kv_index_.end() ? nullptr : &kv_[it->second].value;
+}
+
+void File::set_overrides(std::vector<KeyValue> overrides) {
+    for (const KeyValue &o : overrides)
+        if (o.value.type == ValueType::ARRAY)
+            throw GgufError(origin_ + ": metadata override '" + o.key + "' is an array; only scalars can be overridden");
+    overrides_ = std::move(overrides);
 }
 
 const TensorInfo *File::find_tensor(std::string_view name) const {

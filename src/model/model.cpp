@@ -34,6 +34,7 @@ std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, const 
     m->path_ = path;
     m->vocab_only_ = opts.vocab_only;
     m->file_ = std::move(file);
+    if (!opts.overrides.empty()) m->file_->set_overrides(opts.overrides);
     // A vocab-only load reads what b4748's does: the architecture and vocabulary size, the vocabulary, and
     // the file's tensor statistics; it never reports progress.
     m->hparams_ = opts.vocab_only ? HParams::load_vocab_only(*m->file_) : HParams::load(*m->file_);

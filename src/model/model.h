@@ -100,6 +100,9 @@ struct ModelLoadOptions {
     // tensors released. The environment variable
     // LCTX_REPACK=0 turns it off (to compare, or to keep every weight in the shared mapping).
     bool repack = true;
+    // Metadata values that replace the file's for this load (llama_model_params.kv_overrides,
+    // `--override-kv`): scalars only; the file's own keys still show in metadata queries.
+    std::vector<gguf::KeyValue> overrides;
 };
 
 class Model {
