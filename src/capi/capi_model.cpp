@@ -1,4 +1,4 @@
-// C API: model parameters, loading, queries and metadata; quantize and LoRA / control-vector stubs.
+// C API: model parameters, loading, queries and metadata; the quantize stub and control vectors.
 #include <cstring>
 #include <string>
 
@@ -253,25 +253,7 @@ uint32_t llama_model_quantize(const char *, const char *, const llama_model_quan
     return 1;
 }
 
-// ---- LoRA adapters and control vectors ----
-
-struct llama_adapter_lora *llama_adapter_lora_init(struct llama_model *, const char *) {
-    not_supported(__func__, "LoRA adapters");
-    return nullptr;
-}
-
-void llama_adapter_lora_free(struct llama_adapter_lora *) {}  // none can exist
-
-int32_t llama_set_adapter_lora(struct llama_context *, struct llama_adapter_lora *, float) {
-    not_supported(__func__, "LoRA adapters");
-    return -1;
-}
-
-int32_t llama_rm_adapter_lora(struct llama_context *, struct llama_adapter_lora *) {
-    return -1;  // nothing can be attached
-}
-
-void llama_clear_adapter_lora(struct llama_context *) {}
+// ---- Control vectors (LoRA adapters: capi_lora.cpp) ----
 
 int32_t llama_apply_adapter_cvec(struct llama_context *ctx, const float *data, size_t len, int32_t n_embd,
                                  int32_t il_start, int32_t il_end) {

@@ -93,6 +93,8 @@ DecodeStatus Context::encode(const Batch &in) {
     fb.cvec = cvec_.empty() ? nullptr : cvec_.data();
     fb.cvec_first = cvec_first_;
     fb.cvec_last = cvec_last_;
+    fb.lora = lora_.active();
+    scratch_.mm.lora = fb.lora;
     fb.abort_cb = params_.abort_callback;
     fb.abort_data = params_.abort_callback_data;
     const bool done = family->encode(model_, enc_kv_->view(), fb, scratch_, pool_for(n));

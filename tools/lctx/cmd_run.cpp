@@ -51,6 +51,8 @@ int cmd_run(int argc, char **argv) {
 
     std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
     if (!model) return 1;
+    std::vector<std::shared_ptr<const LoraAdapter>> adapters;
+    if (!load_loras_or_report(*model, o.loras, "run", adapters)) return 1;
     const Vocab &vocab = model->vocab();
 
     std::vector<int32_t> prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);
@@ -63,6 +65,7 @@ int cmd_run(int argc, char **argv) {
         *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
         resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v);
     if (!ctx) return 1;
+    apply_loras(*ctx, o.loras, adapters);
     if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
         std::fprintf(stderr, "lctx run: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const ContextParams &cp = ctx->params();
