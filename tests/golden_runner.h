@@ -100,7 +100,8 @@ inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, in
         } else if (op == "seq_add") {
             ctx->kv().seq_add(step["seq"], step["p0"], step["p1"], step["delta"]);
         } else if (op == "lora_load") {
-            std::shared_ptr<const LoraAdapter> a = LoraAdapter::load(model, files_dir + step["path"].get<std::string>());
+            std::shared_ptr<const LoraAdapter> a =
+                LoraAdapter::load(model, files_dir + step["path"].get<std::string>());
             // The metadata llama.cpp read must read the same here (llama_adapter_meta_val_str's rendering).
             const nlohmann::json meta = step.value("meta", nlohmann::json::object());
             for (const auto &[key, want] : meta.items()) {
@@ -108,8 +109,8 @@ inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, in
                 for (const auto &[k, v] : a->meta())
                     if (k == key) got = v;
                 if (got != want.get<std::string>())
-                    throw std::runtime_error("adapter metadata " + key + " is '" + got + "', llama.cpp read '" +
-                                             want.get<std::string>() + "'");
+                    throw std::runtime_error("adapter metadata " + key + " is '" + got +
+                                             "', llama.cpp read '" + want.get<std::string>() + "'");
             }
             adapters[step["id"].get<std::string>()] = std::move(a);
         } else if (op == "lora_set") {

@@ -20,7 +20,8 @@ void LoraBinding::set(const std::shared_ptr<const LoraAdapter> &adapter, float s
 
 bool LoraBinding::remove(const LoraAdapter *adapter) {
     drop_freed();
-    const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry &e) { return e.key == adapter; });
+    const auto it =
+        std::find_if(entries_.begin(), entries_.end(), [&](const Entry &e) { return e.key == adapter; });
     if (it == entries_.end()) return false;
     entries_.erase(it);
     return true;

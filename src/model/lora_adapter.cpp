@@ -99,12 +99,14 @@ std::unique_ptr<LoraAdapter> LoraAdapter::load(const Model &base, const std::str
         ++ad->n_pairs_;
     }
     for (const gguf::KeyValue &kv : f.metadata())
-        if (kv.value.type != gguf::ValueType::ARRAY) ad->meta_.emplace_back(kv.key, kv.value.to_display_string());
+        if (kv.value.type != gguf::ValueType::ARRAY)
+            ad->meta_.emplace_back(kv.key, kv.value.to_display_string());
     return ad;
 }
 
-void add_lora_products(std::span<const LoraActive> lora, std::initializer_list<Projection> outs, const float *x,
-                       int64_t ldx, int64_t n_rows, kernels::ThreadPool &pool, ProjectionScratch &scratch) {
+void add_lora_products(std::span<const LoraActive> lora, std::initializer_list<Projection> outs,
+                       const float *x, int64_t ldx, int64_t n_rows, kernels::ThreadPool &pool,
+                       ProjectionScratch &scratch) {
     for (const Projection &p : outs) {
         for (const LoraActive &la : lora) {
             const LoraAdapter::Target *tg = la.adapter->find(p.w);

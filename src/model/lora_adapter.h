@@ -71,8 +71,9 @@ struct LoraActive {
 
 // y_i += s B (A x) for every projection of `outs` an active adapter has a pair for (project() calls this
 // between the base product and the bias). x [n_rows][ldx].
-void add_lora_products(std::span<const LoraActive> lora, std::initializer_list<Projection> outs, const float *x,
-                       int64_t ldx, int64_t n_rows, kernels::ThreadPool &pool, ProjectionScratch &scratch);
+void add_lora_products(std::span<const LoraActive> lora, std::initializer_list<Projection> outs,
+                       const float *x, int64_t ldx, int64_t n_rows, kernels::ThreadPool &pool,
+                       ProjectionScratch &scratch);
 
 // The embedding lookup's part: x[t] += s B A[token_t] for the batch's tokens (token_embd's A is stored
 // transposed, one row of `rank` values per token). x [n_tokens][n_embd].

@@ -167,9 +167,9 @@ namespace {
 
 // Every matrix field of a layer (empty ones included).
 std::array<kernels::WeightView *, 17> layer_matrices(LayerWeights &l) {
-    return {&l.wq,       &l.wk,     &l.wv,       &l.wo,     &l.cross_wq, &l.cross_wk, &l.cross_wv,
-            &l.cross_wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ssm_in_x, &l.ssm_in_z, &l.ssm_x_dt,
-            &l.ssm_x_bc, &l.ssm_dt,   &l.ssm_out};
+    return {&l.wq,       &l.wk,       &l.wv,       &l.wo,     &l.cross_wq, &l.cross_wk,
+            &l.cross_wv, &l.cross_wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ssm_in_x,
+            &l.ssm_in_z, &l.ssm_x_dt, &l.ssm_x_bc, &l.ssm_dt, &l.ssm_out};
 }
 
 }  // namespace
@@ -184,8 +184,9 @@ void Model::index_matrices() {
     });
     auto add = [&](const kernels::WeightView *w) {
         if (!w->data) return;
-        auto it = std::upper_bound(by_data.begin(), by_data.end(), w->data,
-                                   [&](const uint8_t *p, const gguf::TensorInfo *t) { return p < file_->tensor_data(*t); });
+        auto it = std::upper_bound(
+            by_data.begin(), by_data.end(), w->data,
+            [&](const uint8_t *p, const gguf::TensorInfo *t) { return p < file_->tensor_data(*t); });
         if (it == by_data.begin()) return;
         const gguf::TensorInfo *t = *(it - 1);
         const size_t off = static_cast<size_t>(w->data - file_->tensor_data(*t));

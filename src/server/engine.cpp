@@ -230,15 +230,17 @@ namespace {
 
 // [{id, scale}] -> one scale per adapter, those left out 0 (llama-server's parse_lora_request).
 std::vector<float> parse_lora_list(const nlohmann::json &list, size_t n_adapters) {
-    if (!list.is_array()) throw ApiError(400, "lora must be an array of {id, scale}", "invalid_request_error", "lora");
+    if (!list.is_array())
+        throw ApiError(400, "lora must be an array of {id, scale}", "invalid_request_error", "lora");
     std::vector<float> scales(n_adapters, 0.0f);
     for (const nlohmann::json &e : list) {
         if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer())
             throw ApiError(400, "each lora entry needs an integer id", "invalid_request_error", "lora");
         const int64_t id = e["id"].get<int64_t>();
         if (id < 0 || static_cast<size_t>(id) >= n_adapters)
-            throw ApiError(400, "invalid adapter id " + std::to_string(id) + " (the server has " +
-                                    std::to_string(n_adapters) + " adapters)",
+            throw ApiError(400,
+                           "invalid adapter id " + std::to_string(id) + " (the server has " +
+                               std::to_string(n_adapters) + " adapters)",
                            "invalid_request_error", "lora");
         const nlohmann::json &sc = e.contains("scale") ? e["scale"] : nlohmann::json(0.0);
         if (!sc.is_number() || !std::isfinite(sc.get<double>()))

@@ -51,11 +51,14 @@ TEST_P(GoldenLora, MatchesLlamaCpp) {
     }
     std::printf("[ %s ] max |diff| = %.6g (row %zu, tolerance %.3g: %s)\n", tol.name, max_diff,
                 worst / run.row_len, tol.max_abs, tol.why);
-    EXPECT_LE(max_diff, tol.max_abs) << "worst at row " << worst / run.row_len << " col " << worst % run.row_len;
+    EXPECT_LE(max_diff, tol.max_abs) << "worst at row " << worst / run.row_len << " col "
+                                     << worst % run.row_len;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenLora, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<LoraCase> &info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<LoraCase> &info) {
+                             return std::string(info.param.name);
+                         });
 
 // Each case must exercise what its name says: the adapter moves the logits by far more than the tolerance
 // (so that a test of an adapter that is silently not applied fails).

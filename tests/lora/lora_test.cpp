@@ -39,11 +39,13 @@ std::vector<float> tensor_f32(const gguf::File &f, const gguf::TensorInfo &t) {
     const int64_t cols = t.ne[0], rows = t.n_elements() / cols;
     std::vector<float> v(static_cast<size_t>(cols * rows));
     const size_t rb = row_size(t.type, cols);
-    for (int64_t r = 0; r < rows; ++r) dequantize_row(t.type, f.tensor_data(t) + r * rb, v.data() + r * cols, cols);
+    for (int64_t r = 0; r < rows; ++r)
+        dequantize_row(t.type, f.tensor_data(t) + r * rb, v.data() + r * cols, cols);
     return v;
 }
 
-// A random adapter for some matrices of a base model, and the same base with the adapter merged in at a scale.
+// A random adapter for some matrices of a base model, and the same base with the adapter merged in at a
+// scale.
 struct SyntheticLora {
     struct Pair {
         std::string name;
@@ -55,8 +57,9 @@ struct SyntheticLora {
     float alpha = 0.0f;
 };
 
-SyntheticLora make_lora(const std::string &base_path, const std::vector<std::pair<std::string, int64_t>> &targets,
-                        float alpha, uint32_t seed) {
+SyntheticLora make_lora(const std::string &base_path,
+                        const std::vector<std::pair<std::string, int64_t>> &targets, float alpha,
+                        uint32_t seed) {
     auto f = gguf::File::open(base_path);
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -104,7 +107,8 @@ std::string write_lora(const SyntheticLora &l, const std::string &arch, const st
 }
 
 // The base with W' = W + s B A (s = scale * alpha / rank) written as F32 for each adapted matrix.
-std::string write_merged(const std::string &base_path, const SyntheticLora &l, float scale, const std::string &tag) {
+std::string write_merged(const std::string &base_path, const SyntheticLora &l, float scale,
+                         const std::string &tag) {
     auto f = gguf::File::open(base_path);
     gguf::Writer w;
     for (const gguf::KeyValue &kv : f->metadata()) w.set(kv.key, kv.value);
@@ -171,8 +175,8 @@ float max_abs_diff(const std::vector<float> &a, const std::vector<float> &b) {
 // Adapter at run time vs merged weights, on F32 models with an f32 cache: summation order only (1e-3, as the
 // f32 golden cases), while the adapter itself moves the logits by far more (checked too).
 void expect_matches_merged(const std::string &base_path, const std::string &arch,
-                           const std::vector<std::pair<std::string, int64_t>> &targets, float alpha, float scale,
-                           const std::string &tag) {
+                           const std::vector<std::pair<std::string, int64_t>> &targets, float alpha,
+                           float scale, const std::string &tag) {
     const SyntheticLora l = make_lora(base_path, targets, alpha, 1234);
     const std::string adapter_path = write_lora(l, arch, tag);
     const std::string merged_path = write_merged(base_path, l, scale, tag);
@@ -212,21 +216,23 @@ TEST(LoraMerged, LlamaEveryMatrixKind) {
 }
 
 TEST(LoraMerged, AlphaZeroMeansScaleAlone) {
-    expect_matches_merged(stories(), "llama", {{"blk.0.attn_q.weight", 4}, {"blk.2.ffn_down.weight", 4}}, 0.0f, 1.5f,
-                          "alpha0");
+    expect_matches_merged(stories(), "llama", {{"blk.0.attn_q.weight", 4}, {"blk.2.ffn_down.weight", 4}},
+                          0.0f, 1.5f, "alpha0");
 }
 
 TEST(LoraMerged, Phi3FusedRowRanges) {
     // phi3 binds attn_qkv as row ranges q | k | v and ffn_up as gate | up: each range reads its rows of B.
-    expect_matches_merged(golden("models/phi3.gguf"), "phi3",
-                          {{"blk.0.attn_qkv.weight", 4}, {"blk.0.ffn_up.weight", 4}, {"blk.1.attn_output.weight", 4}},
-                          8.0f, 1.0f, "phi3");
+    expect_matches_merged(
+        golden("models/phi3.gguf"), "phi3",
+        {{"blk.0.attn_qkv.weight", 4}, {"blk.0.ffn_up.weight", 4}, {"blk.1.attn_output.weight", 4}}, 8.0f,
+        1.0f, "phi3");
 }
 
 TEST(LoraMerged, QuantizedAdapter) {
     // A Q8_0 adapter (rank 32: B's rows are one block) against the merge of its own dequantized values.
     const std::string base_path = stories();
-    SyntheticLora l = make_lora(base_path, {{"blk.0.ffn_gate.weight", 32}, {"blk.1.attn_output.weight", 32}}, 32.0f, 7);
+    SyntheticLora l =
+        make_lora(base_path, {{"blk.0.ffn_gate.weight", 32}, {"blk.1.attn_output.weight", 32}}, 32.0f, 7);
     const std::string q_path = write_lora(l, "llama", "q8", GgmlType::Q8_0);
     for (SyntheticLora::Pair &p : l.pairs)
         for (std::vector<float> *v : {&p.a, &p.b}) {
@@ -254,7 +260,8 @@ TEST(LoraMerged, QuantizedAdapter) {
 
 TEST(Lora, RemovedIsExactlyNeverApplied) {
     auto model = Model::load(golden("models/llama-F16.gguf"));
-    std::shared_ptr<const LoraAdapter> a = LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
+    std::shared_ptr<const LoraAdapter> a =
+        LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
     Context fresh(*model, f32_params());
     const std::vector<float> never = prompt_logits(*model, fresh);
     Context ctx(*model, f32_params());
@@ -278,7 +285,8 @@ TEST(Lora, RemovedIsExactlyNeverApplied) {
 
 TEST(Lora, ScaleZeroAndClearAreNone) {
     auto model = Model::load(golden("models/llama-F16.gguf"));
-    std::shared_ptr<const LoraAdapter> a = LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
+    std::shared_ptr<const LoraAdapter> a =
+        LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
     Context fresh(*model, f32_params());
     const std::vector<float> never = prompt_logits(*model, fresh);
     Context ctx(*model, f32_params());
@@ -298,8 +306,10 @@ TEST(Lora, TwoAdaptersAdd) {
     // The F32 adapter at 0.5 plus its F16-valued copy at 0.5 is the F32 adapter at 1.0, up to the F16
     // rounding of the copy (FORMAT-LORA-PPL.md: 0.0048 between the two at 1.0).
     auto model = Model::load(golden("models/llama-F16.gguf"));
-    std::shared_ptr<const LoraAdapter> a = LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
-    std::shared_ptr<const LoraAdapter> h = LoraAdapter::load(*model, golden_lora("models/lora-llama-F16-f16w.gguf"));
+    std::shared_ptr<const LoraAdapter> a =
+        LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
+    std::shared_ptr<const LoraAdapter> h =
+        LoraAdapter::load(*model, golden_lora("models/lora-llama-F16-f16w.gguf"));
     Context one(*model, f32_params()), two(*model, f32_params());
     one.lora().set(a, 1.0f);
     two.lora().set(a, 0.5f);
@@ -310,7 +320,8 @@ TEST(Lora, TwoAdaptersAdd) {
 
 TEST(Lora, FreedAdapterIsDropped) {
     auto model = Model::load(golden("models/llama-F16.gguf"));
-    std::shared_ptr<const LoraAdapter> a = LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
+    std::shared_ptr<const LoraAdapter> a =
+        LoraAdapter::load(*model, golden_lora("models/lora-llama-F16.gguf"));
     Context fresh(*model, f32_params());
     const std::vector<float> never = prompt_logits(*model, fresh);
     Context ctx(*model, f32_params());
@@ -334,18 +345,21 @@ void expect_refused(const std::string &base_path, const std::string &adapter, co
 TEST(Lora, RefusesMismatchedAdapters) {
     const std::string lora = golden_lora("models/lora-llama-F16.gguf");
     // FORMAT-LORA-PPL.md's example: this adapter on stories260K (n_embd 64).
-    expect_refused(stories(), lora, "tensor 'blk.0.attn_q.weight' has incorrect shape (hint: maybe wrong base model?)");
+    expect_refused(stories(), lora,
+                   "tensor 'blk.0.attn_q.weight' has incorrect shape (hint: maybe wrong base model?)");
     expect_refused(golden("models/phi3.gguf"), lora, "architecture 'llama' is not the model's 'phi3'");
     expect_refused(golden("models/llama-F16.gguf"), stories(), "general.type");
     const std::string base = golden("models/llama-F16.gguf");
-    const std::string half = testing::rewrite_gguf(lora, testing::dropping({"blk.1.attn_v.weight.lora_b"}), "half");
+    const std::string half =
+        testing::rewrite_gguf(lora, testing::dropping({"blk.1.attn_v.weight.lora_b"}), "half");
     expect_refused(base, half, "LoRA tensor pair for 'blk.1.attn_v.weight' is missing one component");
     const std::string no_type = testing::rewrite_gguf(lora, testing::dropping({"adapter.type"}), "notype");
     expect_refused(base, no_type, "adapter.type");
     testing::Rewrite extra;
     extra.add = [](gguf::Writer &w) {
         std::vector<float> z(256 * 4, 0.0f);
-        w.add_tensor("blk.9.attn_k.weight.lora_a", GgmlType::F32, {256, 4}, z.data(), z.size() * sizeof(float));
+        w.add_tensor("blk.9.attn_k.weight.lora_a", GgmlType::F32, {256, 4}, z.data(),
+                     z.size() * sizeof(float));
         w.add_tensor("blk.9.attn_k.weight.lora_b", GgmlType::F32, {4, 64}, z.data(), 4 * 64 * sizeof(float));
     };
     const std::string ghost = testing::rewrite_gguf(lora, extra, "ghost");

@@ -70,7 +70,8 @@ int cmd_serve(int argc, char **argv) {
     const int st = parse_or_report(app, "serve", normalize_args(argc, argv));
     if (st >= 0) return st;
     std::string lora_error;
-    for (const LoraOption &l : parse_lora_options(lora_args, lora_error)) eo.lora.emplace_back(l.path, l.scale);
+    for (const LoraOption &l : parse_lora_options(lora_args, lora_error))
+        eo.lora.emplace_back(l.path, l.scale);
     if (!lora_error.empty()) {
         std::fprintf(stderr, "lctx serve: %s\n", lora_error.c_str());
         return 1;

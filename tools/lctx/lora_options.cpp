@@ -21,7 +21,8 @@ bool parse_scale(const std::string &s, float &out) {
 }  // namespace
 
 void add_lora_options(CLI::App &app, LoraArgs &a) {
-    app.add_option("--lora", a.lora, "LoRA adapter FILE[:SCALE] applied at run time (scale 1 by default; repeatable)")
+    app.add_option("--lora", a.lora,
+                   "LoRA adapter FILE[:SCALE] applied at run time (scale 1 by default; repeatable)")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--lora-scaled", a.lora_scaled, "LoRA adapter FILE SCALE (repeatable)")
         ->expected(2)
@@ -35,7 +36,8 @@ std::vector<LoraOption> parse_lora_options(const LoraArgs &a, std::string &error
         LoraOption o{s, 1.0f};
         // FILE:SCALE when what follows the last ':' is a number; otherwise the whole text is the file.
         const size_t colon = s.rfind(':');
-        if (colon != std::string::npos && parse_scale(s.substr(colon + 1), o.scale)) o.path = s.substr(0, colon);
+        if (colon != std::string::npos && parse_scale(s.substr(colon + 1), o.scale))
+            o.path = s.substr(0, colon);
         if (o.path.empty()) {
             error = "--lora: no file in '" + s + "'";
             return {};
@@ -72,7 +74,8 @@ bool load_loras_or_report(const Model &model, const std::vector<LoraOption> &opt
 
 void apply_loras(Context &ctx, const std::vector<LoraOption> &opts,
                  const std::vector<std::shared_ptr<const LoraAdapter>> &adapters) {
-    for (size_t i = 0; i < adapters.size() && i < opts.size(); ++i) ctx.lora().set(adapters[i], opts[i].scale);
+    for (size_t i = 0; i < adapters.size() && i < opts.size(); ++i)
+        ctx.lora().set(adapters[i], opts[i].scale);
 }
 
 }  // namespace lctx::cli
