@@ -506,6 +506,7 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int3
     return run_on_loop<Rows>([this, &inputs] {
         const size_t seqs = static_cast<size_t>(opts_.n_slots);
         const size_t width = pooling_ == LLAMA_POOLING_TYPE_RANK ? 1 : static_cast<size_t>(n_embd_);
+        apply_lora(lora_scales_for(nullptr));  // an embedding pass takes the global adapter scales
         llama_batch b = llama_batch_init(max_embed_tokens_, 0, 1);
         Rows rows;
         for (size_t first = 0; first < inputs.size();) {
