@@ -79,7 +79,7 @@ struct ForwardScratch {
     std::vector<std::vector<float>> per_thread;  // attention scores and conversions
     std::vector<float> ssm_x, ssm_z, ssm_xc, ssm_dtr, ssm_bc, ssm_dt, ssm_y;  // state-space layers (mamba)
     std::vector<float *> conv_state, ssm_state;  // [n_tokens] each row's recurrent state
-    ProjectionScratch mm;  // the products' scratch (project())
+    ProjectionScratch mm;                        // the products' scratch (project())
 };
 
 // The RoPE parameters of layer il in a context of n_ctx_per_seq cells per sequence (KvView::n_ctx_per_seq):
