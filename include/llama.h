@@ -45,6 +45,9 @@
  *     they equal keys computed at their new positions. b4748's shift also multiplied every cached key, moved
  *     or not, by the RoPE magnitude (yarn_attn_factor times rope.scaling.attn_factor, and YaRN's scale) at
  *     every shift, so that LongRoPE and YaRN models drifted after each one.
+ *   - LoRA adapters are freed with their model, as this header promises (b4748 leaked the ones never passed
+ *     to llama_adapter_lora_free); an adapter freed while set on a context is dropped from that context's set
+ *     (b4748 read freed memory); llama_set_adapter_lora refuses with -1 an adapter of another model.
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -635,14 +638,16 @@ LLAMA_API uint32_t llama_model_quantize(const char *fname_inp, const char *fname
  * LoRA adapters and control vectors
  * ------------------------------------------------------------------------------------------------- */
 
-/* Loads a GGUF LoRA adapter for the model; NULL on failure. Free it with llama_adapter_lora_free. */
+/* Loads a GGUF LoRA adapter for the model; NULL on failure (the reason is logged). It is freed with the
+ * model, or earlier with llama_adapter_lora_free. */
 LLAMA_API struct llama_adapter_lora *llama_adapter_lora_init(struct llama_model *model,
                                                              const char *path_lora);
 
-/* Frees an adapter no context is using any more. */
+/* Frees an adapter; a context it is still set on drops it from its set (lctx; b4748 required it unused). */
 LLAMA_API void llama_adapter_lora_free(struct llama_adapter_lora *adapter);
 
-/* Enables an adapter on this context with weight `scale` (or updates the scale); returns 0. */
+/* Enables an adapter on this context with weight `scale` (or updates the scale) from the next decode on;
+ * returns 0, or -1 for an adapter of another model (lctx). */
 LLAMA_API int32_t llama_set_adapter_lora(struct llama_context *ctx, struct llama_adapter_lora *adapter,
                                          float scale);
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "context/batch_builder.h"
 #include "context/context.h"
+#include "model/lora_adapter.h"
 #include "model/model.h"
 #include "vocab/vocab.h"
 
@@ -61,11 +63,14 @@ struct GoldenRun {
     size_t row_len = 0;
 };
 
-// Executes the steps of a logits / kv_ops case with n_threads threads.
-inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, int n_threads = 1) {
+// Executes the steps of a logits / kv_ops case with n_threads threads. Files the steps name (lora_load's
+// adapters) are relative to files_dir.
+inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, int n_threads = 1,
+                                 const std::string &files_dir = "") {
     ContextParams p = context_params(c);
     p.n_threads = p.n_threads_batch = n_threads;
     auto ctx = std::make_unique<Context>(model, p);
+    std::map<std::string, std::shared_ptr<const LoraAdapter>> adapters;  // by the case's id
     GoldenRun out;
     out.row_len = model.hparams().n_vocab;
     for (const nlohmann::json &step : c["steps"]) {
@@ -94,6 +99,25 @@ inline GoldenRun run_logits_case(const Model &model, const nlohmann::json &c, in
             ctx->kv().seq_cp(step["src"], step["dst"], step["p0"], step["p1"]);
         } else if (op == "seq_add") {
             ctx->kv().seq_add(step["seq"], step["p0"], step["p1"], step["delta"]);
+        } else if (op == "lora_load") {
+            std::shared_ptr<const LoraAdapter> a =
+                LoraAdapter::load(model, files_dir + step["path"].get<std::string>());
+            // The metadata llama.cpp read must read the same here (llama_adapter_meta_val_str's rendering).
+            const nlohmann::json meta = step.value("meta", nlohmann::json::object());
+            for (const auto &[key, want] : meta.items()) {
+                std::string got = "(missing)";
+                for (const auto &[k, v] : a->meta())
+                    if (k == key) got = v;
+                if (got != want.get<std::string>())
+                    throw std::runtime_error("adapter metadata " + key + " is '" + got +
+                                             "', llama.cpp read '" + want.get<std::string>() + "'");
+            }
+            adapters[step["id"].get<std::string>()] = std::move(a);
+        } else if (op == "lora_set") {
+            // llama_set_adapters_lora (newer API) replaces the whole set: clear, then set each.
+            ctx->lora().clear();
+            for (const nlohmann::json &e : step["adapters"])
+                ctx->lora().set(adapters.at(e["id"].get<std::string>()), e["scale"].get<float>());
         } else if (op == "new_context") {
             ctx = std::make_unique<Context>(model, p);
         } else {

@@ -7,7 +7,6 @@
 #include "gguf/gguf.h"
 
 using lctx::capi::guard;
-using lctx::capi::not_supported;
 
 namespace {
 

@@ -10,12 +10,22 @@
 
 #include "context/context.h"
 #include "llama.h"
+#include "model/lora_adapter.h"
 #include "model/model.h"
 #include "util/log.h"
 #include "vocab/vocab.h"
 
+// A LoRA adapter of one model (src/capi/capi_lora.cpp). The model owns it; contexts hold it weakly.
+struct llama_adapter_lora {
+    llama_model *model = nullptr;
+    std::shared_ptr<const lctx::LoraAdapter> impl;
+};
+
 struct llama_model {
     std::unique_ptr<lctx::Model> impl;
+    // Adapters loaded for this model (llama_adapter_lora_init), freed with it as the header promises (b4748
+    // leaked them) unless llama_adapter_lora_free came first; declared after impl, so freed before it.
+    std::vector<std::unique_ptr<llama_adapter_lora>> lora_adapters;
     bool vocab_only = false;
     double t_load_ms = 0.0;
     // Scalar metadata in file order: (key, value rendered as text). Arrays are not visible (as upstream).
@@ -66,11 +76,6 @@ void guard_void(const char *fn, F &&f) {
     } catch (...) {
         LCTX_LOG_ERROR("%s: unknown error", fn);
     }
-}
-
-// Logs the standard line for a feature lctx does not have yet.
-inline void not_supported(const char *fn, const char *what) {
-    LCTX_LOG_ERROR("%s: %s is not supported yet", fn, what);
 }
 
 // Loads a model for llama_model_load_from_file (parts == nullptr: a split model's other parts found by

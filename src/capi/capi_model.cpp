@@ -1,4 +1,5 @@
-// C API: model parameters, loading, queries and metadata; LoRA / control-vector stubs (quantize: capi_quantize.cpp).
+// C API: model parameters, loading, queries and metadata; control vectors (quantize: capi_quantize.cpp, LoRA
+// adapters: capi_lora.cpp, split models: capi_split.cpp).
 #include <cstring>
 #include <string>
 
@@ -10,7 +11,6 @@ using lctx::capi::copy_out;
 using lctx::capi::guard;
 using lctx::capi::guard_void;
 using lctx::capi::load_model;
-using lctx::capi::not_supported;
 
 namespace {
 
@@ -277,25 +277,7 @@ bool llama_model_is_recurrent(const struct llama_model *model) {
     return false;
 }
 
-// ---- LoRA adapters and control vectors ----
-
-struct llama_adapter_lora *llama_adapter_lora_init(struct llama_model *, const char *) {
-    not_supported(__func__, "LoRA adapters");
-    return nullptr;
-}
-
-void llama_adapter_lora_free(struct llama_adapter_lora *) {}  // none can exist
-
-int32_t llama_set_adapter_lora(struct llama_context *, struct llama_adapter_lora *, float) {
-    not_supported(__func__, "LoRA adapters");
-    return -1;
-}
-
-int32_t llama_rm_adapter_lora(struct llama_context *, struct llama_adapter_lora *) {
-    return -1;  // nothing can be attached
-}
-
-void llama_clear_adapter_lora(struct llama_context *) {}
+// ---- Control vectors (LoRA adapters: capi_lora.cpp) ----
 
 int32_t llama_apply_adapter_cvec(struct llama_context *ctx, const float *data, size_t len, int32_t n_embd,
                                  int32_t il_start, int32_t il_end) {

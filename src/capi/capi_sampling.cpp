@@ -16,7 +16,6 @@
 
 using lctx::capi::guard;
 using lctx::capi::guard_void;
-using lctx::capi::not_supported;
 
 namespace {
 

@@ -471,6 +471,8 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.cvec = cvec_.empty() ? nullptr : cvec_.data();
         fb.cvec_first = cvec_first_;
         fb.cvec_last = cvec_last_;
+        fb.lora = lora_.active();
+        scratch_.mm.lora = fb.lora;
         fb.abort_cb = params_.abort_callback;
         fb.abort_data = params_.abort_callback_data;
         if (!forward(model_, kv_->view(), fb, scratch_, pool)) return stop(DecodeStatus::Aborted);

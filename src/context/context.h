@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "context/kv_cache.h"
+#include "context/lora_binding.h"
 #include "kernels/threadpool.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -125,6 +126,9 @@ class Context {
     // data switches it off. Throws Error when n_embd is not the model's.
     void set_control_vector(const float *data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);
 
+    // LoRA adapters applied from the next decode on (model/lora_adapter.h).
+    LoraBinding &lora() { return lora_; }
+
     PerfCounters perf() const { return perf_; }
     void perf_reset();
 
@@ -174,6 +178,7 @@ class Context {
 
     std::vector<float> cvec_;  // [n_layer][n_embd] control vector, empty when none
     int32_t cvec_first_ = 0, cvec_last_ = -1;
+    LoraBinding lora_;
     std::vector<float> mask_;        // [n_ubatch][n_kv]
     std::vector<float> mask_swa_;    // [n_ubatch][n_kv], for the sliding-window layers of a model with some
     std::vector<int32_t> mask_spans_, mask_swa_spans_;  // [n_ubatch][2] the masks' visible spans

@@ -97,6 +97,8 @@ DecodeStatus Context::run_encoder(const Batch &b, bool causal, int32_t n_out, co
     fb.cvec = cvec_.empty() ? nullptr : cvec_.data();
     fb.cvec_first = cvec_first_;
     fb.cvec_last = cvec_last_;
+    fb.lora = lora_.active();
+    scratch_.mm.lora = fb.lora;
     fb.abort_cb = params_.abort_callback;
     fb.abort_data = params_.abort_callback_data;
     const bool done = find_family(hp.arch)->encode(model_, enc_kv_->view(), fb, scratch_, pool_for(n));

@@ -8,6 +8,7 @@
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/rows.h"
+#include "model/lora_adapter.h"
 #include "model/projection.h"
 #include "util/error.h"
 
@@ -32,6 +33,7 @@ void embed_tokens(const kernels::WeightView &token_embd, const ForwardBatch &b, 
         else
             std::memcpy(x + t * n_embd, b.embd + t * n_embd, sizeof(float) * n_embd);
     }
+    if (!b.lora.empty()) add_lora_embeddings(b.lora, &token_embd, b, n_embd, x);
 }
 
 void rope_angles_rows(const ForwardBatch &b, const kernels::RopeParams &rope, ForwardScratch &s) {
@@ -245,7 +247,7 @@ void write_outputs(const HParams &hp, const ModelWeights &w, const ForwardBatch 
                    ForwardScratch &s, kernels::ThreadPool &pool) {
     const int64_t n_out = b.n_outputs, n_embd = hp.n_embd;
     if (b.hidden) std::memcpy(b.hidden, normed, sizeof(float) * n_out * n_embd);
-    if (b.logits) kernels::matmul(w.output, normed, n_embd, n_out, b.logits, hp.n_vocab, pool, s.mm);
+    if (b.logits) project({{&w.output, nullptr, b.logits, hp.n_vocab}}, normed, n_embd, n_out, pool, s.mm);
 }
 
 }  // namespace lctx

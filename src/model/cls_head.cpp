@@ -13,7 +13,7 @@ bool has_cls_head(const ModelWeights &w) {
 }
 
 void cls_head_scores(const Model &model, const float *h, int64_t n, float *scores, kernels::ThreadPool &pool,
-                     kernels::MatmulScratch &scratch) {
+                     ProjectionScratch &scratch) {
     const ModelWeights &w = model.weights();
     if (!has_cls_head(w)) throw Error("the model has no classification head (cls, cls.output) to rank with");
     const int64_t n_embd = model.hparams().n_embd, n_cls = w.cls.rows;

@@ -7,6 +7,7 @@
 #include "kernels/matmul.h"
 #include "kernels/threadpool.h"
 #include "model/model.h"
+#include "model/projection.h"
 
 namespace lctx {
 
@@ -16,6 +17,6 @@ bool has_cls_head(const ModelWeights &w);
 
 // scores[i] = the head's score of h [n][n_embd] row i. The model must have the head (has_cls_head).
 void cls_head_scores(const Model &model, const float *h, int64_t n, float *scores, kernels::ThreadPool &pool,
-                     kernels::MatmulScratch &scratch);
+                     ProjectionScratch &scratch);
 
 }  // namespace lctx

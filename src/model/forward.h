@@ -3,11 +3,13 @@
 // only computes.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/threadpool.h"
+#include "model/projection.h"
 #include "tensor/types.h"
 
 namespace lctx {
@@ -64,6 +66,9 @@ struct ForwardBatch {
     // layer il's feed-forward block for il in [cvec_first, cvec_last]; null when none is applied.
     const float *cvec = nullptr;
     int32_t cvec_first = 0, cvec_last = -1;
+    // LoRA adapters active on the context (model/lora_adapter.h); the embedding lookup adds their
+    // token_embd pairs (the products get them through ForwardScratch::mm). Empty: none.
+    std::span<const LoraActive> lora;
     // Polled between layers; returning true stops the pass (the caller discards the micro-batch).
     bool (*abort_cb)(void *) = nullptr;
     void *abort_data = nullptr;
@@ -78,7 +83,7 @@ struct ForwardScratch {
     std::vector<std::vector<float>> per_thread;  // attention scores and conversions
     std::vector<float> ssm_x, ssm_z, ssm_xc, ssm_dtr, ssm_bc, ssm_dt, ssm_y;  // state-space layers (mamba)
     std::vector<float *> conv_state, ssm_state;  // [n_tokens] each row's recurrent state
-    kernels::MatmulScratch mm;
+    ProjectionScratch mm;                        // the products' scratch (project())
 };
 
 // A context's RoPE parameters (llama_context_params' rope_* and yarn_* fields). The defaults are

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,7 @@ std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, const 
     if (opts.progress && !opts.progress(0.0f, opts.progress_user_data))
         throw Error("model loading cancelled");
     m->bind_weights();
+    m->index_matrices();
     const char *env = std::getenv("LCTX_REPACK");
     if (opts.repack && !(env && std::string(env) == "0")) m->repack_weights(opts, 0.5f);
     if (opts.progress && !opts.progress(1.0f, opts.progress_user_data))
@@ -173,15 +175,60 @@ void Model::bind_weights() {
     b.finish();
 }
 
+namespace {
+
+// Every matrix field of a layer (empty ones included).
+std::array<kernels::WeightView *, 17> layer_matrices(LayerWeights &l) {
+    return {&l.wq,       &l.wk,       &l.wv,       &l.wo,     &l.cross_wq, &l.cross_wk,
+            &l.cross_wv, &l.cross_wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ssm_in_x,
+            &l.ssm_in_z, &l.ssm_x_dt, &l.ssm_x_bc, &l.ssm_dt, &l.ssm_out};
+}
+
+}  // namespace
+
+void Model::index_matrices() {
+    // Each bound view still points into the file's mapping here (repack_weights comes later): the tensor
+    // whose bytes hold its first row names it, and the row offset inside that tensor is the part it reads.
+    std::vector<const gguf::TensorInfo *> by_data;
+    for (const gguf::TensorInfo &t : file_->tensors()) by_data.push_back(&t);
+    std::sort(by_data.begin(), by_data.end(), [&](const gguf::TensorInfo *a, const gguf::TensorInfo *b) {
+        return file_->tensor_data(*a) < file_->tensor_data(*b);
+    });
+    auto add = [&](const kernels::WeightView *w) {
+        if (!w->data) return;
+        auto it = std::upper_bound(
+            by_data.begin(), by_data.end(), w->data,
+            [&](const uint8_t *p, const gguf::TensorInfo *t) { return p < file_->tensor_data(*t); });
+        if (it == by_data.begin()) return;
+        const gguf::TensorInfo *t = *(it - 1);
+        const size_t off = static_cast<size_t>(w->data - file_->tensor_data(*t));
+        if (off >= t->nbytes || w->row_bytes == 0) return;
+        matrix_parts_[t->name].push_back({w, static_cast<int64_t>(off / w->row_bytes)});
+    };
+    // The embedding table is read by the lookup; a tied output matrix is the same table, whose adapter pair
+    // (stored transposed for the lookup) does not fit a product, so only the lookup is indexed.
+    add(&weights_.token_embd);
+    if (weights_.output.data != weights_.token_embd.data) add(&weights_.output);
+    add(&weights_.cls);
+    add(&weights_.cls_out);
+    for (std::vector<LayerWeights> *stack : {&weights_.enc_layers, &weights_.layers})
+        for (LayerWeights &l : *stack)
+            for (kernels::WeightView *w : layer_matrices(l)) add(w);
+}
+
+std::span<const Model::MatrixPart> Model::matrix_parts(const std::string &name) const {
+    auto it = matrix_parts_.find(name);
+    if (it == matrix_parts_.end()) return {};
+    return it->second;
+}
+
 void Model::repack_weights(const ModelLoadOptions &opts, float p0) {
     std::vector<kernels::WeightView *> todo;
     // Every matrix a family binds, the row ranges of a fused tensor included (each range is a matrix of its
     // own to the kernels).
     for (std::vector<LayerWeights> *stack : {&weights_.enc_layers, &weights_.layers})
         for (LayerWeights &l : *stack)
-            for (kernels::WeightView *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.cross_wq, &l.cross_wk, &l.cross_wv,
-                                           &l.cross_wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ssm_in_x,
-                                           &l.ssm_in_z, &l.ssm_x_dt, &l.ssm_x_bc, &l.ssm_dt, &l.ssm_out})
+            for (kernels::WeightView *w : layer_matrices(l))
                 if (w->data) todo.push_back(w);
     // A tied output matrix is the embedding table: one interleaved copy serves both (a lookup de-interleaves
     // its row). An untied table is only looked up and stays in the mapping.

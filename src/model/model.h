@@ -3,7 +3,9 @@
 // f32). The forward pass of each family lives in its own file (llama.cpp, qwen2.cpp, ...; families.h).
 #pragma once
 #include <memory>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gguf/gguf.h"
@@ -132,6 +134,15 @@ class Model {
     bool vocab_only() const { return vocab_only_; }
     const std::string &path() const { return path_; }
 
+    // A matrix of the file as the forward passes read it (LoRA adapters find their base matrices here): the
+    // views in weights() that hold its rows, each with the first row of the file's tensor it holds (the q, k
+    // and v ranges of a fused attn_qkv). Empty for a tensor that is no matrix of a product or lookup.
+    struct MatrixPart {
+        const kernels::WeightView *view;
+        int64_t first_row;
+    };
+    std::span<const MatrixPart> matrix_parts(const std::string &name) const;
+
   private:
     Model() = default;
     static std::unique_ptr<Model> load_file(std::unique_ptr<gguf::File> file, const std::string &path,
@@ -139,6 +150,8 @@ class Model {
     // The family's bind_<family> (model/families.h) declares the tensors; unbound ones are refused.
     void bind_weights();
     void count_tensors();
+    // Fills matrix_parts_ from the views bind_weights made (before repack_weights moves them).
+    void index_matrices();
     // Moves the matrices into copies in huge pages, interleaved where the type has that layout; progress goes
     // from `p0` to 1.
     void repack_weights(const ModelLoadOptions &opts, float p0);
@@ -148,6 +161,7 @@ class Model {
     HParams hparams_;
     std::unique_ptr<Vocab> vocab_;
     ModelWeights weights_;
+    std::unordered_map<std::string, std::vector<MatrixPart>> matrix_parts_;
     PageBuffer repacked_;  // the copies the views point into, in the order they are read
     uint64_t size_bytes_ = 0;
     uint64_t n_params_ = 0;

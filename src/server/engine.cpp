@@ -76,6 +76,9 @@ struct Engine::Slot {
     bool generating = false;
     int32_t next_token = -1;  // sampled, not yet decoded
     int32_t i_batch = -1;     // this step's logits row, or -1
+    bool in_step = false;     // has tokens in this step's batch
+    uint64_t last_step = 0;   // the step that last decoded its tokens
+    std::vector<float> lora;  // the adapter scales its cached K/V were computed with
     llama_sampler *chain = nullptr;
     std::unique_ptr<TextStream> text;
 
@@ -127,6 +130,17 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
         llama_model_free(model_);
         throw std::runtime_error("cannot create a context of " + std::to_string(opts_.n_ctx) + " cells");
     }
+    for (const auto &[path, scale] : opts_.lora) {
+        llama_adapter_lora *a = llama_adapter_lora_init(model_, path.c_str());
+        if (!a) {
+            llama_free(ctx_);
+            llama_model_free(model_);  // frees the adapters loaded so far
+            throw std::runtime_error("cannot load the LoRA adapter '" + path + "' (see the log line above)");
+        }
+        lora_.push_back(a);
+        lora_scales_.push_back(scale);
+    }
+    applied_lora_.assign(lora_.size(), 0.0f);
     // Each slot's cells together: a step's tokens then attend over their own slot's cells only.
     lctx_kv_cache_place_by_sequence(ctx_, true);
     vocab_ = llama_model_get_vocab(model_);
@@ -200,6 +214,63 @@ void Engine::submit(std::vector<Task> tasks) {
         metrics_.waiting = static_cast<int64_t>(queue_.size());
     }
     cv_.notify_all();
+}
+
+// ---- LoRA adapters ----
+
+nlohmann::json Engine::lora_adapters() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < lora_.size(); ++i)
+        out.push_back({{"id", i}, {"path", opts_.lora[i].first}, {"scale", lora_scales_[i]}});
+    return out;
+}
+
+namespace {
+
+// [{id, scale}] -> one scale per adapter, those left out 0 (llama-server's parse_lora_request).
+std::vector<float> parse_lora_list(const nlohmann::json &list, size_t n_adapters) {
+    if (!list.is_array())
+        throw ApiError(400, "lora must be an array of {id, scale}", "invalid_request_error", "lora");
+    std::vector<float> scales(n_adapters, 0.0f);
+    for (const nlohmann::json &e : list) {
+        if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer())
+            throw ApiError(400, "each lora entry needs an integer id", "invalid_request_error", "lora");
+        const int64_t id = e["id"].get<int64_t>();
+        if (id < 0 || static_cast<size_t>(id) >= n_adapters)
+            throw ApiError(400,
+                           "invalid adapter id " + std::to_string(id) + " (the server has " +
+                               std::to_string(n_adapters) + " adapters)",
+                           "invalid_request_error", "lora");
+        const nlohmann::json &sc = e.contains("scale") ? e["scale"] : nlohmann::json(0.0);
+        if (!sc.is_number() || !std::isfinite(sc.get<double>()))
+            throw ApiError(400, "the scale of adapter " + std::to_string(id) + " must be a finite number",
+                           "invalid_request_error", "lora");
+        scales[static_cast<size_t>(id)] = sc.get<float>();
+    }
+    return scales;
+}
+
+}  // namespace
+
+void Engine::set_lora_scales(const nlohmann::json &body) {
+    std::vector<float> scales = parse_lora_list(body, lora_.size());
+    std::lock_guard<std::mutex> lk(mu_);
+    lora_scales_ = std::move(scales);
+}
+
+std::vector<float> Engine::lora_scales_for(const nlohmann::json *request_lora) const {
+    if (request_lora) return parse_lora_list(*request_lora, lora_.size());
+    std::lock_guard<std::mutex> lk(mu_);
+    return lora_scales_;
+}
+
+void Engine::apply_lora(const std::vector<float> &scales) {
+    if (scales == applied_lora_) return;
+    llama_clear_adapter_lora(ctx_);
+    for (size_t i = 0; i < lora_.size(); ++i)
+        if (scales[i] != 0.0f) llama_set_adapter_lora(ctx_, lora_[i], scales[i]);
+    applied_lora_ = scales;
 }
 
 // ---- model-side helpers ----
@@ -383,6 +454,7 @@ nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const 
             }
             toks.resize(n_tok);
             s.cache = std::move(toks);
+            s.lora = lora_scales_for(nullptr);  // taken as computed with the global adapter scales
             out["filename"] = std::filesystem::path(path).filename().string();
             out["n_restored"] = s.cache.size();
             out["n_read"] = n;
@@ -434,6 +506,7 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int3
     return run_on_loop<Rows>([this, &inputs] {
         const size_t seqs = static_cast<size_t>(opts_.n_slots);
         const size_t width = pooling_ == LLAMA_POOLING_TYPE_RANK ? 1 : static_cast<size_t>(n_embd_);
+        apply_lora(lora_scales_for(nullptr));  // an embedding pass takes the global adapter scales
         llama_batch b = llama_batch_init(max_embed_tokens_, 0, 1);
         Rows rows;
         for (size_t first = 0; first < inputs.size();) {
@@ -484,9 +557,12 @@ bool Engine::assign_waiting() {
         const std::vector<int32_t> &prompt = queue_.front().prompt;
         Slot *best = nullptr, *lru = nullptr;
         size_t best_lcp = 0;
+        // A cache computed with other adapter scales holds other K/V: it shares no prefix.
+        const std::vector<float> &lora = queue_.front().lora;
+        auto prefix = [&](const Slot &sl) { return sl.lora == lora ? common_prefix(sl.cache, prompt) : 0; };
         for (auto &s : slots_) {
             if (s->busy) continue;
-            const size_t lcp = common_prefix(s->cache, prompt);
+            const size_t lcp = prefix(*s);
             if (2 * lcp >= prompt.size() && lcp > best_lcp) {
                 best = s.get();
                 best_lcp = lcp;
@@ -495,7 +571,7 @@ bool Engine::assign_waiting() {
         }
         if (!best) {
             best = lru;
-            best_lcp = lru ? common_prefix(lru->cache, prompt) : 0;
+            best_lcp = lru ? prefix(*lru) : 0;
         }
         if (!best) break;
         Slot &s = *best;
@@ -512,6 +588,7 @@ bool Engine::assign_waiting() {
             keep = 0;
         }
         s.cache.resize(keep);
+        s.lora = s.task.lora;
         s.n_cached = static_cast<int32_t>(keep);
         s.n_generated = 0;
         s.generating = false;
@@ -569,18 +646,28 @@ void Engine::step() {
         batch_.seq_id[i][0] = s.id;
         batch_.logits[i] = logits ? 1 : 0;
         s.cache.push_back(token);
+        s.in_step = true;
         if (logits) s.i_batch = i;
     };
+    // One decode applies one set of adapter scales: the step takes the slots of the set whose slot has waited
+    // longest (the others take a later step, so every set moves in turn).
+    const Slot *oldest = nullptr;
+    for (auto &sp : slots_) {
+        sp->i_batch = -1;
+        sp->in_step = false;
+        if (sp->busy && (!oldest || sp->last_step < oldest->last_step)) oldest = sp.get();
+    }
+    const std::vector<float> step_lora = oldest ? oldest->lora : applied_lora_;
+    auto joins = [&](const Slot &s) { return s.busy && s.lora == step_lora; };
     // Generating slots first: one token each.
     for (auto &sp : slots_) {
         Slot &s = *sp;
-        s.i_batch = -1;
-        if (s.busy && s.generating) add(s, s.next_token, true);
+        if (joins(s) && s.generating) add(s, s.next_token, true);
     }
     // Then prompt chunks: the remaining budget shared evenly, so every waiting prompt moves each step.
     std::vector<Slot *> prompting;
     for (auto &sp : slots_)
-        if (sp->busy && !sp->generating) prompting.push_back(sp.get());
+        if (joins(*sp) && !sp->generating) prompting.push_back(sp.get());
     // Small steps keep the other requests' tokens flowing (a new request waits at most one step); a lone
     // request, which nobody waits behind, takes large ones.
     const bool alone = prompting.size() + static_cast<size_t>(batch_.n_tokens) == 1;
@@ -604,6 +691,10 @@ void Engine::step() {
         return;
     }
 
+    ++step_clock_;
+    for (auto &sp : slots_)
+        if (sp->in_step) sp->last_step = step_clock_;
+    apply_lora(step_lora);
     const int64_t t0 = now_us();
     const int32_t rc = llama_decode(ctx_, batch_);
     const int64_t dt = now_us() - t0;
@@ -617,7 +708,7 @@ void Engine::step() {
     if (rc != 0) {
         // The batch's slots end with an error; their sequences start over.
         for (auto &sp : slots_)
-            if (sp->busy && (sp->generating || sp->cache.size() > static_cast<size_t>(sp->n_cached))) {
+            if (sp->busy && sp->in_step) {
                 release_cells(*sp);
                 fail(*sp, "decoding failed (llama_decode returned " + std::to_string(rc) + ")");
             }

@@ -38,6 +38,8 @@ struct EngineOptions {
     int32_t max_queue = 64;      // requests waiting for a slot; beyond: 503
     bool context_shift = false;  // a full slot drops half its tokens (else the request ends with length)
     std::string chat_template;   // a built-in format name; "" = the model's template (chatml without one)
+    // LoRA adapters (--lora FILE[:SCALE]): file and initial global scale; their ids are their indexes here.
+    std::vector<std::pair<std::string, float>> lora;
 };
 
 struct TopLogprob {
@@ -92,6 +94,7 @@ struct Task {
     uint32_t seed = 0;
     std::string grammar;
     int32_t top_logprobs = -1;  // -1: no logprobs
+    std::vector<float> lora;    // the scale of each adapter (Engine::lora_scales_for); 0: not applied
 };
 
 struct SlotInfo {
@@ -138,6 +141,14 @@ class Engine {
     // Returns the response object; throws ApiError (404 unknown slot, 409 slot busy, 400 bad file).
     nlohmann::json slot_action(int32_t id, const std::string &action, const std::string &path);
 
+    // LoRA adapters (--lora): [{id, path, scale}] with the global scales (GET /lora-adapters).
+    nlohmann::json lora_adapters() const;
+    // POST /lora-adapters: [{id, scale}] sets the global scales (adapters left out get 0, as llama-server).
+    // Throws ApiError 400 naming what is wrong; then nothing changes.
+    void set_lora_scales(const nlohmann::json &body);
+    // A request's scales: the global ones, or its `lora` field ([{id, scale}], the others 0) when given.
+    std::vector<float> lora_scales_for(const nlohmann::json *request_lora) const;
+
     // Embedding models (an encoder such as bert): the context makes pooled vectors, not tokens.
     bool embedding_only() const { return embedding_only_; }
     enum llama_pooling_type pooling() const { return pooling_; }
@@ -161,6 +172,7 @@ class Engine {
     void release_cells(Slot &s);
     void shift(Slot &s);
     void update_kv_metrics();
+    void apply_lora(const std::vector<float> &scales);  // on the context, when not already set
 
     EngineOptions opts_;
     llama_model *model_ = nullptr;
@@ -173,6 +185,11 @@ class Engine {
     int32_t n_embd_ = 0, max_embed_tokens_ = 0;
     std::string model_name_, model_template_, bos_text_, eos_text_;
     Metrics metrics_;
+
+    std::vector<llama_adapter_lora *> lora_;  // --lora's adapters (owned by model_)
+    std::vector<float> lora_scales_;          // global scales (guarded by mu_)
+    std::vector<float> applied_lora_;         // the scales set on ctx_ now (the loop's)
+    uint64_t step_clock_ = 0;                 // counts steps: a slot's last_step orders adapter groups
 
     std::vector<std::unique_ptr<Slot>> slots_;
     llama_batch batch_{};

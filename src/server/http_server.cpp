@@ -206,6 +206,8 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     lim.n_vocab = eng.n_vocab();
     GenRequest r = ep == Endpoint::Chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
     std::vector<int32_t> prompt = prompt_tokens(eng, r);
+    // llama-server's per-request adapter scales: [{id, scale}], the adapters left out at 0.
+    const std::vector<float> lora = eng.lora_scales_for(body.contains("lora") ? &body["lora"] : nullptr);
 
     auto channel = std::make_shared<Channel>(r.n);
     const uint32_t seed = r.sampling.seed ? *r.sampling.seed : std::random_device{}();
@@ -221,6 +223,7 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
         t.seed = seed + static_cast<uint32_t>(i);
         t.grammar = r.grammar;
         t.top_logprobs = r.logprobs ? r.top_logprobs : -1;
+        t.lora = lora;
         tasks.push_back(std::move(t));
     }
     eng.submit(std::move(tasks));
@@ -506,6 +509,19 @@ void HttpServer::Impl::routes() {
                          send_json(res, 200, out);
                      });
                  });
+    // The LoRA adapters loaded with --lora and their global scales; POST sets them ([{id, scale}]).
+    svr.Get("/lora-adapters", [this](const httplib::Request &, httplib::Response &res) {
+        guarded(res, [&] { send_json(res, 200, need_engine().lora_adapters()); });
+    });
+    svr.Post("/lora-adapters", [this](const httplib::Request &req, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+            if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+            eng.set_lora_scales(body);
+            send_json(res, 200, json{{"success", true}});
+        });
+    });
     svr.Get("/slots", [this](const httplib::Request &, httplib::Response &res) {
         guarded(res, [&] {
             Engine &eng = need_engine();

@@ -161,6 +161,8 @@ int cmd_chat(int argc, char **argv) {
 
     std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
     if (!model) return 1;
+    std::vector<std::shared_ptr<const LoraAdapter>> adapters;
+    if (!load_loras_or_report(*model, o.loras, "chat", adapters)) return 1;
     const Vocab &vocab = model->vocab();
     // The model's own template runs through the Jinja engine (chat/chat_template.h), as llama.cpp's chat
     // pipeline renders it; a name given on the command line, or a model without a template, uses the
@@ -205,6 +207,7 @@ int cmd_chat(int argc, char **argv) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
         return 1;
     }
+    apply_loras(*ctx, o.loras, adapters);
     if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
         std::fprintf(stderr, "lctx chat: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const int32_t n_ctx = static_cast<int32_t>(ctx->params().n_ctx);

@@ -54,6 +54,8 @@ int cmd_run(int argc, char **argv) {
 
     std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
     if (!model) return 1;
+    std::vector<std::shared_ptr<const LoraAdapter>> adapters;
+    if (!load_loras_or_report(*model, o.loras, "run", adapters)) return 1;
     const Vocab &vocab = model->vocab();
 
     std::vector<int32_t> prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);
@@ -70,6 +72,7 @@ int cmd_run(int argc, char **argv) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
+    apply_loras(*ctx, o.loras, adapters);
     if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
         std::fprintf(stderr, "lctx run: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
     const ContextParams &cp = ctx->params();

@@ -65,8 +65,17 @@ int cmd_serve(int argc, char **argv) {
     app.add_flag("--no-metrics", no_metrics, "do not serve /metrics");
     app.add_flag(
         "--log-disable", [&](int64_t) { so.log = false; }, "no request log");
+    LoraArgs lora_args;
+    add_lora_options(app, lora_args);
     const int st = parse_or_report(app, "serve", normalize_args(argc, argv));
     if (st >= 0) return st;
+    std::string lora_error;
+    for (const LoraOption &l : parse_lora_options(lora_args, lora_error))
+        eo.lora.emplace_back(l.path, l.scale);
+    if (!lora_error.empty()) {
+        std::fprintf(stderr, "lctx serve: %s\n", lora_error.c_str());
+        return 1;
+    }
     if (no_metrics) so.metrics = false;
     so.http_threads = std::max(256, 2 * (eo.n_slots + eo.max_queue) + 32);
 

@@ -341,6 +341,7 @@ void add_gen_options(CLI::App &app, GenOptions &o) {
     app.add_option("--n-gpu-layers", o.n_gpu_layers, "(-ngl) accepted: lctx runs on the CPU");
     app.add_flag("--color", o.color, "color the prompt and the user input on a terminal");
     app.add_flag("-q,--log-disable", o.quiet, "no notes, progress or timings on stderr");
+    add_lora_options(app, o.lora_args);
     add_sampling_options(app, o.sampling);
 }
 
@@ -363,6 +364,9 @@ std::string check_gen_options(GenOptions &o) {
         return "--cache-type-v: unknown type '" + o.cache_type_v + "'";
     for (const std::string &r : o.reverse_prompts)
         if (r.empty()) return "--reverse-prompt: the text is empty";
+    std::string lora_error;
+    o.loras = parse_lora_options(o.lora_args, lora_error);
+    if (!lora_error.empty()) return lora_error;
     return check_sampling_options(o.sampling);
 }
 

@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "sampling/samplers.h"
 #include "tools/lctx/args.h"
+#include "tools/lctx/lora_options.h"
 
 namespace lctx::cli {
 
@@ -98,6 +99,8 @@ struct GenOptions {
     int32_t n_gpu_layers = -1;
     bool json = false;
     SamplingOptions sampling;
+    LoraArgs lora_args;
+    std::vector<LoraOption> loras;  // from lora_args by check()
 
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;  // from cache_type_k / _v by check()
 };
