@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -33,7 +34,9 @@ Result run_lctx(const std::string &args, bool merge_stderr) {
 }
 
 std::string write_temp(const std::string &name, const std::string &text) {
-    const std::string path = "/tmp/lctx_template_test_" + std::to_string(getpid()) + "_" + name;
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("lctx_template_test_" + std::to_string(getpid()) + "_" + name))
+                                 .string();
     std::ofstream(path, std::ios::binary) << text;
     return path;
 }
