@@ -441,21 +441,11 @@ void HttpServer::Impl::routes() {
     svr.Post("/tokenize", [this](const httplib::Request &req, httplib::Response &res) {
         guarded(res, [&] {
             Engine &eng = need_engine();
-            const json body = parse_body(req.body);
-            auto it = body.find("content");
-            if (it == body.end() || !it->is_string())
-                throw ApiError(400, "'content' must be a string", "invalid_request_error", "content");
-            auto flag = [&](const char *name, bool def) {
-                auto f = body.find(name);
-                if (f == body.end() || f->is_null()) return def;
-                if (!f->is_boolean()) throw ApiError(400, std::string("'") + name + "' must be a boolean");
-                return f->get<bool>();
-            };
-            const bool add_special = flag("add_special", false), with_pieces = flag("with_pieces", false);
-            const std::vector<int32_t> toks = eng.tokenize(it->get<std::string>(), add_special, true);
+            const TokenizeRequest r = parse_tokenize_request(parse_body(req.body));
+            const std::vector<int32_t> toks = eng.tokenize(r.content, r.add_special, true);
             json out = json::array();
             for (int32_t t : toks) {
-                if (with_pieces)
+                if (r.with_pieces)
                     out.push_back({{"id", t}, {"piece", eng.token_text_special(t)}});
                 else
                     out.push_back(t);
@@ -466,18 +456,7 @@ void HttpServer::Impl::routes() {
     svr.Post("/detokenize", [this](const httplib::Request &req, httplib::Response &res) {
         guarded(res, [&] {
             Engine &eng = need_engine();
-            const json body = parse_body(req.body);
-            auto it = body.find("tokens");
-            if (it == body.end() || !it->is_array())
-                throw ApiError(400, "'tokens' must be an array of token ids", "invalid_request_error",
-                               "tokens");
-            std::vector<int32_t> toks;
-            for (const json &t : *it) {
-                if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= eng.n_vocab())
-                    throw ApiError(400, "'tokens' holds something that is not a token id of this model",
-                                   "invalid_request_error", "tokens");
-                toks.push_back(t.get<int32_t>());
-            }
+            const std::vector<int32_t> toks = parse_detokenize_request(parse_body(req.body), eng.n_vocab());
             send_json(res, 200, {{"content", eng.detokenize(toks)}});
         });
     });
@@ -528,13 +507,8 @@ void HttpServer::Impl::routes() {
                 if (opts.slot_save_path.empty())
                     throw ApiError(400, "slot files need --slot-save-path", "invalid_request_error",
                                    "action");
-                const json body = parse_body(req.body);
-                auto f = body.find("filename");
-                if (f == body.end() || !f->is_string() || !valid_slot_filename(f->get<std::string>()))
-                    throw ApiError(400,
-                                   "'filename' must be a plain file name (letters, digits, '.', '_', '-')",
-                                   "invalid_request_error", "filename");
-                path = (std::filesystem::path(opts.slot_save_path) / f->get<std::string>()).string();
+                path = (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(parse_body(req.body)))
+                           .string();
             }
             send_json(res, 200, eng.slot_action(id, action, path));
         });
