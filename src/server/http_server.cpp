@@ -128,6 +128,41 @@ int connection_fd(const httplib::Request &req) {
     return found;
 }
 
+// Stops reading on every connection accepted on `port` (the server's own end: its local port is `port`).
+// httplib 0.11 waits for a kept-alive connection's next request up to the keep-alive timeout before it looks
+// whether the server stopped; a connection shut for reading ends that wait at once. Called once the
+// listening socket is closed, so no new connection can take that port; each descriptor's local port is read
+// right before it is shut (another thread may be closing and reusing descriptors meanwhile). Raw system
+// calls for the reasons given above connection_fd.
+void shutdown_connections_on(int port) {
+    const long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;
+    alignas(8) char buf[4096];
+    for (long n; (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+        for (long off = 0; off < n;) {
+            unsigned short reclen = 0;  // struct linux_dirent64 as above
+            std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+            const char *name = buf + off + 19;
+            off += reclen;
+            if (name[0] < '0' || name[0] > '9') continue;
+            const int fd = std::atoi(name);
+            if (fd == dir) continue;
+            sockaddr_storage self{}, peer{};
+            socklen_t sl = sizeof self, pl = sizeof peer;
+            if (syscall(SYS_getpeername, fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
+                syscall(SYS_getsockname, fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
+                continue;  // not a connected socket
+            int self_port = -1;
+            if (self.ss_family == AF_INET)
+                self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
+            else if (self.ss_family == AF_INET6)
+                self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
+            if (self_port == port) syscall(SYS_shutdown, fd, SHUT_RD);
+        }
+    }
+    syscall(SYS_close, dir);
+}
+
 // The client closed its end (or the connection broke).
 bool peer_gone(int fd) {
     if (fd < 0) return false;
@@ -146,9 +181,9 @@ struct HttpServer::Impl {
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
     std::atomic<bool> listen_called{false};  // stop() before the listener runs must not be lost
-    std::atomic<int> open_streams{0};
-    int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5  // streams not yet
-                         // ended; stop() lets them write their end first
+    std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
+    int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5
+    std::atomic<int> port{-1};  // the bound port
 
     explicit Impl(const ServerOptions &o) : opts(o) {}
 
@@ -620,6 +655,7 @@ int HttpServer::bind() {
     // httplib 0.11 listens with a backlog of 5: a burst of new clients overflows it and some of their
     // connections are lost (the load test's 32 clients). Listening again only raises the backlog.
     if (port > 0 && I.listen_fd >= 0) ::listen(I.listen_fd, 1024);
+    I.port = port;
     return port;
 }
 
@@ -639,6 +675,8 @@ void HttpServer::stop() {
         for (int i = 0; i < 200 && !impl_->svr.is_running(); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
     impl_->svr.stop();
+    // Idle kept-alive connections would hold the listener's return for up to the keep-alive timeout.
+    if (impl_->port > 0) shutdown_connections_on(impl_->port);
 }
 
 bool HttpServer::stopping() const {
