@@ -43,7 +43,7 @@ def skip_reason(output):
         if _SKIPPED_AT.match(line.strip()):
             for nxt in lines[i + 1:]:
                 if nxt.strip():
-                    return nxt.strip()
+                    return "(no reason given)" if nxt.startswith("[") else nxt.strip()
             return "(no reason given)"
     for line in lines:
         m = _SKIPPED_LINE.match(line.strip())
