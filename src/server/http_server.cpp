@@ -181,6 +181,7 @@ struct HttpServer::Impl {
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
     std::atomic<bool> listen_called{false};  // stop() before the listener runs must not be lost
+    std::atomic<bool> listen_returned{false};
     std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
     int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5
     std::atomic<int> port{-1};  // the bound port
@@ -662,7 +663,9 @@ int HttpServer::bind() {
 bool HttpServer::listen() {
     impl_->listen_called = true;
     if (impl_->stopping) return false;  // stop() came first (a model that failed to load at once)
-    return impl_->svr.listen_after_bind();
+    const bool ok = impl_->svr.listen_after_bind();
+    impl_->listen_returned = true;
+    return ok;
 }
 
 void HttpServer::stop() {
@@ -670,9 +673,10 @@ void HttpServer::stop() {
     // Streams whose requests ended (Engine::stop) get a moment to write their last chunks and [DONE].
     for (int i = 0; i < 300 && impl_->open_streams > 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    // httplib's stop() does nothing before its listener runs: wait for a listen() already under way.
+    // httplib's stop() does nothing before its listener runs: wait for a listen() already under way (not for
+    // one that has returned: the destructor's second stop() would wait a second for nothing).
     if (impl_->listen_called)
-        for (int i = 0; i < 200 && !impl_->svr.is_running(); ++i)
+        for (int i = 0; i < 200 && !impl_->svr.is_running() && !impl_->listen_returned; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
     impl_->svr.stop();
     // Idle kept-alive connections would hold the listener's return for up to the keep-alive timeout.
