@@ -29,33 +29,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     try {
         const nlohmann::json body = parse_body(text);
         switch (which) {
-        case 0: {
-            const EmbeddingRequest r = parse_embedding_request(body, kVocab);
-            if (r.inputs.empty()) std::abort();
-            for (const EmbeddingInput &in : r.inputs) {
-                if (in.is_tokens && in.tokens.empty()) std::abort();
-                check_ids(in.tokens);
+            case 0: {
+                const EmbeddingRequest r = parse_embedding_request(body, kVocab);
+                if (r.inputs.empty()) std::abort();
+                for (const EmbeddingInput &in : r.inputs) {
+                    if (in.is_tokens && in.tokens.empty()) std::abort();
+                    check_ids(in.tokens);
+                }
+                break;
             }
-            break;
-        }
-        case 1: {
-            const RerankRequest r = parse_rerank_request(body);
-            if (r.documents.empty() || (r.top_n != -1 && r.top_n < 1)) std::abort();
-            break;
-        }
-        case 2:
-            (void)parse_tokenize_request(body);
-            break;
-        case 3:
-            check_ids(parse_detokenize_request(body, kVocab));
-            break;
-        case 4: {
-            // The name is joined to --slot-save-path: it must not leave that folder.
-            const std::string name = parse_slot_filename(body);
-            if (!valid_slot_filename(name) || name.find('/') != std::string::npos || name[0] == '.')
-                std::abort();
-            break;
-        }
+            case 1: {
+                const RerankRequest r = parse_rerank_request(body);
+                if (r.documents.empty() || (r.top_n != -1 && r.top_n < 1)) std::abort();
+                break;
+            }
+            case 2:
+                (void)parse_tokenize_request(body);
+                break;
+            case 3:
+                check_ids(parse_detokenize_request(body, kVocab));
+                break;
+            case 4: {
+                // The name is joined to --slot-save-path: it must not leave that folder.
+                const std::string name = parse_slot_filename(body);
+                if (!valid_slot_filename(name) || name.find('/') != std::string::npos || name[0] == '.')
+                    std::abort();
+                break;
+            }
         }
     } catch (const ApiError &e) {
         if (e.status < 400 || e.status > 499) std::abort();

@@ -183,8 +183,8 @@ struct HttpServer::Impl {
     std::atomic<bool> listen_called{false};  // stop() before the listener runs must not be lost
     std::atomic<bool> listen_returned{false};
     std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
-    int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5
-    std::atomic<int> port{-1};  // the bound port
+    int listen_fd = -1;                // the listening socket, to raise httplib's fixed backlog of 5
+    std::atomic<int> port{-1};         // the bound port
 
     explicit Impl(const ServerOptions &o) : opts(o) {}
 
@@ -543,8 +543,9 @@ void HttpServer::Impl::routes() {
                 if (opts.slot_save_path.empty())
                     throw ApiError(400, "slot files need --slot-save-path", "invalid_request_error",
                                    "action");
-                path = (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(parse_body(req.body)))
-                           .string();
+                path =
+                    (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(parse_body(req.body)))
+                        .string();
             }
             send_json(res, 200, eng.slot_action(id, action, path));
         });

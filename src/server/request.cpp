@@ -372,7 +372,8 @@ TokenizeRequest parse_tokenize_request(const json &body) {
         auto f = body.find(name);
         if (f == body.end() || f->is_null()) return false;
         if (!f->is_boolean())
-            throw ApiError(400, std::string("'") + name + "' must be a boolean", "invalid_request_error", name);
+            throw ApiError(400, std::string("'") + name + "' must be a boolean", "invalid_request_error",
+                           name);
         return f->get<bool>();
     };
     r.add_special = flag("add_special");

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <initializer_list>
 #include <random>

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>

@@ -20,7 +20,8 @@ TEST(ServerSeeds, NChoicesDifferAndEachIsItsDerivedSeedsText) {
 
     const uint32_t seed = 1234;
     const int n = 3;
-    const json body = {{"prompt", "Lily"}, {"max_tokens", 16}, {"temperature", 1.0}, {"seed", seed}, {"n", n}};
+    const json body = {
+        {"prompt", "Lily"}, {"max_tokens", 16}, {"temperature", 1.0}, {"seed", seed}, {"n", n}};
     auto [st, all] = srv.post("/v1/completions", body);
     ASSERT_EQ(st, 200) << all.dump();
     ASSERT_EQ(all["choices"].size(), static_cast<size_t>(n));
