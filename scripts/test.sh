@@ -5,7 +5,10 @@
 # (CI too) it builds the suites whose code runs on several threads (kernels with the thread pool, context,
 # the server's HTTP threads beside its decode loop) under ThreadSanitizer and runs them at the CPU's best
 # level (tests/tsan.supp says what it suppresses and why).
-#   scripts/test.sh [--sanitize] [--tsan]
+# After each ctest run a summary counts the skipped tests by reason (scripts/check-skips.py); with
+# --strict-skips (.ci/run passes it) or CI=true, a skip whose reason tests/skip-allowlist.txt does not name
+# fails the run.
+#   scripts/test.sh [--sanitize] [--tsan] [--strict-skips]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Each stage prints its wall time, so a slow CI run shows where the time went.
@@ -25,13 +28,30 @@ timeout_release=${LCTX_TEST_TIMEOUT:-300}
 timeout_sanitized=${LCTX_TEST_TIMEOUT_SANITIZED:-900}
 sanitize=0
 tsan=0
+strict_skips=0
+[ "${CI:-}" = true ] && strict_skips=1
 for a in "$@"; do
   case "$a" in
     --sanitize) sanitize=1 ;;
     --tsan) tsan=1 ;;
-    *) echo "usage: $0 [--sanitize] [--tsan]" >&2; exit 2 ;;
+    --strict-skips) strict_skips=1 ;;
+    *) echo "usage: $0 [--sanitize] [--tsan] [--strict-skips]" >&2; exit 2 ;;
   esac
 done
+# Runs ctest over a build folder (further arguments go to ctest), then counts its skips by reason.
+run_ctest() {
+  local dir=$1
+  shift
+  local junit="$dir/ctest-junit.xml"
+  local rc=0
+  ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$junit" "$@" || rc=$?
+  local strict=()
+  [ $strict_skips = 1 ] && strict=(--strict)
+  if [ -f "$junit" ]; then
+    /usr/bin/python3 "$root/scripts/check-skips.py" "${strict[@]}" "$junit" "$stage_name" || rc=1
+  fi
+  return $rc
+}
 stage "release build"
 "$root/scripts/build.sh"
 launcher=()
@@ -39,7 +59,7 @@ if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 stage "release tests"
-ctest --test-dir "$root/build" --output-on-failure -j"$(nproc)" --timeout "$timeout_release"
+run_ctest "$root/build" --timeout "$timeout_release"
 if [ $sanitize = 1 ] || [ $tsan = 1 ]; then
   "$root/scripts/setup.sh"
 fi
@@ -57,7 +77,7 @@ if [ $sanitize = 1 ]; then
   # each vector path still runs under the sanitizers).
   stage "ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$root/build-asan" --output-on-failure -j"$(nproc)" --timeout "$timeout_sanitized" -LE '^(avx2|avx512|amx)$'
+    run_ctest "$root/build-asan" --timeout "$timeout_sanitized" -LE '^(avx2|avx512|amx)$'
   stage "fuzz smoke run"
   # A bounded smoke run that leaves the committed corpus as it is.
   LCTX_FUZZ_KEEP=0 LCTX_FUZZ_BUILD="$root/build-asan" "$root/scripts/fuzz.sh" "${LCTX_FUZZ_SECONDS:-30}"
@@ -71,7 +91,7 @@ if [ $tsan = 1 ]; then
   # threads over other kernels), less the kernel tests that call kernels directly on one thread.
   stage "TSan tests"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp \
-    ctest --test-dir "$root/build-tsan" --output-on-failure -j"$(nproc)" --timeout "$timeout_sanitized" -L '^(kernels|context|server)$' \
+    run_ctest "$root/build-tsan" --timeout "$timeout_sanitized" -L '^(kernels|context|server)$' \
           -E '^[A-Za-z]+/(GemmInterleavedTest|GemmIsaTest|DotTest|QuantizeActTest|FloatActTest)\.'
 fi
 stage ""

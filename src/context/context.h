@@ -132,6 +132,17 @@ class Context {
     PerfCounters perf() const { return perf_; }
     void perf_reset();
 
+    // ---- read-only views of everything a call may change, for tests (tests/state_snapshot.h) ----
+    const std::vector<float> &logit_rows() const { return logits_; }
+    const std::vector<float> &embedding_rows() const { return embd_; }
+    const std::map<int32_t, std::vector<float>> &pooled_embeddings() const { return embd_seq_; }
+    const std::vector<int32_t> &sequences_without_position_0() const { return cls_missing_; }
+    const std::vector<float> &encoder_output() const { return enc_out_; }
+    const std::vector<SeqSet> &encoder_output_sequences() const { return enc_seq_; }
+    const KvCache *encoder_cells() const { return enc_kv_.get(); }  // null before the first encode
+    bool encoder_rows_readable() const { return enc_rows_readable_; }
+    const std::vector<float> &control_vector() const { return cvec_; }
+
   private:
     friend class ContextState;  // state save/restore (src/context/state.cpp) reads and writes outputs
 

@@ -128,6 +128,41 @@ int connection_fd(const httplib::Request &req) {
     return found;
 }
 
+// Stops reading on every connection accepted on `port` (the server's own end: its local port is `port`).
+// httplib 0.11 waits for a kept-alive connection's next request up to the keep-alive timeout before it looks
+// whether the server stopped; a connection shut for reading ends that wait at once. Called once the
+// listening socket is closed, so no new connection can take that port; each descriptor's local port is read
+// right before it is shut (another thread may be closing and reusing descriptors meanwhile). Raw system
+// calls for the reasons given above connection_fd.
+void shutdown_connections_on(int port) {
+    const long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;
+    alignas(8) char buf[4096];
+    for (long n; (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+        for (long off = 0; off < n;) {
+            unsigned short reclen = 0;  // struct linux_dirent64 as above
+            std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+            const char *name = buf + off + 19;
+            off += reclen;
+            if (name[0] < '0' || name[0] > '9') continue;
+            const int fd = std::atoi(name);
+            if (fd == dir) continue;
+            sockaddr_storage self{}, peer{};
+            socklen_t sl = sizeof self, pl = sizeof peer;
+            if (syscall(SYS_getpeername, fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
+                syscall(SYS_getsockname, fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
+                continue;  // not a connected socket
+            int self_port = -1;
+            if (self.ss_family == AF_INET)
+                self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
+            else if (self.ss_family == AF_INET6)
+                self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
+            if (self_port == port) syscall(SYS_shutdown, fd, SHUT_RD);
+        }
+    }
+    syscall(SYS_close, dir);
+}
+
 // The client closed its end (or the connection broke).
 bool peer_gone(int fd) {
     if (fd < 0) return false;
@@ -146,9 +181,10 @@ struct HttpServer::Impl {
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
     std::atomic<bool> listen_called{false};  // stop() before the listener runs must not be lost
-    std::atomic<int> open_streams{0};
-    int listen_fd = -1;  // the listening socket, to raise httplib's fixed backlog of 5  // streams not yet
-                         // ended; stop() lets them write their end first
+    std::atomic<bool> listen_returned{false};
+    std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
+    int listen_fd = -1;                // the listening socket, to raise httplib's fixed backlog of 5
+    std::atomic<int> port{-1};         // the bound port
 
     explicit Impl(const ServerOptions &o) : opts(o) {}
 
@@ -444,21 +480,11 @@ void HttpServer::Impl::routes() {
     svr.Post("/tokenize", [this](const httplib::Request &req, httplib::Response &res) {
         guarded(res, [&] {
             Engine &eng = need_engine();
-            const json body = parse_body(req.body);
-            auto it = body.find("content");
-            if (it == body.end() || !it->is_string())
-                throw ApiError(400, "'content' must be a string", "invalid_request_error", "content");
-            auto flag = [&](const char *name, bool def) {
-                auto f = body.find(name);
-                if (f == body.end() || f->is_null()) return def;
-                if (!f->is_boolean()) throw ApiError(400, std::string("'") + name + "' must be a boolean");
-                return f->get<bool>();
-            };
-            const bool add_special = flag("add_special", false), with_pieces = flag("with_pieces", false);
-            const std::vector<int32_t> toks = eng.tokenize(it->get<std::string>(), add_special, true);
+            const TokenizeRequest r = parse_tokenize_request(parse_body(req.body));
+            const std::vector<int32_t> toks = eng.tokenize(r.content, r.add_special, true);
             json out = json::array();
             for (int32_t t : toks) {
-                if (with_pieces)
+                if (r.with_pieces)
                     out.push_back({{"id", t}, {"piece", eng.token_text_special(t)}});
                 else
                     out.push_back(t);
@@ -469,18 +495,7 @@ void HttpServer::Impl::routes() {
     svr.Post("/detokenize", [this](const httplib::Request &req, httplib::Response &res) {
         guarded(res, [&] {
             Engine &eng = need_engine();
-            const json body = parse_body(req.body);
-            auto it = body.find("tokens");
-            if (it == body.end() || !it->is_array())
-                throw ApiError(400, "'tokens' must be an array of token ids", "invalid_request_error",
-                               "tokens");
-            std::vector<int32_t> toks;
-            for (const json &t : *it) {
-                if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= eng.n_vocab())
-                    throw ApiError(400, "'tokens' holds something that is not a token id of this model",
-                                   "invalid_request_error", "tokens");
-                toks.push_back(t.get<int32_t>());
-            }
+            const std::vector<int32_t> toks = parse_detokenize_request(parse_body(req.body), eng.n_vocab());
             send_json(res, 200, {{"content", eng.detokenize(toks)}});
         });
     });
@@ -544,13 +559,9 @@ void HttpServer::Impl::routes() {
                 if (opts.slot_save_path.empty())
                     throw ApiError(400, "slot files need --slot-save-path", "invalid_request_error",
                                    "action");
-                const json body = parse_body(req.body);
-                auto f = body.find("filename");
-                if (f == body.end() || !f->is_string() || !valid_slot_filename(f->get<std::string>()))
-                    throw ApiError(400,
-                                   "'filename' must be a plain file name (letters, digits, '.', '_', '-')",
-                                   "invalid_request_error", "filename");
-                path = (std::filesystem::path(opts.slot_save_path) / f->get<std::string>()).string();
+                path =
+                    (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(parse_body(req.body)))
+                        .string();
             }
             send_json(res, 200, eng.slot_action(id, action, path));
         });
@@ -662,13 +673,16 @@ int HttpServer::bind() {
     // httplib 0.11 listens with a backlog of 5: a burst of new clients overflows it and some of their
     // connections are lost (the load test's 32 clients). Listening again only raises the backlog.
     if (port > 0 && I.listen_fd >= 0) ::listen(I.listen_fd, 1024);
+    I.port = port;
     return port;
 }
 
 bool HttpServer::listen() {
     impl_->listen_called = true;
     if (impl_->stopping) return false;  // stop() came first (a model that failed to load at once)
-    return impl_->svr.listen_after_bind();
+    const bool ok = impl_->svr.listen_after_bind();
+    impl_->listen_returned = true;
+    return ok;
 }
 
 void HttpServer::stop() {
@@ -676,11 +690,14 @@ void HttpServer::stop() {
     // Streams whose requests ended (Engine::stop) get a moment to write their last chunks and [DONE].
     for (int i = 0; i < 300 && impl_->open_streams > 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    // httplib's stop() does nothing before its listener runs: wait for a listen() already under way.
+    // httplib's stop() does nothing before its listener runs: wait for a listen() already under way (not for
+    // one that has returned: the destructor's second stop() would wait a second for nothing).
     if (impl_->listen_called)
-        for (int i = 0; i < 200 && !impl_->svr.is_running(); ++i)
+        for (int i = 0; i < 200 && !impl_->svr.is_running() && !impl_->listen_returned; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
     impl_->svr.stop();
+    // Idle kept-alive connections would hold the listener's return for up to the keep-alive timeout.
+    if (impl_->port > 0) shutdown_connections_on(impl_->port);
 }
 
 bool HttpServer::stopping() const {

@@ -362,4 +362,46 @@ RerankRequest parse_rerank_request(const json &body) {
     return r;
 }
 
+TokenizeRequest parse_tokenize_request(const json &body) {
+    TokenizeRequest r;
+    auto it = body.find("content");
+    if (it == body.end() || !it->is_string())
+        throw ApiError(400, "'content' must be a string", "invalid_request_error", "content");
+    r.content = it->get<std::string>();
+    auto flag = [&](const char *name) {
+        auto f = body.find(name);
+        if (f == body.end() || f->is_null()) return false;
+        if (!f->is_boolean())
+            throw ApiError(400, std::string("'") + name + "' must be a boolean", "invalid_request_error",
+                           name);
+        return f->get<bool>();
+    };
+    r.add_special = flag("add_special");
+    r.with_pieces = flag("with_pieces");
+    return r;
+}
+
+std::vector<int32_t> parse_detokenize_request(const json &body, int32_t n_vocab) {
+    auto it = body.find("tokens");
+    if (it == body.end() || !it->is_array())
+        throw ApiError(400, "'tokens' must be an array of token ids", "invalid_request_error", "tokens");
+    std::vector<int32_t> toks;
+    toks.reserve(it->size());
+    for (const json &t : *it) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+            throw ApiError(400, "'tokens' holds something that is not a token id of this model",
+                           "invalid_request_error", "tokens");
+        toks.push_back(t.get<int32_t>());
+    }
+    return toks;
+}
+
+std::string parse_slot_filename(const json &body) {
+    auto f = body.find("filename");
+    if (f == body.end() || !f->is_string() || !valid_slot_filename(f->get<std::string>()))
+        throw ApiError(400, "'filename' must be a plain file name (letters, digits, '.', '_', '-')",
+                       "invalid_request_error", "filename");
+    return f->get<std::string>();
+}
+
 }  // namespace lctx::server

@@ -103,6 +103,20 @@ struct RerankRequest {
 };
 RerankRequest parse_rerank_request(const nlohmann::json &body);
 
+// POST /tokenize: {content: string, add_special?: bool, with_pieces?: bool} (null: the default, false).
+struct TokenizeRequest {
+    std::string content;
+    bool add_special = false;
+    bool with_pieces = false;
+};
+TokenizeRequest parse_tokenize_request(const nlohmann::json &body);
+
+// POST /detokenize: {tokens: [id...]}, each id in [0, n_vocab).
+std::vector<int32_t> parse_detokenize_request(const nlohmann::json &body, int32_t n_vocab);
+
+// POST /slots/ID?action=save|restore: {filename}, a plain file name (valid_slot_filename below).
+std::string parse_slot_filename(const nlohmann::json &body);
+
 // A slot file name for --slot-save-path: a plain name (letters, digits, '.', '_', '-'; no leading dot, at
 // most 255 bytes), so that it cannot leave that folder.
 bool valid_slot_filename(const std::string &name);

@@ -105,14 +105,15 @@ class TmuxChat : public ::testing::Test {
         }
         return false;
     }
-    // Waits until the last line on the screen is the empty prompt.
-    bool wait_prompt(double timeout_s = 30) {
+    // Waits until the last line on the screen (trailing blanks dropped) is `line`; the default is the empty
+    // prompt.
+    bool wait_prompt(const std::string &line = ">", double timeout_s = 30) {
         const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
         while (std::chrono::steady_clock::now() < end) {
             std::string s = screen();
             while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
             const size_t nl = s.rfind('\n');
-            if (s.substr(nl == std::string::npos ? 0 : nl + 1) == ">") return true;
+            if (s.substr(nl == std::string::npos ? 0 : nl + 1) == line) return true;
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         return false;
@@ -142,13 +143,13 @@ TEST_F(TmuxChat, PromptHistoryMultiLineCommandsAndCtrlC) {
     keys("/hlp Left Left BSpace BSpace '/he' End Enter");  // "/hlp": the cursor goes back, "/h" out, "/he" in
     ASSERT_TRUE(wait_screen("/save FILE", 2)) << screen();
     keys("Up");
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_TRUE(wait_prompt("> /help")) << screen();  // the line reader shows the recalled input
     keys("Enter");
     ASSERT_TRUE(wait_screen("/save FILE", 3)) << screen();
     // Ctrl-C at the prompt leaves with status 130 (once the prompt is back: before, it would land in /help).
+    // readline installs its signal handlers before it draws the prompt (and the reply's Ctrl-C handling ends
+    // before it is called), so a Ctrl-C once the prompt shows is one at the prompt.
     ASSERT_TRUE(wait_prompt()) << screen();
-    // The prompt is drawn a moment before the line reader waits on it.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     keys("C-c");
     EXPECT_EQ(wait_exit(), 130) << screen();
 }

@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace lctx::testing {
@@ -91,6 +93,24 @@ class CliProcess {
         in_ = -1;
     }
     void signal(int sig) { kill(pid_, sig); }
+    // Sends `sig` and waits until the process has taken it (no longer pending in /proc/PID/status), so that a
+    // second one sent next cannot merge with it. False when it is still pending after the timeout.
+    bool signal_delivered(int sig, double timeout_s = 10) {
+        kill(pid_, sig);
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        const unsigned long long bit = 1ull << (sig - 1);
+        while (std::chrono::steady_clock::now() < end) {
+            std::ifstream f("/proc/" + std::to_string(pid_) + "/status");
+            std::string line;
+            bool pending = false;
+            while (std::getline(f, line))
+                if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0)
+                    pending |= (std::stoull(line.substr(7), nullptr, 16) & bit) != 0;
+            if (!pending) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return false;
+    }
     // Reads until `needle` appears after `from` in everything read so far, or the timeout passes.
     bool wait_for(const std::string &needle, size_t from = 0, double timeout_s = 30) {
         const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);

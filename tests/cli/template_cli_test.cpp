@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -33,7 +34,9 @@ Result run_lctx(const std::string &args, bool merge_stderr) {
 }
 
 std::string write_temp(const std::string &name, const std::string &text) {
-    const std::string path = "/tmp/lctx_template_test_" + std::to_string(getpid()) + "_" + name;
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("lctx_template_test_" + std::to_string(getpid()) + "_" + name))
+                                 .string();
     std::ofstream(path, std::ios::binary) << text;
     return path;
 }

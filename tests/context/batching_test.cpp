@@ -158,13 +158,13 @@ TEST(Batch, TooLongForTheCacheReportsNoSlot) {
     ASSERT_EQ(ctx.decode(b), DecodeStatus::Ok);
     // The cache keeps every cell and its K/V bytes. (The outputs become those of the micro-batches that
     // completed, none here, as in llama.cpp: the last decode's are gone.)
-    const std::vector<uint8_t> before = state_test::kv_part(state_test::snapshot(ctx));
+    const std::vector<uint8_t> before = state_test::kv_snapshot(ctx);
     b.n_tokens = n_cells - 2;  // one more than the free cells
     EXPECT_EQ(ctx.decode(b), DecodeStatus::NoKvSlot);
-    EXPECT_EQ(state_test::kv_part(state_test::snapshot(ctx)), before);
+    EXPECT_EQ(state_test::kv_snapshot(ctx), before);
     b.n_tokens = n_cells + 1;  // more than the whole cache
     EXPECT_EQ(ctx.decode(b), DecodeStatus::NoKvSlot);
-    EXPECT_EQ(state_test::kv_part(state_test::snapshot(ctx)), before);
+    EXPECT_EQ(state_test::kv_snapshot(ctx), before);
 }
 
 TEST(Batch, LogitsIthRejectsBadIndices) {

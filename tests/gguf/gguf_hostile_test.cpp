@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <initializer_list>
 #include <random>
@@ -338,7 +339,8 @@ TEST(GgufHostile, OpenErrorsNameThePath) {
         EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/model.gguf"), std::string::npos) << e.what();
     }
     EXPECT_THROW(File::open("/tmp"), GgufError);
-    char path[] = "/tmp/lctx_gguf_bad_XXXXXX";
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lctx_gguf_bad_XXXXXX").string();
+    char *path = tmpl.data();
     const int fd = mkstemp(path);
     ASSERT_GE(fd, 0);
     close(fd);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -160,7 +161,8 @@ TEST(GgufRoundTrip, CustomAlignment) {
 
 TEST(GgufRoundTrip, ThroughAFile) {
     Sample s = make_sample();
-    char path[] = "/tmp/lctx_gguf_rt_XXXXXX";
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lctx_gguf_rt_XXXXXX").string();
+    char *path = tmpl.data();
     const int fd = mkstemp(path);
     ASSERT_GE(fd, 0);
     close(fd);

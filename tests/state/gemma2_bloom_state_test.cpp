@@ -85,11 +85,11 @@ TEST_P(FamilyState, WholeStateRoundTrip) {
     Context a(*m, params());
     // longer than the window of 8, so the window's mask is what the continuation depends on
     decode(a, {{0, random_tokens(32, 1), 0}, {1, random_tokens(10, 2), 0}, {2, random_tokens(7, 3), 0}});
-    const std::vector<uint8_t> saved = state_test::snapshot(a);
+    const std::vector<uint8_t> saved = state_test::state_image(a);
 
     Context b(*m, params());
     EXPECT_EQ(ContextState::read(b, saved.data(), saved.size(), true), saved.size());
-    EXPECT_EQ(state_test::snapshot(b), saved);
+    EXPECT_EQ(state_test::state_image(b), saved);
     const std::vector<Seq> next = {{0, {5, 6, 7}, 32}, {1, {8, 9}, 10}, {2, {10, 11, 12, 13}, 7}};
     EXPECT_EQ(decode(a, next), decode(b, next));
 
