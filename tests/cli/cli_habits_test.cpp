@@ -56,9 +56,6 @@ TEST(CliHabits, UnknownMultiLetterOptionsAreRefusedByWholeName) {
 TEST(CliHabits, ColorShortFormIsAccepted) {
     const auto r = run_cli("run -co -n 2 --temp 0 -p Hello -q", true);
     EXPECT_EQ(r.status, 0) << r.out;
-    // A negative infinity is a value, not an option (-inf is all letters).
-    const auto t = run_cli("run --logit-bias 1-inf -n 2 --temp 0 -p Hello -q", true);
-    EXPECT_EQ(t.status, 0) << t.out;
 }
 
 // ---- empty values ----

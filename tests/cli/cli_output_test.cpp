@@ -97,7 +97,7 @@ TEST(CliOutput, ChatSaveRefusesAFifoAndGoesOn) {
 }
 
 TEST(CliOutput, StdoutWriteErrorsFail) {
-    for (const char *cmd : {"run --json -n 4 --temp 0 -p Hello", "tokenize -p Hello", "--version"}) {
+    for (const char *cmd : {"run --json -n 4 --temp 0 -p Hello", "tokenize Hello", "--version"}) {
         const auto r = run_shell(std::string(cmd) + " </dev/null >/dev/full");
         EXPECT_EQ(r.status, 1) << cmd << ": " << r.out;
         EXPECT_NE(r.out.find("standard output"), std::string::npos) << cmd << ": " << r.out;
