@@ -164,12 +164,15 @@ namespace {
 // A single dash followed by two or more letters is one of llama.cpp's multi-letter options; those that
 // normalize_args did not map are ones lctx lacks. CLI11 would read them as bundled one-letter options
 // (-hf as -h -f: help), so they are refused here by their whole name. Empty when the args are fine.
-std::string refuse_unmapped_multi_letter(const std::vector<std::string> &args) {
+std::string refuse_unmapped_multi_letter(CLI::App &app, const std::vector<std::string> &args) {
     for (size_t i = 1; i < args.size(); ++i) {
         const std::string &a = args[i];
         if (a == "--") break;
+        // The value of an option before it may be such a word (tokenize --text -hello).
+        const CLI::Option *prev = i > 1 ? app.get_option_no_throw(args[i - 1]) : nullptr;
+        if (prev && prev->get_type_size_max() > 0) continue;
         const std::string key = a.substr(0, a.find('='));
-        if (key.size() < 3 || key[0] != '-' || key[1] == '-') continue;
+        if (key.size() < 3 || key[0] != '-' || key[1] == '-' || app.get_option_no_throw(key)) continue;
         if (!std::all_of(key.begin() + 1, key.end(), [](char c) { return c >= 'a' && c <= 'z'; })) continue;
         if (key == "-inf" || key == "-nan" || key == "-infinity") continue;  // a value: --temp -inf
         if (key.rfind("-hf", 0) == 0 || key == "-mu")
@@ -182,7 +185,7 @@ std::string refuse_unmapped_multi_letter(const std::vector<std::string> &args) {
 }  // namespace
 
 int parse_or_report(CLI::App &app, const std::string &cmd, std::vector<std::string> args) {
-    if (const std::string why = refuse_unmapped_multi_letter(args); !why.empty()) {
+    if (const std::string why = refuse_unmapped_multi_letter(app, args); !why.empty()) {
         std::fprintf(stderr, "lctx %s: %s (see 'lctx %s --help')\n", cmd.c_str(), why.c_str(), cmd.c_str());
         return 1;
     }
