@@ -272,34 +272,6 @@ std::vector<int32_t> read_file_header(Reader &r, const std::string &path, uint32
     return tokens;
 }
 
-// Opens `path` for writing and removes the partial file when the write fails.
-class FileSink {
-  public:
-    explicit FileSink(const std::string &path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
-        if (!f_) throw Error("cannot open " + path + " for writing: " + std::strerror(errno));
-    }
-    ~FileSink() {
-        if (f_) {
-            std::fclose(f_);
-            std::remove(path_.c_str());
-        }
-    }
-    std::FILE *get() { return f_; }
-    void close() {
-        const bool ok = std::fflush(f_) == 0 && !std::ferror(f_);
-        const bool closed = std::fclose(f_) == 0;
-        f_ = nullptr;
-        if (!ok || !closed) {
-            std::remove(path_.c_str());
-            throw Error("cannot write " + path_);
-        }
-    }
-
-  private:
-    std::string path_;
-    std::FILE *f_;
-};
-
 void write_file_header(StateWriter &w, uint32_t magic, uint32_t version, const int32_t *tokens,
                        size_t n_tokens) {
     if (n_tokens > std::numeric_limits<uint32_t>::max()) throw Error("too many tokens for a state file");
@@ -334,8 +306,7 @@ void BufferStateWriter::write(const void *src, size_t n) {
 }
 
 void FileStateWriter::write(const void *src, size_t n) {
-    if (n && std::fwrite(src, 1, n, f_) != n)
-        throw Error(std::string("write failed: ") + std::strerror(errno));
+    f_.write(src, n);
     written_ += n;
 }
 
@@ -535,11 +506,11 @@ size_t ContextState::read_seq(Context &ctx, const uint8_t *src, size_t size, int
 // ---- files ----
 
 void ContextState::save_file(Context &ctx, const std::string &path, const int32_t *tokens, size_t n_tokens) {
-    FileSink f(path);
-    FileStateWriter w(f.get());
+    AtomicFile f(path);
+    FileStateWriter w(f);
     write_file_header(w, kSessionMagic, kSessionVersion, tokens, n_tokens);
     write(ctx, w);
-    f.close();
+    f.commit();
 }
 
 std::vector<int32_t> ContextState::load_file(Context &ctx, const std::string &path, size_t token_capacity) {
@@ -553,11 +524,11 @@ std::vector<int32_t> ContextState::load_file(Context &ctx, const std::string &pa
 size_t ContextState::save_seq_file(Context &ctx, const std::string &path, int32_t seq, const int32_t *tokens,
                                    size_t n_tokens) {
     check_seq(ctx, seq);
-    FileSink f(path);
-    FileStateWriter w(f.get());
+    AtomicFile f(path);
+    FileStateWriter w(f);
     write_file_header(w, kSeqMagic, kSeqVersion, tokens, n_tokens);
     write_seq(ctx, w, seq);
-    f.close();
+    f.commit();
     return w.written();
 }
 

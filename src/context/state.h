@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "util/atomic_file.h"
+
 namespace lctx {
 
 class Context;
@@ -45,14 +47,14 @@ class BufferStateWriter final : public StateWriter {
     size_t capacity_;
 };
 
-// Appends to an open stdio stream (the caller opens and closes it).
+// Appends to a file that is written whole or not at all (the caller commits it).
 class FileStateWriter final : public StateWriter {
   public:
-    explicit FileStateWriter(std::FILE *f) : f_(f) {}
+    explicit FileStateWriter(AtomicFile &f) : f_(f) {}
     void write(const void *src, size_t n) override;
 
   private:
-    std::FILE *f_;
+    AtomicFile &f_;
 };
 
 class ContextState {

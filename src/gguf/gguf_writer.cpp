@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gguf/gguf.h"
+#include "util/atomic_file.h"
 
 namespace lctx::gguf {
 
@@ -220,12 +221,9 @@ std::vector<uint8_t> Writer::to_bytes() const {
 
 void Writer::write_file(const std::string &path) const {
     const std::vector<uint8_t> bytes = to_bytes();
-    std::FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
-    const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
-    const int write_err = errno;
-    if (std::fclose(f) != 0 || n != bytes.size())
-        throw Error(path + ": write failed: " + std::strerror(n != bytes.size() ? write_err : errno));
+    AtomicFile f(path);  // whole or not at all; never over a device or FIFO
+    f.write(bytes.data(), bytes.size());
+    f.commit();
 }
 
 }  // namespace lctx::gguf

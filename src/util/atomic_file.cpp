@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "util/error.h"
@@ -14,6 +16,16 @@
 namespace lctx {
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+    // A symbolic link is followed: the file it names gets the new contents and the link stays, as with a
+    // plain open(). A link to nothing is refused rather than replaced by a regular file.
+    struct stat lst {};
+    if (::lstat(path_.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        std::error_code ec;
+        const std::filesystem::path target = std::filesystem::canonical(path_, ec);
+        if (ec)
+            throw Error(path_ + ": a symbolic link to nothing that can be reached (" + ec.message() + ")");
+        path_ = target.string();
+    }
     struct stat st {};
     const bool exists = ::stat(path_.c_str(), &st) == 0;
     if (exists && !S_ISREG(st.st_mode))

@@ -10,7 +10,8 @@ namespace lctx {
 class AtomicFile {
   public:
     // Refuses (lctx::Error) a destination that exists and is not a regular file (a device, a FIFO, a
-    // directory), and a temporary file that cannot be created.
+    // directory), and a temporary file that cannot be created. A symbolic link is followed (its target
+    // is replaced, the link stays); a dangling one is refused.
     explicit AtomicFile(std::string path);
     ~AtomicFile();
     AtomicFile(const AtomicFile &) = delete;

@@ -96,7 +96,7 @@ TEST(CliGrammar, FromSchemaRefusesWhatItCannotConvert) {
     std::remove(bad.c_str());
     r = lctx::testing::run_cli("grammar from-schema /no/such/schema.json", true);
     EXPECT_EQ(r.status, 1) << r.out;
-    EXPECT_EQ(r.out, "lctx grammar: cannot read /no/such/schema.json\n");
+    EXPECT_EQ(r.out, "lctx grammar: cannot read '/no/such/schema.json': No such file or directory\n");
 }
 
 // The model writes JSON of the schema's shape and stops when the object is complete (the grammar then

@@ -15,7 +15,7 @@ std::vector<std::string> normalize_args(int argc, const char *const *argv) {
         {"-ctv", "--cache-type-v"},        {"-fa", "--flash-attn"},       {"-cnv", "--conversation"},
         {"-sys", "--system-prompt"},       {"-ngl", "--n-gpu-layers"},    {"-pg", "--pg"},
         {"-nkvo", "--no-kv-offload"},      {"-mli", "--multiline-input"}, {"-dkvc", "--dump-kv-cache"},
-        {"-ngld", "--n-gpu-layers-draft"}, {"-np", "--parallel"},
+        {"-ngld", "--n-gpu-layers-draft"}, {"-np", "--parallel"},         {"-co", "--color"},
     };
     std::vector<std::string> out;
     bool positional_only = false;  // after "--" nothing is an option
@@ -159,7 +159,44 @@ void configure_app(CLI::App &app) {
     app.set_version_flag("--version", version_string());
 }
 
+namespace {
+
+// A single dash followed by two or more letters is one of llama.cpp's multi-letter options; those that
+// normalize_args did not map are ones lctx lacks. CLI11 would read them as bundled one-letter options
+// (-hf as -h -f: help), so they are refused here by their whole name. Empty when the args are fine.
+std::string refuse_unmapped_multi_letter(CLI::App &app, const std::vector<std::string> &args) {
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string &a = args[i];
+        if (a == "--") break;
+        // The value of an option before it may be such a word (tokenize --text -hello).
+        const CLI::Option *prev = i > 1 ? app.get_option_no_throw(args[i - 1]) : nullptr;
+        if (prev && prev->get_type_size_max() > 0) continue;
+        const std::string key = a.substr(0, a.find('='));
+        if (key.size() < 3 || key[0] != '-' || key[1] == '-' || app.get_option_no_throw(key)) continue;
+        if (!std::all_of(key.begin() + 1, key.end(), [](char c) { return c >= 'a' && c <= 'z'; })) continue;
+        if (key == "-inf" || key == "-nan" || key == "-infinity") continue;  // a value: --temp -inf
+        if (key.rfind("-hf", 0) == 0 || key == "-mu")
+            return key + ": downloading is not supported: pass -m FILE";
+        return key + ": not an option of lctx (llama.cpp's " + key + " has no counterpart here)";
+    }
+    return "";
+}
+
+}  // namespace
+
 int parse_or_report(CLI::App &app, const std::string &cmd, std::vector<std::string> args) {
+    if (const std::string why = refuse_unmapped_multi_letter(app, args); !why.empty()) {
+        std::fprintf(stderr, "lctx %s: %s (see 'lctx %s --help')\n", cmd.c_str(), why.c_str(), cmd.c_str());
+        return 1;
+    }
+    // CLI11 turns an empty value into 0 (`--temp ''` would mean greedy): numbers must be written out.
+    for (CLI::Option *opt : app.get_options()) {
+        const std::string type = opt->get_type_name();
+        if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 || type.rfind("FLOAT", 0) == 0)
+            opt->check(CLI::Validator(
+                [](std::string &v) { return v.empty() ? std::string("an empty value is not a number") : ""; },
+                ""));
+    }
     args.erase(args.begin());                // the program name
     std::reverse(args.begin(), args.end());  // CLI11 consumes the vector from its back
     try {
@@ -172,6 +209,13 @@ int parse_or_report(CLI::App &app, const std::string &cmd, std::vector<std::stri
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
         std::string why = e.what();
+        if (dynamic_cast<const CLI::ExtrasError *>(&e)) {
+            // CLI11 lists them last first; in the order given they are easier to find.
+            const std::vector<std::string> extras = app.remaining();
+            why = extras.size() > 1 ? "The following arguments were not expected:"
+                                    : "The following argument was not expected:";
+            for (const std::string &x : extras) why += " " + x;
+        }
         for (char &c : why)
             if (c == '\n') c = ' ';
         while (!why.empty() && why.back() == ' ') why.pop_back();

@@ -6,8 +6,6 @@
 // output with). Exit 0; 1 when the file cannot be read; 2 when the schema is refused (the reason).
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -15,23 +13,17 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "tools/lctx/commands.h"
+#include "tools/lctx/read_file.h"
 #include "vocab/unicode.h"
 
 namespace lctx::cli {
 
 namespace {
 
-bool read_file(const std::string &path, std::string *out) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return false;
-    out->assign(std::istreambuf_iterator<char>(f), {});
-    return true;
-}
-
 int from_schema(const std::string &path) {
-    std::string text;
-    if (!read_file(path, &text)) {
-        std::fprintf(stderr, "lctx grammar: cannot read %s\n", path.c_str());
+    std::string text, why;
+    if (!read_whole_file(path, &text, &why)) {
+        std::fprintf(stderr, "lctx grammar: %s\n", why.c_str());
         return 1;
     }
     try {
@@ -65,13 +57,9 @@ int cmd_grammar(int argc, char **argv) {
         return app.exit(e) == 0 ? 0 : 2;
     }
     if (from_schema_cmd->parsed()) return from_schema(schema_path);
-    std::string gbnf, input;
-    if (!read_file(grammar_path, &gbnf)) {
-        std::fprintf(stderr, "lctx grammar: cannot read %s\n", grammar_path.c_str());
-        return 2;
-    }
-    if (!read_file(input_path, &input)) {
-        std::fprintf(stderr, "lctx grammar: cannot read %s\n", input_path.c_str());
+    std::string gbnf, input, why;
+    if (!read_whole_file(grammar_path, &gbnf, &why) || !read_whole_file(input_path, &input, &why)) {
+        std::fprintf(stderr, "lctx grammar: %s\n", why.c_str());
         return 2;
     }
     std::shared_ptr<const grammar::Grammar> g;

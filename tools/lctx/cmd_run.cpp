@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -123,6 +124,10 @@ int cmd_run(int argc, char **argv) {
         std::fflush(stdout);
     }
 
+    // The timing line counts what run decoded: the whole prompt however it was batched (the context's
+    // counters call every 1-token decode generation), and one decode per generated token.
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point t_prompt = Clock::now();
     for (int32_t i = 0; i < n_prompt; i += static_cast<int32_t>(cp.n_batch)) {
         Batch b;
         b.n_tokens = std::min<int32_t>(static_cast<int32_t>(cp.n_batch), n_prompt - i);
@@ -135,6 +140,9 @@ int cmd_run(int argc, char **argv) {
             return 1;
         }
     }
+
+    const double prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_prompt).count();
+    double gen_ms = 0;
 
     interrupt_install();
     interrupt_begin_reply();
@@ -173,7 +181,9 @@ int cmd_run(int argc, char **argv) {
         one.n_tokens = 1;
         one.token = &tok;
         one.pos = &pos;
+        const Clock::time_point t_gen = Clock::now();
         const DecodeStatus ds = ctx->decode(one);
+        gen_ms += std::chrono::duration<double, std::milli>(Clock::now() - t_gen).count();
         if (ds != DecodeStatus::Ok) {
             std::fprintf(stderr, "\nlctx run: decode failed (status %d)\n", static_cast<int>(ds));
             return 1;
@@ -188,7 +198,8 @@ int cmd_run(int argc, char **argv) {
     }
     interrupt_end_reply();
 
-    const PerfCounters perf = ctx->perf();
+    // As llama-cli: a reply cut by Ctrl-C ends the program with 128 + SIGINT once its output is out.
+    const int status = stop == "interrupted" ? 130 : 0;
     if (o.json) {
         nlohmann::json j;
         j["prompt_ids"] = encoder_ids.empty() ? prompt_ids : encoder_ids;
@@ -197,17 +208,18 @@ int cmd_run(int argc, char **argv) {
         j["seed"] = seed;
         j["stop"] = stop;
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-        return 0;
+        return status;
     }
     out.flush();
     std::printf("\n");
     std::fflush(stdout);
-    if (o.quiet) return 0;
+    if (o.quiet) return status;
     std::fprintf(stderr, "stopped: %s", stop.c_str());
     if (n_shifted > 0) std::fprintf(stderr, " (context shifted, %d tokens dropped)", n_shifted);
     std::fprintf(stderr, "\n");
-    const double pp = perf.t_p_eval_ms > 0 ? 1e3 * perf.n_p_eval / perf.t_p_eval_ms : 0.0;
-    const double tg = perf.t_eval_ms > 0 ? 1e3 * perf.n_eval / perf.t_eval_ms : 0.0;
+    const int n_gen = static_cast<int>(ids.size());
+    const double pp = prompt_ms > 0 ? 1e3 * n_prompt / prompt_ms : 0.0;
+    const double tg = gen_ms > 0 ? 1e3 * n_gen / gen_ms : 0.0;
     // Peak resident memory against what a run needs: the mapped model file and the KV cache.
     struct rusage ru {};
     getrusage(RUSAGE_SELF, &ru);
@@ -216,9 +228,9 @@ int cmd_run(int argc, char **argv) {
         stderr,
         "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s | peak memory %.1f MiB "
         "(model file %.1f MiB + KV cache %.1f MiB)\n",
-        perf.n_p_eval, pp, perf.n_eval, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
+        n_prompt, pp, n_gen, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
         static_cast<double>(model->file().size()) / mib, static_cast<double>(ctx->kv().memory_bytes()) / mib);
-    return 0;
+    return status;
 }
 
 }  // namespace lctx::cli

@@ -108,7 +108,8 @@ int cmd_serve(int argc, char **argv) {
         int sig = 0;
         while (read(g_signal_pipe[0], &sig, sizeof sig) < 0 && errno == EINTR) {
         }
-        std::fprintf(stderr, "lctx serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        if (sig != 0)  // 0: the server ends by itself (the model did not load)
+            std::fprintf(stderr, "lctx serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
         if (server::Engine *e = running.load())
             e->stop();  // open requests end (streams get an error chunk and [DONE])
         http.stop();
@@ -125,7 +126,7 @@ int cmd_serve(int argc, char **argv) {
     } catch (const std::exception &e) {
         std::fprintf(stderr, "lctx serve: %s\n", e.what());
         status = 1;
-        on_signal(SIGTERM);  // wakes the waiter, which stops the listener
+        on_signal(0);  // wakes the waiter, which stops the listener
     }
     listener.join();
     waiter.join();

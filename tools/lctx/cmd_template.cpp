@@ -9,6 +9,7 @@
 #include "chat/chat_template.h"
 #include "gguf/gguf.h"
 #include "tools/lctx/commands.h"
+#include "tools/lctx/read_file.h"
 #include "vocab/vocab.h"
 
 namespace lctx::cli {
@@ -38,11 +39,8 @@ int cmd_template(int argc, char **argv) {
     try {
         std::string source;
         if (!file.empty()) {
-            std::ifstream in(file, std::ios::binary);
-            if (!in) throw std::runtime_error("cannot read '" + file + "'");
-            std::stringstream ss;
-            ss << in.rdbuf();
-            source = ss.str();
+            std::string why;
+            if (!read_whole_file(file, &source, &why)) throw std::runtime_error("--file: " + why);
         } else {
             const auto gguf = gguf::File::open(model_path);
             const auto tmpl = gguf->get_string("tokenizer.chat_template");
@@ -52,9 +50,10 @@ int cmd_template(int argc, char **argv) {
             if (!bos_opt->count() && vocab->bos() >= 0) bos = vocab->token_to_piece(vocab->bos(), true);
             if (!eos_opt->count() && vocab->eos() >= 0) eos = vocab->token_to_piece(vocab->eos(), true);
         }
-        std::ifstream in(messages_path, std::ios::binary);
-        if (!in) throw std::runtime_error("cannot read '" + messages_path + "'");
-        const auto messages = nlohmann::ordered_json::parse(in);
+        std::string messages_text, why;
+        if (!read_whole_file(messages_path, &messages_text, &why))
+            throw std::runtime_error("--messages: " + why);
+        const auto messages = nlohmann::ordered_json::parse(messages_text);
         if (!messages.is_array())
             throw std::runtime_error("'" + messages_path + "' must hold a JSON array of messages");
         chat::JinjaChatOptions opts;

@@ -20,6 +20,7 @@
 #include "grammar/json_schema.h"
 #include "sampling/dry.h"
 #include "sampling/grammar_sampler.h"
+#include "tools/lctx/read_file.h"
 #include "util/error.h"
 #include "vocab/vocab.h"
 
@@ -181,6 +182,10 @@ std::string check_sampling_options(const SamplingOptions &o) {
         if (!parse_logit_bias(b, &tb, &why)) return "--logit-bias: " + why;
     if (!o.grammar.empty() && !o.grammar_file.empty())
         return "--grammar and --grammar-file: give one of them";
+    if (!o.grammar_file.empty()) {  // read here too, to fail before the model loads
+        std::string text;
+        if (!read_whole_file(o.grammar_file, &text, &why)) return "--grammar-file: " + why;
+    }
     if (!o.json_schema.empty()) {
         if (!o.grammar.empty() || !o.grammar_file.empty())
             return "--json-schema and --grammar / --grammar-file: give one of them";
@@ -239,9 +244,8 @@ std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const
     if (!o.grammar.empty() || !o.grammar_file.empty() || !o.json_schema.empty()) {
         std::string gbnf = o.grammar;
         if (!o.grammar_file.empty()) {
-            std::ifstream f(o.grammar_file, std::ios::binary);
-            if (!f) throw Error("--grammar-file: cannot read " + o.grammar_file);
-            gbnf.assign(std::istreambuf_iterator<char>(f), {});
+            std::string why;
+            if (!read_whole_file(o.grammar_file, &gbnf, &why)) throw Error("--grammar-file: " + why);
         }
         if (!o.json_schema.empty()) {
             try {
@@ -381,13 +385,15 @@ void note_compat_options(const GenOptions &o, const char *cmd) {
 
 bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed) {
     if (!o.prompt_file.empty()) {
-        std::ifstream in(o.prompt_file, std::ios::binary);
-        if (!in) {
-            std::fprintf(stderr, "lctx %s: -f: cannot read '%s': %s\n", cmd, o.prompt_file.c_str(),
-                         std::strerror(errno));
+        if (o.prompt_given) {
+            std::fprintf(stderr, "lctx %s: -f and -p both give the prompt; pass only one\n", cmd);
             return false;
         }
-        o.prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        std::string why;
+        if (!read_whole_file(o.prompt_file, &o.prompt, &why)) {
+            std::fprintf(stderr, "lctx %s: -f: %s\n", cmd, why.c_str());
+            return false;
+        }
         o.prompt_given = true;
     } else if (o.prompt_given && o.prompt == "-") {
         if (!stdin_allowed) {

@@ -1,4 +1,5 @@
 // lctx: the command-line front end. Each subcommand lives in its own file (cmd_*.cpp).
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -8,9 +9,10 @@
 #include "tools/lctx/commands.h"
 
 namespace {
-void usage() {
+// On stdout when asked for (--help), on stderr after a mistake.
+void usage(std::FILE *to) {
     std::fprintf(
-        stderr,
+        to,
         "usage: lctx <command> [options]\n"
         "commands:\n"
         "  run        generate text from a prompt (-cnv or -i: chat instead)\n"
@@ -31,6 +33,10 @@ void usage() {
 
 int dispatch(int argc, char **argv) {
     const std::string cmd = argv[1];
+    if (cmd == "--version") {
+        std::printf("%s\n", lctx::cli::version_string().c_str());
+        return 0;
+    }
     if (cmd == "run") {
         // llama-cli habits: `run -cnv` / `run -i` is a conversation.
         for (int i = 2; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
@@ -51,24 +57,31 @@ int dispatch(int argc, char **argv) {
     if (cmd == "split") return lctx::cli::cmd_split(argc - 1, argv + 1);
     if (cmd == "info") return lctx::cli::cmd_info(argc - 1, argv + 1);
     std::fprintf(stderr, "lctx: unknown command '%s'\n", cmd.c_str());
-    usage();
+    usage(stderr);
     return 1;
 }
 }  // namespace
 
 int main(int argc, char **argv) {
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-        usage();
+        usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
-    }
-    if (!std::strcmp(argv[1], "--version")) {
-        std::printf("%s\n", lctx::cli::version_string().c_str());
-        return 0;
     }
     // Every error that escapes a command (a model producing NaN, a failed allocation, ...) is reported
     // here in one line: the CLI never ends in an abort or a core dump.
     try {
-        return dispatch(argc, argv);
+        const int status = dispatch(argc, argv);
+        // Output that never arrived (a full disk, a closed pipe) is a failure, not success: stdio only
+        // reports it through the stream's error flag and the final flush.
+        const int flushed = std::fflush(stdout);
+        if (flushed != 0 || std::ferror(stdout)) {
+            const int err = errno;
+            std::fprintf(stderr, "lctx%s%s: error: writing the standard output failed: %s\n",
+                         argv[1][0] == '-' ? "" : " ", argv[1][0] == '-' ? "" : argv[1],
+                         flushed != 0 ? std::strerror(err) : "an earlier write failed");
+            return 1;
+        }
+        return status;
     } catch (const std::exception &e) {
         std::fflush(stdout);
         std::fprintf(stderr, "\nlctx %s: error: %s\n", argv[1], e.what());

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gguf/gguf.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace lctx::synth {
@@ -222,12 +223,6 @@ template <typename T>
 void put(std::vector<uint8_t> &out, T v) {
     put_bytes(out, &v, sizeof v);
 }
-
-struct FileCloser {
-    void operator()(std::FILE *f) const {
-        if (f) std::fclose(f);
-    }
-};
 
 }  // namespace
 
@@ -519,29 +514,9 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
     }
     head.resize(aligned(head.size()), 0);
 
-    const std::string tmp = path + ".part";
-    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
-    if (!f) throw Error(tmp + ": cannot create: " + std::strerror(errno));
-    // Every way out before the rename (a failed write, the rename itself, an exception from a
-    // worker or the progress callback) removes the partial file.
-    struct PartRemover {
-        const std::string &tmp;
-        std::unique_ptr<std::FILE, FileCloser> &f;
-        bool done = false;
-        ~PartRemover() {
-            if (done) return;
-            f.reset();
-            std::remove(tmp.c_str());
-        }
-    } remover{tmp, f};
-    auto write = [&](const void *p, size_t n) {
-        if (n && std::fwrite(p, 1, n, f.get()) != n) {
-            const int err = errno;
-            f.reset();
-            std::remove(tmp.c_str());
-            throw Error(tmp + ": write failed: " + std::strerror(err));
-        }
-    };
+    // Written whole or not at all; refuses devices, FIFOs and directories (AtomicFile).
+    AtomicFile f(path);
+    auto write = [&](const void *p, size_t n) { f.write(p, n); };
     write(head.data(), head.size());
 
     const int n_threads = opts.n_threads > 0
@@ -587,14 +562,7 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
         write(zeros, pad);
         prog.done_bytes += pad;
     }
-    if (std::fclose(f.release()) != 0) {
-        std::remove(tmp.c_str());
-        throw Error(tmp + ": write failed: " + std::strerror(errno));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) throw Error(path + ": cannot rename from " + tmp + ": " + ec.message());
-    remover.done = true;
+    f.commit();
     sum.file_bytes = head.size() + offset;
     return sum;
 }

@@ -1,0 +1,108 @@
+// Files and streams the CLI writes: only regular files are written (whole, through a temporary file), a
+// device, FIFO or directory named as output is refused and left as it was, a symbolic link is followed,
+// and a standard output that cannot be written makes the command fail.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "cli/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using lctx::testing::run_cli;
+using lctx::testing::temp_file;
+
+std::string read_all(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A fresh directory for one test, so that leftover temporary files are seen.
+std::string fresh_dir(const std::string &name) {
+    const std::string d = temp_file(name);
+    fs::remove_all(d);
+    fs::create_directory(d);
+    return d;
+}
+
+// `timeout 120 lctx ARGS` through bash with the output (stdout and stderr, unless ARGS redirect them)
+// collected: for redirections run_cli would override.
+lctx::testing::CliResult run_shell(const std::string &args) {
+    lctx::testing::CliResult r{-1, {}};
+    const std::string cmd = "/bin/bash -c 'timeout 120 " + lctx::testing::lctx_bin() + " " + args + "' 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+size_t entries(const std::string &dir) {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto &e : fs::directory_iterator(dir)) ++n;
+    return n;
+}
+
+TEST(CliOutput, SynthRefusesFifosAndLinksToThem) {
+    const std::string dir = fresh_dir("synth_fifo");
+    const std::string fifo = dir + "/out.fifo", link = dir + "/link.gguf";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    fs::create_symlink(fifo, link);
+    for (const std::string &target : {fifo, link}) {
+        const auto r = run_cli("synth --shape tiny --type Q4_0 -t 2 -o " + target, true);
+        EXPECT_EQ(r.status, 1) << target << ": " << r.out;
+        EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+        EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo))) << "the FIFO was replaced";
+        EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link))) << "the link was replaced";
+        EXPECT_EQ(entries(dir), 2u) << "a temporary file was left behind";
+    }
+    fs::remove_all(dir);
+}
+
+TEST(CliOutput, SynthWritesThroughASymlink) {
+    const std::string dir = fresh_dir("synth_link");
+    const std::string file = dir + "/model.gguf", link = dir + "/link.gguf";
+    std::ofstream(file) << "old";
+    fs::create_symlink(file, link);
+    const auto r = run_cli("synth --shape tiny --type Q4_0 -t 2 -o " + link, true);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link))) << "the link was replaced by a file";
+    EXPECT_EQ(read_all(file).substr(0, 4), "GGUF");
+    EXPECT_EQ(entries(dir), 2u);
+    fs::remove_all(dir);
+}
+
+TEST(CliOutput, ChatSaveRefusesAFifoAndGoesOn) {
+    const std::string dir = fresh_dir("chat_fifo");
+    const std::string fifo = dir + "/state.fifo", cmds = temp_file("fifo_cmds.txt");
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    std::ofstream(cmds) << "Hello\n/save " << fifo << "\n/quit\n";
+    // Opening the FIFO for writing would block with no reader: `timeout` ends that.
+    const auto r = run_shell("chat --json -n 4 --temp 0 -q < " + cmds);
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("[saved"), std::string::npos) << r.out;
+    EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+    EXPECT_EQ(entries(dir), 1u);
+    fs::remove_all(dir);
+    fs::remove(cmds);
+}
+
+TEST(CliOutput, StdoutWriteErrorsFail) {
+    for (const char *cmd : {"run --json -n 4 --temp 0 -p Hello", "tokenize Hello", "--version"}) {
+        const auto r = run_shell(std::string(cmd) + " </dev/null >/dev/full");
+        EXPECT_EQ(r.status, 1) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("standard output"), std::string::npos) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("No space left on device"), std::string::npos) << cmd << ": " << r.out;
+    }
+}
+
+}  // namespace
