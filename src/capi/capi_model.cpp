@@ -2,6 +2,7 @@
 // adapters: capi_lora.cpp, split models: capi_split.cpp).
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "capi/capi_internal.h"
 #include "gguf/gguf.h"
@@ -24,7 +25,11 @@ std::vector<lctx::gguf::KeyValue> overrides_from(const llama_model_kv_override *
         const size_t key_len = strnlen(kvo->key, sizeof kvo->key);
         if (key_len == sizeof kvo->key) throw lctx::Error("kv_overrides: a key is not NUL-terminated");
         std::string key(kvo->key, key_len);
-        switch (kvo->tag) {
+        // The tag comes from the caller: read as its integer, so that a value outside the enum is refused
+        // rather than loaded as the enum type.
+        std::underlying_type_t<llama_model_kv_override_type> tag;
+        std::memcpy(&tag, &kvo->tag, sizeof tag);
+        switch (tag) {
             case LLAMA_KV_OVERRIDE_TYPE_INT:
                 out.push_back({key, Value::from_int(ValueType::INT64, kvo->val_i64)});
                 break;
@@ -43,7 +48,7 @@ std::vector<lctx::gguf::KeyValue> overrides_from(const llama_model_kv_override *
             }
             default:
                 throw lctx::Error("kv_overrides: '" + key + "' has an unknown type tag " +
-                                  std::to_string(static_cast<int>(kvo->tag)));
+                                  std::to_string(tag));
         }
         LCTX_LOG_INFO("model: metadata override %s = %s", key.c_str(),
                       out.back().value.to_display_string().c_str());
