@@ -19,6 +19,11 @@ fixture_seeds() {  # fixture_seeds ROOT OUT
   for f in "$r"/fixtures/golden/models/*.gguf "$r"/fixtures/vocab/*.gguf "$r"/models/*.gguf; do
     head -c 65536 "$f" > "$o/gguf/fixture_$(basename "$f" .gguf)"
   done
+  # fuzz_lora: a scale byte, then the fixtures' adapters (valid against its base, llama-F16).
+  mkdir -p "$o"/lora
+  for f in "$r"/fixtures/golden-lora/models/*.gguf; do
+    { printf '\x00'; cat "$f"; } > "$o/lora/fixture_$(basename "$f" .gguf)"
+  done
   for f in "$r"/fixtures/vocab/*.inp; do
     for v in 0 1 2; do
       { printf "\\x0$v"; head -c 65535 "$f"; } > "$o/tokenize/inp_$(basename "$f" .gguf.inp)_$v"

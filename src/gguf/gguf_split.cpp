@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "gguf/gguf_header.h"
 #include "util/atomic_file.h"
 
 namespace lctx::gguf {
@@ -181,36 +182,16 @@ size_t alignment_of(const std::vector<KeyValue> &kv) {
     return kDefaultAlignment;
 }
 
-template <typename T>
-void put(std::vector<uint8_t> &out, T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    out.insert(out.end(), b, b + sizeof(T));
-}
-
 // The header (metadata, tensor infos, padding up to the data section) of a file holding `tensors` of
 // `model` with the keys `kv`.
-std::vector<uint8_t> header_bytes(const std::vector<KeyValue> &kv, const File &model,
-                                  const std::vector<size_t> &tensors, size_t alignment) {
-    Writer w;
-    for (const KeyValue &e : kv) w.set(e.key, e.value);
-    std::vector<uint8_t> head = w.to_bytes();  // magic, version, 0 tensors, the keys
-    const uint64_t n_tensors = tensors.size();
-    std::memcpy(head.data() + 8, &n_tensors, sizeof n_tensors);  // after magic and version
-    uint64_t offset = 0;
+std::vector<uint8_t> part_header(const std::vector<KeyValue> &kv, const File &model,
+                                 const std::vector<size_t> &tensors, size_t alignment) {
+    std::vector<TensorEntry> dir;
     for (size_t i : tensors) {
         const TensorInfo &t = model.tensors()[i];
-        put<uint64_t>(head, t.name.size());
-        head.insert(head.end(), t.name.begin(), t.name.end());
-        put<uint32_t>(head, static_cast<uint32_t>(t.ne.size()));
-        for (int64_t d : t.ne) put<uint64_t>(head, static_cast<uint64_t>(d));
-        put<int32_t>(head, static_cast<int32_t>(t.type));
-        put<uint64_t>(head, offset);
-        offset += pad_to(t.nbytes, alignment);
+        dir.push_back(TensorEntry{t.name, t.type, t.ne, t.nbytes});
     }
-    // As the Writer: no data section (and no padding) without tensors.
-    if (!tensors.empty()) head.resize(pad_to(head.size(), alignment), 0);
-    return head;
+    return gguf::header_bytes(kv, dir, alignment);
 }
 
 uint64_t data_bytes(const File &model, const std::vector<size_t> &tensors, size_t alignment) {
@@ -279,7 +260,7 @@ std::vector<SplitPart> plan_split(const File &model, const std::string &prefix, 
         p.path = split_path(prefix, no, count);
         const std::vector<KeyValue> kv = part_keys(model, no, count, ts.size());
         const size_t align = alignment_of(kv);
-        p.file_bytes = header_bytes(kv, model, p.tensors, align).size() + data_bytes(model, p.tensors, align);
+        p.file_bytes = part_header(kv, model, p.tensors, align).size() + data_bytes(model, p.tensors, align);
     }
     return parts;
 }
@@ -293,7 +274,7 @@ void write_split(const File &model, const std::vector<SplitPart> &parts) {
             const std::vector<KeyValue> kv = part_keys(model, no, count, model.tensors().size());
             const size_t align = alignment_of(kv);
             outs.push_back(std::make_unique<AtomicFile>(p.path));
-            write_gguf(*outs.back(), header_bytes(kv, model, p.tensors, align), model, p.tensors, align);
+            write_gguf(*outs.back(), part_header(kv, model, p.tensors, align), model, p.tensors, align);
             outs.back()->finish();
         }
         for (std::unique_ptr<AtomicFile> &o : outs) o->commit();
@@ -311,7 +292,7 @@ void write_merged(const File &model, const std::string &out) {
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     try {
         AtomicFile f(out);
-        write_gguf(f, header_bytes(kv, model, all, align), model, all, align);
+        write_gguf(f, part_header(kv, model, all, align), model, all, align);
         f.commit();
     } catch (const GgufError &) {
         throw;

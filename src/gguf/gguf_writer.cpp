@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_header.h"
 #include "util/atomic_file.h"
 
 namespace lctx::gguf {
@@ -180,6 +181,33 @@ void Writer::add_tensor(const std::string &name, GgmlType type, const std::vecto
     tensors_.push_back(PendingTensor{name, type, ne, std::vector<uint8_t>(p, p + nbytes)});
 }
 
+std::vector<uint8_t> header_bytes(const std::vector<KeyValue> &kv, const std::vector<TensorEntry> &tensors,
+                                  size_t alignment) {
+    std::vector<uint8_t> out;
+    ByteSink w(out);
+    w.put<uint32_t>(kGgufMagic);
+    w.put<uint32_t>(kGgufVersion);
+    w.put<uint64_t>(tensors.size());
+    w.put<uint64_t>(kv.size());
+    for (const KeyValue &e : kv) {
+        w.put_string(e.key);
+        w.put<uint32_t>(static_cast<uint32_t>(e.value.type));
+        w.put_value(e.value);
+    }
+    uint64_t offset = 0;  // relative to the data section
+    for (const TensorEntry &t : tensors) {
+        w.put_string(t.name);
+        w.put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
+        for (int64_t d : t.ne) w.put<uint64_t>(static_cast<uint64_t>(d));
+        w.put<int32_t>(static_cast<int32_t>(t.type));
+        w.put<uint64_t>(offset);
+        offset += (t.nbytes + alignment - 1) / alignment * alignment;
+    }
+    // No data section without tensors: vocab-only files end right after the metadata.
+    if (!tensors.empty()) w.pad_to(alignment);
+    return out;
+}
+
 std::vector<uint8_t> Writer::to_bytes() const {
     size_t alignment = kDefaultAlignment;
     for (const KeyValue &kv : kv_)
@@ -189,29 +217,10 @@ std::vector<uint8_t> Writer::to_bytes() const {
                 throw Error("gguf writer: general.alignment must be a non-zero power of two");
             alignment = static_cast<size_t>(*a);
         }
-
-    std::vector<uint8_t> out;
+    std::vector<TensorEntry> dir;
+    for (const PendingTensor &t : tensors_) dir.push_back(TensorEntry{t.name, t.type, t.ne, t.data.size()});
+    std::vector<uint8_t> out = header_bytes(kv_, dir, alignment);
     ByteSink w(out);
-    w.put<uint32_t>(kGgufMagic);
-    w.put<uint32_t>(kGgufVersion);
-    w.put<uint64_t>(tensors_.size());
-    w.put<uint64_t>(kv_.size());
-    for (const KeyValue &kv : kv_) {
-        w.put_string(kv.key);
-        w.put<uint32_t>(static_cast<uint32_t>(kv.value.type));
-        w.put_value(kv.value);
-    }
-    uint64_t offset = 0;  // relative to the data section
-    for (const PendingTensor &t : tensors_) {
-        w.put_string(t.name);
-        w.put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
-        for (int64_t d : t.ne) w.put<uint64_t>(static_cast<uint64_t>(d));
-        w.put<int32_t>(static_cast<int32_t>(t.type));
-        w.put<uint64_t>(offset);
-        offset += (t.data.size() + alignment - 1) / alignment * alignment;
-    }
-    // No data section without tensors: vocab-only files end right after the metadata.
-    if (!tensors_.empty()) w.pad_to(alignment);
     for (const PendingTensor &t : tensors_) {
         out.insert(out.end(), t.data.begin(), t.data.end());
         w.pad_to(alignment);

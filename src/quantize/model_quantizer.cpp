@@ -8,10 +8,11 @@
 #include <map>
 #include <thread>
 
+#include "gguf/gguf_header.h"
 #include "quantize/file_types.h"
-#include "quantize/output_file.h"
 #include "quantize/row_quantizer.h"
 #include "quantize/tensor_type_rules.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace lctx::quantize {
@@ -193,10 +194,10 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
             alignment = static_cast<size_t>(*a);
         }
 
-    std::vector<TensorSlot> slots;
+    std::vector<gguf::TensorEntry> dir;
     for (const Planned &p : plan)
-        slots.push_back(TensorSlot{p.in->name, p.choice.type, p.in->ne, p.bytes_out});
-    const std::vector<uint8_t> header = gguf_header(kv, slots, alignment);
+        dir.push_back(gguf::TensorEntry{p.in->name, p.choice.type, p.in->ne, p.bytes_out});
+    const std::vector<uint8_t> header = gguf::header_bytes(kv, dir, alignment);
 
     const int n_threads = opts.n_threads > 0
                               ? opts.n_threads
@@ -205,8 +206,9 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
     sum.n_tensors = static_cast<int>(plan.size());
     sum.n_fallback = rules.n_fallback();
     sum.n_block_fit = rules.n_block_fit();
-    OutputFile out(out_path);
+    AtomicFile out(out_path);  // whole or not at all: a refusal or failure leaves the target as it was
     out.write(header.data(), header.size());
+    sum.file_bytes = header.size();
     std::vector<uint8_t> q;
     for (size_t i = 0; i < plan.size(); ++i) {
         const Planned &p = plan[i];
@@ -239,13 +241,14 @@ Summary quantize_model(const std::string &in_path, const std::string &out_path, 
             out.write(q.data(), q.size());
         }
         const uint64_t n = p.convert ? p.bytes_out : t.nbytes;
-        out.write_zeros((n + alignment - 1) / alignment * alignment - n);
+        const uint64_t padded = (n + alignment - 1) / alignment * alignment;
+        out.write_zeros(padded - n);
+        sum.file_bytes += padded;
         sum.bytes_in += t.nbytes;
         sum.bytes_out += n;
         rep.bytes_out = n;
         if (opts.on_tensor) opts.on_tensor(rep, true);
     }
-    sum.file_bytes = out.written();
     out.commit();
     return sum;
 }

@@ -247,57 +247,69 @@ void pack_scale_min(const uint8_t sc[8], const uint8_t mn[8], uint8_t out[kKScal
     }
 }
 
-template <GgmlType kType>
-void q45_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
-    constexpr int nmax = kType == GgmlType::Q4_K ? 15 : 31;
-    using Block = std::conditional_t<kType == GgmlType::Q4_K, block_q4_K, block_q5_K>;
+// The K-quant skeleton every weighted super-block type shares: per super-block of 256, the reference
+// quantizer's block and a candidate that `fit(x, w, cand)` fits to the importance weights; the one with the
+// smaller weighted error is written, so the weighted result is never worse per block.
+template <typename Block, typename Fit>
+void keep_better_per_block(GgmlType type, const float *xr, void *dst, int64_t n, const float *importance,
+                           Fit fit) {
     std::vector<float> wr;
     element_weights(xr, n, importance, wr);
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const float *x = xr + b * kQK_K;
         const float *w = wr.data() + b * kQK_K;
         Block best{}, cand{};
-        quantize_row(kType, x, &best, kQK_K);
-        const float best_err = weighted_error_n(kType, &best, x, w, kQK_K);
-        float scale[8], min[8];
-        for (int s = 0; s < 8; ++s) fit_affine(x + 32 * s, w + 32 * s, 32, nmax, &scale[s], &min[s]);
-        const float max_scale = *std::max_element(scale, scale + 8),
-                    max_min = *std::max_element(min, min + 8);
-        cand.d = fp32_to_fp16(max_scale / 63.0f);
-        cand.dmin = fp32_to_fp16(max_min / 63.0f);
-        const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
-        uint8_t sc[8], mn[8];
-        for (int s = 0; s < 8; ++s) {
-            sc[s] = static_cast<uint8_t>(
-                d > 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), 0, 63) : 0);
-            mn[s] = static_cast<uint8_t>(
-                dmin > 0 ? std::clamp(static_cast<int>(std::lround(min[s] / dmin)), 0, 63) : 0);
-        }
-        pack_scale_min(sc, mn, cand.scales);
-        int q[kQK_K];
-        for (int s = 0; s < 8; ++s) {
-            const float ds = d * sc[s], ms = dmin * mn[s];
-            for (int j = 0; j < 32; ++j)
-                q[32 * s + j] =
-                    ds > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * s + j] + ms) / ds)), 0, nmax)
-                           : 0;
-        }
-        for (int c = 0; c < 4; ++c)
-            for (int l = 0; l < 32; ++l)
-                cand.qs[32 * c + l] =
-                    static_cast<uint8_t>((q[64 * c + l] & 0x0f) | (q[64 * c + 32 + l] & 0x0f) << 4);
-        if constexpr (kType == GgmlType::Q5_K) {
-            for (int l = 0; l < 32; ++l) {
-                uint8_t h = 0;
-                for (int c = 0; c < 4; ++c)
-                    h |= static_cast<uint8_t>(((q[64 * c + l] >> 4) & 1) << (2 * c) |
-                                              ((q[64 * c + 32 + l] >> 4) & 1) << (2 * c + 1));
-                cand.qh[l] = h;
-            }
-        }
-        const Block &out = weighted_error_n(kType, &cand, x, w, kQK_K) < best_err ? cand : best;
-        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(Block), &out, sizeof(Block));
+        quantize_row(type, x, &best, kQK_K);
+        fit(x, w, cand);
+        const bool take =
+            weighted_error_n(type, &cand, x, w, kQK_K) < weighted_error_n(type, &best, x, w, kQK_K);
+        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(Block), take ? &cand : &best, sizeof(Block));
     }
+}
+
+template <GgmlType kType>
+void q45_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
+    constexpr int nmax = kType == GgmlType::Q4_K ? 15 : 31;
+    using Block = std::conditional_t<kType == GgmlType::Q4_K, block_q4_K, block_q5_K>;
+    keep_better_per_block<Block>(
+        kType, xr, dst, n, importance, [&](const float *x, const float *w, Block &cand) {
+            float scale[8], min[8];
+            for (int s = 0; s < 8; ++s) fit_affine(x + 32 * s, w + 32 * s, 32, nmax, &scale[s], &min[s]);
+            const float max_scale = *std::max_element(scale, scale + 8),
+                        max_min = *std::max_element(min, min + 8);
+            cand.d = fp32_to_fp16(max_scale / 63.0f);
+            cand.dmin = fp32_to_fp16(max_min / 63.0f);
+            const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
+            uint8_t sc[8], mn[8];
+            for (int s = 0; s < 8; ++s) {
+                sc[s] = static_cast<uint8_t>(
+                    d > 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), 0, 63) : 0);
+                mn[s] = static_cast<uint8_t>(
+                    dmin > 0 ? std::clamp(static_cast<int>(std::lround(min[s] / dmin)), 0, 63) : 0);
+            }
+            pack_scale_min(sc, mn, cand.scales);
+            int q[kQK_K];
+            for (int s = 0; s < 8; ++s) {
+                const float ds = d * sc[s], ms = dmin * mn[s];
+                for (int j = 0; j < 32; ++j)
+                    q[32 * s + j] =
+                        ds > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * s + j] + ms) / ds)), 0, nmax)
+                               : 0;
+            }
+            for (int c = 0; c < 4; ++c)
+                for (int l = 0; l < 32; ++l)
+                    cand.qs[32 * c + l] =
+                        static_cast<uint8_t>((q[64 * c + l] & 0x0f) | (q[64 * c + 32 + l] & 0x0f) << 4);
+            if constexpr (kType == GgmlType::Q5_K) {
+                for (int l = 0; l < 32; ++l) {
+                    uint8_t h = 0;
+                    for (int c = 0; c < 4; ++c)
+                        h |= static_cast<uint8_t>(((q[64 * c + l] >> 4) & 1) << (2 * c) |
+                                                  ((q[64 * c + 32 + l] >> 4) & 1) << (2 * c + 1));
+                    cand.qh[l] = h;
+                }
+            }
+        });
 }
 
 // Q6_K: 16 sub-blocks of 16, x ~ d * scale_s * (q - 32) with signed 8-bit scales.
@@ -305,68 +317,62 @@ void q6_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
     auto level = [](float v) {
         return static_cast<float>(std::clamp(static_cast<int>(std::lround(v)), -32, 31));
     };
-    std::vector<float> wr;
-    element_weights(xr, n, importance, wr);
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-        const float *x = xr + b * kQK_K;
-        const float *w = wr.data() + b * kQK_K;
-        block_q6_K best{}, cand{};
-        quantize_row(GgmlType::Q6_K, x, &best, kQK_K);
-        const float best_err = weighted_error_n(GgmlType::Q6_K, &best, x, w, kQK_K);
-        float scale[16];
-        for (int s = 0; s < 16; ++s) {  // weighted symmetric fit of each sub-block
-            const float *xs = x + 16 * s, *ws = w + 16 * s;
-            float amax = 0, xmax = 0;
-            for (int j = 0; j < 16; ++j)
-                if (std::fabs(xs[j]) > amax) amax = std::fabs(xs[j]), xmax = xs[j];
-            scale[s] = 0;
-            float be = -1;
-            for (const float edge : {-32.0f, 31.0f})
-                for (int is = -8; is <= 8 && amax > 0; ++is) {
-                    const float d0 = xmax / (edge * (1.0f + 0.02f * static_cast<float>(is)));
-                    double sxl = 0, sll = 0;
-                    for (int j = 0; j < 16; ++j) {
-                        const float l = level(xs[j] / d0);
-                        sxl += static_cast<double>(ws[j]) * xs[j] * l,
-                            sll += static_cast<double>(ws[j]) * l * l;
+    keep_better_per_block<block_q6_K>(
+        GgmlType::Q6_K, xr, dst, n, importance, [&](const float *x, const float *w, block_q6_K &cand) {
+            float scale[16];
+            for (int s = 0; s < 16; ++s) {  // weighted symmetric fit of each sub-block
+                const float *xs = x + 16 * s, *ws = w + 16 * s;
+                float amax = 0, xmax = 0;
+                for (int j = 0; j < 16; ++j)
+                    if (std::fabs(xs[j]) > amax) amax = std::fabs(xs[j]), xmax = xs[j];
+                scale[s] = 0;
+                float be = -1;
+                for (const float edge : {-32.0f, 31.0f})
+                    for (int is = -8; is <= 8 && amax > 0; ++is) {
+                        const float d0 = xmax / (edge * (1.0f + 0.02f * static_cast<float>(is)));
+                        double sxl = 0, sll = 0;
+                        for (int j = 0; j < 16; ++j) {
+                            const float l = level(xs[j] / d0);
+                            sxl += static_cast<double>(ws[j]) * xs[j] * l,
+                                sll += static_cast<double>(ws[j]) * l * l;
+                        }
+                        const float d = sll > 0 ? static_cast<float>(sxl / sll) : 0.0f;
+                        if (d == 0 || !std::isfinite(d)) continue;
+                        float e = 0;
+                        for (int j = 0; j < 16; ++j) {
+                            const float l = level(xs[j] / d);
+                            e += ws[j] * (xs[j] - d * l) * (xs[j] - d * l);
+                        }
+                        if (be < 0 || e < be) be = e, scale[s] = d;
                     }
-                    const float d = sll > 0 ? static_cast<float>(sxl / sll) : 0.0f;
-                    if (d == 0 || !std::isfinite(d)) continue;
-                    float e = 0;
-                    for (int j = 0; j < 16; ++j) {
-                        const float l = level(xs[j] / d);
-                        e += ws[j] * (xs[j] - d * l) * (xs[j] - d * l);
-                    }
-                    if (be < 0 || e < be) be = e, scale[s] = d;
-                }
-        }
-        float smax = 0, sabs = 0;
-        for (float v : scale)
-            if (std::fabs(v) > sabs) sabs = std::fabs(v), smax = v;
-        cand.d = fp32_to_fp16(smax / -128.0f);
-        const float d = fp16_to_fp32(cand.d);
-        int q[kQK_K];
-        for (int s = 0; s < 16; ++s) {
-            const int sc = d != 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), -128, 127) : 0;
-            cand.scales[s] = static_cast<int8_t>(sc);
-            const float ds = d * static_cast<float>(sc);
-            for (int j = 0; j < 16; ++j)
-                q[16 * s + j] =
-                    ds != 0 ? std::clamp(static_cast<int>(std::lround(x[16 * s + j] / ds)), -32, 31) + 32
-                            : 32;
-        }
-        for (int h = 0; h < 2; ++h)
-            for (int l = 0; l < 32; ++l) {
-                const int *qq = q + 128 * h;
-                cand.ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 0x0f) | (qq[l + 64] & 0x0f) << 4);
-                cand.ql[64 * h + l + 32] =
-                    static_cast<uint8_t>((qq[l + 32] & 0x0f) | (qq[l + 96] & 0x0f) << 4);
-                cand.qh[32 * h + l] = static_cast<uint8_t>((qq[l] >> 4) | (qq[l + 32] >> 4) << 2 |
-                                                           (qq[l + 64] >> 4) << 4 | (qq[l + 96] >> 4) << 6);
             }
-        const block_q6_K &out = weighted_error_n(GgmlType::Q6_K, &cand, x, w, kQK_K) < best_err ? cand : best;
-        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_q6_K), &out, sizeof(block_q6_K));
-    }
+            float smax = 0, sabs = 0;
+            for (float v : scale)
+                if (std::fabs(v) > sabs) sabs = std::fabs(v), smax = v;
+            cand.d = fp32_to_fp16(smax / -128.0f);
+            const float d = fp16_to_fp32(cand.d);
+            int q[kQK_K];
+            for (int s = 0; s < 16; ++s) {
+                const int sc =
+                    d != 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), -128, 127) : 0;
+                cand.scales[s] = static_cast<int8_t>(sc);
+                const float ds = d * static_cast<float>(sc);
+                for (int j = 0; j < 16; ++j)
+                    q[16 * s + j] =
+                        ds != 0 ? std::clamp(static_cast<int>(std::lround(x[16 * s + j] / ds)), -32, 31) + 32
+                                : 32;
+            }
+            for (int h = 0; h < 2; ++h)
+                for (int l = 0; l < 32; ++l) {
+                    const int *qq = q + 128 * h;
+                    cand.ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 0x0f) | (qq[l + 64] & 0x0f) << 4);
+                    cand.ql[64 * h + l + 32] =
+                        static_cast<uint8_t>((qq[l + 32] & 0x0f) | (qq[l + 96] & 0x0f) << 4);
+                    cand.qh[32 * h + l] =
+                        static_cast<uint8_t>((qq[l] >> 4) | (qq[l + 32] >> 4) << 2 | (qq[l + 64] >> 4) << 4 |
+                                             (qq[l + 96] >> 4) << 6);
+                }
+        });
 }
 
 // Weighted symmetric fit of n values to d * level, levels of `ls`: scales around the largest value mapped to
@@ -411,104 +417,81 @@ float quantize_scales_6bit(const float *scale, int n, int *sc) {
 
 // Q2_K: 16 sub-blocks of 16, x ~ d * sc * q - dmin * m with q in 0..3 and 4-bit sc, m.
 void q2_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
-    std::vector<float> wr;
-    element_weights(xr, n, importance, wr);
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-        const float *x = xr + b * kQK_K;
-        const float *w = wr.data() + b * kQK_K;
-        block_q2_K best{}, cand{};
-        quantize_row(GgmlType::Q2_K, x, &best, kQK_K);
-        const float best_err = weighted_error_n(GgmlType::Q2_K, &best, x, w, kQK_K);
-        float scale[16], min[16];
-        for (int s = 0; s < 16; ++s) fit_affine(x + 16 * s, w + 16 * s, 16, 3, &scale[s], &min[s]);
-        cand.d = fp32_to_fp16(*std::max_element(scale, scale + 16) / 15.0f);
-        cand.dmin = fp32_to_fp16(*std::max_element(min, min + 16) / 15.0f);
-        const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
-        for (int s = 0; s < 16; ++s) {
-            const int sc = d > 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), 0, 15) : 0;
-            const int m = dmin > 0 ? std::clamp(static_cast<int>(std::lround(min[s] / dmin)), 0, 15) : 0;
-            cand.scales[s] = static_cast<uint8_t>(sc | m << 4);
-            const float ds = d * static_cast<float>(sc), ms = dmin * static_cast<float>(m);
-            for (int j = 0; j < 16; ++j) {
-                const int e = 16 * s + j;
-                const int q = ds > 0 ? std::clamp(static_cast<int>(std::lround((x[e] + ms) / ds)), 0, 3) : 0;
-                // Element 128h + 32k + r (r < 32): bits 2k of byte 32h + r.
-                cand.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q << (2 * ((e % 128) / 32)));
+    keep_better_per_block<block_q2_K>(
+        GgmlType::Q2_K, xr, dst, n, importance, [&](const float *x, const float *w, block_q2_K &cand) {
+            float scale[16], min[16];
+            for (int s = 0; s < 16; ++s) fit_affine(x + 16 * s, w + 16 * s, 16, 3, &scale[s], &min[s]);
+            cand.d = fp32_to_fp16(*std::max_element(scale, scale + 16) / 15.0f);
+            cand.dmin = fp32_to_fp16(*std::max_element(min, min + 16) / 15.0f);
+            const float d = fp16_to_fp32(cand.d), dmin = fp16_to_fp32(cand.dmin);
+            for (int s = 0; s < 16; ++s) {
+                const int sc = d > 0 ? std::clamp(static_cast<int>(std::lround(scale[s] / d)), 0, 15) : 0;
+                const int m = dmin > 0 ? std::clamp(static_cast<int>(std::lround(min[s] / dmin)), 0, 15) : 0;
+                cand.scales[s] = static_cast<uint8_t>(sc | m << 4);
+                const float ds = d * static_cast<float>(sc), ms = dmin * static_cast<float>(m);
+                for (int j = 0; j < 16; ++j) {
+                    const int e = 16 * s + j;
+                    const int q =
+                        ds > 0 ? std::clamp(static_cast<int>(std::lround((x[e] + ms) / ds)), 0, 3) : 0;
+                    // Element 128h + 32k + r (r < 32): bits 2k of byte 32h + r.
+                    cand.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q << (2 * ((e % 128) / 32)));
+                }
             }
-        }
-        const block_q2_K &out = weighted_error_n(GgmlType::Q2_K, &cand, x, w, kQK_K) < best_err ? cand : best;
-        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_q2_K), &out, sizeof(block_q2_K));
-    }
+        });
 }
 
 // Q3_K: 16 sub-blocks of 16, x ~ d * sc * q with q in -4..3 and 6-bit signed sc.
 void q3_K_row(const float *xr, void *dst, int64_t n, const float *importance) {
     static const float kLevels[8] = {-4, -3, -2, -1, 0, 1, 2, 3};
     const LevelSet ls{GgmlType::Q3_K, 8, kLevels};
-    std::vector<float> wr;
-    element_weights(xr, n, importance, wr);
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-        const float *x = xr + b * kQK_K;
-        const float *w = wr.data() + b * kQK_K;
-        block_q3_K best{}, cand{};
-        quantize_row(GgmlType::Q3_K, x, &best, kQK_K);
-        const float best_err = weighted_error_n(GgmlType::Q3_K, &best, x, w, kQK_K);
-        float scale[16];
-        for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(ls, x + 16 * s, w + 16 * s, 16);
-        int sc[16];
-        const float d = quantize_scales_6bit(scale, 16, sc);
-        cand.d = fp32_to_fp16(d);
-        for (int s = 0; s < 16; ++s) {  // inverse of kquant::unpack_scales_q3_K
-            const int v = sc[s] + 32;
-            cand.scales[s % 8] |= static_cast<uint8_t>((v & 0x0f) << (s < 8 ? 0 : 4));
-            cand.scales[8 + s % 4] |= static_cast<uint8_t>((v >> 4) << (2 * (s / 4)));
-            const float ds = d * static_cast<float>(sc[s]);
-            for (int j = 0; j < 16; ++j) {
-                const int e = 16 * s + j;
-                const int q = ds != 0 ? std::clamp(static_cast<int>(std::lround(x[e] / ds)), -4, 3) : 0;
-                // Low 2 bits as Q2_K; bit 4h + k of hmask[r] set when q >= 0 (else the low bits hold q + 4).
-                const int h = e / 128, k = (e % 128) / 32, r = e % 32;
-                cand.qs[32 * h + r] |= static_cast<uint8_t>(((q + 4) & 3) << (2 * k));
-                if (q >= 0) cand.hmask[r] |= static_cast<uint8_t>(1u << (4 * h + k));
+    keep_better_per_block<block_q3_K>(
+        GgmlType::Q3_K, xr, dst, n, importance, [&](const float *x, const float *w, block_q3_K &cand) {
+            float scale[16];
+            for (int s = 0; s < 16; ++s) scale[s] = fit_symmetric(ls, x + 16 * s, w + 16 * s, 16);
+            int sc[16];
+            const float d = quantize_scales_6bit(scale, 16, sc);
+            cand.d = fp32_to_fp16(d);
+            for (int s = 0; s < 16; ++s) {  // inverse of kquant::unpack_scales_q3_K
+                const int v = sc[s] + 32;
+                cand.scales[s % 8] |= static_cast<uint8_t>((v & 0x0f) << (s < 8 ? 0 : 4));
+                cand.scales[8 + s % 4] |= static_cast<uint8_t>((v >> 4) << (2 * (s / 4)));
+                const float ds = d * static_cast<float>(sc[s]);
+                for (int j = 0; j < 16; ++j) {
+                    const int e = 16 * s + j;
+                    const int q = ds != 0 ? std::clamp(static_cast<int>(std::lround(x[e] / ds)), -4, 3) : 0;
+                    // Low 2 bits as Q2_K; bit 4h + k of hmask[r] set when q >= 0 (else the low bits hold q +
+                    // 4).
+                    const int h = e / 128, k = (e % 128) / 32, r = e % 32;
+                    cand.qs[32 * h + r] |= static_cast<uint8_t>(((q + 4) & 3) << (2 * k));
+                    if (q >= 0) cand.hmask[r] |= static_cast<uint8_t>(1u << (4 * h + k));
+                }
             }
-        }
-        const block_q3_K &out = weighted_error_n(GgmlType::Q3_K, &cand, x, w, kQK_K) < best_err ? cand : best;
-        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_q3_K), &out, sizeof(block_q3_K));
-    }
+        });
 }
 
 // IQ4_XS: 8 sub-blocks of 32 on the IQ4_NL levels, 6-bit signed sub-block scales.
 void iq4_xs_row(const float *xr, void *dst, int64_t n, const float *importance) {
     static const float kNl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     const LevelSet ls{GgmlType::IQ4_NL, 16, kNl};
-    std::vector<float> wr;
-    element_weights(xr, n, importance, wr);
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-        const float *x = xr + b * kQK_K;
-        const float *w = wr.data() + b * kQK_K;
-        block_iq4_xs best{}, cand{};
-        quantize_row(GgmlType::IQ4_XS, x, &best, kQK_K);
-        const float best_err = weighted_error_n(GgmlType::IQ4_XS, &best, x, w, kQK_K);
-        float scale[8];
-        for (int s = 0; s < 8; ++s) scale[s] = fit_symmetric(ls, x + 32 * s, w + 32 * s, 32);
-        int sc[8];
-        const float d = quantize_scales_6bit(scale, 8, sc);
-        cand.d = fp32_to_fp16(d);
-        for (int s = 0; s < 8; ++s) {
-            const int v = sc[s] + 32;
-            cand.scales_l[s / 2] |= static_cast<uint8_t>((v & 0x0f) << (4 * (s % 2)));
-            cand.scales_h |= static_cast<uint16_t>((v >> 4) << (2 * s));
-            const float ds = d * static_cast<float>(sc[s]);
-            for (int j = 0; j < 16; ++j) {
-                const int lo = nearest_level(ls, ds != 0 ? x[32 * s + j] / ds : 0.0f);
-                const int hi = nearest_level(ls, ds != 0 ? x[32 * s + 16 + j] / ds : 0.0f);
-                cand.qs[16 * s + j] = static_cast<uint8_t>(lo | hi << 4);
+    keep_better_per_block<block_iq4_xs>(
+        GgmlType::IQ4_XS, xr, dst, n, importance, [&](const float *x, const float *w, block_iq4_xs &cand) {
+            float scale[8];
+            for (int s = 0; s < 8; ++s) scale[s] = fit_symmetric(ls, x + 32 * s, w + 32 * s, 32);
+            int sc[8];
+            const float d = quantize_scales_6bit(scale, 8, sc);
+            cand.d = fp32_to_fp16(d);
+            for (int s = 0; s < 8; ++s) {
+                const int v = sc[s] + 32;
+                cand.scales_l[s / 2] |= static_cast<uint8_t>((v & 0x0f) << (4 * (s % 2)));
+                cand.scales_h |= static_cast<uint16_t>((v >> 4) << (2 * s));
+                const float ds = d * static_cast<float>(sc[s]);
+                for (int j = 0; j < 16; ++j) {
+                    const int lo = nearest_level(ls, ds != 0 ? x[32 * s + j] / ds : 0.0f);
+                    const int hi = nearest_level(ls, ds != 0 ? x[32 * s + 16 + j] / ds : 0.0f);
+                    cand.qs[16 * s + j] = static_cast<uint8_t>(lo | hi << 4);
+                }
             }
-        }
-        const block_iq4_xs &out =
-            weighted_error_n(GgmlType::IQ4_XS, &cand, x, w, kQK_K) < best_err ? cand : best;
-        std::memcpy(static_cast<uint8_t *>(dst) + b * sizeof(block_iq4_xs), &out, sizeof(block_iq4_xs));
-    }
+        });
 }
 
 }  // namespace
