@@ -393,8 +393,12 @@ struct llama_context_params {
     ggml_backend_sched_eval_callback cb_eval;
     void *cb_eval_user_data;
 
-    enum ggml_type type_k; /* K cache element type [EXPERIMENTAL] */
-    enum ggml_type type_v; /* V cache element type [EXPERIMENTAL] */
+    /* K / V cache element types [EXPERIMENTAL]. lctx: F32, F16, BF16, Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1
+     * (llama.cpp's cache types; the block types need head sizes that are multiples of 32); as in b4748, a
+     * block-quantized type_v needs flash_attn (else llama_init_from_model logs "V cache quantization
+     * requires flash_attn" and returns NULL). */
+    enum ggml_type type_k;
+    enum ggml_type type_v;
 
     /* Deprecated behaviour flag: set llama_batch.logits instead. Honoured when batch.logits is NULL. */
     bool logits_all;
