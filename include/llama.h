@@ -48,6 +48,9 @@
  *   - LoRA adapters are freed with their model, as this header promises (b4748 leaked the ones never passed
  *     to llama_adapter_lora_free); an adapter freed while set on a context is dropped from that context's set
  *     (b4748 read freed memory); llama_set_adapter_lora refuses with -1 an adapter of another model.
+ *   - A block-quantized type_k or type_v (q8_0, q4_0, ...) on a model whose head size is not a multiple of the
+ *     type's 32-element block is refused by llama_init_from_model (NULL, the reason logged); b4748 created
+ *     the context and cut each head's blocks apart in its views (an assertion only in debug builds).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.

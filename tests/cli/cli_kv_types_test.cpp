@@ -66,13 +66,13 @@ TEST(CliKvTypes, AQuantizedVWithoutFlashAttentionIsRefusedAsLlamaCppDoes) {
 
 TEST(CliKvTypes, WhatIsNoCacheTypeOrDoesNotFitTheHeadsIsRefused) {
     for (const char *cmd : {"run", "serve"}) {
-        const auto r = run_cli(std::string(cmd) + " -m " + kModel + " -p hi -ctk q4_K", true);
+        const auto r = run_cli(std::string(cmd) + " -m " + kModel + " -ctk q4_K", true);
         EXPECT_EQ(r.status, 1) << r.out;
         EXPECT_TRUE(has(r.out,
                         "--cache-type-k: q4_K is not a KV cache type (f32, f16, bf16, q8_0, q4_0, q4_1, "
                         "iq4_nl, q5_0, q5_1)"))
             << cmd << ": " << r.out;
-        const auto u = run_cli(std::string(cmd) + " -m " + kModel + " -p hi -ctk q9", true);
+        const auto u = run_cli(std::string(cmd) + " -m " + kModel + " -ctk q9", true);
         EXPECT_EQ(u.status, 1) << u.out;
         EXPECT_TRUE(has(u.out, "--cache-type-k: unknown type 'q9'")) << cmd << ": " << u.out;
     }

@@ -53,16 +53,19 @@ double rel_rms_error(GgmlType t) {
 
 // A cache rounds every key and value by its type's relative error eps; attention passes that on to the
 // layer's output about linearly (the scores through the softmax, the values directly), and the layers after
-// it pass the perturbation on to the logits. So the logits' relative RMS difference from the f32 cache's is
-// eps times a gain of the model (and of which of K and V is rounded), the same for every type. kGain bounds
-// it: measured gains (2026-12-03, AVX-512; K and V both of the type, the largest over the types) are llama
-// 0.31, qwen2 0.44, phi3 0.35, gemma2 0.34, bloom 0.10; 2 leaves room for the ISA's summation order (a
-// difference of ~1e-6, which is all that f16's tiny eps shows) and for a type whose blocks fit a model's
-// values worse than N(0, 1) ones. A kernel that misreads a type's blocks moves the logits by O(1), a
-// gain of 10 to 100 and more.
-constexpr double kGain = 2.0;
-// The floor of the comparison: f32 summation order alone (FORMAT.md: ~1e-3 absolute on logits of ~10).
-constexpr double kFloor = 2e-4;
+// it pass the perturbation on to the logits. To first order the logits' relative RMS difference from the f32
+// cache's is then eps times a gain that belongs to the model (and to which of K and V is rounded), not to the
+// type. The test measures that gain with the f16 cache (whose kernels the golden tests hold to llama.cpp's
+// logits) and allows each other type kMargin times it: tolerance = kMargin * gain_f16 * eps_type.
+// Measured (2026-12-03, AVX-512), each type's gain over f16's: 0.16-0.38 on llama (where the f16 cache moves
+// the logits more than its eps alone predicts; f16 also rounds the queries), 0.65-1.06 on qwen2, phi3,
+// gemma2, 0.66-1.18 on bloom; the 4- and 5-bit types sit lowest (a coarser rounding, the same first-order
+// gain, and the softmax's curvature takes a little off). kMargin = 2 leaves room for the ISA's summation
+// order and for a model whose values fit a type's blocks worse than N(0, 1) ones. A kernel that misreads a
+// type's blocks moves the logits by O(1): 10 to 100 times that.
+constexpr double kMargin = 2.0;
+// f32 summation order alone (FORMAT.md: ~1e-3 absolute on logits of ~10 is far more than this needs)
+constexpr double kFloor = 1e-5;
 
 struct Case {
     const char *name;  // fixtures/golden/cases/NAME.json (head size 32: one block per head)
@@ -93,17 +96,22 @@ TEST_P(CacheTypeLogits, EachTypeIsWithinItsRoundingOfTheF32Cache) {
     const nlohmann::json c = testing::read_json(dir + "cases/" + GetParam().name + ".json");
     auto model = Model::load(dir + c["model"].get<std::string>());
     const testing::GoldenRun ref = run_with(*model, c, GgmlType::F32, GgmlType::F32, true);
-    for (GgmlType t : kTypes) {
-        const double eps = rel_rms_error(t);
-        // K and V of the type (V by rows), and K alone (V transposed, f32: the path without flash attention)
-        for (bool both : {true, false}) {
+    // K and V of the type (V by rows), and K alone (V transposed, f32: the path without flash attention)
+    for (bool both : {true, false}) {
+        auto diff_of = [&](GgmlType t) {
             const testing::GoldenRun got = run_with(*model, c, t, both ? t : GgmlType::F32, /*fa=*/both);
-            ASSERT_EQ(got.rows.size(), ref.rows.size());
-            const double diff = rel_rms_diff(got.rows, ref.rows);
-            std::printf("[ %s ] %s%s: relative RMS difference %.3g, eps %.3g, gain %.3f\n", GetParam().name,
-                        type_name(t), both ? " K+V" : " K", diff, eps, diff / eps);
-            EXPECT_LE(diff, kGain * eps + kFloor) << type_name(t) << (both ? " K and V" : " K");
-            for (float x : got.rows) ASSERT_TRUE(std::isfinite(x)) << type_name(t);
+            EXPECT_EQ(got.rows.size(), ref.rows.size());
+            for (float x : got.rows) EXPECT_TRUE(std::isfinite(x)) << type_name(t);
+            return got.rows.size() == ref.rows.size() ? rel_rms_diff(got.rows, ref.rows) : 1e30;
+        };
+        const double gain = diff_of(GgmlType::F16) / rel_rms_error(GgmlType::F16);
+        EXPECT_GT(gain, 0.0);
+        for (GgmlType t : kTypes) {
+            if (t == GgmlType::F16) continue;
+            const double eps = rel_rms_error(t), diff = diff_of(t);
+            std::printf("[ %s ] %s%s: relative RMS difference %.3g, eps %.3g, gain %.3f (f16's %.3f)\n",
+                        GetParam().name, type_name(t), both ? " K+V" : " K", diff, eps, diff / eps, gain);
+            EXPECT_LE(diff, kMargin * gain * eps + kFloor) << type_name(t) << (both ? " K and V" : " K");
         }
     }
 }
@@ -143,20 +151,20 @@ std::vector<float> key_row(const Context &ctx, uint32_t il, uint32_t cell) {
     return out;
 }
 
-// The largest difference of a cell's keys from the reference's, relative to the reference row's largest
-// value, over the first n cells and every layer.
+// The largest difference of a cell's layer-0 keys from the reference's, relative to the reference row's
+// largest value, over the first n cells. (Layer 0's keys depend on the token and its position only; a later
+// layer's also on what the token saw, which a shift of part of a sequence changes.)
 double key_error(const Context &a, const Context &ref, uint32_t n) {
     double worst = 0;
-    for (uint32_t il = 0; il < ref.kv().n_layer(); ++il)
-        for (uint32_t c = 0; c < n; ++c) {
-            const std::vector<float> x = key_row(a, il, c), r = key_row(ref, il, c);
-            double scale = 1e-30, diff = 0;
-            for (size_t i = 0; i < r.size(); ++i) {
-                scale = std::max(scale, static_cast<double>(std::fabs(r[i])));
-                diff = std::max(diff, static_cast<double>(std::fabs(x[i] - r[i])));
-            }
-            worst = std::max(worst, diff / scale);
+    for (uint32_t c = 0; c < n; ++c) {
+        const std::vector<float> x = key_row(a, 0, c), r = key_row(ref, 0, c);
+        double scale = 1e-30, diff = 0;
+        for (size_t i = 0; i < r.size(); ++i) {
+            scale = std::max(scale, static_cast<double>(std::fabs(r[i])));
+            diff = std::max(diff, static_cast<double>(std::fabs(x[i] - r[i])));
         }
+        worst = std::max(worst, diff / scale);
+    }
     return worst;
 }
 
