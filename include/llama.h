@@ -48,6 +48,9 @@
  *   - LoRA adapters are freed with their model, as this header promises (b4748 leaked the ones never passed
  *     to llama_adapter_lora_free); an adapter freed while set on a context is dropped from that context's set
  *     (b4748 read freed memory); llama_set_adapter_lora refuses with -1 an adapter of another model.
+ *   - A block-quantized type_k or type_v (q8_0, q4_0, ...) on a model whose head size is not a multiple of the
+ *     type's 32-element block is refused by llama_init_from_model (NULL, the reason logged); b4748 created
+ *     the context and cut each head's blocks apart in its views (an assertion only in debug builds).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.
@@ -393,8 +396,12 @@ struct llama_context_params {
     ggml_backend_sched_eval_callback cb_eval;
     void *cb_eval_user_data;
 
-    enum ggml_type type_k; /* K cache element type [EXPERIMENTAL] */
-    enum ggml_type type_v; /* V cache element type [EXPERIMENTAL] */
+    /* K / V cache element types [EXPERIMENTAL]. lctx: F32, F16, BF16, Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1
+     * (llama.cpp's cache types; the block types need head sizes that are multiples of 32); as in b4748, a
+     * block-quantized type_v needs flash_attn (else llama_init_from_model logs "V cache quantization
+     * requires flash_attn" and returns NULL). */
+    enum ggml_type type_k;
+    enum ggml_type type_v;
 
     /* Deprecated behaviour flag: set llama_batch.logits instead. Honoured when batch.logits is NULL. */
     bool logits_all;

@@ -40,7 +40,9 @@ inline std::vector<float> read_f32(const std::string &path) {
 
 inline GgmlType kv_type(const nlohmann::json &ctx, const char *key) {
     const std::string t = ctx.value(key, std::string("f16"));
-    return t == "f32" ? GgmlType::F32 : t == "q8_0" ? GgmlType::Q8_0 : GgmlType::F16;
+    GgmlType type;
+    if (!type_from_name(t.c_str(), &type)) throw std::runtime_error("unknown cache type " + t);
+    return type;
 }
 
 inline ContextParams context_params(const nlohmann::json &c) {
@@ -55,6 +57,7 @@ inline ContextParams context_params(const nlohmann::json &c) {
     p.n_threads = p.n_threads_batch = 1;
     p.type_k = kv_type(ctx, "type_k");
     p.type_v = kv_type(ctx, "type_v");
+    p.flash_attn = ctx.value("flash_attn", false);
     return p;
 }
 

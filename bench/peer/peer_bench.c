@@ -4,7 +4,7 @@
 // and defaults are checked against the library before any run.
 //
 // Standalone: lctx-peer-bench --lib DIR -m FILE [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX] [-b 2048] [-ub
-// 512] [-fa 0|1] [-ctk f32|f16|q8_0] [-ctv f32|f16|q8_0]
+// 512] [-fa 0|1] [-ctk TYPE] [-ctv TYPE] (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)
 //   runs a warm-up and r repetitions of each test and prints one JSON line per test.
 // Serve (what lctx bench uses): lctx-peer-bench --serve --lib DIR -m FILE -c N_CTX [-b ..] [-ub ..]
 //   prints {"ready":true,...} after loading, then answers each stdin line "pp N T" or "tg N T" (N tokens,
@@ -107,13 +107,18 @@ _Static_assert(offsetof(struct llama_context_params, cb_eval) == 88, "llama_cont
 _Static_assert(offsetof(struct llama_context_params, embeddings) == 128, "llama_context_params layout");
 
 enum { FLASH_ATTN_DISABLED = 0, FLASH_ATTN_ENABLED = 1, GGML_LOG_LEVEL_ERROR = 4 };
-enum { GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_Q8_0 = 8 };
+enum { GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1 };
 
-// A K/V cache type name as llama-bench spells it -> its ggml type id; -1 when this program does not know it.
+// A K/V cache type name as llama-bench spells it (llama.cpp's cache types) -> its ggml type id; -1 when it
+// is none of them.
 static int kv_type_id(const char *name) {
-    if (!strcmp(name, "f32")) return GGML_TYPE_F32;
-    if (!strcmp(name, "f16")) return GGML_TYPE_F16;
-    if (!strcmp(name, "q8_0")) return GGML_TYPE_Q8_0;
+    static const struct {
+        const char *name;
+        int id;
+    } types[] = {{"f32", 0},  {"f16", 1},  {"bf16", 30}, {"q8_0", 8},   {"q4_0", 2},
+                 {"q4_1", 3}, {"q5_0", 6}, {"q5_1", 7},  {"iq4_nl", 20}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
+        if (!strcmp(name, types[i].name)) return types[i].id;
     return -1;
 }
 

@@ -46,6 +46,10 @@ Context::Context(const Model &model, const ContextParams &params) : model_(model
             break;
     }
     const kernels::RopeParams rope = context_rope(hp, params_.rope);  // throws for a bad setting
+    // b4748's llama_init_from_model refuses the same (whatever the model): a block-quantized V is stored by
+    // rows, which only its flash-attention path reads.
+    if (is_kv_cache_type(params_.type_v) && type_traits(params_.type_v).is_quantized && !params_.flash_attn)
+        throw Error("V cache quantization requires flash_attn");
     // An encoder-decoder model's cache holds its decoder's layers (the encoder has cells of its own).
     kv_ = std::make_unique<KvCache>(hp, params_.n_ctx, params_.type_k, params_.type_v, params_.n_seq_max,
                                     /*v_trans=*/!params_.flash_attn, hp.n_layer_cache());

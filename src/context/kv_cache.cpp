@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "kernels/ops.h"
 #include "model/architectures.h"
@@ -33,12 +34,17 @@ KvCache::KvCache(const HParams &hp, uint32_t size, GgmlType type_k, GgmlType typ
         v_trans = false;
     }
     for (GgmlType t : {type_k, type_v})
-        if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::Q8_0)
-            throw Error(std::string("KV cache type ") + type_name(t) + " is not supported (f32, f16, q8_0)");
-    if (type_k == GgmlType::Q8_0 && hp.n_embd_head_k % 32 != 0)
-        throw Error("a q8_0 K cache needs a head size that is a multiple of 32");
-    if (type_v == GgmlType::Q8_0 && hp.n_embd_head_v % 32 != 0)
-        throw Error("a q8_0 V cache needs a head size that is a multiple of 32");
+        if (!is_kv_cache_type(t))
+            throw Error(std::string("KV cache type ") + type_name(t) + " is not supported (" +
+                        kKvCacheTypeNames + ")");
+    // Each head's keys (and values) are whole blocks: attention reads a head's row on its own.
+    for (auto [t, head, what] :
+         {std::tuple{type_k, hp.n_embd_head_k, "K"}, std::tuple{type_v, hp.n_embd_head_v, "V"}})
+        if (head % type_traits(t).block_size != 0)
+            throw Error(std::string("KV cache type ") + type_name(t) + " for " + what +
+                        " needs a head size that is a multiple of " +
+                        std::to_string(type_traits(t).block_size) + " (this model's is " +
+                        std::to_string(head) + ")");
 
     view_.type_k = type_k;
     view_.type_v = type_v;

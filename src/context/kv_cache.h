@@ -1,5 +1,5 @@
 // The KV cache: `size` cells, each with a position and the set of sequences it belongs to, plus the
-// per-layer K and V storage (F16 by default; F32 and Q8_0 selectable). Sequence operations change
+// per-layer K and V storage (F16 by default; any of kKvCacheTypes below). Sequence operations change
 // cells only; a position shift marks cells with a delta and the keys are re-rotated before the next
 // decode (apply_shift).
 //
@@ -23,6 +23,19 @@ namespace lctx {
 // A cell's sequence set holds ids in [0, kMaxSeqs): attention models accept any id there, whatever
 // n_seq_max (as b4748, whose cells hold a std::set); n_seq_max <= kMaxSeqs bounds recurrent state slots.
 constexpr int kMaxSeqs = 256;
+
+// The KV cache types, llama.cpp's (common's kv_cache_types): f32, f16, bf16 and the block types q8_0, q4_0,
+// q4_1, iq4_nl, q5_0, q5_1. A block type needs head sizes that are whole blocks (32), and as V, flash
+// attention (V by rows: a channel row of single elements cannot be stored).
+inline constexpr GgmlType kKvCacheTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,
+                                             GgmlType::Q8_0,   GgmlType::Q4_0, GgmlType::Q4_1,
+                                             GgmlType::IQ4_NL, GgmlType::Q5_0, GgmlType::Q5_1};
+inline constexpr const char *kKvCacheTypeNames = "f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1";
+inline bool is_kv_cache_type(GgmlType t) {
+    for (GgmlType c : kKvCacheTypes)
+        if (c == t) return true;
+    return false;
+}
 using SeqSet = std::bitset<kMaxSeqs>;
 
 struct KvCell {

@@ -174,11 +174,14 @@ StagedKv stage_kv(Reader &r, const Context &ctx, int32_t dest) {
     if (n_layer != kv.n_layer())
         throw Error("state has " + str(n_layer) + " layers, this model has " + str(kv.n_layer()));
 
+    // A state keeps the cache's bytes as they are: it loads only into a context of the same cache types.
     auto check_type = [](int32_t got, GgmlType want, const char *what, uint32_t il) {
         if (got != static_cast<int32_t>(want))
-            throw Error("state " + std::string(what) + " cache of layer " + str(il) + " has type id " +
-                        std::to_string(got) + ", this context uses " + type_name(want) + " (id " +
-                        std::to_string(static_cast<int32_t>(want)) + ")");
+            throw Error("state " + std::string(what) + " cache of layer " + str(il) + " has type " +
+                        (type_is_known(got) ? std::string(type_name(static_cast<GgmlType>(got))) + " " : "") +
+                        "(id " + std::to_string(got) + "), this context uses " + type_name(want) + " (id " +
+                        std::to_string(static_cast<int32_t>(want)) +
+                        "): create the context with the state's " + what + " cache type");
     };
     st.k.resize(n_layer);
     for (uint32_t il = 0; il < n_layer; ++il) {

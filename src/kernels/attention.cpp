@@ -27,6 +27,44 @@ void axpy(float a, const float *x, float *y, int n) {
     for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+#if defined(__x86_64__)
+// The row type of weighted_rows_* (ops_x86.h) for a V cache type; false for a type it does not read.
+bool row_type_of(GgmlType t, detail::RowType *out) {
+    using detail::RowType;
+    switch (t) {
+        case GgmlType::F32:
+            *out = RowType::F32;
+            return true;
+        case GgmlType::F16:
+            *out = RowType::F16;
+            return true;
+        case GgmlType::BF16:
+            *out = RowType::BF16;
+            return true;
+        case GgmlType::Q8_0:
+            *out = RowType::Q8_0;
+            return true;
+        case GgmlType::Q4_0:
+            *out = RowType::Q4_0;
+            return true;
+        case GgmlType::Q4_1:
+            *out = RowType::Q4_1;
+            return true;
+        case GgmlType::Q5_0:
+            *out = RowType::Q5_0;
+            return true;
+        case GgmlType::Q5_1:
+            *out = RowType::Q5_1;
+            return true;
+        case GgmlType::IQ4_NL:
+            *out = RowType::IQ4_NL;
+            return true;
+        default:
+            return false;
+    }
+}
+#endif
+
 // Per-thread buffers that keep their memory from call to call (no allocation in steady state), one per use.
 enum class Scratch { TurnedKeys, TurnedValues, TurnTile, Item, RowSpans, UnseenBlocks };
 template <typename T, Scratch kUse>
@@ -105,15 +143,11 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     using detail::kKeyBlock;
     const int dk = a.head_dim_k;
     const int64_t n_blocks = (a.n_kv + kKeyBlock - 1) / kKeyBlock;
-    bool key_blocks =
-        (a.type_k == GgmlType::F16 || (a.type_k == GgmlType::Q8_0 && dk <= kMaxTurnedHeadDim)) &&
-        a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
+    bool key_blocks = (a.type_k == GgmlType::F16 || (a.type_k != GgmlType::F32 && dk <= kMaxTurnedHeadDim)) &&
+                      a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
     // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
-    bool turn_values =
-        !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim &&
-        (a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32 || a.type_v == GgmlType::Q8_0) &&
-        a.n_rows >= kMinRowsToTurnKeys;
+    bool turn_values = !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys;
     // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
     std::vector<int32_t> &unturned = scratch<int32_t, Scratch::UnseenBlocks>();
     if (key_blocks || turn_values) {
@@ -163,8 +197,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 detail::turn_key_block_f16(k0, a.k_row_bytes, n, dk, kt);
                 return;
             }
-            // Q8_0: each cell's keys as f32 (d * q, exact) into its lane of the block (dk x 16 floats, in
-            // L1); cells past n are zero
+            // The other types: each cell's keys as f32 (dequantize_row's values, exact: d * q (+ m) of a
+            // block type, the bf16 bits widened) into its lane of the block (dk x 16 floats, in L1); cells
+            // past n are zero
             float row[kMaxTurnedHeadDim];
             for (int c = 0; c < kKeyBlock; ++c) {
                 if (c < n)
@@ -280,12 +315,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
             const uint8_t *vg = a.v + g * v_head_bytes;  // this KV head's values in each cell's row
 #if defined(__x86_64__)
-            // F32 / F16 / Q8_0 rows: the item's heads in register groups over chunks of cells (ops_x86.h).
-            if ((a.type_v == GgmlType::F16 || a.type_v == GgmlType::F32 || a.type_v == GgmlType::Q8_0) &&
-                use_avx2_row_ops()) {
-                const auto type = a.type_v == GgmlType::F16   ? detail::RowType::F16
-                                  : a.type_v == GgmlType::F32 ? detail::RowType::F32
-                                                              : detail::RowType::Q8_0;
+            // Rows of every cache type: the item's heads in register groups over chunks of cells (ops_x86.h).
+            detail::RowType type;
+            if (use_avx2_row_ops() && row_type_of(a.type_v, &type)) {
                 if (detail::use_avx512_row_ops())
                     detail::weighted_rows_avx512(scores, lds, hpi, vg, a.v_row_bytes, type, j0, j1, o,
                                                  a.head_dim_v, a.head_dim_v);

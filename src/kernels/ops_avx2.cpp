@@ -217,10 +217,22 @@ struct V8 {
             return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c);
         } else if constexpr (kType == RowType::F16) {
             return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * c)));
-        } else {
+        } else if constexpr (kType == RowType::BF16) {
+            const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * c));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        } else if constexpr (kType == RowType::Q8_0) {
             const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(q8_0_codes(row, c)));
             return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
                                  _mm256_set1_ps(q8_0_scale(row, c)));
+        } else {
+            const uint8_t *b;
+            const __m128i q = nibble_codes<kType, 8>(row, c, &b);
+            const __m256 x =
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(f16_at(b)));
+            if constexpr (NibbleBlock<kType>::kM >= 0)
+                return _mm256_add_ps(rounded(x), _mm256_set1_ps(f16_at(b + NibbleBlock<kType>::kM)));
+            else
+                return x;
         }
     }
 };
@@ -239,6 +251,10 @@ void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_
                 uint16_t h;
                 std::memcpy(&h, row + c * sizeof h, sizeof h);
                 x = _cvtsh_ss(h);
+            } else if constexpr (kType == RowType::BF16) {
+                uint16_t h;
+                std::memcpy(&h, row + c * sizeof h, sizeof h);
+                x = bf2f(h);
             } else {
                 std::memcpy(&x, row + c * sizeof x, sizeof x);
             }

@@ -46,10 +46,22 @@ struct V16 {
             return _mm512_loadu_ps(reinterpret_cast<const float *>(row) + c);
         } else if constexpr (kType == RowType::F16) {
             return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + 2 * c)));
-        } else {
+        } else if constexpr (kType == RowType::BF16) {
+            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + 2 * c));
+            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        } else if constexpr (kType == RowType::Q8_0) {
             const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(q8_0_codes(row, c)));
             return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)),
                                  _mm512_set1_ps(q8_0_scale(row, c)));
+        } else {
+            const uint8_t *b;
+            const __m128i q = nibble_codes<kType, 16>(row, c, &b);
+            const __m512 x =
+                _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(f16_at(b)));
+            if constexpr (NibbleBlock<kType>::kM >= 0)
+                return _mm512_add_ps(rounded(x), _mm512_set1_ps(f16_at(b + NibbleBlock<kType>::kM)));
+            else
+                return x;
         }
     }
 };
@@ -61,7 +73,7 @@ void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_
     // the last channels (fewer than 16: elementwise types only) by the AVX2 version, which gives the same
     // bits
     if (c < n) {
-        const size_t es = kType == RowType::F16 ? 2 : 4;
+        const size_t es = kType == RowType::F16 || kType == RowType::BF16 ? 2 : 4;
         weighted_rows_avx2(p, ldp, n_p, v + c * es, row_bytes, kType, j0, j1, o + c, ldo, n - c);
     }
 }

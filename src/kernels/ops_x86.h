@@ -30,11 +30,12 @@ void silu_avx2(float *x, int64_t n);
 void axpy_f32_avx2(float a, const float *x, float *y, int64_t n);
 void axpy_f16_avx2(float a, const uint16_t *x, float *y, int64_t n);
 // o[h][c] += sum over j in [j0, j1) of p[h * ldp + j] * v_j[c], for h < n_p and c < n, with v_j the n values
-// at v + j * row_bytes (F32, F16, or Q8_0 blocks with n a multiple of 32): attention's product with V stored
-// by rows. Each output takes its products in order j0, j1 - 1 by fused multiply-adds on the values as
-// dequantize_row gives them (axpy's arithmetic, axpy's bits); a zero probability adds nothing (a cell whose
-// probabilities are all 0 is not read). The AVX-512 version gives the same bits (weighted_rows_x86_inl.h).
-enum class RowType { F32, F16, Q8_0 };
+// at v + j * row_bytes (F32, F16, BF16, or blocks of 32 of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL with n a
+// multiple of 32): attention's product with V stored by rows. Each output takes its products in order
+// j0, ..., j1 - 1 by fused multiply-adds on the values as dequantize_row gives them (axpy's arithmetic,
+// axpy's bits); a zero probability adds nothing (a cell whose probabilities are all 0 is not read). The
+// AVX-512 version gives the same bits (weighted_rows_x86_inl.h).
+enum class RowType { F32, F16, Q8_0, BF16, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL };
 void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
                         RowType type, int j0, int j1, float *o, int64_t ldo, int n);
 void weighted_rows_avx512(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,

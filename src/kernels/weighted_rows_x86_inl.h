@@ -10,6 +10,7 @@
 // masked ones) and over a head whose probability is 0, as axpy does.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -31,7 +32,92 @@ void with_row_type(RowType type, F &&f) {
             return f(std::integral_constant<RowType, RowType::F16>{});
         case RowType::Q8_0:
             return f(std::integral_constant<RowType, RowType::Q8_0>{});
+        case RowType::BF16:
+            return f(std::integral_constant<RowType, RowType::BF16>{});
+        case RowType::Q4_0:
+            return f(std::integral_constant<RowType, RowType::Q4_0>{});
+        case RowType::Q4_1:
+            return f(std::integral_constant<RowType, RowType::Q4_1>{});
+        case RowType::Q5_0:
+            return f(std::integral_constant<RowType, RowType::Q5_0>{});
+        case RowType::Q5_1:
+            return f(std::integral_constant<RowType, RowType::Q5_1>{});
+        case RowType::IQ4_NL:
+            return f(std::integral_constant<RowType, RowType::IQ4_NL>{});
     }
+}
+
+// The 4- and 5-bit blocks of 32 (block_layouts.h): bytes per block and the offsets of the f16 scale d, the
+// f16 minimum m (-1: none), the u32 of fifth bits qh (-1: none) and the 16 bytes of nibbles qs (element i <
+// 16 in the low nibble of qs[i], element i + 16 in its high nibble).
+template <RowType kType>
+struct NibbleBlock;
+template <>
+struct NibbleBlock<RowType::Q4_0> {
+    static constexpr int kBytes = sizeof(block_q4_0), kM = -1, kQh = -1, kQs = offsetof(block_q4_0, qs);
+};
+template <>
+struct NibbleBlock<RowType::Q4_1> {
+    static constexpr int kBytes = sizeof(block_q4_1), kM = offsetof(block_q4_1, m), kQh = -1,
+                         kQs = offsetof(block_q4_1, qs);
+};
+template <>
+struct NibbleBlock<RowType::Q5_0> {
+    static constexpr int kBytes = sizeof(block_q5_0), kM = -1, kQh = offsetof(block_q5_0, qh),
+                         kQs = offsetof(block_q5_0, qs);
+};
+template <>
+struct NibbleBlock<RowType::Q5_1> {
+    static constexpr int kBytes = sizeof(block_q5_1), kM = offsetof(block_q5_1, m),
+                         kQh = offsetof(block_q5_1, qh), kQs = offsetof(block_q5_1, qs);
+};
+template <>
+struct NibbleBlock<RowType::IQ4_NL> {
+    static constexpr int kBytes = sizeof(block_iq4_nl), kM = -1, kQh = -1, kQs = offsetof(block_iq4_nl, qs);
+};
+
+inline float f16_at(const uint8_t *p) {
+    uint16_t h;
+    std::memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+// Channels [c, c + n) (n = 8 or 16, c a multiple of n) of a row of nibble blocks: the block, and the codes as
+// signed bytes (the low n bytes of the result): Q4_0 q - 8, Q5_0 q - 16, Q4_1 / Q5_1 q, IQ4_NL the level
+// kValuesIq4nl[q]. The value is then code * d (+ m), as dequantize_row forms it.
+template <RowType kType, int n>
+inline __m128i nibble_codes(const uint8_t *row, int c, const uint8_t **block) {
+    using B = NibbleBlock<kType>;
+    const uint8_t *b = row + (c / 32) * B::kBytes;
+    *block = b;
+    const int o = c % 32;
+    __m128i q = n == 8 ? _mm_loadl_epi64(reinterpret_cast<const __m128i *>(b + B::kQs + (o & 15)))
+                       : _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + B::kQs));
+    if (o >= 16) q = _mm_srli_epi16(q, 4);
+    q = _mm_and_si128(q, _mm_set1_epi8(0x0f));
+    if constexpr (B::kQh >= 0) {
+        uint32_t qh;
+        std::memcpy(&qh, b + B::kQh, sizeof qh);
+        const uint32_t bits = qh >> o;  // bit i: the fifth bit of channel c + i
+        // byte i gets 0x10 where bit i is set
+        const __m128i sel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+        const __m128i spread = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        const __m128i by = _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(bits & 0xffff)), spread);
+        q = _mm_or_si128(q, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(by, sel), sel), _mm_set1_epi8(0x10)));
+    }
+    if constexpr (kType == RowType::Q4_0) q = _mm_sub_epi8(q, _mm_set1_epi8(8));
+    if constexpr (kType == RowType::Q5_0) q = _mm_sub_epi8(q, _mm_set1_epi8(16));
+    if constexpr (kType == RowType::IQ4_NL)
+        q = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(kValuesIq4nl)), q);
+    return q;
+}
+
+// Keeps the compiler from fusing a product with the addition after it: dequantize_row rounds q * d, then
+// adds m.
+template <class R>
+inline R rounded(R x) {
+    __asm__("" : "+v"(x));
+    return x;
 }
 
 // Channel c's block of a Q8_0 row (block_q8_0: the f16 scale, then 32 codes): its scale as f32, and the

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <optional>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include "chat/chat_format.h"
@@ -125,6 +125,9 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     cp.n_seq_max = static_cast<uint32_t>(opts_.n_slots);
     if (opts_.n_threads > 0) cp.n_threads = cp.n_threads_batch = opts_.n_threads;
     cp.no_perf = true;
+    cp.type_k = opts_.type_k;
+    cp.type_v = opts_.type_v;
+    cp.flash_attn = opts_.flash_attn;
     ctx_ = llama_init_from_model(model_, cp);
     if (!ctx_) {
         llama_model_free(model_);
@@ -415,7 +418,8 @@ R Engine::run_on_loop(F work) {
     commands_.push_back(std::move(run));
     cv_.notify_all();
     cv_.wait(lk, [&] { return out->done; });
-    if (out->error) throw ApiError(out->error->status, out->error->what(), out->error->type, out->error->param);
+    if (out->error)
+        throw ApiError(out->error->status, out->error->what(), out->error->type, out->error->param);
     return std::move(*out->value);
 }
 

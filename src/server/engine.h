@@ -40,6 +40,9 @@ struct EngineOptions {
     std::string chat_template;   // a built-in format name; "" = the model's template (chatml without one)
     // LoRA adapters (--lora FILE[:SCALE]): file and initial global scale; their ids are their indexes here.
     std::vector<std::pair<std::string, float>> lora;
+    // The KV cache (-ctk, -ctv, -fa): llama.cpp's cache types; a block-quantized V needs flash attention.
+    ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
+    bool flash_attn = false;
 };
 
 struct TopLogprob {

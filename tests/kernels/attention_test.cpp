@@ -1,10 +1,14 @@
 // attention() against a naive double-precision reference: masks with -inf holes (and fully masked
-// rows), GQA, F16 / F32 / Q8_0 caches, V transposed or not, row subsets, softcap, ALiBi.
+// rows), GQA, caches of every KV cache type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), V
+// transposed or not, row subsets, softcap, ALiBi. The ctest copies run it at each kernel level.
 //
 // The reference uses the same inputs the kernel sees: q converted to the K cache's dot type (as the
 // kernel must to take dot products with quantized keys), dequantized K and V. The one rounding the
 // reference does not repeat is the kernel's conversion of the probabilities to V's dot type when V is
-// transposed; its effect is bounded per output by sum_j |dp_j| * |v_j| with dp_j the conversion error.
+// transposed; its effect is bounded per output by sum_j |dp_j| * |v_j| with dp_j the conversion error. Keys
+// of Q4_1 / Q5_1 take their dot products with Q8_1 queries, whose blocks carry their sum s = d * sum(q) as
+// an f16: the kernel's scores may use that rounded sum (m * s per block), the reference the exact one, a
+// score difference of at most sum over blocks |m| |s| 2^-11 (see score_err below).
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -186,12 +190,32 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
 
     const GgmlType qt = type_traits(c.type_k).vec_dot_type;
     const GgmlType pt = c.v_trans ? type_traits(c.type_v).vec_dot_type : GgmlType::F32;
+    // The largest |m| of each K block (Q4_1 / Q5_1: the f16 after d; 0 for the other types),
+    // [cell][kv_dim/32]
+    const bool k_has_min = c.type_k == GgmlType::Q4_1 || c.type_k == GgmlType::Q5_1;
+    auto k_block_min = [&](uint32_t j, int g, int b) {
+        if (!k_has_min) return 0.0;
+        const size_t bb = type_traits(c.type_k).type_size;
+        const uint8_t *blk = kbuf.data() + j * k_row_bytes + g * row_size(c.type_k, hd) + b * bb;
+        float m;
+        dequantize_row(GgmlType::F16, blk + 2, &m, 1);
+        return static_cast<double>(std::fabs(m));
+    };
     int bad = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
         const int t = rows[i];
         for (int h = 0; h < c.n_head; ++h) {
             const int g = h / gqa;
             const std::vector<float> qh = through(qt, q.data() + t * ldq + h * hd, hd);
+            // bound on the f16 rounding of each Q8_1 block's sum (k_has_min only), scaled as the scores are
+            std::vector<double> s_err(hd / 32 + 1, 0.0);
+            if (k_has_min)
+                for (int b = 0; b < hd / 32; ++b) {
+                    double sum = 0;
+                    for (int d = 32 * b; d < 32 * b + 32; ++d) sum += qh[d];
+                    s_err[b] = std::fabs(sum) * 0x1p-11 + 1e-7;
+                }
+            double score_err = 0;  // the largest score difference the Q8_1 sums may make, over the cells
             std::vector<double> p(c.n_kv, 0.0);
             double mx = -1e300;
             bool any = false;
@@ -200,6 +224,11 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 double s = 0;
                 for (int d = 0; d < hd; ++d) s += static_cast<double>(qh[d]) * kdq[j * kv_dim + g * hd + d];
                 s *= a.scale;
+                if (k_has_min) {
+                    double e = 0;
+                    for (int b = 0; b < hd / 32; ++b) e += k_block_min(j, g, b) * s_err[b];
+                    score_err = std::max(score_err, e * a.scale);
+                }
                 if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
                 s += static_cast<double>(c.alibi_max_bias > 0 ? slopes[h] : 1.0f) * mask_at(h, t, j);
                 p[j] = s;
@@ -217,6 +246,8 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
             std::vector<double> dp(c.n_kv, 0.0);
             if (pt == GgmlType::F16) {
                 for (int j = 0; j < c.n_kv; ++j) dp[j] = p[j] * 0x1p-11 + 0x1p-25;
+            } else if (pt == GgmlType::BF16) {  // rounded to nearest: half of bf16's 2^-7 ulp, relative
+                for (int j = 0; j < c.n_kv; ++j) dp[j] = p[j] * 0x1p-8 + 1e-38;
             } else if (pt == GgmlType::Q8_0) {
                 for (int b0 = 0; b0 < c.n_kv; b0 += 32) {
                     double bm = 0;
@@ -230,7 +261,9 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 for (int j = 0; j < c.n_kv; ++j) {
                     const double v = vdq[j * kv_dim + g * hd + d];
                     want += p[j] * v;
-                    tol += (dp[j] + p[j] * 2e-5) * std::fabs(v);
+                    // a score off by at most e moves p_j by at most p_j (e + sum_i p_i e) <= 2 e p_j (to
+                    // first order); with a softcap the slope of tanh is at most 1
+                    tol += (dp[j] + p[j] * (2e-5 + 2.0 * score_err)) * std::fabs(v);
                 }
                 tol += 1e-6;
                 const float got = out[i * ldo + h * hd + d];
@@ -245,16 +278,22 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     return out;
 }
 
+// The KV cache types (kv_cache.h).
+const GgmlType kCacheTypes[] = {GgmlType::F16,  GgmlType::F32,  GgmlType::BF16,
+                                GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL};
+
 TEST(AttentionTest, CachesLayoutsAndGqa) {
     uint32_t seed = 1;
-    for (GgmlType tk : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+    for (GgmlType tk : kCacheTypes) {
         for (bool v_trans : {true, false}) {
             for (auto [nh, nkv] : {std::pair{4, 4}, std::pair{8, 2}, std::pair{6, 1}}) {
                 for (auto [n_kv, n_tokens] :
                      {std::pair{1, 1}, std::pair{37, 1}, std::pair{64, 5}, std::pair{200, 9}}) {
-                    // Q8_0 V needs whole blocks along its rows: head_dim (not transposed) or the cells
-                    // (transposed: cells = n_kv + 3, not a multiple of 32; only F16 / F32 there).
-                    const GgmlType tv = v_trans && tk == GgmlType::Q8_0 ? GgmlType::F16 : tk;
+                    // A block type as V needs whole blocks along its rows: head_dim (not transposed) or the
+                    // cells (transposed: cells = n_kv + 3, not a multiple of 32; only F16 / F32 / BF16 there,
+                    // as in the cache, which stores a block-quantized V by rows only).
+                    const GgmlType tv = v_trans && type_traits(tk).is_quantized ? GgmlType::F16 : tk;
                     const Case c{nh, nkv, 64, n_kv, n_tokens, tk, tv, v_trans};
                     for (int threads : {1, 2}) run_case(c, seed++, threads);
                     if (::testing::Test::HasFailure()) return;
@@ -262,6 +301,26 @@ TEST(AttentionTest, CachesLayoutsAndGqa) {
             }
         }
     }
+}
+
+// K and V of different types (llama.cpp allows any pair; a block-quantized V by rows), prompts that turn the
+// key and value blocks and decoded tokens, cells that end inside a block of 16 and a tail past the last 32.
+TEST(AttentionTest, MixedKeyAndValueTypes) {
+    uint32_t seed = 700;
+    const std::pair<GgmlType, GgmlType> pairs[] = {
+        {GgmlType::Q4_0, GgmlType::Q8_0},  {GgmlType::Q8_0, GgmlType::Q4_0},
+        {GgmlType::F16, GgmlType::Q5_1},   {GgmlType::Q5_0, GgmlType::IQ4_NL},
+        {GgmlType::IQ4_NL, GgmlType::F16}, {GgmlType::BF16, GgmlType::Q4_1},
+        {GgmlType::Q4_1, GgmlType::BF16}};
+    for (auto [tk, tv] : pairs)
+        for (int hd : {64, 128})
+            for (auto [n_kv, n_tokens] : {std::pair{45, 1}, std::pair{141, 12}}) {
+                for (bool v_trans : {true, false}) {
+                    if (v_trans && type_traits(tv).is_quantized) continue;
+                    run_case(Case{8, 2, hd, n_kv, n_tokens, tk, tv, v_trans}, seed++, 2);
+                    if (::testing::Test::HasFailure()) return;
+                }
+            }
 }
 
 TEST(AttentionTest, HeadDim128AndLongContext) {
@@ -320,9 +379,9 @@ TEST(AttentionTest, SequencesInRegions) {
 // of 8 and 12 (a whole register group and one over), head dims with channels past whole runs of vectors.
 TEST(AttentionTest, DecodeOverValuesByRowsWithEveryCellVisible) {
     uint32_t seed = 600;
-    for (GgmlType t : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+    for (GgmlType t : kCacheTypes) {
         for (int hd : {64, 72, 80, 96, 128}) {
-            if (t == GgmlType::Q8_0 && hd % 32 != 0) continue;  // Q8_0 rows are whole blocks
+            if (type_traits(t).is_quantized && hd % 32 != 0) continue;  // block rows are whole blocks
             for (auto [nh, nkv] : {std::pair{8, 1}, std::pair{12, 1}, std::pair{32, 4}}) {
                 for (auto [n_kv, n_tokens] : {std::pair{300, 1}, std::pair{129, 2}}) {
                     Case c{nh, nkv, hd, n_kv, n_tokens, t, t, false};
@@ -362,7 +421,7 @@ TEST(AttentionTest, F16ValuesByRowsGiveTheBitsOfTheSameValuesInF32) {
 TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
     const int n_tok = 11;
     // out[token][q_dim] of the given rows (run_case writes them in rows' order, q_dim + 1 apart)
-    for (GgmlType tk : {GgmlType::F16, GgmlType::Q8_0}) {
+    for (GgmlType tk : {GgmlType::F16, GgmlType::Q8_0, GgmlType::BF16, GgmlType::Q4_1, GgmlType::IQ4_NL}) {
         SCOPED_TRACE(type_name(tk));
         auto run = [&](std::vector<int32_t> rows, int threads) {
             Case c{8, 2, 64, 70, n_tok, tk, GgmlType::F16, false};
@@ -419,9 +478,9 @@ TEST(AttentionTest, AlibiSlopes) {
 // blocks on AVX-512), with GQA and a head count that is not a power of two (the second slope series).
 TEST(AttentionTest, Alibi) {
     uint32_t seed = 300;
-    for (GgmlType tk : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+    for (GgmlType tk : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0, GgmlType::BF16, GgmlType::Q5_1}) {
         for (bool v_trans : {true, false}) {
-            const GgmlType tv = v_trans && tk == GgmlType::Q8_0 ? GgmlType::F16 : tk;
+            const GgmlType tv = v_trans && type_traits(tk).is_quantized ? GgmlType::F16 : tk;
             for (auto [nh, nkv] : {std::pair{4, 4}, std::pair{6, 2}}) {
                 for (auto [n_kv, n_tokens] : {std::pair{1, 1}, std::pair{37, 1}, std::pair{70, 9}}) {
                     Case c{nh, nkv, 64, n_kv, n_tokens, tk, tv, v_trans};

@@ -264,16 +264,20 @@ TEST(OpsTest, WeightedRowsAreOneFmaChainPerOutput) {
     const bool avx512 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx512);
     if (!avx2) GTEST_SKIP() << "no AVX2 on this CPU";
     std::mt19937 rng(5);
-    for (RowType type : {RowType::F32, RowType::F16, RowType::Q8_0}) {
-        const GgmlType gt = type == RowType::F32   ? GgmlType::F32
-                            : type == RowType::F16 ? GgmlType::F16
-                                                   : GgmlType::Q8_0;
+    // every KV cache type (kv_cache.h): the float types, and the block types of 32
+    const std::pair<RowType, GgmlType> types[] = {
+        {RowType::F32, GgmlType::F32},      {RowType::F16, GgmlType::F16},
+        {RowType::BF16, GgmlType::BF16},    {RowType::Q8_0, GgmlType::Q8_0},
+        {RowType::Q4_0, GgmlType::Q4_0},    {RowType::Q4_1, GgmlType::Q4_1},
+        {RowType::Q5_0, GgmlType::Q5_0},    {RowType::Q5_1, GgmlType::Q5_1},
+        {RowType::IQ4_NL, GgmlType::IQ4_NL}};
+    for (auto [type, gt] : types) {
         for (int n : {8, 32, 64, 72, 80, 96, 100, 128}) {
-            if (type == RowType::Q8_0 && n % 32 != 0) continue;
+            if (type_traits(gt).is_quantized && n % 32 != 0) continue;
             for (int n_p : {1, 3, 4, 5, 8, 9, 12}) {
                 for (int zeros : {0, 1}) {
-                    SCOPED_TRACE(std::to_string(static_cast<int>(type)) + " n " + std::to_string(n) +
-                                 " heads " + std::to_string(n_p) + " zeros " + std::to_string(zeros));
+                    SCOPED_TRACE(std::string(type_name(gt)) + " n " + std::to_string(n) + " heads " +
+                                 std::to_string(n_p) + " zeros " + std::to_string(zeros));
                     const int n_cells = 300, j0 = 5, j1 = 290;
                     const size_t row_bytes = row_size(gt, n) + 6;  // rows a little apart
                     std::vector<uint8_t> v(n_cells * row_bytes);

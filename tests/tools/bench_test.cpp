@@ -455,8 +455,8 @@ TEST(BenchMarkdown, RatioPerBatchSettingNamedOnlyWhenThereAreSeveral) {
 namespace lctx::bench {
 namespace {
 
-// -fa, -ctk and -ctv take lists and every combination runs; the JSON says what ran, and a type lctx has no
-// cache for is refused before anything runs.
+// -fa, -ctk and -ctv take lists and every combination runs; the JSON says what ran, and a type that is not a
+// KV cache type, or a block-quantized V without -fa 1 (as llama.cpp), is refused before anything runs.
 TEST(BenchCli, AttentionSettingsRunEveryCombination) {
     const synth::Shape *shape = synth::find_shape("tiny");  // head size 64: a q8_0 cache fits
     synth::TypeChoice type;
@@ -480,7 +480,7 @@ TEST(BenchCli, AttentionSettingsRunEveryCombination) {
         return out;
     };
     int status = -1;
-    const std::string jsonl = run("-fa 0,1 -ctk f16,q8_0 -ctv f16,q8_0 -o jsonl", &status);
+    const std::string jsonl = run("-fa 0,1 -ctk f16,q4_0 -ctv f16,bf16 -o jsonl", &status);
     EXPECT_EQ(status, 0) << jsonl;
     std::vector<nlohmann::json> rows;
     std::stringstream ss(jsonl);
@@ -489,8 +489,8 @@ TEST(BenchCli, AttentionSettingsRunEveryCombination) {
     ASSERT_EQ(rows.size(), 8u) << jsonl;
     for (size_t i = 0; i < rows.size(); ++i) {  // fa outermost, then K, then V, as the lists are given
         EXPECT_EQ(rows[i]["flash_attn"], i >= 4) << i;
-        EXPECT_EQ(rows[i]["type_k"], (i / 2) % 2 ? "q8_0" : "f16") << i;
-        EXPECT_EQ(rows[i]["type_v"], i % 2 ? "q8_0" : "f16") << i;
+        EXPECT_EQ(rows[i]["type_k"], (i / 2) % 2 ? "q4_0" : "f16") << i;
+        EXPECT_EQ(rows[i]["type_v"], i % 2 ? "bf16" : "f16") << i;
         EXPECT_GT(rows[i].value("avg_ts", 0.0), 0.0) << i;
     }
     const std::string md = run("--flash-attn 1 --cache-type-k q8_0 --cache-type-v f32", &status);
@@ -498,9 +498,18 @@ TEST(BenchCli, AttentionSettingsRunEveryCombination) {
     EXPECT_NE(md.find("| type_k | type_v | fa |"), std::string::npos) << md;
     EXPECT_NE(md.find("| q8_0 | f32 | 1 | pp8 |"), std::string::npos) << md;
     EXPECT_EQ(run("", &status).find("| fa |"), std::string::npos);  // the defaults: no attention columns
-    const std::string bad = run("-ctk q4_0", &status);
+    // every block type as V with -fa 1 (and as K)
+    const std::string blocks = run("-fa 1 -ctk q5_1,iq4_nl -ctv q4_0,q4_1,q5_0,q8_0", &status);
+    EXPECT_EQ(status, 0) << blocks;
+    EXPECT_NE(blocks.find("| q5_1 | q4_1 | 1 | pp8 |"), std::string::npos) << blocks;
+    EXPECT_NE(blocks.find("| iq4_nl | q5_0 | 1 | pp8 |"), std::string::npos) << blocks;
+    const std::string bad = run("-ctk q4_K", &status);
     EXPECT_NE(status, 0);
-    EXPECT_NE(bad.find("KV cache type q4_0 is not supported by lctx"), std::string::npos) << bad;
+    EXPECT_NE(bad.find("q4_K is not a KV cache type"), std::string::npos) << bad;
+    const std::string no_fa = run("-ctv q4_0", &status);
+    EXPECT_NE(status, 0);
+    EXPECT_NE(no_fa.find("-fa 0 with -ctv q4_0: V cache quantization requires flash_attn"), std::string::npos)
+        << no_fa;
     run("-fa 2", &status);
     EXPECT_NE(status, 0);
     std::filesystem::remove(path);
@@ -524,12 +533,22 @@ TEST(BenchMarkdown, RatioLinesPairTheSameAttentionSetting) {
     EXPECT_EQ(markdown({a, b}).find("type_k"), std::string::npos);
 }
 
-TEST(BenchAttention, LctxRefusesUnknownCachesAndLlamaCppAQuantizedVWithoutFlashAttention) {
-    EXPECT_EQ(check_attention_setting(false, GgmlType::F16, GgmlType::F16, true), "");
-    EXPECT_EQ(check_attention_setting(true, GgmlType::Q8_0, GgmlType::Q8_0, true), "");
-    EXPECT_EQ(check_attention_setting(false, GgmlType::Q8_0, GgmlType::Q8_0, false), "");  // lctx alone
-    EXPECT_NE(check_attention_setting(false, GgmlType::F16, GgmlType::Q8_0, true), "");
-    EXPECT_NE(check_attention_setting(true, GgmlType::Q4_0, GgmlType::F16, false), "");
+// As b4748: llama.cpp's cache types (common's kv_cache_types), a block-quantized V only with flash attention.
+TEST(BenchAttention, RefusesWhatIsNoCacheTypeAndAQuantizedVWithoutFlashAttention) {
+    EXPECT_EQ(check_attention_setting(false, GgmlType::F16, GgmlType::F16), "");
+    EXPECT_EQ(check_attention_setting(true, GgmlType::Q8_0, GgmlType::Q8_0), "");
+    EXPECT_EQ(check_attention_setting(false, GgmlType::Q4_0, GgmlType::BF16),
+              "");  // a quantized K alone is fine
+    for (GgmlType t :
+         {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL}) {
+        EXPECT_EQ(check_attention_setting(true, t, t), "") << type_name(t);
+        EXPECT_NE(
+            check_attention_setting(false, GgmlType::F16, t).find("V cache quantization requires flash_attn"),
+            std::string::npos)
+            << type_name(t);
+    }
+    EXPECT_NE(check_attention_setting(true, GgmlType::Q4_K, GgmlType::F16), "");
+    EXPECT_NE(check_attention_setting(true, GgmlType::F16, GgmlType::IQ4_XS), "");
 }
 
 // The peer runs llama.cpp with flash attention and a q8_0 cache when asked (skipped without the peer).

@@ -483,14 +483,15 @@ std::vector<std::string> plausibility_warnings(const std::vector<Result> &result
     return w;
 }
 
-std::string check_attention_setting(bool flash_attn, GgmlType type_k, GgmlType type_v, bool with_peer) {
+std::string check_attention_setting(bool flash_attn, GgmlType type_k, GgmlType type_v) {
     for (GgmlType t : {type_k, type_v})
-        if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::Q8_0)
-            return std::string("KV cache type ") + type_name(t) +
-                   " is not supported by lctx (f32, f16, q8_0)";
-    if (with_peer && !flash_attn && type_traits(type_v).is_quantized)
+        if (!is_kv_cache_type(t))
+            return std::string("KV cache type ") + type_name(t) + " is not a KV cache type (" +
+                   kKvCacheTypeNames + ")";
+    // as b4748's llama_init_from_model (llama-bench then stops with "failed to create context")
+    if (!flash_attn && type_traits(type_v).is_quantized)
         return std::string("-fa 0 with -ctv ") + type_name(type_v) +
-               ": llama.cpp stores a quantized V cache only with flash attention (use -fa 1, or no --peer)";
+               ": V cache quantization requires flash_attn (use -fa 1)";
     return "";
 }
 

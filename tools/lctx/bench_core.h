@@ -83,7 +83,8 @@ class LctxRunner {
     uint64_t rng_;
     std::vector<int32_t> tokens_, pos_;
     int64_t tokens_decoded_ = 0;
-    int kept_depth_ = 0;  // the cache holds exactly positions [0, kept_depth_) of sequence 0 plus the last test's
+    int kept_depth_ =
+        0;  // the cache holds exactly positions [0, kept_depth_) of sequence 0 plus the last test's
 };
 
 // Streaming read bandwidth in bytes/s with n_threads readers over a `bytes` buffer (much larger than the L3);
@@ -140,8 +141,8 @@ std::string csv(const std::vector<nlohmann::ordered_json> &rows);
 // deviation of zero over three or more runs, a run more than twice the median of the others. One line each.
 std::vector<std::string> plausibility_warnings(const std::vector<Result> &results);
 
-// Why lctx bench cannot run this attention setting (-fa, -ctk, -ctv), or empty when it can. `with_peer`:
-// llama.cpp runs too, which stores a block-quantized V only with flash attention.
-std::string check_attention_setting(bool flash_attn, GgmlType type_k, GgmlType type_v, bool with_peer);
+// Why lctx bench cannot run this attention setting (-fa, -ctk, -ctv), or empty when it can: a type that is
+// not a KV cache type, or a block-quantized V without flash attention (which llama.cpp refuses too).
+std::string check_attention_setting(bool flash_attn, GgmlType type_k, GgmlType type_v);
 
 }  // namespace lctx::bench

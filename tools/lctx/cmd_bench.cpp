@@ -84,8 +84,10 @@ int cmd_bench(int argc, char **argv) {
     app.add_option("-u,--ubatch-size", ubatch_arg,
                    "physical batch sizes (-ub), e.g. 128,512 (capped by the batch)");
     app.add_option("--flash-attn", fa_arg, "(-fa) flash attention off and/or on, e.g. 0,1");
-    app.add_option("--cache-type-k", ctk_arg, "(-ctk) K cache types, e.g. f16,q8_0 (f32, f16, q8_0)");
-    app.add_option("--cache-type-v", ctv_arg, "(-ctv) V cache types, e.g. f16,q8_0 (f32, f16, q8_0)");
+    app.add_option(
+        "--cache-type-k", ctk_arg,
+        "(-ctk) K cache types, e.g. f16,q8_0 (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)");
+    app.add_option("--cache-type-v", ctv_arg, "(-ctv) V cache types, as -ctk; the block types need -fa 1");
     app.add_option("-o,--output", output, "output format: md, csv, json or jsonl");
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
     app.add_flag("--no-peak", no_peak, "skip the compute-peak probe of the prompt tests' \"% of peak\"");
@@ -162,23 +164,17 @@ int cmd_bench(int argc, char **argv) {
     struct Attn {
         bool fa;
         GgmlType k, v;
-        bool peer;  // llama.cpp can run it
     };
     std::vector<std::pair<int, Attn>> depth_attns;  // (depth, attention setting), every combination
     for (int fa : fas)
         for (GgmlType k : types_k)
             for (GgmlType v : types_v) {
-                const std::string why = bench::check_attention_setting(fa != 0, k, v, false);
+                const std::string why = bench::check_attention_setting(fa != 0, k, v);
                 if (!why.empty()) {
                     std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
                     return 1;
                 }
-                // llama.cpp refuses some settings lctx runs (a quantized V without flash attention):
-                // lctx runs them alone, with a note.
-                const std::string peer_why = bench::check_attention_setting(fa != 0, k, v, true);
-                if (!peer_dir.empty() && !peer_why.empty())
-                    std::fprintf(stderr, "lctx bench: note: lctx only: %s\n", peer_why.c_str());
-                for (int depth : depths) depth_attns.push_back({depth, {fa != 0, k, v, peer_why.empty()}});
+                for (int depth : depths) depth_attns.push_back({depth, {fa != 0, k, v}});
             }
 
     std::vector<Test> tests;
@@ -303,7 +299,7 @@ int cmd_bench(int argc, char **argv) {
                         s.n_ubatch = static_cast<uint32_t>(n_ubatch);
                         s.n_seq = test.n_seq;
                         std::unique_ptr<bench::PeerProcess> peer;
-                        if (!peer_dir.empty() && attn.peer) {
+                        if (!peer_dir.empty()) {
                             peer = std::make_unique<bench::PeerProcess>(peer_exe, peer_lib, model_path, s);
                             peer_facts = peer->facts();
                             peer_build = peer->build();

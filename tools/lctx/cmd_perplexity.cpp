@@ -146,7 +146,7 @@ int cmd_perplexity(int argc, char **argv) {
     configure_app(app);
     std::string model_path = default_model_path(), text_path, plot_path, ctk = "f16", ctv = "f16";
     int32_t n_ctx = 512, n_batch = 2048, n_ubatch = 512, n_threads = 0, n_chunks = -1;
-    bool json = false, quiet = false;
+    bool json = false, quiet = false, flash_attn = false;
     app.add_option("-m,--model", model_path, "GGUF model file");
     app.add_option("-f,--file", text_path, "the text (one trailing newline is dropped)")->required();
     app.add_option("-c,--ctx-size", n_ctx, "window length in tokens; the second half of each is scored");
@@ -155,8 +155,11 @@ int cmd_perplexity(int argc, char **argv) {
     app.add_option("--ubatch-size", n_ubatch, "(-ub) micro-batch size");
     app.add_option("-t,--threads", n_threads, "threads (0: every core)");
     app.add_option("--chunks", n_chunks, "evaluate at most this many windows (-1: every whole window)");
-    app.add_option("--cache-type-k", ctk, "KV cache type of K (-ctk): f32, f16, bf16, q8_0, ...");
-    app.add_option("--cache-type-v", ctv, "KV cache type of V (-ctv): f32, f16, bf16, q8_0, ...");
+    app.add_option("--cache-type-k", ctk,
+                   "KV cache type of K (-ctk): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1");
+    app.add_option("--cache-type-v", ctv, "KV cache type of V (-ctv), as -ctk; the block types need -fa");
+    app.add_flag("--flash-attn", flash_attn,
+                 "(-fa) llama.cpp's flash-attention cache: V stored by rows (a quantized -ctv needs it)");
     app.add_flag("--json", json,
                  "print one JSON object {n_ctx, n_batch, n_seq, n_chunk, chunks: [{chunk, token_range, "
                  "n_scored, nll_sum, ppl, cumulative_ppl}], final: {ppl, ppl_err, mean_nll, count}}");
@@ -172,6 +175,8 @@ int cmd_perplexity(int argc, char **argv) {
     ggml_type type_k, type_v;
     if (!cache_type_from_name(ctk, &type_k)) return fail("--cache-type-k: unknown type '" + ctk + "'");
     if (!cache_type_from_name(ctv, &type_v)) return fail("--cache-type-v: unknown type '" + ctv + "'");
+    if (type_v != GGML_TYPE_F32 && type_v != GGML_TYPE_F16 && type_v != GGML_TYPE_BF16 && !flash_attn)
+        return fail("--cache-type-v " + ctv + ": V cache quantization requires flash_attn (add -fa)");
     if (n_ubatch < 1) return fail("--ubatch-size " + std::to_string(n_ubatch) + ": must be at least 1");
     if (n_threads < 0) return fail("--threads " + std::to_string(n_threads) + ": must be 0 or more");
     // Everything that can be refused before the (long) run is checked first.
@@ -212,6 +217,7 @@ int cmd_perplexity(int argc, char **argv) {
     cp.n_threads_batch = cp.n_threads;
     cp.type_k = type_k;
     cp.type_v = type_v;
+    cp.flash_attn = flash_attn;
     std::unique_ptr<llama_context, ContextFree> ctx(llama_init_from_model(model.get(), cp));
     if (!ctx)
         return fail("cannot create a context of " + std::to_string(plan.context_size()) + " tokens" +

@@ -65,10 +65,31 @@ int cmd_serve(int argc, char **argv) {
     app.add_flag("--no-metrics", no_metrics, "do not serve /metrics");
     app.add_flag(
         "--log-disable", [&](int64_t) { so.log = false; }, "no request log");
+    std::string ctk = "f16", ctv = "f16";
+    app.add_option("--cache-type-k", ctk,
+                   "KV cache type of K (-ctk): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1");
+    app.add_option("--cache-type-v", ctv, "KV cache type of V (-ctv), as -ctk; the block types need -fa");
+    app.add_flag("--flash-attn", eo.flash_attn,
+                 "(-fa) llama.cpp's flash-attention cache: V stored by rows (a quantized -ctv needs it)");
     LoraArgs lora_args;
     add_lora_options(app, lora_args);
     const int st = parse_or_report(app, "serve", normalize_args(argc, argv));
     if (st >= 0) return st;
+    GgmlType type_k, type_v;
+    for (const std::string &e : {kv_cache_type_from_name(ctk, "--cache-type-k", &type_k),
+                                 kv_cache_type_from_name(ctv, "--cache-type-v", &type_v)})
+        if (!e.empty()) {
+            std::fprintf(stderr, "lctx serve: %s\n", e.c_str());
+            return 1;
+        }
+    if (type_traits(type_v).is_quantized && !eo.flash_attn) {  // as b4748's llama_init_from_model
+        std::fprintf(stderr,
+                     "lctx serve: --cache-type-v %s: V cache quantization requires flash_attn (add -fa)\n",
+                     ctv.c_str());
+        return 1;
+    }
+    eo.type_k = static_cast<ggml_type>(type_k);  // the same ids (lctx/ggml_compat.h)
+    eo.type_v = static_cast<ggml_type>(type_v);
     std::string lora_error;
     for (const LoraOption &l : parse_lora_options(lora_args, lora_error))
         eo.lora.emplace_back(l.path, l.scale);

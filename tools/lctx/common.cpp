@@ -76,7 +76,7 @@ std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet)
 
 std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
                                                 int n_threads, uint32_t n_ubatch, int n_threads_batch,
-                                                GgmlType type_k, GgmlType type_v) {
+                                                GgmlType type_k, GgmlType type_v, bool flash_attn) {
     ContextParams cp;
     cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model.hparams().n_ctx_train;
     cp.n_batch = std::max<uint32_t>(1, std::min(cp.n_ctx, n_batch_max));
@@ -85,12 +85,22 @@ std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ct
     cp.n_threads_batch = n_threads_batch > 0 ? n_threads_batch : n_threads;
     cp.type_k = type_k;
     cp.type_v = type_v;
+    cp.flash_attn = flash_attn;
     try {
         return std::make_unique<Context>(model, cp);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "lctx: cannot create the context: %s\n", e.what());
         return nullptr;
     }
+}
+
+std::string kv_cache_type_from_name(const std::string &name, const char *option, GgmlType *out) {
+    GgmlType t;
+    if (!type_from_name(name.c_str(), &t)) return std::string(option) + ": unknown type '" + name + "'";
+    if (!is_kv_cache_type(t))
+        return std::string(option) + ": " + name + " is not a KV cache type (" + kKvCacheTypeNames + ")";
+    *out = t;
+    return "";
 }
 
 void add_sampling_options(CLI::App &app, SamplingOptions &o) {
@@ -331,15 +341,18 @@ void add_gen_options(CLI::App &app, GenOptions &o) {
     app.add_option("--ubatch-size", o.n_ubatch, "physical batch size (-ub)");
     app.add_option("-t,--threads", o.n_threads, "threads for generation (0: every core)");
     app.add_option("--threads-batch", o.n_threads_batch, "threads for the prompt (-tb; 0: as --threads)");
-    app.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K (-ctk): f32, f16, bf16, q8_0, ...");
-    app.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V (-ctv): f32, f16, bf16, q8_0, ...");
+    app.add_option("--cache-type-k", o.cache_type_k,
+                   "KV cache type of K (-ctk): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1");
+    app.add_option("--cache-type-v", o.cache_type_v,
+                   "KV cache type of V (-ctv), as -ctk; the block types (q8_0 ... q5_1) need -fa");
     app.add_option("--keep", o.n_keep, "prompt tokens kept when the context shifts (-1: the whole prompt)");
     app.add_flag("--no-context-shift", o.no_context_shift,
                  "stop when the context is full instead of shifting");
     app.add_option("-r,--reverse-prompt", o.reverse_prompts,
                    "stop when the output ends with this text (repeatable)")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    app.add_flag("--flash-attn", o.flash_attn, "(-fa) accepted: lctx's attention is always one fused pass");
+    app.add_flag("--flash-attn", o.flash_attn,
+                 "(-fa) llama.cpp's flash-attention cache: V stored by rows (a quantized -ctv needs it)");
     app.add_flag("--no-mmap", o.no_mmap, "accepted: lctx maps the file and copies the weights it repacks");
     app.add_flag("--mlock", o.mlock, "lock the model and buffers in memory");
     app.add_option("--n-gpu-layers", o.n_gpu_layers, "(-ngl) accepted: lctx runs on the CPU");
@@ -362,10 +375,12 @@ std::string check_gen_options(GenOptions &o) {
              check_int("--keep", o.n_keep, -1, INT32_MAX, "-1 or more"),
          })
         if (!e.empty()) return e;
-    if (!type_from_name(o.cache_type_k.c_str(), &o.type_k))
-        return "--cache-type-k: unknown type '" + o.cache_type_k + "'";
-    if (!type_from_name(o.cache_type_v.c_str(), &o.type_v))
-        return "--cache-type-v: unknown type '" + o.cache_type_v + "'";
+    for (const std::string &e : {kv_cache_type_from_name(o.cache_type_k, "--cache-type-k", &o.type_k),
+                                 kv_cache_type_from_name(o.cache_type_v, "--cache-type-v", &o.type_v)})
+        if (!e.empty()) return e;
+    // as b4748's llama_init_from_model, before anything loads
+    if (type_traits(o.type_v).is_quantized && !o.flash_attn)
+        return "--cache-type-v " + o.cache_type_v + ": V cache quantization requires flash_attn (add -fa)";
     for (const std::string &r : o.reverse_prompts)
         if (r.empty()) return "--reverse-prompt: the text is empty";
     std::string lora_error;

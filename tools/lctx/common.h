@@ -26,7 +26,11 @@ std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet 
 std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
                                                 int n_threads, uint32_t n_ubatch = 512,
                                                 int n_threads_batch = 0, GgmlType type_k = GgmlType::F16,
-                                                GgmlType type_v = GgmlType::F16);
+                                                GgmlType type_v = GgmlType::F16, bool flash_attn = false);
+
+// A KV cache type by llama.cpp's name (-ctk / -ctv: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1);
+// "" when it is one, else the reason, for `option` ("--cache-type-k").
+std::string kv_cache_type_from_name(const std::string &name, const char *option, GgmlType *out);
 
 // llama.cpp's defaults (common_params_sampling at b4748).
 struct SamplingOptions {
