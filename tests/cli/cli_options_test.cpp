@@ -194,6 +194,9 @@ TEST(RunOptions, PromptCacheReusesThePrefix) {
     const CliResult dir = run_cli("run -n 2 --prompt-cache /tmp", true);
     EXPECT_EQ(dir.status, 1);
     EXPECT_NE(dir.out.find("not a regular file"), std::string::npos) << dir.out;
+    const CliResult nowhere = run_cli("run -n 2 --prompt-cache /nonexistent-lctx-dir/cache");
+    EXPECT_EQ(nowhere.status, 1);
+    EXPECT_EQ(nowhere.out, "");  // refused before anything is generated
     const CliResult alone = run_cli("run -n 2 --prompt-cache-ro", true);
     EXPECT_EQ(alone.status, 1);
     std::filesystem::remove(cache);

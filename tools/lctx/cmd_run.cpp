@@ -7,9 +7,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -135,6 +137,13 @@ int run_main(int argc, char **argv, bool infill) {
         if (cache_exists && !std::filesystem::is_regular_file(fs)) {
             std::fprintf(stderr, "lctx run: --prompt-cache: '%s' is not a regular file\n",
                          prompt_cache.c_str());
+            return 1;
+        }
+        // A file the run could not write is reported now, not after the prompt is decoded.
+        const std::filesystem::path dir = std::filesystem::path(prompt_cache).parent_path();
+        if (!prompt_cache_ro && access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
+            std::fprintf(stderr, "lctx run: --prompt-cache: cannot write in '%s': %s\n",
+                         dir.empty() ? "." : dir.c_str(), std::strerror(errno));
             return 1;
         }
     }
