@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "tools/lctx/gen_extra_options.h"
 
 namespace lctx::testing {
 namespace {
@@ -331,6 +332,42 @@ TEST(InfillCommand, FimPromptAsLlamaInfill) {
     EXPECT_EQ(p.status, 1);
     const CliResult help = run_cli("--help");
     EXPECT_NE(help.out.find("  infill "), std::string::npos) << help.out;
+}
+
+// The parsers behind the options, on their own.
+TEST(GenExtraOptions, SamplerNamesAndLetters) {
+    using lctx::cli::SamplerKind;
+    std::vector<SamplerKind> v;
+    std::string why;
+    ASSERT_TRUE(lctx::cli::parse_sampler_letters("edkypmxt", &v, &why)) << why;
+    EXPECT_EQ(v, lctx::cli::default_sampler_order());
+    ASSERT_TRUE(
+        lctx::cli::parse_sampler_names("penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature", &v, &why));
+    EXPECT_EQ(v, lctx::cli::default_sampler_order());
+    ASSERT_TRUE(lctx::cli::parse_sampler_names("nucleus;typical;temp;infill;top-k", &v, &why)) << why;
+    EXPECT_EQ(v, (std::vector<SamplerKind>{SamplerKind::TopP, SamplerKind::TypicalP, SamplerKind::Temperature,
+                                           SamplerKind::Infill, SamplerKind::TopK}));
+    EXPECT_FALSE(lctx::cli::parse_sampler_names("top_k;Top_p", &v, &why));
+    EXPECT_NE(why.find("'Top_p'"), std::string::npos) << why;
+    EXPECT_FALSE(lctx::cli::parse_sampler_letters("kq", &v, &why));
+    EXPECT_FALSE(lctx::cli::parse_sampler_letters("", &v, &why));
+}
+
+TEST(GenExtraOptions, RopeOverridesFromOptions) {
+    lctx::cli::RopeArgs a;
+    lctx::RopeOverrides o;
+    ASSERT_EQ(lctx::cli::rope_overrides(a, &o), "");
+    EXPECT_EQ(o.scaling_type, -1);  // the model's
+    EXPECT_EQ(o.freq_scale, 0.0f);
+    a.scaling = "yarn";
+    a.scale = 4.0f;
+    a.yarn_orig_ctx = 4096;
+    ASSERT_EQ(lctx::cli::rope_overrides(a, &o), "");
+    EXPECT_EQ(o.scaling_type, 2);
+    EXPECT_FLOAT_EQ(o.freq_scale, 0.25f);
+    EXPECT_EQ(o.orig_ctx, 4096u);
+    a.freq_scale = 0.5f;  // disagrees with --rope-scale 4
+    EXPECT_NE(lctx::cli::rope_overrides(a, &o), "");
 }
 
 }  // namespace
