@@ -12,6 +12,7 @@
 
 #include "context/batch_builder.h"
 #include "context/context.h"
+#include "generate/embd_normalize.h"
 #include "model/cls_head.h"
 #include "model/families.h"
 #include "tools/lctx/args.h"
@@ -53,37 +54,6 @@ PoolingType model_pooling(const Model &m) {
     return p >= 0 && p <= 4 ? static_cast<PoolingType>(p) : PoolingType::None;
 }
 
-// llama-embedding's --embd-normalize N: -1 none, 0 max-abs scaled to the int16 range (the largest |x|
-// becomes 32760), 1 taxicab, 2 Euclidean, N > 2 the p-norm of order N. A zero vector stays zero.
-void normalize(std::vector<float> &v, int32_t kind) {
-    double sum = 0.0;
-    if (kind < 0) return;
-    if (kind == 0) {
-        for (float x : v) sum = std::max(sum, std::fabs(static_cast<double>(x)));
-        sum /= 32760.0;
-    } else if (kind == 2) {
-        for (float x : v) sum += static_cast<double>(x) * x;
-        sum = std::sqrt(sum);
-    } else {
-        for (float x : v) sum += std::pow(std::fabs(static_cast<double>(x)), kind);
-        sum = std::pow(sum, 1.0 / kind);
-    }
-    if (sum <= 0.0) return;
-    const double inv = 1.0 / sum;
-    for (float &x : v) x = static_cast<float>(x * inv);
-}
-
-double cosine(const std::vector<float> &a, const std::vector<float> &b) {
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        ab += static_cast<double>(a[i]) * b[i];
-        aa += static_cast<double>(a[i]) * a[i];
-        bb += static_cast<double>(b[i]) * b[i];
-    }
-    if (aa == 0.0 || bb == 0.0) return aa == 0.0 && bb == 0.0 ? 1.0 : 0.0;
-    return ab / (std::sqrt(aa) * std::sqrt(bb));
-}
-
 // llama-embedding's --embd-output-format shapes: `array` is [[x,...],...]; `json` is
 // {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": [...]}, ...]}, and `json+`
 // adds "cosineSimilarity" (the matrix of every pair of rows) when there is more than one row. A value prints
@@ -112,7 +82,8 @@ void print_llama_format(const std::vector<std::vector<float>> &rows, const std::
         for (size_t i = 0; i < rows.size(); ++i) {
             out += "    [";
             for (size_t j = 0; j < rows.size(); ++j) {
-                std::snprintf(buf, sizeof buf, "%6.2f", cosine(rows[i], rows[j]));
+                std::snprintf(buf, sizeof buf, "%6.2f",
+                              generate::embd_cosine(rows[i].data(), rows[j].data(), rows[i].size()));
                 out += (j ? ", " : "") + std::string(buf);
             }
             out += i + 1 < rows.size() ? " ],\n" : " ]";
@@ -331,7 +302,7 @@ int cmd_embed(int argc, char **argv) {
         }
         first = last;
     }
-    for (std::vector<float> &v : out.rows) normalize(v, embd_normalize);
+    for (std::vector<float> &v : out.rows) generate::embd_normalize(v.data(), v.size(), embd_normalize);
 
     // llama-embedding's shapes: one row per text, or per token with none pooling.
     if (!out_format.empty()) {
