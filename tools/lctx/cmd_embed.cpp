@@ -143,7 +143,8 @@ int cmd_embed(int argc, char **argv) {
     app.add_option(
         "-p,--prompt", prompt,
         "llama-embedding's input: texts separated by --embd-separator (after the positional ones)");
-    app.add_option("--embd-separator", separator, "what separates the texts of -p (default: a newline)");
+    app.add_option("--embd-separator", separator, "what separates the texts of -p (default: a newline)")
+        ->default_str("\\n");
     app.add_option(
         "--embd-normalize", embd_normalize,
         "-1 none, 0 max absolute (int16 range), 1 taxicab, 2 Euclidean, >2 p-norm (--normalize: 2)");
