@@ -62,8 +62,9 @@ TEST(RunOptions, SamplerOrderAsLlamaCpp) {
     const std::string penalized = kPrompt + "-n 24 --temp 0 --repeat-penalty 3 ";
     EXPECT_NE(ids_of(penalized), greedy);
     EXPECT_EQ(ids_of(penalized + "--samplers top_k"), greedy);
-    for (const std::string bad : {"--samplers 'top_k;bogus'", "--sampling-seq kz", "--samplers ';'",
-                                  "--samplers top_k --sampling-seq k"}) {
+    for (const std::string bad :
+         {"--samplers 'top_k;bogus'", "--sampling-seq kz", "--samplers ';'",
+          "--samplers top_k --sampling-seq k", "--samplers ''", "--sampling-seq ''"}) {
         const CliResult r = run_cli("run -n 1 " + bad, true);
         EXPECT_EQ(r.status, 1) << bad;
         EXPECT_NE(r.out.find(bad.find("--samplers") == 0 ? "--samplers" : "--sampling-seq"),
@@ -200,6 +201,9 @@ TEST(RunOptions, PromptCacheReusesThePrefix) {
     EXPECT_EQ(nowhere.out, "");  // refused before anything is generated
     const CliResult alone = run_cli("run -n 2 --prompt-cache-ro", true);
     EXPECT_EQ(alone.status, 1);
+    const CliResult empty = run_cli("run -n 2 --prompt-cache ''", true);
+    EXPECT_EQ(empty.status, 1);
+    EXPECT_NE(empty.out.find("--prompt-cache"), std::string::npos) << empty.out;
     std::filesystem::remove(cache);
 }
 
@@ -286,6 +290,7 @@ TEST(ChatOptions, ChatTemplateFileAndJinja) {
     const CliResult missing = run_cli("chat --chat-template-file " + tpl + ".missing <<< hi", true);
     EXPECT_EQ(missing.status, 1);
     EXPECT_NE(missing.out.find("--chat-template-file"), std::string::npos) << missing.out;
+    EXPECT_EQ(run_cli("chat --chat-template-file '' <<< hi", true).status, 1);
     const CliResult both =
         run_cli("chat --chat-template-file " + tpl + " --chat-template chatml <<< hi", true);
     EXPECT_EQ(both.status, 1);

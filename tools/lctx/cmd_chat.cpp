@@ -136,7 +136,8 @@ int cmd_chat(int argc, char **argv) {
                  "a BOS token before each line you type (and its --in-prefix)");
     app.add_option("--chat-template-file", template_file,
                    "a file with a chat template: recognized as a built-in format, or rendered through Jinja "
-                   "with --jinja");
+                   "with --jinja")
+        ->check(non_empty_value());
     app.add_flag("--jinja", jinja,
                  "render a template given with --chat-template / --chat-template-file through Jinja (the "
                  "model's own template always is)");

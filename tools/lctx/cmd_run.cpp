@@ -89,7 +89,8 @@ int run_main(int argc, char **argv, bool infill) {
     bool prompt_cache_all = false, prompt_cache_ro = false;
     app.add_option("--prompt-cache", prompt_cache,
                    "state file of the prompt (llama-cli's session file): a later prompt that starts the same "
-                   "way decodes only what follows; created when missing");
+                   "way decodes only what follows; created when missing")
+        ->check(non_empty_value());
     app.add_flag("--prompt-cache-all", prompt_cache_all,
                  "save the generated tokens in the --prompt-cache file too");
     app.add_flag("--prompt-cache-ro", prompt_cache_ro, "use the --prompt-cache file but never update it");

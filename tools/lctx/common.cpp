@@ -131,9 +131,11 @@ void add_sampling_options(CLI::App &app, SamplingOptions &o) {
     app.add_option("--grammar-file", o.grammar_file, "file with a GBNF grammar the output must follow");
     app.add_option("--samplers", o.samplers,
                    "the samplers in their order, separated by ';' (llama.cpp's names; default: "
-                   "penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature)");
+                   "penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature)")
+        ->check(non_empty_value());
     app.add_option("--sampling-seq,--sampler-seq", o.sampling_seq,
-                   "the samplers in their order, one letter each (default: edkypmxt; i: infill)");
+                   "the samplers in their order, one letter each (default: edkypmxt; i: infill)")
+        ->check(non_empty_value());
     app.add_option("-j,--json-schema", o.json_schema,
                    "JSON schema (the text itself) the output must follow, e.g. '{}' for any JSON object; "
                    "`lctx grammar from-schema` prints its grammar");

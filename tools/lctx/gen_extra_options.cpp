@@ -46,6 +46,11 @@ constexpr std::pair<char, SamplerKind> kSamplerLetters[] = {
 
 }  // namespace
 
+CLI::Validator non_empty_value() {
+    return CLI::Validator([](std::string &v) { return v.empty() ? std::string("the value is empty") : ""; },
+                          "");
+}
+
 std::vector<SamplerKind> default_sampler_order() {
     return {SamplerKind::Penalties, SamplerKind::Dry,  SamplerKind::TopK, SamplerKind::TypicalP,
             SamplerKind::TopP,      SamplerKind::MinP, SamplerKind::Xtc,  SamplerKind::Temperature};

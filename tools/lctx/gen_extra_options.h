@@ -10,6 +10,9 @@
 
 namespace lctx::cli {
 
+// Refuses an empty value (`--samplers ''` must not quietly mean the default).
+CLI::Validator non_empty_value();
+
 // The samplers llama.cpp's --samplers orders (common_sampler_type at b4748).
 enum class SamplerKind { Penalties, Dry, TopK, TypicalP, TopP, MinP, Xtc, Temperature, Infill };
 
