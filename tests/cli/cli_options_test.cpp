@@ -10,7 +10,6 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -298,11 +297,10 @@ TEST(ChatOptions, ChatTemplateFileAndJinja) {
 }
 
 std::vector<int> token_ids(const std::string &text) {
-    const CliResult r = run_cli("tokenize --no-special --ids '" + text + "'");
-    std::vector<int> ids;
-    std::istringstream in(r.out);
-    for (int id; in >> id;) ids.push_back(id);
-    return ids;
+    const CliResult r = run_cli("tokenize --no-special --json '" + text + "'");
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (r.status != 0 || j.is_discarded()) return {};
+    return j["ids"].get<std::vector<int>>();
 }
 
 // lctx infill is llama-infill: [BOS] FIM_PRE prefix FIM_SUF suffix FIM_MID (--spm-infill: suffix first). The
