@@ -43,7 +43,7 @@ TEST(CliHabits, DownloadOptionsAreRefusedByName) {
 }
 
 TEST(CliHabits, UnknownMultiLetterOptionsAreRefusedByWholeName) {
-    for (const char *args : {"run -ctx 512", "run -sp", "run -lv 3", "bench -mmp 0"}) {
+    for (const char *args : {"run -ctx 512", "run -dt 0.1", "run -lv 3", "bench -mmp 0"}) {
         const auto r = run_cli(args, true);
         EXPECT_EQ(r.status, 1) << args << ": " << r.out;
         const std::string opt = std::string(args).substr(std::string(args).find(' ') + 1);

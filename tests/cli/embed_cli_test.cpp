@@ -2,6 +2,7 @@
 // (--json, --normalize, none pooling), texts split over several passes, rank scores, and the refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,127 @@ TEST(EmbedCli, SeveralPassesGiveTheSameVectors) {
             EXPECT_NEAR(a[i][k], b[i][k], 2e-6);
             EXPECT_NEAR(a[i][k], c[i][k], 2e-6);
         }
+}
+
+// llama-embedding's -p: the texts separated by --embd-separator (a newline by default), each its own
+// sequence.
+TEST(EmbedCli, PromptSplitBySeparator) {
+    const CliResult args = run_cli("embed -q -m " + kBert + " --pooling mean " + kTexts);
+    const CliResult sep = run_cli(
+        "embed -q -m " + kBert +
+        " --pooling mean --embd-separator '<#sep#>' -p 'hello world<#sep#>The quick brown fox jumps over the "
+        "lazy dog.<#sep#>llama.cpp computes embeddings'");
+    const CliResult nl = run_cli("embed -q -m " + kBert +
+                                 " --pooling mean -p $'hello world\\nThe quick brown fox jumps over the lazy "
+                                 "dog.\\nllama.cpp computes embeddings'");
+    ASSERT_EQ(args.status, 0) << args.out;
+    ASSERT_EQ(sep.status, 0) << sep.out;
+    ASSERT_EQ(nl.status, 0) << nl.out;
+    EXPECT_EQ(parse_rows(args.out).size(), 3u);
+    EXPECT_EQ(sep.out, args.out);
+    EXPECT_EQ(nl.out, args.out);
+    const CliResult empty_sep = run_cli("embed -m " + kBert + " --embd-separator '' -p 'a b'", true);
+    EXPECT_EQ(empty_sep.status, 1);
+    EXPECT_NE(empty_sep.out.find("--embd-separator"), std::string::npos) << empty_sep.out;
+}
+
+std::vector<std::vector<float>> json_rows(const nlohmann::json &a) {
+    std::vector<std::vector<float>> rows;
+    for (const nlohmann::json &r : a) rows.push_back(r.get<std::vector<float>>());
+    return rows;
+}
+
+// --embd-normalize N against each norm computed here from the raw vectors (printed with 7 decimals).
+TEST(EmbedCli, EmbdNormalizeKinds) {
+    const std::string base = "embed -q -m " + kBert + " --pooling mean --embd-output-format array ";
+    const CliResult raw = run_cli(base + "--embd-normalize -1 " + kTexts);
+    ASSERT_EQ(raw.status, 0) << raw.out;
+    const std::vector<std::vector<float>> x = json_rows(nlohmann::json::parse(raw.out));
+    ASSERT_EQ(x.size(), 3u);
+    // The raw rows are the plain output's (no normalization by default).
+    const std::vector<std::vector<float>> plain =
+        parse_rows(run_cli("embed -q -m " + kBert + " --pooling mean " + kTexts).out);
+    ASSERT_EQ(plain.size(), 3u);
+    for (size_t i = 0; i < 3; ++i)
+        for (size_t k = 0; k < 32; ++k) EXPECT_NEAR(plain[i][k], x[i][k], 1e-6);
+    for (int kind : {0, 1, 2, 3, 5}) {
+        const CliResult r = run_cli(base + "--embd-normalize " + std::to_string(kind) + " " + kTexts);
+        ASSERT_EQ(r.status, 0) << r.out;
+        const std::vector<std::vector<float>> y = json_rows(nlohmann::json::parse(r.out));
+        ASSERT_EQ(y.size(), 3u);
+        for (size_t i = 0; i < 3; ++i) {
+            double d = 0;
+            for (float v : x[i]) {
+                const double a = std::fabs(double(v));
+                d = kind == 0 ? std::max(d, a) : d + std::pow(a, kind);
+            }
+            d = kind == 0 ? d / 32760.0 : std::pow(d, 1.0 / kind);
+            ASSERT_EQ(y[i].size(), x[i].size());
+            for (size_t k = 0; k < x[i].size(); ++k) {
+                if (kind == 0)  // printed as integers: the int16 range
+                    EXPECT_NEAR(y[i][k], x[i][k] / d, 0.51 + 1e-3 * std::fabs(x[i][k] / d)) << kind;
+                else
+                    EXPECT_NEAR(y[i][k], x[i][k] / d, 2e-6 + 1e-4 * std::fabs(x[i][k] / d)) << kind;
+            }
+        }
+    }
+    // --normalize is --embd-normalize 2.
+    const CliResult e2 = run_cli(base + "--embd-normalize 2 " + kTexts);
+    const CliResult n2 = run_cli(base + "--normalize " + kTexts);
+    EXPECT_EQ(e2.out, n2.out);
+    const CliResult bad = run_cli("embed -m " + kBert + " --embd-normalize -2 hello", true);
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.out.find("--embd-normalize"), std::string::npos) << bad.out;
+}
+
+// --embd-output-format: llama-embedding's array, OpenAI-style json, and json+ with the cosine similarities.
+TEST(EmbedCli, LlamaOutputFormats) {
+    const std::string base =
+        "embed -q -m " + kBert + " --pooling mean --embd-normalize -1 --embd-output-format ";
+    const CliResult arr = run_cli(base + "array " + kTexts);
+    ASSERT_EQ(arr.status, 0) << arr.out;
+    const std::vector<std::vector<float>> x = json_rows(nlohmann::json::parse(arr.out));
+    ASSERT_EQ(x.size(), 3u);
+    const CliResult js = run_cli(base + "json " + kTexts);
+    ASSERT_EQ(js.status, 0) << js.out;
+    const nlohmann::json j = nlohmann::json::parse(js.out);
+    EXPECT_EQ(j["object"], "list");
+    ASSERT_EQ(j["data"].size(), 3u);
+    EXPECT_FALSE(j.contains("cosineSimilarity"));
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(j["data"][i]["object"], "embedding");
+        EXPECT_EQ(j["data"][i]["index"], i);
+        EXPECT_EQ(j["data"][i]["embedding"].get<std::vector<float>>(), x[i]);
+    }
+    const CliResult jp = run_cli(base + "json+ " + kTexts);
+    ASSERT_EQ(jp.status, 0) << jp.out;
+    const nlohmann::json p = nlohmann::json::parse(jp.out);
+    ASSERT_EQ(p["data"].size(), 3u);
+    ASSERT_EQ(p["cosineSimilarity"].size(), 3u);
+    for (size_t a = 0; a < 3; ++a) {
+        ASSERT_EQ(p["cosineSimilarity"][a].size(), 3u);
+        for (size_t b = 0; b < 3; ++b) {
+            double ab = 0, aa = 0, bb = 0;
+            for (size_t k = 0; k < x[a].size(); ++k) {
+                ab += double(x[a][k]) * x[b][k];
+                aa += double(x[a][k]) * x[a][k];
+                bb += double(x[b][k]) * x[b][k];
+            }
+            EXPECT_NEAR(p["cosineSimilarity"][a][b].get<double>(), ab / std::sqrt(aa * bb), 0.0051);
+        }
+    }
+    // One text: no matrix. None pooling: a row per token.
+    const CliResult one = run_cli(base + "json+ hello");
+    ASSERT_EQ(one.status, 0) << one.out;
+    EXPECT_FALSE(nlohmann::json::parse(one.out).contains("cosineSimilarity"));
+    const CliResult none =
+        run_cli("embed -q -m " + kBert + " --pooling none --embd-output-format array hello");
+    ASSERT_EQ(none.status, 0) << none.out;
+    EXPECT_EQ(nlohmann::json::parse(none.out).size(), 3u);  // [CLS] hello [SEP]
+    const CliResult bad = run_cli("embed -m " + kBert + " --embd-output-format xml hello", true);
+    EXPECT_EQ(bad.status, 1);
+    const CliResult both = run_cli("embed -m " + kBert + " --json --embd-output-format json hello", true);
+    EXPECT_EQ(both.status, 1);
 }
 
 TEST(EmbedCli, RefusesWhatItCannotDo) {

@@ -11,11 +11,22 @@ namespace lctx::cli {
 std::vector<std::string> normalize_args(int argc, const char *const *argv) {
     // llama.cpp's spellings with more than one letter after a single dash.
     static const std::map<std::string, std::string> long_form = {
-        {"-ub", "--ubatch-size"},          {"-tb", "--threads-batch"},    {"-ctk", "--cache-type-k"},
-        {"-ctv", "--cache-type-v"},        {"-fa", "--flash-attn"},       {"-cnv", "--conversation"},
-        {"-sys", "--system-prompt"},       {"-ngl", "--n-gpu-layers"},    {"-pg", "--pg"},
-        {"-nkvo", "--no-kv-offload"},      {"-mli", "--multiline-input"}, {"-dkvc", "--dump-kv-cache"},
-        {"-ngld", "--n-gpu-layers-draft"}, {"-np", "--parallel"},         {"-co", "--color"},
+        {"-ub", "--ubatch-size"},
+        {"-tb", "--threads-batch"},
+        {"-ctk", "--cache-type-k"},
+        {"-ctv", "--cache-type-v"},
+        {"-fa", "--flash-attn"},
+        {"-cnv", "--conversation"},
+        {"-sys", "--system-prompt"},
+        {"-ngl", "--n-gpu-layers"},
+        {"-pg", "--pg"},
+        {"-nkvo", "--no-kv-offload"},
+        {"-mli", "--multiline-input"},
+        {"-dkvc", "--dump-kv-cache"},
+        {"-ngld", "--n-gpu-layers-draft"},
+        {"-np", "--parallel"},
+        {"-co", "--color"},
+        {"-sp", "--special"},
     };
     std::vector<std::string> out;
     bool positional_only = false;  // after "--" nothing is an option

@@ -22,6 +22,7 @@
 #include "tools/lctx/control_vector_options.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/line_reader.h"
+#include "tools/lctx/read_file.h"
 #include "tools/lctx/utf8_stream.h"
 #include "vocab/vocab.h"
 
@@ -126,11 +127,54 @@ int cmd_chat(int argc, char **argv) {
     app.add_flag("--conversation", conversation, "(-cnv) accepted: chat is always a conversation");
     app.add_flag("-i,--interactive,--interactive-first", interactive, "accepted: chat is always interactive");
     app.add_flag("--json", o.json, "print one JSON object {reply, n_tokens, stop} per reply");
+    std::string in_prefix, in_suffix, template_file;
+    bool in_prefix_bos = false, jinja = false;
+    app.add_option("--in-prefix", in_prefix,
+                   "text decoded before each line you type (special tokens parsed)");
+    app.add_option("--in-suffix", in_suffix, "text decoded after each line you type (special tokens parsed)");
+    app.add_flag("--in-prefix-bos", in_prefix_bos,
+                 "a BOS token before each line you type (and its --in-prefix)");
+    app.add_option("--chat-template-file", template_file,
+                   "a file with a chat template: recognized as a built-in format, or rendered through Jinja "
+                   "with --jinja")
+        ->check(non_empty_value());
+    app.add_flag("--jinja", jinja,
+                 "render a template given with --chat-template / --chat-template-file through Jinja (the "
+                 "model's own template always is)");
     const int st = parse_or_report(app, "chat", normalize_args(argc, argv));
     if (st >= 0) return st;
     o.prompt_given = app.count("--prompt") > 0;
     if (const std::string e = check_gen_options(o); !e.empty()) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
+        return 1;
+    }
+    if (!template_file.empty()) {
+        if (!chat_template.empty() || !format_name.empty()) {
+            std::fprintf(stderr,
+                         "lctx chat: --chat-template-file and --chat-template / --format: give one of "
+                         "them\n");
+            return 1;
+        }
+        std::string why;
+        if (!read_whole_file(template_file, &chat_template, &why)) {
+            std::fprintf(stderr, "lctx chat: --chat-template-file: %s\n", why.c_str());
+            return 1;
+        }
+        if (chat_template.empty()) {
+            std::fprintf(stderr, "lctx chat: --chat-template-file: '%s' is empty\n", template_file.c_str());
+            return 1;
+        }
+    }
+    // --jinja with a template's text: that text is the template, rendered as the model's own would be.
+    const bool cli_is_text =
+        chat_template.find("{%") != std::string::npos || chat_template.find("{{") != std::string::npos;
+    std::string jinja_template;
+    if (jinja && cli_is_text) {
+        jinja_template = chat_template;
+        chat_template.clear();
+    } else if (!template_file.empty() && !cli_is_text) {
+        std::fprintf(stderr, "lctx chat: --chat-template-file: '%s' holds no Jinja template ({%% or {{)\n",
+                     template_file.c_str());
         return 1;
     }
     ChatFormat format = ChatFormat::Raw;
@@ -159,7 +203,7 @@ int cmd_chat(int argc, char **argv) {
     const uint32_t seed = resolve_seed(o.sampling);
     interrupt_install();
 
-    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
+    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet, o.overrides);
     if (!model) return 1;
     std::vector<std::shared_ptr<const LoraAdapter>> adapters;
     if (!load_loras_or_report(*model, o.loras, "chat", adapters)) return 1;
@@ -169,7 +213,12 @@ int cmd_chat(int argc, char **argv) {
     // built-in formats.
     std::string model_template;
     std::string format_label;
-    if (format_source.empty()) {
+    if (!jinja_template.empty()) {
+        model_template = jinja_template;
+        format = chat_format_detect(model_template);
+        format_source =
+            template_file.empty() ? "--chat-template, through Jinja" : template_file + ", through Jinja";
+    } else if (format_source.empty()) {
         model_template = model->file().get_string("tokenizer.chat_template").value_or("");
         format = chat_format_detect(model_template);
         format_source =
@@ -198,11 +247,10 @@ int cmd_chat(int argc, char **argv) {
     };
 
     const int n_threads = resolved_threads(o.n_threads);
-    std::unique_ptr<Context> ctx =
-        make_context_or_report(*model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
-                               static_cast<uint32_t>(o.n_ubatch),
-                               resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k,
-                               o.type_v, o.flash_attn);
+    std::unique_ptr<Context> ctx = make_context_or_report(
+        *model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
+        static_cast<uint32_t>(o.n_ubatch), resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads),
+        o.type_k, o.type_v, o.flash_attn, o.rope);
     if (!ctx) return 1;
     if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "chat"); !e.empty()) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
@@ -252,12 +300,21 @@ int cmd_chat(int argc, char **argv) {
     };
 
     // One user turn: render, decode, stream the reply.
-    auto turn = [&](const std::string &user) -> bool {
+    // A typed line (typed = true) gets --in-prefix-bos, --in-prefix and --in-suffix around its turn, as
+    // llama-cli puts them around each input.
+    auto turn = [&](const std::string &user, bool typed) -> bool {
         messages.push_back({"user", user});
         const std::string full = render(messages, true);
         const std::string delta = full.substr(std::min(rendered.size(), full.size()));
-        if (verbose_prompt) std::fprintf(stderr, "[prompt] %s\n", delta.c_str());
-        const std::vector<int32_t> toks = vocab.tokenize(delta, false, true);
+        const std::string pre = typed ? in_prefix : "", post = typed ? in_suffix : "";
+        if (verbose_prompt)
+            std::fprintf(stderr, "[prompt] %s%s%s\n", pre.c_str(), delta.c_str(), post.c_str());
+        std::vector<int32_t> toks;
+        if (typed && in_prefix_bos && vocab.bos() >= 0) toks.push_back(vocab.bos());
+        for (const std::string &text : {pre, delta, post}) {
+            const std::vector<int32_t> t = vocab.tokenize(text, false, true);
+            toks.insert(toks.end(), t.begin(), t.end());
+        }
         if (!session.feed(toks)) {
             flush_notes();
             std::fprintf(stderr, "lctx chat: this message (%zu tokens) does not fit the context\n",
@@ -282,7 +339,7 @@ int cmd_chat(int argc, char **argv) {
                 stop = "end of text";
                 break;
             }
-            const std::string piece = vocab.token_to_piece(id, false);
+            const std::string piece = vocab.token_to_piece(id, o.special);
             reply += piece;
             ++n_tokens;
             if (!o.json) out.write(piece);
@@ -323,7 +380,7 @@ int cmd_chat(int argc, char **argv) {
         return true;
     };
 
-    if (o.prompt_given && !o.prompt.empty() && !turn(o.prompt)) return 1;
+    if (o.prompt_given && !o.prompt.empty() && !turn(o.prompt, false)) return 1;
 
     // Colors in a readline prompt sit between \001 and \002 so that it knows the prompt's width.
     const bool rl = std::string(LineReader::backend()) != "none";
@@ -384,7 +441,7 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         if (line.rfind("//", 0) == 0) line.erase(0, 1);
-        if (!turn(line)) return 1;
+        if (!turn(line, true)) return 1;
     }
     if (reader.interactive()) std::printf("\n");
     return 0;

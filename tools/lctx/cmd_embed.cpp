@@ -3,6 +3,7 @@
 // n_batch tokens and n_seq_max sequences; an encoder (bert) runs them through llama_encode's path, a decoder
 // model through a decode with embeddings on.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "context/batch_builder.h"
 #include "context/context.h"
+#include "generate/embd_normalize.h"
 #include "model/cls_head.h"
 #include "model/families.h"
 #include "tools/lctx/args.h"
@@ -52,13 +54,54 @@ PoolingType model_pooling(const Model &m) {
     return p >= 0 && p <= 4 ? static_cast<PoolingType>(p) : PoolingType::None;
 }
 
-// Euclidean normalization (llama-embedding's default --embd-normalize 2); a zero vector stays zero.
-void normalize(std::vector<float> &v) {
-    double sum = 0.0;
-    for (float x : v) sum += static_cast<double>(x) * x;
-    if (sum <= 0.0) return;
-    const float inv = static_cast<float>(1.0 / std::sqrt(sum));
-    for (float &x : v) x *= inv;
+// llama-embedding's --embd-output-format shapes: `array` is [[x,...],...]; `json` is
+// {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": [...]}, ...]}, and `json+`
+// adds "cosineSimilarity" (the matrix of every pair of rows) when there is more than one row. A value prints
+// as %1.7f, or %1.0f after max-abs normalization (the int16 range).
+void print_llama_format(const std::vector<std::vector<float>> &rows, const std::string &format,
+                        int32_t norm) {
+    const bool object = format != "array";
+    const char *num = norm == 0 ? "%1.0f" : "%1.7f";
+    std::string out = object ? "{\n  \"object\": \"list\",\n  \"data\": [\n" : "[";
+    char buf[64];
+    for (size_t j = 0; j < rows.size(); ++j) {
+        if (object)
+            out += "    {\n      \"object\": \"embedding\",\n      \"index\": " + std::to_string(j) +
+                   ",\n      \"embedding\": ";
+        out += "[";
+        for (size_t i = 0; i < rows[j].size(); ++i) {
+            std::snprintf(buf, sizeof buf, num, static_cast<double>(rows[j][i]));
+            out += (i ? "," : "") + std::string(buf);
+        }
+        out += object ? "]\n    }" : "]";
+        if (j + 1 < rows.size()) out += object ? ",\n" : ",";
+    }
+    out += object ? "\n  ]" : "]\n";
+    if (format == "json+" && rows.size() > 1) {
+        out += ",\n  \"cosineSimilarity\": [\n";
+        for (size_t i = 0; i < rows.size(); ++i) {
+            out += "    [";
+            for (size_t j = 0; j < rows.size(); ++j) {
+                std::snprintf(buf, sizeof buf, "%6.2f",
+                              generate::embd_cosine(rows[i].data(), rows[j].data(), rows[i].size()));
+                out += (j ? ", " : "") + std::string(buf);
+            }
+            out += i + 1 < rows.size() ? " ],\n" : " ]";
+        }
+        out += "\n  ]";
+    }
+    if (object) out += "\n}\n";
+    std::fputs(out.c_str(), stdout);
+}
+
+// llama-embedding's split of -p: every piece between separators, empty ones included.
+std::vector<std::string> split_prompt(const std::string &s, const std::string &sep) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t at; (at = s.find(sep, start)) != std::string::npos; start = at + sep.size())
+        out.push_back(s.substr(start, at - start));
+    out.push_back(s.substr(start));
+    return out;
 }
 
 // llama-server's rerank input: [BOS] query [EOS] [SEP] document [EOS], the texts tokenized without special
@@ -93,8 +136,22 @@ int cmd_embed(int argc, char **argv) {
     std::vector<std::string> texts;
     bool json = false, norm = false, quiet = false;
     int32_t n_threads = 0, n_batch = 2048, n_seq_max = 0;
+    std::string prompt, separator = "\n", out_format;
+    int32_t embd_normalize = -1;
     app.add_option("-m,--model", model_path, "GGUF model file (an embedding model such as bert)");
-    app.add_option("texts", texts, "the texts to embed, one sequence each")->required();
+    app.add_option("texts", texts, "the texts to embed, one sequence each");
+    app.add_option(
+        "-p,--prompt", prompt,
+        "llama-embedding's input: texts separated by --embd-separator (after the positional ones)");
+    app.add_option("--embd-separator", separator, "what separates the texts of -p (default: a newline)")
+        ->default_str("\\n");
+    app.add_option(
+        "--embd-normalize", embd_normalize,
+        "-1 none, 0 max absolute (int16 range), 1 taxicab, 2 Euclidean, >2 p-norm (--normalize: 2)");
+    app.add_option("--embd-output-format", out_format,
+                   "llama-embedding's output: array ([[...],...]), json (OpenAI style) or json+ (with the "
+                   "cosine similarity matrix)")
+        ->check(CLI::IsMember({"array", "json", "json+"}));
     app.add_option("--pooling", pooling_arg,
                    "mean, cls, last, none (every token) or rank (default: the model's)")
         ->check(CLI::IsMember({"mean", "cls", "last", "none", "rank"}));
@@ -111,6 +168,39 @@ int cmd_embed(int argc, char **argv) {
     app.add_flag("-q,--log-disable", quiet, "no notes on stderr");
     const int st = parse_or_report(app, "embed", normalize_args(argc, argv));
     if (st >= 0) return st;
+    if (app.count("--prompt")) {
+        if (separator.empty()) {
+            std::fprintf(stderr, "lctx embed: --embd-separator: the separator is empty\n");
+            return 1;
+        }
+        for (std::string &t : split_prompt(prompt, separator)) texts.push_back(std::move(t));
+    }
+    if (texts.empty()) {
+        std::fprintf(stderr,
+                     "lctx embed: no text to embed: give texts as arguments or with -p (see 'lctx "
+                     "embed --help')\n");
+        return 1;
+    }
+    if (app.count("--embd-normalize")) {
+        if (embd_normalize < -1) {
+            std::fprintf(stderr,
+                         "lctx embed: --embd-normalize: %d is out of range (-1, 0, 1, 2 or a p-norm "
+                         "order above 2)\n",
+                         embd_normalize);
+            return 1;
+        }
+        if (norm && embd_normalize != 2) {
+            std::fprintf(stderr, "lctx embed: --normalize is --embd-normalize 2; give one of them\n");
+            return 1;
+        }
+    } else if (norm) {
+        embd_normalize = 2;
+    }
+    norm = embd_normalize >= 0;
+    if (json && !out_format.empty()) {
+        std::fprintf(stderr, "lctx embed: --json and --embd-output-format: give one of them\n");
+        return 1;
+    }
 
     std::unique_ptr<Model> model = load_model_or_report(model_path, true);
     if (!model) return 1;
@@ -124,7 +214,9 @@ int cmd_embed(int argc, char **argv) {
         return 1;
     }
     if (pooling == PoolingType::Rank && norm) {
-        std::fprintf(stderr, "lctx embed: --normalize: rank pooling gives scores, not vectors\n");
+        std::fprintf(stderr,
+                     "lctx embed: --normalize / --embd-normalize: rank pooling gives scores, not "
+                     "vectors\n");
         return 1;
     }
     if (!query.empty() && pooling != PoolingType::Rank) {
@@ -211,8 +303,13 @@ int cmd_embed(int argc, char **argv) {
         }
         first = last;
     }
-    if (norm)
-        for (std::vector<float> &v : out.rows) normalize(v);
+    for (std::vector<float> &v : out.rows) generate::embd_normalize(v.data(), v.size(), embd_normalize);
+
+    // llama-embedding's shapes: one row per text, or per token with none pooling.
+    if (!out_format.empty()) {
+        print_llama_format(out.rows, out_format, embd_normalize);
+        return 0;
+    }
 
     // One row per text (none: one per token, each text's rows in a block).
     if (json) {

@@ -20,6 +20,7 @@
 #include "tensor/types.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
+#include "tools/lctx/gen_extra_options.h"
 
 namespace lctx::cli {
 
@@ -32,57 +33,6 @@ std::string type_list() {
              std::string(8 - std::min<size_t>(7, std::string(t.name).size()), ' ') + "(" +
              std::to_string(t.id) + ") " + t.what + "\n";
     return s + "  COPY    copy every tensor as it is (only the metadata changes)\n";
-}
-
-// llama-quantize's --override-kv KEY=TYPE:VALUE (TYPE int, float, bool or str; written as int32, float32,
-// bool or string, as b4748 writes them). False with *why set when the text is malformed.
-bool parse_override(const std::string &arg, gguf::KeyValue *out, std::string *why) {
-    const size_t eq = arg.find('='), colon = arg.find(':', eq == std::string::npos ? 0 : eq);
-    if (eq == std::string::npos || eq == 0 || colon == std::string::npos) {
-        *why = "expected KEY=TYPE:VALUE";
-        return false;
-    }
-    const std::string key = arg.substr(0, eq), type = arg.substr(eq + 1, colon - eq - 1),
-                      v = arg.substr(colon + 1);
-    if (key.size() >= 128) {
-        *why = "key longer than 127 bytes";
-        return false;
-    }
-    using gguf::Value, gguf::ValueType;
-    out->key = key;
-    char *end = nullptr;
-    errno = 0;
-    if (type == "int") {
-        const long long i = std::strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end || errno || i < INT32_MIN || i > INT32_MAX) {
-            *why = "'" + v + "' is not a 32-bit integer";
-            return false;
-        }
-        out->value = Value::from_int(ValueType::INT32, i);
-    } else if (type == "float") {
-        const double f = std::strtod(v.c_str(), &end);
-        if (v.empty() || *end || errno || !std::isfinite(f)) {
-            *why = "'" + v + "' is not a finite number";
-            return false;
-        }
-        out->value = Value::from_float(ValueType::FLOAT32, f);
-    } else if (type == "bool") {
-        if (v != "true" && v != "false") {
-            *why = "a bool is true or false";
-            return false;
-        }
-        out->value = Value::from_bool(v == "true");
-    } else if (type == "str") {
-        if (v.size() >= 128) {
-            *why = "string longer than 127 bytes";
-            return false;
-        }
-        out->value = Value::from_string(v);
-    } else {
-        *why = "type '" + type + "' is not int, float, bool or str";
-        return false;
-    }
-    return true;
 }
 
 double mib(uint64_t b) {
@@ -152,7 +102,7 @@ int cmd_quantize(int argc, char **argv) {
     for (const std::string &o : overrides) {
         gguf::KeyValue kv;
         std::string why;
-        if (!parse_override(o, &kv, &why)) {
+        if (!parse_override_kv(o, &kv, &why)) {
             std::fprintf(stderr, "lctx quantize: --override-kv '%s': %s\n", o.c_str(), why.c_str());
             return 1;
         }

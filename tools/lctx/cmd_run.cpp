@@ -6,13 +6,19 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "context/context.h"
+#include "context/state.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 #include "tools/lctx/control_vector_options.h"
@@ -28,38 +34,154 @@ bool ends_with(const std::string &s, const std::string &tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// --n-probs: the n most likely tokens of the softmax over the logits, [{id, token, prob}], most likely first
+// (ties by id).
+nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const Vocab &vocab) {
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+    std::vector<int32_t> order(static_cast<size_t>(n_vocab));
+    for (int32_t i = 0; i < n_vocab; ++i) order[static_cast<size_t>(i)] = i;
+    const size_t k = std::min<size_t>(static_cast<size_t>(n), order.size());
+    std::partial_sort(
+        order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+        [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < k; ++i) {
+        const int32_t id = order[i];
+        out.push_back({{"id", id},
+                       {"token", vocab.token_to_piece(id, /*special=*/true)},
+                       {"prob", std::exp(static_cast<double>(logits[id]) - mx) / sum}});
+    }
+    return out;
+}
+
 }  // namespace
 
-int cmd_run(int argc, char **argv) {
-    CLI::App app{
-        "Generate text from a prompt (the prompt: -p, -f, or standard input when it is not a terminal)",
-        "lctx run"};
+// run, or with infill = true llama-infill: the prompt is the model's fill-in-the-middle tokens around
+// --in-prefix and --in-suffix, and the output is the middle.
+int run_main(int argc, char **argv, bool infill) {
+    const char *cmd = infill ? "infill" : "run";
+    CLI::App app{infill
+                     ? "Fill in the middle between --in-prefix and --in-suffix (a FIM model: one with the "
+                       "tokenizer.ggml.fim_pre/suf/mid_token_id tokens)"
+                     : "Generate text from a prompt (the prompt: -p, -f, or standard input when it is not a "
+                       "terminal)",
+                 infill ? "lctx infill" : "lctx run"};
     configure_app(app);
     GenOptions o;
-    o.prompt = "Once upon a time";
+    o.prompt = infill ? "" : "Once upon a time";
     add_gen_options(app, o);
+    std::string in_prefix, in_suffix;
+    bool spm_infill = false;
+    if (infill) {
+        app.add_option("--in-prefix", in_prefix, "the text before the middle");
+        app.add_option("--in-suffix", in_suffix, "the text after the middle");
+        app.add_flag("--spm-infill", spm_infill,
+                     "suffix first, then prefix (the suffix/prefix/middle order some models are trained on)");
+    }
     ControlVectorOptions cvec;
     add_control_vector_options(app, cvec);
     app.add_flag("--json", o.json,
                  "print one JSON object {prompt_ids, ids, text, seed, stop} instead of streaming");
-    const int st = parse_or_report(app, "run", normalize_args(argc, argv));
+    std::string prompt_cache;
+    bool prompt_cache_all = false, prompt_cache_ro = false;
+    app.add_option("--prompt-cache", prompt_cache,
+                   "state file of the prompt (llama-cli's session file): a later prompt that starts the same "
+                   "way decodes only what follows; created when missing")
+        ->check(non_empty_value());
+    app.add_flag("--prompt-cache-all", prompt_cache_all,
+                 "save the generated tokens in the --prompt-cache file too");
+    app.add_flag("--prompt-cache-ro", prompt_cache_ro, "use the --prompt-cache file but never update it");
+    int32_t n_probs = 0;
+    app.add_option(
+        "--n-probs", n_probs,
+        "with --json: the N most likely tokens before each generated one, with their probabilities "
+        "(the softmax of the model's logits, before sampling)");
+    const int st = parse_or_report(app, cmd, normalize_args(argc, argv));
     if (st >= 0) return st;
     o.prompt_given = app.count("--prompt") > 0;
+    if (infill && (o.prompt_given || !o.prompt_file.empty())) {
+        std::fprintf(stderr, "lctx infill: the text comes from --in-prefix and --in-suffix, not -p or -f\n");
+        return 1;
+    }
+    if (infill && o.escape) {
+        in_prefix = process_escapes(in_prefix);
+        in_suffix = process_escapes(in_suffix);
+    }
     if (const std::string e = check_gen_options(o); !e.empty()) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
-    if (!resolve_prompt(o, "run", /*stdin_allowed=*/true)) return 1;
+    if (n_probs < 0 || n_probs > 1000) {
+        std::fprintf(stderr, "lctx run: --n-probs: %d is out of range (0 to 1000)\n", n_probs);
+        return 1;
+    }
+    if (n_probs > 0 && !o.json) {
+        std::fprintf(stderr, "lctx run: --n-probs: the probabilities come with --json\n");
+        return 1;
+    }
+    if (prompt_cache.empty() && (prompt_cache_all || prompt_cache_ro)) {
+        std::fprintf(stderr, "lctx run: --prompt-cache-all and --prompt-cache-ro need --prompt-cache FILE\n");
+        return 1;
+    }
+    if (prompt_cache_all && prompt_cache_ro) {
+        std::fprintf(stderr, "lctx run: --prompt-cache-all and --prompt-cache-ro: give one of them\n");
+        return 1;
+    }
+    bool cache_exists = false;
+    if (!prompt_cache.empty()) {
+        std::error_code ec;
+        const std::filesystem::file_status fs = std::filesystem::status(prompt_cache, ec);
+        cache_exists = std::filesystem::exists(fs);
+        if (cache_exists && !std::filesystem::is_regular_file(fs)) {
+            std::fprintf(stderr, "lctx run: --prompt-cache: '%s' is not a regular file\n",
+                         prompt_cache.c_str());
+            return 1;
+        }
+        // A file the run could not write is reported now, not after the prompt is decoded.
+        const std::filesystem::path dir = std::filesystem::path(prompt_cache).parent_path();
+        if (!prompt_cache_ro && access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
+            std::fprintf(stderr, "lctx run: --prompt-cache: cannot write in '%s': %s\n",
+                         dir.empty() ? "." : dir.c_str(), std::strerror(errno));
+            return 1;
+        }
+    }
+    if (!infill && !resolve_prompt(o, "run", /*stdin_allowed=*/true)) return 1;
     note_compat_options(o, "run");
     const uint32_t seed = resolve_seed(o.sampling);
 
-    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet);
+    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet, o.overrides);
     if (!model) return 1;
     std::vector<std::shared_ptr<const LoraAdapter>> adapters;
     if (!load_loras_or_report(*model, o.loras, "run", adapters)) return 1;
     const Vocab &vocab = model->vocab();
 
-    std::vector<int32_t> prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+    std::vector<int32_t> prompt_ids;
+    if (infill) {
+        // llama-infill's prompt: [BOS] FIM_PRE prefix FIM_SUF suffix FIM_MID (--spm-infill: FIM_SUF suffix
+        // FIM_PRE prefix FIM_MID), the texts tokenized without special tokens.
+        if (vocab.fim_pre() < 0 || vocab.fim_suf() < 0 || vocab.fim_mid() < 0) {
+            std::fprintf(stderr,
+                         "lctx infill: %s has no fill-in-the-middle tokens (tokenizer.ggml.fim_pre_token_id, "
+                         "fim_suf_token_id, fim_mid_token_id): it is not a FIM model\n",
+                         o.model_path.c_str());
+            return 1;
+        }
+        std::vector<int32_t> pre = {vocab.fim_pre()}, suf = {vocab.fim_suf()};
+        const std::vector<int32_t> p = vocab.tokenize(in_prefix, false, false),
+                                   q = vocab.tokenize(in_suffix, false, false);
+        pre.insert(pre.end(), p.begin(), p.end());
+        suf.insert(suf.end(), q.begin(), q.end());
+        if (vocab.add_bos() && vocab.bos() >= 0) prompt_ids.push_back(vocab.bos());
+        for (const std::vector<int32_t> *part : {spm_infill ? &suf : &pre, spm_infill ? &pre : &suf})
+            prompt_ids.insert(prompt_ids.end(), part->begin(), part->end());
+        prompt_ids.push_back(vocab.fim_mid());
+        o.prompt = in_prefix;  // what is shown before the middle
+    } else {
+        prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+    }
     if (prompt_ids.empty()) {
         std::fprintf(stderr, "lctx run: the prompt is empty and the model adds no BOS token\n");
         return 1;
@@ -68,7 +190,7 @@ int cmd_run(int argc, char **argv) {
     std::unique_ptr<Context> ctx = make_context_or_report(
         *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
         resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v,
-        o.flash_attn);
+        o.flash_attn, o.rope);
     if (!ctx) return 1;
     if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "run"); !e.empty()) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
@@ -109,6 +231,48 @@ int cmd_run(int argc, char **argv) {
         return 1;
     }
     const int32_t n_prompt = static_cast<int32_t>(prompt_ids.size());
+    // --prompt-cache: the saved state's tokens that the prompt starts with stay in the cache; the rest of
+    // the cache goes, and only the prompt after them is decoded. A whole-prompt match still decodes the last
+    // prompt token, for its logits.
+    int32_t n_reused = 0;
+    bool save_prompt_cache = !prompt_cache.empty() && !prompt_cache_ro;
+    if (!prompt_cache.empty()) {
+        if (ctx->is_encoder_decoder()) {
+            std::fprintf(stderr,
+                         "lctx run: --prompt-cache: an encoder-decoder model has no prompt to cache\n");
+            return 1;
+        }
+        std::vector<int32_t> saved;
+        if (cache_exists) {
+            try {
+                saved = ContextState::load_file(*ctx, prompt_cache, cp.n_ctx);
+            } catch (const std::exception &e) {
+                std::fprintf(stderr,
+                             "lctx run: --prompt-cache: cannot use '%s': %s (a file of another model or "
+                             "context settings? remove it or name another file)\n",
+                             prompt_cache.c_str(), e.what());
+                return 1;
+            }
+        }
+        size_t match = 0;
+        while (match < saved.size() && match < prompt_ids.size() && saved[match] == prompt_ids[match])
+            ++match;
+        save_prompt_cache = save_prompt_cache && match < prompt_ids.size();
+        if (match == prompt_ids.size()) --match;
+        if (match < saved.size() && !ctx->kv().seq_rm(-1, static_cast<int32_t>(match), -1)) {
+            ctx->kv().clear();  // a recurrent state cannot be cut: start over
+            match = 0;
+        }
+        n_reused = static_cast<int32_t>(match);
+        if (!o.quiet && !o.json) {
+            if (cache_exists)
+                std::fprintf(stderr, "lctx run: prompt cache '%s': %d of %d prompt tokens reused\n",
+                             prompt_cache.c_str(), n_reused, n_prompt);
+            else
+                std::fprintf(stderr, "lctx run: prompt cache '%s' does not exist yet: it will be created\n",
+                             prompt_cache.c_str());
+        }
+    }
     const int32_t n_keep = o.n_keep < 0 ? n_prompt : std::min(n_prompt, o.n_keep + (vocab.add_bos() ? 1 : 0));
     // -n -2 stops when the context is full; -n -1 and counts shift it (unless --no-context-shift).
     const bool shift = o.n_predict != -2 && !o.no_context_shift;
@@ -129,7 +293,7 @@ int cmd_run(int argc, char **argv) {
     // counters call every 1-token decode generation), and one decode per generated token.
     using Clock = std::chrono::steady_clock;
     const Clock::time_point t_prompt = Clock::now();
-    for (int32_t i = 0; i < n_prompt; i += static_cast<int32_t>(cp.n_batch)) {
+    for (int32_t i = n_reused; i < n_prompt; i += static_cast<int32_t>(cp.n_batch)) {
         Batch b;
         b.n_tokens = std::min<int32_t>(static_cast<int32_t>(cp.n_batch), n_prompt - i);
         b.token = prompt_ids.data() + i;
@@ -143,11 +307,21 @@ int cmd_run(int argc, char **argv) {
     }
 
     const double prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_prompt).count();
+    std::vector<int32_t> cache_tokens = prompt_ids;  // what the cache holds, in order (--prompt-cache-all)
+    if (save_prompt_cache) {
+        try {
+            ContextState::save_file(*ctx, prompt_cache, prompt_ids.data(), prompt_ids.size());
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "lctx run: --prompt-cache: %s\n", e.what());
+            return 1;
+        }
+    }
     double gen_ms = 0;
 
     interrupt_install();
     interrupt_begin_reply();
     std::vector<int32_t> ids;
+    nlohmann::json probs = nlohmann::json::array();  // --n-probs: one list per sampled token
     std::string text;
     Utf8Stream out(stdout);
     int32_t pos = n_prompt;
@@ -166,15 +340,17 @@ int cmd_run(int argc, char **argv) {
             }
             pos -= dropped;
             n_shifted += dropped;
+            cache_tokens.erase(cache_tokens.begin() + n_keep, cache_tokens.begin() + n_keep + dropped);
         }
-        const int32_t id = sampler->sample(ctx->logits_ith(-1),
-                                           static_cast<int32_t>(model->hparams().n_vocab));  // accepts it
+        const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
+        if (n_probs > 0) probs.push_back(top_probs(ctx->logits_ith(-1), n_vocab, n_probs, vocab));
+        const int32_t id = sampler->sample(ctx->logits_ith(-1), n_vocab);  // accepts it
         if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
             stop = "end of text";
             break;
         }
         ids.push_back(id);
-        const std::string piece = vocab.token_to_piece(id, /*special=*/false);
+        const std::string piece = vocab.token_to_piece(id, /*special=*/o.special);
         text += piece;
         if (!o.json) out.write(piece);
         Batch one;
@@ -190,6 +366,7 @@ int cmd_run(int argc, char **argv) {
             return 1;
         }
         ++pos;
+        cache_tokens.push_back(id);
         bool reversed = false;
         for (const std::string &r : o.reverse_prompts) reversed = reversed || ends_with(text, r);
         if (reversed) {
@@ -198,6 +375,14 @@ int cmd_run(int argc, char **argv) {
         }
     }
     interrupt_end_reply();
+    if (prompt_cache_all) {
+        try {
+            ContextState::save_file(*ctx, prompt_cache, cache_tokens.data(), cache_tokens.size());
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "lctx run: --prompt-cache-all: %s\n", e.what());
+            return 1;
+        }
+    }
 
     // As llama-cli: a reply cut by Ctrl-C ends the program with 128 + SIGINT once its output is out.
     const int status = stop == "interrupted" ? 130 : 0;
@@ -208,6 +393,8 @@ int cmd_run(int argc, char **argv) {
         j["text"] = text;
         j["seed"] = seed;
         j["stop"] = stop;
+        if (n_probs > 0) j["probs"] = probs;
+        if (!prompt_cache.empty()) j["prompt_cache"] = {{"file", prompt_cache}, {"reused", n_reused}};
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return status;
     }
@@ -219,7 +406,7 @@ int cmd_run(int argc, char **argv) {
     if (n_shifted > 0) std::fprintf(stderr, " (context shifted, %d tokens dropped)", n_shifted);
     std::fprintf(stderr, "\n");
     const int n_gen = static_cast<int>(ids.size());
-    const double pp = prompt_ms > 0 ? 1e3 * n_prompt / prompt_ms : 0.0;
+    const double pp = prompt_ms > 0 ? 1e3 * (n_prompt - n_reused) / prompt_ms : 0.0;
     const double tg = gen_ms > 0 ? 1e3 * n_gen / gen_ms : 0.0;
     // Peak resident memory against what a run needs: the mapped model file and the KV cache.
     struct rusage ru {};
@@ -229,9 +416,17 @@ int cmd_run(int argc, char **argv) {
         stderr,
         "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s | peak memory %.1f MiB "
         "(model file %.1f MiB + KV cache %.1f MiB)\n",
-        n_prompt, pp, n_gen, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
+        n_prompt - n_reused, pp, n_gen, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
         static_cast<double>(model->file().size()) / mib, static_cast<double>(ctx->kv().memory_bytes()) / mib);
     return status;
+}
+
+int cmd_run(int argc, char **argv) {
+    return run_main(argc, argv, false);
+}
+
+int cmd_infill(int argc, char **argv) {
+    return run_main(argc, argv, true);
 }
 
 }  // namespace lctx::cli

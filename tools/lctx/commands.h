@@ -15,5 +15,6 @@ int cmd_quantize(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_split(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_infill(int argc, char **argv);
 
 }  // namespace lctx::cli

@@ -20,6 +20,7 @@
 #include "grammar/json_schema.h"
 #include "sampling/dry.h"
 #include "sampling/grammar_sampler.h"
+#include "sampling/infill.h"
 #include "tools/lctx/read_file.h"
 #include "util/error.h"
 #include "vocab/vocab.h"
@@ -55,8 +56,10 @@ bool has_no_weights(const std::string &path) {
 }
 }  // namespace
 
-std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet) {
+std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet,
+                                            const std::vector<gguf::KeyValue> &overrides) {
     ModelLoadOptions opts;
+    opts.overrides = overrides;
     const bool progress = !quiet && isatty(STDERR_FILENO);
     if (progress) opts.progress = draw_progress;
     try {
@@ -76,7 +79,8 @@ std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet)
 
 std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
                                                 int n_threads, uint32_t n_ubatch, int n_threads_batch,
-                                                GgmlType type_k, GgmlType type_v, bool flash_attn) {
+                                                GgmlType type_k, GgmlType type_v, bool flash_attn,
+                                                const RopeOverrides &rope) {
     ContextParams cp;
     cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model.hparams().n_ctx_train;
     cp.n_batch = std::max<uint32_t>(1, std::min(cp.n_ctx, n_batch_max));
@@ -86,6 +90,7 @@ std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ct
     cp.type_k = type_k;
     cp.type_v = type_v;
     cp.flash_attn = flash_attn;
+    cp.rope = rope;
     try {
         return std::make_unique<Context>(model, cp);
     } catch (const std::exception &e) {
@@ -135,6 +140,13 @@ void add_sampling_options(CLI::App &app, SamplingOptions &o) {
     app.add_flag("--ignore-eos", o.ignore_eos, "never stop at an end-of-generation token");
     app.add_option("--grammar", o.grammar, "GBNF grammar the output must follow (start rule: root)");
     app.add_option("--grammar-file", o.grammar_file, "file with a GBNF grammar the output must follow");
+    app.add_option("--samplers", o.samplers,
+                   "the samplers in their order, separated by ';' (llama.cpp's names; default: "
+                   "penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature)")
+        ->check(non_empty_value());
+    app.add_option("--sampling-seq,--sampler-seq", o.sampling_seq,
+                   "the samplers in their order, one letter each (default: edkypmxt; i: infill)")
+        ->check(non_empty_value());
     app.add_option("-j,--json-schema", o.json_schema,
                    "JSON schema (the text itself) the output must follow, e.g. '{}' for any JSON object; "
                    "`lctx grammar from-schema` prints its grammar");
@@ -192,6 +204,12 @@ std::string check_sampling_options(const SamplingOptions &o) {
         if (!parse_logit_bias(b, &tb, &why)) return "--logit-bias: " + why;
     if (!o.grammar.empty() && !o.grammar_file.empty())
         return "--grammar and --grammar-file: give one of them";
+    std::vector<SamplerKind> order;
+    if (!o.samplers.empty() && !o.sampling_seq.empty())
+        return "--samplers and --sampling-seq: give one of them";
+    if (!o.samplers.empty() && !parse_sampler_names(o.samplers, &order, &why)) return "--samplers: " + why;
+    if (!o.sampling_seq.empty() && !parse_sampler_letters(o.sampling_seq, &order, &why))
+        return "--sampling-seq: " + why;
     if (!o.grammar_file.empty()) {  // read here too, to fail before the model loads
         std::string text;
         if (!read_whole_file(o.grammar_file, &text, &why)) return "--grammar-file: " + why;
@@ -279,29 +297,39 @@ std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const
             throw Error(std::string("--grammar: ") + e.what());
         }
     }
+    std::vector<SamplerKind> order = default_sampler_order();
+    std::string why;
+    if (!o.samplers.empty()) parse_sampler_names(o.samplers, &order, &why);
+    if (!o.sampling_seq.empty()) parse_sampler_letters(o.sampling_seq, &order, &why);
     const int32_t last_n = o.repeat_last_n < 0 ? n_ctx : o.repeat_last_n;
-    if (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f)
-        chain->add(std::make_unique<PenaltiesSampler>(last_n, o.repeat_penalty, o.frequency_penalty,
-                                                      o.presence_penalty));
-    if (o.dry_multiplier > 0.0f) {
-        DryParams dp;
-        dp.context_size = n_ctx;
-        dp.multiplier = o.dry_multiplier;
-        dp.base = o.dry_base;
-        dp.allowed_length = o.dry_allowed_length;
-        dp.penalty_last_n = o.dry_penalty_last_n;
-        const std::vector<std::string> strs =
-            o.dry_sequence_breakers.empty() ? dry_default_breakers() : o.dry_sequence_breakers;
-        chain->add(std::make_unique<DrySampler>(
-            dp, dry_breakers(
-                    n_vocab, [&](Token id) { return vocab.detokenize({id}, false, true); },
-                    [&](const std::string &t) { return vocab.tokenize(t, false, false); }, strs)));
-    }
-    if (o.temp <= 0.0f) {
-        chain->add(std::make_unique<GreedySampler>());
-        return chain;
-    }
-    if (o.mirostat != 0) {
+    // Penalties and DRY change logits (a greedy or Mirostat chain keeps them, in their order); the others
+    // shape the distribution that dist draws from.
+    auto add_logit_changers = [&](SamplerKind k) {
+        if (k == SamplerKind::Penalties &&
+            (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f))
+            chain->add(std::make_unique<PenaltiesSampler>(last_n, o.repeat_penalty, o.frequency_penalty,
+                                                          o.presence_penalty));
+        if (k == SamplerKind::Dry && o.dry_multiplier > 0.0f) {
+            DryParams dp;
+            dp.context_size = n_ctx;
+            dp.multiplier = o.dry_multiplier;
+            dp.base = o.dry_base;
+            dp.allowed_length = o.dry_allowed_length;
+            dp.penalty_last_n = o.dry_penalty_last_n;
+            const std::vector<std::string> strs =
+                o.dry_sequence_breakers.empty() ? dry_default_breakers() : o.dry_sequence_breakers;
+            chain->add(std::make_unique<DrySampler>(
+                dp, dry_breakers(
+                        n_vocab, [&](Token id) { return vocab.detokenize({id}, false, true); },
+                        [&](const std::string &t) { return vocab.tokenize(t, false, false); }, strs)));
+        }
+    };
+    if (o.temp <= 0.0f || o.mirostat != 0) {
+        for (SamplerKind k : order) add_logit_changers(k);
+        if (o.temp <= 0.0f) {
+            chain->add(std::make_unique<GreedySampler>());
+            return chain;
+        }
         chain->add(std::make_unique<TempSampler>(o.temp));
         if (o.mirostat == 1)
             chain->add(std::make_unique<MirostatSampler>(n_vocab, seed, o.mirostat_ent, o.mirostat_lr, 100));
@@ -309,16 +337,48 @@ std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const
             chain->add(std::make_unique<MirostatV2Sampler>(seed, o.mirostat_ent, o.mirostat_lr));
         return chain;
     }
-    chain->add(std::make_unique<TopKSampler>(o.top_k));
-    chain->add(std::make_unique<TypicalSampler>(o.typical_p, 1));
-    chain->add(std::make_unique<TopPSampler>(o.top_p, 1));
-    chain->add(std::make_unique<MinPSampler>(o.min_p, 1));
-    if (o.xtc_probability > 0.0f)
-        chain->add(std::make_unique<XtcSampler>(o.xtc_probability, o.xtc_threshold, 1, seed));
-    if (o.dynatemp_range > 0.0f)
-        chain->add(std::make_unique<TempExtSampler>(o.temp, o.dynatemp_range, o.dynatemp_exp));
-    else
-        chain->add(std::make_unique<TempSampler>(o.temp));
+    for (SamplerKind k : order) {
+        switch (k) {
+            case SamplerKind::Penalties:
+            case SamplerKind::Dry:
+                add_logit_changers(k);
+                break;
+            case SamplerKind::TopK:
+                chain->add(std::make_unique<TopKSampler>(o.top_k));
+                break;
+            case SamplerKind::TypicalP:
+                chain->add(std::make_unique<TypicalSampler>(o.typical_p, 1));
+                break;
+            case SamplerKind::TopP:
+                chain->add(std::make_unique<TopPSampler>(o.top_p, 1));
+                break;
+            case SamplerKind::MinP:
+                chain->add(std::make_unique<MinPSampler>(o.min_p, 1));
+                break;
+            case SamplerKind::Xtc:
+                if (o.xtc_probability > 0.0f)
+                    chain->add(std::make_unique<XtcSampler>(o.xtc_probability, o.xtc_threshold, 1, seed));
+                break;
+            case SamplerKind::Temperature:
+                if (o.dynatemp_range > 0.0f)
+                    chain->add(std::make_unique<TempExtSampler>(o.temp, o.dynatemp_range, o.dynatemp_exp));
+                else
+                    chain->add(std::make_unique<TempSampler>(o.temp));
+                break;
+            case SamplerKind::Infill: {
+                auto iv = std::make_shared<InfillVocab>();
+                iv->piece.resize(static_cast<size_t>(n_vocab));
+                iv->is_eog.resize(static_cast<size_t>(n_vocab));
+                for (int32_t id = 0; id < n_vocab; ++id) {
+                    iv->piece[static_cast<size_t>(id)] = vocab.token_to_piece(id, /*special=*/false);
+                    iv->is_eog[static_cast<size_t>(id)] = vocab.is_eog(id);
+                }
+                iv->eot = vocab.eot();
+                chain->add(std::make_unique<InfillSampler>(iv));
+                break;
+            }
+        }
+    }
     chain->add(std::make_unique<DistSampler>(seed));
     return chain;
 }
@@ -360,6 +420,12 @@ void add_gen_options(CLI::App &app, GenOptions &o) {
     app.add_flag("-q,--log-disable", o.quiet, "no notes, progress or timings on stderr");
     add_lora_options(app, o.lora_args);
     add_sampling_options(app, o.sampling);
+    app.add_option("--override-kv", o.override_kv_args,
+                   "replace a metadata value of the model: KEY=TYPE:VALUE, TYPE int, float, bool or str "
+                   "(repeatable)")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    add_rope_options(app, o.rope_args);
+    app.add_flag("--special", o.special, "(-sp) print special tokens (their text) in the output");
 }
 
 std::string check_gen_options(GenOptions &o) {
@@ -383,6 +449,14 @@ std::string check_gen_options(GenOptions &o) {
         return "--cache-type-v " + o.cache_type_v + ": V cache quantization requires flash_attn (add -fa)";
     for (const std::string &r : o.reverse_prompts)
         if (r.empty()) return "--reverse-prompt: the text is empty";
+    o.overrides.clear();
+    for (const std::string &a : o.override_kv_args) {
+        gguf::KeyValue kv;
+        std::string why;
+        if (!parse_override_kv(a, &kv, &why)) return "--override-kv '" + a + "': " + why;
+        o.overrides.push_back(std::move(kv));
+    }
+    if (const std::string e = rope_overrides(o.rope_args, &o.rope); !e.empty()) return e;
     std::string lora_error;
     o.loras = parse_lora_options(o.lora_args, lora_error);
     if (!lora_error.empty()) return lora_error;

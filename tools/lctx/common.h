@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "sampling/samplers.h"
 #include "tools/lctx/args.h"
+#include "tools/lctx/gen_extra_options.h"
 #include "tools/lctx/lora_options.h"
 
 namespace lctx::cli {
@@ -18,7 +19,9 @@ namespace lctx::cli {
 std::string default_model_path();
 // Loads a model, drawing a progress line on a terminal (unless quiet); prints the error (saying so
 // when the file holds no weights, like a vocabulary-only GGUF) and returns null on failure.
-std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet = false);
+// overrides: --override-kv's metadata values.
+std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet = false,
+                                            const std::vector<gguf::KeyValue> &overrides = {});
 
 // A context of n_ctx cells (0: the model's training context), batches of at most n_batch_max tokens
 // (capped by n_ctx), micro-batches of n_ubatch (capped by the batch); prints the error and returns
@@ -26,7 +29,8 @@ std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet 
 std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
                                                 int n_threads, uint32_t n_ubatch = 512,
                                                 int n_threads_batch = 0, GgmlType type_k = GgmlType::F16,
-                                                GgmlType type_v = GgmlType::F16, bool flash_attn = false);
+                                                GgmlType type_v = GgmlType::F16, bool flash_attn = false,
+                                                const RopeOverrides &rope = {});
 
 // A KV cache type by llama.cpp's name (-ctk / -ctv: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1);
 // "" when it is one, else the reason, for `option` ("--cache-type-k").
@@ -59,6 +63,8 @@ struct SamplingOptions {
     std::vector<std::string> logit_bias;  // TOKEN+BIAS
     bool ignore_eos = false;
     std::string grammar, grammar_file, json_schema;
+    std::string samplers,
+        sampling_seq;  // --samplers (names) / --sampling-seq (letters): the order; "" default
 };
 
 // Registers the sampling options with llama.cpp's names.
@@ -69,7 +75,8 @@ std::string check_sampling_options(const SamplingOptions &o);
 uint32_t resolve_seed(SamplingOptions &o);
 
 // temp <= 0: greedy. Otherwise logit bias -> penalties -> top-k -> typical -> top-p -> min-p -> xtc ->
-// temperature (dynamic with --dynatemp-range) -> dist, or temperature -> mirostat. n_ctx resolves
+// temperature (dynamic with --dynatemp-range) -> dist (--samplers / --sampling-seq: the samplers between
+// the bias and dist, in their order), or temperature -> mirostat. n_ctx resolves
 // --repeat-last-n -1; --ignore-eos biases every end-of-generation token to -inf. Throws on a
 // --logit-bias token outside the vocabulary. The seed must be resolved.
 std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const Vocab &vocab, int32_t n_ctx);
@@ -107,6 +114,13 @@ struct GenOptions {
     std::vector<LoraOption> loras;  // from lora_args by check()
 
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;  // from cache_type_k / _v by check()
+
+    // llama.cpp's model and context options (gen_extra_options.h).
+    std::vector<std::string> override_kv_args;  // --override-kv KEY=TYPE:VALUE
+    std::vector<gguf::KeyValue> overrides;      // from override_kv_args by check()
+    RopeArgs rope_args;
+    RopeOverrides rope;    // from rope_args by check()
+    bool special = false;  // -sp: print special tokens
 };
 
 void add_gen_options(CLI::App &app, GenOptions &o);

@@ -17,6 +17,7 @@ void usage(std::FILE *to) {
         "commands:\n"
         "  run        generate text from a prompt (-cnv or -i: chat instead)\n"
         "  chat       talk with a model (context shift keeps long chats going)\n"
+        "  infill     fill in the middle between --in-prefix and --in-suffix (a FIM model, as llama-infill)\n"
         "  tokenize   print the token ids of a text\n"
         "  embed      print the embedding of each text (or its relevance score with a reranker)\n"
         "  perplexity the perplexity of a model on a text (as llama-perplexity)\n"
@@ -45,6 +46,7 @@ int dispatch(int argc, char **argv) {
         return lctx::cli::cmd_run(argc - 1, argv + 1);
     }
     if (cmd == "chat") return lctx::cli::cmd_chat(argc - 1, argv + 1);
+    if (cmd == "infill") return lctx::cli::cmd_infill(argc - 1, argv + 1);
     if (cmd == "tokenize") return lctx::cli::cmd_tokenize(argc - 1, argv + 1);
     if (cmd == "embed") return lctx::cli::cmd_embed(argc - 1, argv + 1);
     if (cmd == "perplexity") return lctx::cli::cmd_perplexity(argc - 1, argv + 1);
