@@ -83,7 +83,8 @@ class LctxRunner {
     uint64_t rng_;
     std::vector<int32_t> tokens_, pos_;
     int64_t tokens_decoded_ = 0;
-    int kept_depth_ = 0;  // the cache holds exactly positions [0, kept_depth_) of sequence 0 plus the last test's
+    int kept_depth_ =
+        0;  // the cache holds exactly positions [0, kept_depth_) of sequence 0 plus the last test's
 };
 
 // Streaming read bandwidth in bytes/s with n_threads readers over a `bytes` buffer (much larger than the L3);
@@ -135,6 +136,10 @@ std::string markdown(const std::vector<Result> &results);
 // llama-bench's other outputs: csv (a header line, then one line per result), json (a list), jsonl (one
 // object per line); the fields of to_json.
 std::string csv(const std::vector<nlohmann::ordered_json> &rows);
+// llama-bench's -o sql: CREATE TABLE IF NOT EXISTS test (one column per field of any row: TEXT, INTEGER for
+// whole numbers and booleans, REAL), then one INSERT INTO test per row, strings quoted as SQL ('' inside),
+// arrays as text like csv, a field a row lacks NULL.
+std::string sql(const std::vector<nlohmann::ordered_json> &rows);
 
 // Results that do not look like a measurement: an lctx/llama.cpp ratio beyond 20x either way, a standard
 // deviation of zero over three or more runs, a run more than twice the median of the others. One line each.
