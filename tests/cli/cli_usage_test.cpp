@@ -78,8 +78,9 @@ TEST(CliUsage, TokenizeTakesLlamaTokenizesOptions) {
 
     const std::string f = temp_file("tokenize.txt");
     std::ofstream(f) << "Hello world";
-    for (const std::string &args : {"-p 'Hello world'", "--prompt 'Hello world'", "-f " + f, "--stdin < " + f,
-                                    "--log-disable -p 'Hello world'"}) {
+    for (const std::string &args :
+         {std::string("-p 'Hello world'"), std::string("--prompt 'Hello world'"), "-f " + f, "--stdin < " + f,
+          std::string("--log-disable -p 'Hello world'")}) {
         const auto r = run_cli("tokenize --ids " + args, true);
         EXPECT_EQ(r.status, 0) << args << ": " << r.out;
         EXPECT_EQ(r.out, plain.out) << args;
@@ -101,6 +102,15 @@ TEST(CliUsage, TokenizeTakesLlamaTokenizesOptions) {
     }
     EXPECT_TRUE(has(run_cli("tokenize --jsn Hello", true).out, "--jsn"));
     fs::remove(f);
+}
+
+// ---- item 2, after a flag: a multi-letter option is refused by its whole name there too ----
+
+TEST(CliUsage, MultiLetterOptionAfterAFlagIsRefusedByName) {
+    const auto r = run_cli("run --ignore-eos -ctx 512 -n 2", true);
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "-ctx: not an option of lctx")) << r.out;
+    EXPECT_EQ(count_lines(r.out), 1u) << r.out;
 }
 
 // ---- item 6: escapes as llama-cli ----

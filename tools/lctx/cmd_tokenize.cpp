@@ -23,7 +23,9 @@ int cmd_tokenize(int argc, char **argv) {
     bool json = false, no_special = false, parse_special = false, ids_only = false, escape = false;
     bool from_stdin = false, show_count = false, quiet = false;
     app.add_option("-m,--model", model_path, "GGUF model or vocabulary file");
-    auto *text_opt = app.add_option("text,-p,--prompt,--text", text, "text to tokenize (may start with '-')");
+    std::string text_arg;  // -p: the text too (apart from the positional, which CLI11 fills after "--")
+    auto *pos_opt = app.add_option("text", text, "text to tokenize (may start with '-')");
+    auto *text_opt = app.add_option("-p,--prompt,--text", text_arg, "text to tokenize (llama-tokenize's -p)");
     auto *file_opt = app.add_option("-f,--file", file, "read the text from this file");
     auto *stdin_opt = app.add_flag("--stdin", from_stdin, "read the text from standard input");
     app.add_flag("--json", json, "print a JSON object {ids, pieces}");
@@ -40,24 +42,31 @@ int cmd_tokenize(int argc, char **argv) {
         const std::string &a = args[i];
         if (a == "--") break;
         const CLI::Option *opt = app.get_option_no_throw(a.substr(0, a.find('=')));
-        if (opt && opt->get_type_size_max() > 0 && a.find('=') == std::string::npos) {
-            ++i;  // its value may start with '-' too
+        if (opt && opt->get_items_expected_max() > 0 && a.find('=') == std::string::npos) {
+            // Its value may start with '-' too: one word "--name=value", which CLI11 takes whatever it looks
+            // like.
+            if (i + 1 < args.size() && args[i + 1] != "--" && !opt->get_lnames().empty()) {
+                args[i] = "--" + opt->get_lnames()[0] + "=" + args[i + 1];
+                args.erase(args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+            }
             continue;
         }
         if (a.size() < 2 || a[0] != '-' || a[1] == '-' || opt) continue;
-        args.insert(args.begin() + static_cast<std::ptrdiff_t>(i), "--text");
-        ++i;
+        args[i] = "--text=" + a;  // one word: CLI11 takes it as the value whatever it looks like
     }
     const int st = parse_or_report(app, "tokenize", args);
     if (st >= 0) return st;
-    const int n_sources = (text_opt->count() > 0) + (file_opt->count() > 0) + (stdin_opt->count() > 0);
+    const int n_sources =
+        (pos_opt->count() > 0) + (text_opt->count() > 0) + (file_opt->count() > 0) + (stdin_opt->count() > 0);
     if (n_sources != 1) {
         std::fprintf(stderr, "lctx tokenize: %s (see 'lctx tokenize --help')\n",
                      n_sources == 0 ? "no text: give TEXT, -p TEXT, -f FILE or --stdin"
                                     : "give the text one way: TEXT (or -p), -f FILE or --stdin");
         return 1;
     }
-    if (!file.empty()) {
+    if (text_opt->count() > 0) {
+        text = text_arg;
+    } else if (!file.empty()) {
         std::string why;
         if (!read_whole_file(file, &text, &why)) {
             std::fprintf(stderr, "lctx tokenize: -f: %s\n", why.c_str());
