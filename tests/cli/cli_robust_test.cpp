@@ -160,7 +160,8 @@ TEST(CliOptions, PromptFromFileStdinAndEscapes) {
               run_json("-n 4 --temp 0 -p 'Once upon a time'")["prompt_ids"]);
     EXPECT_EQ(run_json("-n 1 --temp 0 -e -p 'a\\nb'")["prompt_ids"],
               run_json("-n 1 --temp 0 -p $'a\\nb'")["prompt_ids"]);
-    EXPECT_NE(run_json("-n 1 --temp 0 -p 'a\\nb'")["prompt_ids"],
+    // Escapes are processed by default, as llama-cli (issue 38); --no-escape keeps them.
+    EXPECT_NE(run_json("-n 1 --temp 0 --no-escape -p 'a\\nb'")["prompt_ids"],
               run_json("-n 1 --temp 0 -p $'a\\nb'")["prompt_ids"]);
     const auto shown = run_cli("run -n 4 --temp 0 -p 'Lily and Tom'");
     const auto hidden = run_cli("run -n 4 --temp 0 -p 'Lily and Tom' --no-display-prompt");

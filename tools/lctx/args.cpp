@@ -181,7 +181,7 @@ std::string refuse_unmapped_multi_letter(CLI::App &app, const std::vector<std::s
         if (a == "--") break;
         // The value of an option before it may be such a word (tokenize --text -hello).
         const CLI::Option *prev = i > 1 ? app.get_option_no_throw(args[i - 1]) : nullptr;
-        if (prev && prev->get_type_size_max() > 0) continue;
+        if (prev && prev->get_items_expected_max() > 0) continue;  // (a flag takes none)
         const std::string key = a.substr(0, a.find('='));
         if (key.size() < 3 || key[0] != '-' || key[1] == '-' || app.get_option_no_throw(key)) continue;
         if (!std::all_of(key.begin() + 1, key.end(), [](char c) { return c >= 'a' && c <= 'z'; })) continue;

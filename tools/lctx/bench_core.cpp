@@ -443,6 +443,50 @@ std::string csv(const std::vector<nlohmann::ordered_json> &rows) {
     return out;
 }
 
+std::string sql(const std::vector<nlohmann::ordered_json> &rows) {
+    if (rows.empty()) return "";
+    // The columns: every field of every row, in the order first seen; the type from its first value.
+    std::vector<std::string> cols;
+    std::map<std::string, std::string> types;
+    for (const nlohmann::ordered_json &r : rows)
+        for (auto it = r.begin(); it != r.end(); ++it) {
+            if (types.count(it.key())) continue;
+            const nlohmann::ordered_json &v = it.value();
+            cols.push_back(it.key());
+            types[it.key()] = v.is_boolean() || v.is_number_integer() ? "INTEGER"
+                              : v.is_number_float()                   ? "REAL"
+                                                                      : "TEXT";
+        }
+    auto value = [](const nlohmann::ordered_json &v) {
+        if (v.is_boolean()) return std::string(v.get<bool>() ? "1" : "0");
+        if (v.is_number()) return v.dump();
+        std::string s;
+        if (v.is_string()) {
+            s = v.get<std::string>();
+        } else if (v.is_array()) {
+            for (const auto &x : v) s += (s.empty() ? "" : " ") + x.dump();
+        } else {
+            s = v.dump();
+        }
+        std::string q = "'";
+        for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
+        return q + "'";
+    };
+    std::string out = "CREATE TABLE IF NOT EXISTS test (\n";
+    for (size_t i = 0; i < cols.size(); ++i)
+        out += "  " + cols[i] + " " + types[cols[i]] + (i + 1 < cols.size() ? ",\n" : "\n");
+    out += ");\n\n";
+    std::string names;
+    for (size_t i = 0; i < cols.size(); ++i) names += (i ? ", " : "") + cols[i];
+    for (const nlohmann::ordered_json &r : rows) {
+        out += "INSERT INTO test (" + names + ") VALUES (";
+        for (size_t i = 0; i < cols.size(); ++i)
+            out += (i ? ", " : "") + (r.contains(cols[i]) ? value(r[cols[i]]) : std::string("NULL"));
+        out += ");\n";
+    }
+    return out;
+}
+
 std::vector<std::string> plausibility_warnings(const std::vector<Result> &results) {
     std::vector<std::string> w;
     auto label = [](const Result &r) {

@@ -136,6 +136,10 @@ std::string markdown(const std::vector<Result> &results);
 // llama-bench's other outputs: csv (a header line, then one line per result), json (a list), jsonl (one
 // object per line); the fields of to_json.
 std::string csv(const std::vector<nlohmann::ordered_json> &rows);
+// llama-bench's -o sql: CREATE TABLE IF NOT EXISTS test (one column per field of any row: TEXT, INTEGER for
+// whole numbers and booleans, REAL), then one INSERT INTO test per row, strings quoted as SQL ('' inside),
+// arrays as text like csv, a field a row lacks NULL.
+std::string sql(const std::vector<nlohmann::ordered_json> &rows);
 
 // Results that do not look like a measurement: an lctx/llama.cpp ratio beyond 20x either way, a standard
 // deviation of zero over three or more runs, a run more than twice the median of the others. One line each.

@@ -1,13 +1,15 @@
 // lctx bench: llama-bench style speed tests (pp: one prompt batch; tg: single-token decodes; -pg: a prompt
 // then generation; -d: after that many tokens already in the cache), over lists of sizes, thread counts and
 // batch sizes, with the memory-bandwidth limit of generation, optionally against llama.cpp itself (--peer)
-// with the runs of the two engines alternating. Output as llama-bench's: md, csv, json or jsonl. An encoder
+// with the runs of the two engines alternating, for each model given (-m A -m B or -m A,B). Output as
+// llama-bench's: md, csv, json, jsonl or sql. An encoder
 // without an output matrix (bert), or with --embd any model with an encoder pass, is measured in embedding
 // mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -48,6 +50,22 @@ bool parse_int_list(const std::string &s, int min, std::vector<int> *out) {
     return !out->empty() && s.back() != ',';
 }
 
+// printf onto the end of *out.
+[[gnu::format(printf, 2, 3)]] void appendf(std::string *out, const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    const int n = std::vsnprintf(nullptr, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        const size_t at = out->size();
+        out->resize(at + static_cast<size_t>(n) + 1);
+        std::vsnprintf(out->data() + at, static_cast<size_t>(n) + 1, fmt, ap2);
+        out->resize(at + static_cast<size_t>(n));
+    }
+    va_end(ap2);
+}
+
 const char *const kInstalledPeer = "<installed>";
 
 struct Test {
@@ -60,18 +78,20 @@ struct Test {
 int cmd_bench(int argc, char **argv) {
     CLI::App app{"Measure prompt processing and generation speed (like llama-bench)", "lctx bench"};
     configure_app(app);
-    std::string model_path = default_model_path();
+    std::vector<std::string> model_args;
+    std::string ngl_arg;
     std::string threads_arg = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
     std::string prompt_arg = "512", gen_arg = "128", batch_arg = "2048", ubatch_arg = "512", depth_arg = "0";
     std::vector<std::string> pg_args;
     std::string peer_dir, output = "md";
     int reps = 5;
-    bool json = false, embd = false;
+    bool json = false, embd_opt = false;
     std::string n_seq_arg = "8";
     double bw_mib = 1024;
     bool no_peak = false;
     std::string fa_arg = "0", ctk_arg = "f16", ctv_arg = "f16";
-    app.add_option("-m,--model", model_path, "GGUF model file");
+    app.add_option("-m,--model", model_args, "GGUF model files, each measured (repeatable, or A,B)")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("-p,--n-prompt", prompt_arg, "prompt sizes of the pp tests, e.g. 128,512 (0: none)");
     app.add_option("-n,--n-gen", gen_arg, "generated tokens of the tg tests, e.g. 64,128 (0: none)");
     app.add_option("--pg", pg_args, "(-pg) a prompt then generation test PP,TG, e.g. 512,128 (repeatable)")
@@ -88,13 +108,14 @@ int cmd_bench(int argc, char **argv) {
         "--cache-type-k", ctk_arg,
         "(-ctk) K cache types, e.g. f16,q8_0 (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)");
     app.add_option("--cache-type-v", ctv_arg, "(-ctv) V cache types, as -ctk; the block types need -fa 1");
-    app.add_option("-o,--output", output, "output format: md, csv, json or jsonl");
+    app.add_option("-o,--output", output, "output format: md, csv, json, jsonl or sql");
+    app.add_option("--n-gpu-layers", ngl_arg, "(-ngl) accepted: lctx runs on the CPU");
     app.add_option("--bw-mib", bw_mib, "buffer of the bandwidth measurement in MiB (0: skip it)");
     app.add_flag("--no-peak", no_peak, "skip the compute-peak probe of the prompt tests' \"% of peak\"");
     app.add_option("--peer", peer_dir,
                    "also run llama.cpp from this folder (scripts/install-peer.sh prints it)");
     app.add_flag("--json", json, "the same as -o json");
-    app.add_flag("--embd", embd,
+    app.add_flag("--embd", embd_opt,
                  "embedding mode (automatic for an encoder such as bert): --n-seq sequences of -p tokens "
                  "(default 128) per llama_encode");
     app.add_option("--n-seq", n_seq_arg, "embedding mode: sequences per encode, e.g. 1,8");
@@ -199,53 +220,43 @@ int cmd_bench(int argc, char **argv) {
         std::fprintf(stderr, "lctx bench: -r: %d is out of range (1 to 1000)\n", reps);
         return 1;
     }
-    if (output != "md" && output != "csv" && output != "json" && output != "jsonl") {
-        std::fprintf(stderr, "lctx bench: -o: unknown format '%s' (md, csv, json or jsonl)\n",
+    if (output != "md" && output != "csv" && output != "json" && output != "jsonl" && output != "sql") {
+        std::fprintf(stderr, "lctx bench: -o: unknown format '%s' (md, csv, json, jsonl or sql)\n",
                      output.c_str());
         return 1;
+    }
+    if (!ngl_arg.empty()) {
+        std::vector<int> ngl;
+        if (!parse_int_list(ngl_arg, 0, &ngl)) {
+            std::fprintf(stderr,
+                         "lctx bench: -ngl wants non-negative numbers separated by commas, not '%s'\n",
+                         ngl_arg.c_str());
+            return 1;
+        }
+        std::fprintf(stderr, "lctx bench: note: -ngl ignored, lctx runs on the CPU\n");
     }
     if (!(bw_mib >= 0 && bw_mib <= 1 << 20)) {
         std::fprintf(stderr, "lctx bench: --bw-mib: out of range (0 to 1048576)\n");
         return 1;
     }
 
-    std::unique_ptr<Model> model = load_model_or_report(model_path);
-    if (!model) return 1;
-    // An encoder that only gives embeddings has no generation to measure.
-    const Family *family = find_family(model->hparams().arch);
-    const bool has_encoder = family && family->encode;
-    if (has_encoder && !model->weights().output.data) embd = true;
-    if (embd && !has_encoder) {
-        std::fprintf(stderr, "lctx bench: --embd: %s has no encoder pass (llama_encode) to measure\n",
-                     model->hparams().arch_name.c_str());
-        return 1;
-    }
-    if (embd) {
-        std::vector<int> n_seqs;
-        if (!parse_int_list(n_seq_arg, 1, &n_seqs)) {
-            std::fprintf(stderr, "lctx bench: --n-seq wants positive numbers separated by commas, not '%s'\n",
-                         n_seq_arg.c_str());
-            return 1;
-        }
-        if (app.count("-n") || !pg_args.empty() || app.count("-d")) {
-            std::fprintf(stderr,
-                         "lctx bench: embedding mode measures llama_encode: -n, --pg and -d do not apply\n");
-            return 1;
-        }
-        if (!app.count("-p")) prompts = {128};
-        tests.clear();
-        for (int ns : n_seqs)
-            for (int p : prompts)
-                if (p > 0) tests.push_back({p, 0, ns});
-        if (tests.empty()) {
-            std::fprintf(stderr, "lctx bench: embedding mode needs -p above 0\n");
+    // llama-bench runs each model (-m A -m B, or -m A,B) with every setting, in one table.
+    std::vector<std::string> model_paths;
+    for (const std::string &m : model_args) {
+        std::stringstream ss(m);
+        for (std::string item; std::getline(ss, item, ',');) model_paths.push_back(item);
+        if (m.empty() || m.back() == ',' ||
+            std::find(model_paths.begin(), model_paths.end(), "") != model_paths.end()) {
+            std::fprintf(stderr, "lctx bench: -m wants model files separated by commas, not '%s'\n",
+                         m.c_str());
             return 1;
         }
     }
-    const bench::ModelFacts facts = bench::model_facts(*model);
-    const bench::ComputeFacts compute = bench::compute_facts(*model);
-    // The best compute peak per thread count, probed at every prompt repetition.
-    std::map<int, double> peak_by_threads;
+    if (model_paths.empty()) model_paths.push_back(default_model_path());
+    const std::vector<Test> all_tests = tests;
+    const std::vector<int> prompt_sizes = prompts;
+    // Per model below: embedding mode replaces the tests and the prompt sizes.
+    const bool embd_flag = embd_opt;
     const bool tty = isatty(STDERR_FILENO);
     auto progress = [&](const char *engine, const std::string &test, int t, int rep) {
         if (!tty) return;
@@ -254,149 +265,235 @@ int cmd_bench(int argc, char **argv) {
         else
             std::fprintf(stderr, "\r\033[Kbench: %s %s t=%d rep %d/%d", engine, test.c_str(), t, rep, reps);
     };
-
     bench::ModelFacts peer_facts;
     bench::BuildInfo peer_build;
     std::vector<bench::Result> results;
-    try {
-        std::string peer_lib, peer_exe;
-        if (!peer_dir.empty()) {
-            peer_lib = bench::resolve_peer_lib_dir(peer_dir);
-            if (peer_lib.empty()) {
-                std::fprintf(
-                    stderr,
-                    "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
-                    "prints)\n",
-                    peer_dir.c_str());
+    std::string md_notes;
+    for (const std::string &model_path : model_paths) {
+        std::unique_ptr<Model> model = load_model_or_report(model_path);
+        if (!model) return 1;
+        std::vector<Test> tests = all_tests;
+        std::vector<int> prompts = prompt_sizes;
+        bool embd = embd_flag;
+        if (is_encoder_decoder(*model)) {
+            std::fprintf(
+                stderr,
+                "lctx bench: '%s' is an encoder-decoder model (%s): bench measures decoder-only models, "
+                "and encoder-only ones (bert) in embedding mode\n",
+                model_path.c_str(), model->hparams().arch_name.c_str());
+            return 1;
+        }
+        // An encoder that only gives embeddings has no generation to measure.
+        const Family *family = find_family(model->hparams().arch);
+        const bool has_encoder = family && family->encode;
+        if (has_encoder && !model->weights().output.data) embd = true;
+        if (embd && !has_encoder) {
+            std::fprintf(stderr, "lctx bench: --embd: %s has no encoder pass (llama_encode) to measure\n",
+                         model->hparams().arch_name.c_str());
+            return 1;
+        }
+        if (embd) {
+            std::vector<int> n_seqs;
+            if (!parse_int_list(n_seq_arg, 1, &n_seqs)) {
+                std::fprintf(stderr,
+                             "lctx bench: --n-seq wants positive numbers separated by commas, not '%s'\n",
+                             n_seq_arg.c_str());
                 return 1;
             }
-            peer_exe = bench::find_peer_binary();
-            if (peer_exe.empty()) {
+            if (app.count("-n") || !pg_args.empty() || app.count("-d")) {
                 std::fprintf(
                     stderr,
-                    "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench target)\n");
+                    "lctx bench: embedding mode measures llama_encode: -n, --pg and -d do not apply\n");
+                return 1;
+            }
+            if (!app.count("-p")) prompts = {128};
+            tests.clear();
+            for (int ns : n_seqs)
+                for (int p : prompts)
+                    if (p > 0) tests.push_back({p, 0, ns});
+            if (tests.empty()) {
+                std::fprintf(stderr, "lctx bench: embedding mode needs -p above 0\n");
                 return 1;
             }
         }
-        // One context (and peer process) per batch setting and test, sized for it, as llama-bench does.
-        for (int n_batch : batches)
-            for (int n_ubatch : ubatches)
-                for (const auto &depth_attn : depth_attns)
-                    for (const Test &test : tests) {
-                        // (not a structured binding: the lambdas below capture the depth, which clang 14
-                        // refuses for bindings)
-                        const int depth = depth_attn.first;
-                        const auto &attn = depth_attn.second;
-                        bench::Settings s;
-                        s.flash_attn = attn.fa;
-                        s.type_k = attn.k;
-                        s.type_v = attn.v;
-                        s.n_prompt = test.n_prompt;
-                        s.n_gen = test.n_gen;
-                        s.n_depth = depth;
-                        s.reps = reps;
-                        s.n_batch = static_cast<uint32_t>(n_batch);
-                        s.n_ubatch = static_cast<uint32_t>(n_ubatch);
-                        s.n_seq = test.n_seq;
-                        std::unique_ptr<bench::PeerProcess> peer;
-                        if (!peer_dir.empty()) {
-                            peer = std::make_unique<bench::PeerProcess>(peer_exe, peer_lib, model_path, s);
-                            peer_facts = peer->facts();
-                            peer_build = peer->build();
-                        }
-                        bench::LctxRunner lctx_run(*model, s);
-                        for (int t : threads) {
-                            lctx_run.set_threads(t);
-                            bench::Result base;
-                            base.n_threads = t;
-                            base.n_prompt = test.n_prompt;
-                            base.n_gen = test.n_gen;
-                            base.n_depth = depth;
-                            base.n_seq = test.n_seq;
-                            base.n_batch = s.eff_batch();  // what ran, not what was asked
-                            base.n_ubatch = s.eff_ubatch();
-                            base.test_time = bench::iso_time_now();
-                            base.flash_attn = attn.fa;
-                            base.type_k = type_name(attn.k);
-                            base.type_v = type_name(attn.v);
-                            bench::Result mine = base, theirs = base;
-                            mine.engine = "lctx";
-                            mine.model = facts;
-                            theirs.engine = "llama.cpp";
-                            theirs.model = peer_facts;
-                            theirs.model.bytes_per_token = facts.bytes_per_token;  // same file
-                            const std::string name = mine.test_name();
-                            const bool is_tg = test.n_prompt == 0;
-                            auto run_lctx = [&] {
-                                return test.n_seq > 0 ? lctx_run.run_embd()
-                                                      : lctx_run.run_pg(test.n_prompt, test.n_gen, depth);
-                            };
-                            auto run_peer = [&] {
-                                return test.n_seq > 0 ? peer->run_embd(test.n_seq, test.n_prompt, t)
-                                                      : peer->run_pg(test.n_prompt, test.n_gen, depth, t);
-                            };
-                            // One uncounted warm-up each, then the repetitions alternate engine by engine.
-                            progress("lctx", name, t, 0);
-                            run_lctx();
-                            if (peer) {
-                                progress("llama.cpp", name, t, 0);
-                                run_peer();
+        const bench::ModelFacts facts = bench::model_facts(*model);
+        const bench::ComputeFacts compute = bench::compute_facts(*model);
+        // The best compute peak per thread count, probed at every prompt repetition.
+        std::map<int, double> peak_by_threads;
+        const size_t first_result = results.size();
+        try {
+            std::string peer_lib, peer_exe;
+            if (!peer_dir.empty()) {
+                peer_lib = bench::resolve_peer_lib_dir(peer_dir);
+                if (peer_lib.empty()) {
+                    std::fprintf(
+                        stderr,
+                        "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
+                        "prints)\n",
+                        peer_dir.c_str());
+                    return 1;
+                }
+                peer_exe = bench::find_peer_binary();
+                if (peer_exe.empty()) {
+                    std::fprintf(stderr,
+                                 "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench "
+                                 "target)\n");
+                    return 1;
+                }
+            }
+            // One context (and peer process) per batch setting and test, sized for it, as llama-bench does.
+            for (int n_batch : batches)
+                for (int n_ubatch : ubatches)
+                    for (const auto &depth_attn : depth_attns)
+                        for (const Test &test : tests) {
+                            // (not a structured binding: the lambdas below capture the depth, which clang 14
+                            // refuses for bindings)
+                            const int depth = depth_attn.first;
+                            const auto &attn = depth_attn.second;
+                            bench::Settings s;
+                            s.flash_attn = attn.fa;
+                            s.type_k = attn.k;
+                            s.type_v = attn.v;
+                            s.n_prompt = test.n_prompt;
+                            s.n_gen = test.n_gen;
+                            s.n_depth = depth;
+                            s.reps = reps;
+                            s.n_batch = static_cast<uint32_t>(n_batch);
+                            s.n_ubatch = static_cast<uint32_t>(n_ubatch);
+                            s.n_seq = test.n_seq;
+                            std::unique_ptr<bench::PeerProcess> peer;
+                            if (!peer_dir.empty()) {
+                                peer =
+                                    std::make_unique<bench::PeerProcess>(peer_exe, peer_lib, model_path, s);
+                                peer_facts = peer->facts();
+                                peer_build = peer->build();
                             }
-                            // The bandwidth of a shared machine drifts over minutes: generation tests measure
-                            // it next to every repetition and keep the mean, so that the limit belongs to the
-                            // same minutes.
-                            std::vector<double> bw;
-                            const bool probe_peak = test.n_prompt > 0 && test.n_gen == 0 && !no_peak;
-                            for (int rep = 1; rep <= reps; ++rep) {
-                                if (probe_peak) {
-                                    // A shared machine's vector units come and go for tens of ms at a time
-                                    // (one core's int8 peak read 62-100% of its best from call to call):
-                                    // probed at every repetition, the best over the whole run counts.
-                                    if (tty)
-                                        std::fprintf(stderr, "\r\033[Kbench: %s peak t=%d, %d/%d",
-                                                     bench::peak_kind_name(compute.kind), t, rep, reps);
-                                    double &peak = peak_by_threads[t];
-                                    peak = std::max(peak, bench::compute_peak(compute.kind, t));
-                                }
-                                if (is_tg && bw_mib > 0) {
-                                    if (tty)
-                                        std::fprintf(stderr, "\r\033[Kbench: memory bandwidth t=%d, %d/%d", t,
-                                                     rep, reps);
-                                    bw.push_back(
-                                        bench::read_bandwidth(t, static_cast<size_t>(bw_mib * 1048576.0), 2));
-                                }
-                                progress("lctx", name, t, rep);
-                                mine.samples_ns.push_back(run_lctx());
+                            bench::LctxRunner lctx_run(*model, s);
+                            for (int t : threads) {
+                                lctx_run.set_threads(t);
+                                bench::Result base;
+                                base.n_threads = t;
+                                base.n_prompt = test.n_prompt;
+                                base.n_gen = test.n_gen;
+                                base.n_depth = depth;
+                                base.n_seq = test.n_seq;
+                                base.n_batch = s.eff_batch();  // what ran, not what was asked
+                                base.n_ubatch = s.eff_ubatch();
+                                base.test_time = bench::iso_time_now();
+                                base.flash_attn = attn.fa;
+                                base.type_k = type_name(attn.k);
+                                base.type_v = type_name(attn.v);
+                                bench::Result mine = base, theirs = base;
+                                mine.engine = "lctx";
+                                mine.model = facts;
+                                theirs.engine = "llama.cpp";
+                                theirs.model = peer_facts;
+                                theirs.model.bytes_per_token = facts.bytes_per_token;  // same file
+                                const std::string name = mine.test_name();
+                                const bool is_tg = test.n_prompt == 0;
+                                auto run_lctx = [&] {
+                                    return test.n_seq > 0 ? lctx_run.run_embd()
+                                                          : lctx_run.run_pg(test.n_prompt, test.n_gen, depth);
+                                };
+                                auto run_peer = [&] {
+                                    return test.n_seq > 0 ? peer->run_embd(test.n_seq, test.n_prompt, t)
+                                                          : peer->run_pg(test.n_prompt, test.n_gen, depth, t);
+                                };
+                                // One uncounted warm-up each, then the repetitions alternate engine by
+                                // engine.
+                                progress("lctx", name, t, 0);
+                                run_lctx();
                                 if (peer) {
-                                    progress("llama.cpp", name, t, rep);
-                                    theirs.samples_ns.push_back(run_peer());
+                                    progress("llama.cpp", name, t, 0);
+                                    run_peer();
                                 }
+                                // The bandwidth of a shared machine drifts over minutes: generation tests
+                                // measure it next to every repetition and keep the mean, so that the limit
+                                // belongs to the same minutes.
+                                std::vector<double> bw;
+                                const bool probe_peak = test.n_prompt > 0 && test.n_gen == 0 && !no_peak;
+                                for (int rep = 1; rep <= reps; ++rep) {
+                                    if (probe_peak) {
+                                        // A shared machine's vector units come and go for tens of ms at a
+                                        // time (one core's int8 peak read 62-100% of its best from call to
+                                        // call): probed at every repetition, the best over the whole run
+                                        // counts.
+                                        if (tty)
+                                            std::fprintf(stderr, "\r\033[Kbench: %s peak t=%d, %d/%d",
+                                                         bench::peak_kind_name(compute.kind), t, rep, reps);
+                                        double &peak = peak_by_threads[t];
+                                        peak = std::max(peak, bench::compute_peak(compute.kind, t));
+                                    }
+                                    if (is_tg && bw_mib > 0) {
+                                        if (tty)
+                                            std::fprintf(stderr,
+                                                         "\r\033[Kbench: memory bandwidth t=%d, %d/%d", t,
+                                                         rep, reps);
+                                        bw.push_back(bench::read_bandwidth(
+                                            t, static_cast<size_t>(bw_mib * 1048576.0), 2));
+                                    }
+                                    progress("lctx", name, t, rep);
+                                    mine.samples_ns.push_back(run_lctx());
+                                    if (peer) {
+                                        progress("llama.cpp", name, t, rep);
+                                        theirs.samples_ns.push_back(run_peer());
+                                    }
+                                }
+                                if (probe_peak) {
+                                    mine.ops_per_token = theirs.ops_per_token =
+                                        test.n_seq > 0
+                                            ? bench::ops_per_encoded_token(compute, test.n_prompt)
+                                            : bench::ops_per_prompt_token(compute, test.n_prompt, depth);
+                                    mine.peak_kind = theirs.peak_kind = bench::peak_kind_name(compute.kind);
+                                }
+                                if (!bw.empty()) {
+                                    double sum = 0;
+                                    for (double b : bw) sum += b;
+                                    mine.mem_bw = theirs.mem_bw = sum / static_cast<double>(bw.size());
+                                }
+                                results.push_back(mine);
+                                if (peer) results.push_back(theirs);
                             }
-                            if (probe_peak) {
-                                mine.ops_per_token = theirs.ops_per_token =
-                                    test.n_seq > 0
-                                        ? bench::ops_per_encoded_token(compute, test.n_prompt)
-                                        : bench::ops_per_prompt_token(compute, test.n_prompt, depth);
-                                mine.peak_kind = theirs.peak_kind = bench::peak_kind_name(compute.kind);
-                            }
-                            if (!bw.empty()) {
-                                double sum = 0;
-                                for (double b : bw) sum += b;
-                                mine.mem_bw = theirs.mem_bw = sum / static_cast<double>(bw.size());
-                            }
-                            results.push_back(mine);
-                            if (peer) results.push_back(theirs);
                         }
-                    }
-    } catch (const std::exception &e) {
-        if (tty) std::fprintf(stderr, "\n");
-        std::fprintf(stderr, "lctx bench: %s\n", e.what());
-        return 1;
+        } catch (const std::exception &e) {
+            if (tty) std::fprintf(stderr, "\n");
+            std::fprintf(stderr, "lctx bench: %s\n", e.what());
+            return 1;
+        }
+        if (tty) std::fprintf(stderr, "\r\033[K");
+        // Every prompt row against the best peak its thread count reached over the model's run.
+        for (size_t i = first_result; i < results.size(); ++i)
+            if (results[i].ops_per_token > 0) results[i].peak_ops = peak_by_threads[results[i].n_threads];
+        // The markdown's notes on this model, printed under the table.
+        if (model_paths.size() > 1) appendf(&md_notes, "\n%s:", facts.filename.c_str());
+        if (!embd) {
+            appendf(&md_notes, "\nbytes read per generated token: %.2f MiB",
+                    facts.bytes_per_token / 1048576.0);
+            for (size_t i = first_result; i < results.size(); ++i) {
+                const bench::Result &r = results[i];
+                if (r.engine == "lctx" && r.n_gen > 0 && r.n_prompt == 0 && r.mem_bw > 0)
+                    appendf(&md_notes, "; t=%d: read bandwidth %.1f GB/s, limit %.1f t/s", r.n_threads,
+                            r.mem_bw / 1e9, r.mem_bw / static_cast<double>(facts.bytes_per_token));
+            }
+            appendf(&md_notes, "\n");
+        } else {
+            appendf(&md_notes,
+                    "\nembdSxL: S sequences of L tokens in one llama_encode; t/s counts all S x L tokens\n");
+        }
+        if (!peak_by_threads.empty()) {
+            // "% of peak" = pp t/s x operations per token / this peak (bench_roofline.h).
+            appendf(&md_notes, "compute peak, %s at the %s level:", bench::peak_kind_name(compute.kind),
+                    kernels::isa_name(kernels::isa_active()));
+            for (const auto &[t, ops] : peak_by_threads) appendf(&md_notes, " t=%d %.1f G/s;", t, ops / 1e9);
+            for (int p : prompts)
+                if (p > 0)
+                    appendf(&md_notes, " %s%d: %.3f G operations per token", embd ? "embd L=" : "pp", p,
+                            (embd ? bench::ops_per_encoded_token(compute, p)
+                                  : bench::ops_per_prompt_token(compute, p, 0)) /
+                                1e9);
+            appendf(&md_notes, "\n");
+        }
     }
-    if (tty) std::fprintf(stderr, "\r\033[K");
-    // Every prompt row against the best peak its thread count reached over the run.
-    for (bench::Result &r : results)
-        if (r.ops_per_token > 0) r.peak_ops = peak_by_threads[r.n_threads];
 
     if (output != "md") {
         const std::string cpu = bench::cpu_info();
@@ -408,35 +505,14 @@ int cmd_bench(int argc, char **argv) {
             std::printf("%s\n", nlohmann::ordered_json(rows).dump(2).c_str());
         } else if (output == "jsonl") {
             for (const auto &r : rows) std::printf("%s\n", r.dump().c_str());
+        } else if (output == "sql") {
+            std::printf("%s", bench::sql(rows).c_str());
         } else {
             std::printf("%s", bench::csv(rows).c_str());
         }
     } else {
         std::printf("%s", bench::markdown(results).c_str());
-        if (!embd) {
-            std::printf("\nbytes read per generated token: %.2f MiB", facts.bytes_per_token / 1048576.0);
-            for (const bench::Result &r : results)
-                if (r.engine == "lctx" && r.n_gen > 0 && r.n_prompt == 0 && r.mem_bw > 0)
-                    std::printf("; t=%d: read bandwidth %.1f GB/s, limit %.1f t/s", r.n_threads,
-                                r.mem_bw / 1e9, r.mem_bw / static_cast<double>(facts.bytes_per_token));
-            std::printf("\n");
-        } else {
-            std::printf(
-                "\nembdSxL: S sequences of L tokens in one llama_encode; t/s counts all S x L tokens\n");
-        }
-        if (!peak_by_threads.empty()) {
-            // "% of peak" = pp t/s x operations per token / this peak (bench_roofline.h).
-            std::printf("compute peak, %s at the %s level:", bench::peak_kind_name(compute.kind),
-                        kernels::isa_name(kernels::isa_active()));
-            for (const auto &[t, ops] : peak_by_threads) std::printf(" t=%d %.1f G/s;", t, ops / 1e9);
-            for (int p : prompts)
-                if (p > 0)
-                    std::printf(" %s%d: %.3f G operations per token", embd ? "embd L=" : "pp", p,
-                                (embd ? bench::ops_per_encoded_token(compute, p)
-                                      : bench::ops_per_prompt_token(compute, p, 0)) /
-                                    1e9);
-            std::printf("\n");
-        }
+        std::printf("%s", md_notes.c_str());
         if (!peer_dir.empty())
             std::printf("llama.cpp: %s (build %s)\n",
                         bench::describe_peer(bench::resolve_peer_lib_dir(peer_dir)).c_str(),

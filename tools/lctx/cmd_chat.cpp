@@ -9,10 +9,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "chat/builtin_templates.h"
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
 #include "context/context.h"
@@ -30,14 +32,23 @@ namespace lctx::cli {
 
 namespace {
 
-const char *const kFormatNames = "chatml, llama2, llama3, phi3, gemma, zephyr, mistral, raw";
+// The names --format and --chat-template take: llama.cpp's built-in formats (llama_chat_builtin_templates,
+// the C API's list), and raw (no template: one turn after another).
+std::string format_names() {
+    std::string s;
+    for (const char *n : chat::builtin_template_names()) s += std::string(n) + ", ";
+    return s + "raw";
+}
 
-// A format by its name; false for an unknown name.
-bool format_by_name(const std::string &name, ChatFormat *out) {
-    const ChatFormat f = chat_format_detect(name);
-    if (name != chat_format_name(f)) return false;
-    *out = f;
-    return true;
+// The built-in format a name stands for ("" for raw), as llama_chat_apply_template reads it: an exact name,
+// else b4748's heuristics (a template's text, "mistral"); false when it stands for none.
+bool format_by_name(const std::string &name, std::string *out) {
+    if (name == "raw") {
+        out->clear();
+        return true;
+    }
+    *out = chat::builtin_template_detect(name);
+    return !out->empty();
 }
 
 struct ChatSession {
@@ -116,12 +127,11 @@ int cmd_chat(int argc, char **argv) {
     ControlVectorOptions cvec;
     add_control_vector_options(app, cvec);
     app.add_option("--system,--system-prompt", system, "system prompt (-sys; kept through context shifts)");
-    app.add_option(
-        "--format", format_name,
-        std::string("chat format: ") + kFormatNames + " (default: recognized from the model's template)");
-    app.add_option(
-        "--chat-template", chat_template,
-        std::string("a chat format by name (") + kFormatNames + ") or a template's text to recognize");
+    app.add_option("--format", format_name,
+                   "chat format: one of llama.cpp's 33 built-in names (chatml, llama3, gemma, ...; a wrong "
+                   "one lists them) or raw (default: the model's template)");
+    app.add_option("--chat-template", chat_template,
+                   "a built-in chat format by name (as --format) or a template's text to recognize");
     app.add_flag("-v,--verbose", verbose, "say which chat format is used, and report context shifts");
     app.add_flag("--verbose-prompt", verbose_prompt, "print each rendered prompt on stderr");
     app.add_flag("--conversation", conversation, "(-cnv) accepted: chat is always a conversation");
@@ -177,26 +187,23 @@ int cmd_chat(int argc, char **argv) {
                      template_file.c_str());
         return 1;
     }
-    ChatFormat format = ChatFormat::Raw;
+    std::string builtin;  // the built-in format in use; "" with the model's template, or raw
     std::string format_source;
-    if (!format_name.empty()) {
-        if (!format_by_name(format_name, &format)) {
-            std::fprintf(stderr, "lctx chat: --format: unknown chat format '%s' (known: %s)\n",
-                         format_name.c_str(), kFormatNames);
+    if (!format_name.empty() || !chat_template.empty()) {
+        const std::string &given = !format_name.empty() ? format_name : chat_template;
+        format_source = !format_name.empty() ? "--format" : "--chat-template";
+        if (!format_by_name(given, &builtin)) {
+            const bool is_text =
+                given.find("{%") != std::string::npos || given.find("{{") != std::string::npos;
+            if (is_text)
+                std::fprintf(stderr,
+                             "lctx chat: %s: the template is none of the built-in formats; name one (%s)\n",
+                             format_source.c_str(), format_names().c_str());
+            else
+                std::fprintf(stderr, "lctx chat: %s: unknown chat format '%s' (known: %s)\n",
+                             format_source.c_str(), given.c_str(), format_names().c_str());
             return 1;
         }
-        format_source = "--format";
-    } else if (!chat_template.empty()) {
-        const bool is_text =
-            chat_template.find("{%") != std::string::npos || chat_template.find("{{") != std::string::npos;
-        if (is_text) {
-            format = chat_format_detect(chat_template);
-        } else if (!format_by_name(chat_template, &format)) {
-            std::fprintf(stderr, "lctx chat: --chat-template: unknown chat format '%s' (known: %s)\n",
-                         chat_template.c_str(), kFormatNames);
-            return 1;
-        }
-        format_source = "--chat-template";
     }
     if (!resolve_prompt(o, "chat", /*stdin_allowed=*/false)) return 1;
     note_compat_options(o, "chat");
@@ -205,6 +212,14 @@ int cmd_chat(int argc, char **argv) {
 
     std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet, o.overrides);
     if (!model) return 1;
+    if (!check_generates_text(*model, o.model_path, "chat")) return 1;
+    if (is_encoder_decoder(*model)) {
+        std::fprintf(stderr,
+                     "lctx chat: '%s' is an encoder-decoder model (%s): a chat needs a decoder-only model; "
+                     "'lctx run -m %s -p TEXT' generates from one input\n",
+                     o.model_path.c_str(), model->hparams().arch_name.c_str(), o.model_path.c_str());
+        return 1;
+    }
     std::vector<std::shared_ptr<const LoraAdapter>> adapters;
     if (!load_loras_or_report(*model, o.loras, "chat", adapters)) return 1;
     const Vocab &vocab = model->vocab();
@@ -215,21 +230,24 @@ int cmd_chat(int argc, char **argv) {
     std::string format_label;
     if (!jinja_template.empty()) {
         model_template = jinja_template;
-        format = chat_format_detect(model_template);
         format_source =
             template_file.empty() ? "--chat-template, through Jinja" : template_file + ", through Jinja";
     } else if (format_source.empty()) {
         model_template = model->file().get_string("tokenizer.chat_template").value_or("");
-        format = chat_format_detect(model_template);
         format_source =
             model_template.empty() ? "the model has no chat template" : "the model's template, through Jinja";
     }
     chat::ChatRenderOptions render_opts;
     render_opts.bos_token = vocab.bos() >= 0 ? vocab.token_to_piece(vocab.bos(), true) : "";
     render_opts.eos_token = vocab.eos() >= 0 ? vocab.token_to_piece(vocab.eos(), true) : "";
-    render_opts.fallback = chat_format_name(format);
+    render_opts.fallback = chat_format_name(chat_format_detect(model_template));
     auto render = [&](const std::vector<ChatMessage> &msgs, bool add_assistant) {
-        if (model_template.empty()) return chat_format_apply(format, msgs, add_assistant);
+        if (model_template.empty()) {
+            if (builtin.empty()) return chat_format_apply(ChatFormat::Raw, msgs, add_assistant);
+            std::string out;
+            chat::builtin_template_apply(builtin, msgs, add_assistant, out);
+            return out;
+        }
         chat::ChatRenderOptions ro = render_opts;
         ro.add_generation_prompt = add_assistant;
         chat::ChatRenderResult r = chat::chat_render(model_template, msgs, ro);
@@ -246,6 +264,7 @@ int cmd_chat(int argc, char **argv) {
         return !render_opts.bos_token.empty() && text.rfind(render_opts.bos_token, 0) == 0;
     };
 
+    note_context_size(*model, o.n_ctx, o.type_k, o.type_v, "chat", o.quiet);
     const int n_threads = resolved_threads(o.n_threads);
     std::unique_ptr<Context> ctx = make_context_or_report(
         *model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
@@ -269,8 +288,8 @@ int cmd_chat(int argc, char **argv) {
     const bool color = o.color && tty_out;
     if (verbose || (reader.interactive() && !o.quiet))
         std::fprintf(stderr, "lctx chat: format %s (%s), seed %u, context %d tokens\n",
-                     model_template.empty() ? chat_format_name(format) : "jinja", format_source.c_str(), seed,
-                     n_ctx);
+                     model_template.empty() ? (builtin.empty() ? "raw" : builtin.c_str()) : "jinja",
+                     format_source.c_str(), seed, n_ctx);
     if (reader.interactive() && !o.quiet)
         std::fprintf(stderr, "lctx chat: /help lists the commands; Ctrl-C stops a reply, Ctrl-D leaves\n");
 
@@ -331,6 +350,10 @@ int cmd_chat(int argc, char **argv) {
         for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
             if (interrupt_requested()) {
                 stop = "interrupted";
+                break;
+            }
+            if (o.sampling.ignore_eos && grammar_exhausted(*sampler, vocab)) {
+                stop = "grammar complete";
                 break;
             }
             const int32_t id = sampler->sample(ctx->logits_ith(-1),
@@ -432,7 +455,18 @@ int cmd_chat(int argc, char **argv) {
                         std::fprintf(stderr, "[loaded %d tokens from %s]\n", session.n_past(), arg.c_str());
                     }
                 } catch (const std::exception &e) {
-                    std::fprintf(stderr, "%s: %s\n", cmd.c_str(), e.what());
+                    // A file that opens but does not load holds another model's or context's state: the
+                    // library's reason is the detail, what to do comes first.
+                    std::error_code ec;
+                    if (cmd == "/load" && std::filesystem::is_regular_file(arg, ec) &&
+                        ::access(arg.c_str(), R_OK) == 0)
+                        std::fprintf(
+                            stderr,
+                            "/load: '%s' does not fit this chat (%s); load a file that /save wrote in a "
+                            "chat with this model and the same -c, -ctk and -ctv\n",
+                            arg.c_str(), e.what());
+                    else
+                        std::fprintf(stderr, "%s: %s\n", cmd.c_str(), e.what());
                 }
             } else {
                 std::fprintf(stderr, "unknown command '%s' (/help lists them; //text sends /text)\n",

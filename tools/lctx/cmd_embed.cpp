@@ -213,6 +213,16 @@ int cmd_embed(int argc, char **argv) {
                      model_path.c_str());
         return 1;
     }
+    // As in llama.cpp, an encoder-decoder model's encoder states come per token: nothing pools them.
+    if (pooling != PoolingType::None && is_encoder_decoder(*model)) {
+        std::fprintf(
+            stderr,
+            "lctx embed: '%s' is an encoder-decoder model (%s): its encoder gives one vector per token "
+            "(--pooling none), not --pooling %s; one vector per text needs an embedding model (bert) or "
+            "a decoder-only one\n",
+            model_path.c_str(), hp.arch_name.c_str(), pooling_name(pooling));
+        return 1;
+    }
     if (pooling == PoolingType::Rank && norm) {
         std::fprintf(stderr,
                      "lctx embed: --normalize / --embd-normalize: rank pooling gives scores, not "

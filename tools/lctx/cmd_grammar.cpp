@@ -12,6 +12,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
+#include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/read_file.h"
 #include "vocab/unicode.h"
@@ -51,11 +52,9 @@ int cmd_grammar(int argc, char **argv) {
         "from-schema", "print the GBNF grammar for a JSON schema (what --json-schema uses)");
     std::string schema_path;
     from_schema_cmd->add_option("SCHEMA", schema_path, "JSON schema file")->required();
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    // A usage error is 2, as a refused grammar: 1 means the input does not match.
+    const int st = parse_or_report(app, "grammar", normalize_args(argc, argv));
+    if (st >= 0) return st == 0 ? 0 : 2;
     if (from_schema_cmd->parsed()) return from_schema(schema_path);
     std::string gbnf, input, why;
     if (!read_whole_file(grammar_path, &gbnf, &why) || !read_whole_file(input_path, &input, &why)) {

@@ -154,6 +154,7 @@ int run_main(int argc, char **argv, bool infill) {
 
     std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet, o.overrides);
     if (!model) return 1;
+    if (!check_generates_text(*model, o.model_path, "run")) return 1;
     std::vector<std::shared_ptr<const LoraAdapter>> adapters;
     if (!load_loras_or_report(*model, o.loras, "run", adapters)) return 1;
     const Vocab &vocab = model->vocab();
@@ -186,6 +187,7 @@ int run_main(int argc, char **argv, bool infill) {
         std::fprintf(stderr, "lctx run: the prompt is empty and the model adds no BOS token\n");
         return 1;
     }
+    note_context_size(*model, o.n_ctx, o.type_k, o.type_v, "run", o.quiet);
     const int n_threads = resolved_threads(o.n_threads);
     std::unique_ptr<Context> ctx = make_context_or_report(
         *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
@@ -341,6 +343,11 @@ int run_main(int argc, char **argv, bool infill) {
             pos -= dropped;
             n_shifted += dropped;
             cache_tokens.erase(cache_tokens.begin() + n_keep, cache_tokens.begin() + n_keep + dropped);
+        }
+        // --ignore-eos bans the end a complete grammar leaves as the only choice: the output is done.
+        if (o.sampling.ignore_eos && grammar_exhausted(*sampler, vocab)) {
+            stop = "grammar complete";
+            break;
         }
         const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
         if (n_probs > 0) probs.push_back(top_probs(ctx->logits_ith(-1), n_vocab, n_probs, vocab));

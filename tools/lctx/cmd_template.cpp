@@ -8,6 +8,7 @@
 
 #include "chat/chat_template.h"
 #include "gguf/gguf.h"
+#include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/read_file.h"
 #include "vocab/vocab.h"
@@ -16,6 +17,7 @@ namespace lctx::cli {
 
 int cmd_template(int argc, char **argv) {
     CLI::App app{"Render a conversation with a chat template (Jinja) and print the prompt", "lctx template"};
+    configure_app(app);
     std::string file, model_path, messages_path, bos, eos;
     bool add_generation_prompt = false;
     auto *file_opt = app.add_option("--file", file, "template file (.jinja)");
@@ -27,11 +29,8 @@ int cmd_template(int argc, char **argv) {
                  "end with the opening of the assistant's turn");
     auto *bos_opt = app.add_option("--bos", bos, "bos_token text (default: the model's, else empty)");
     auto *eos_opt = app.add_option("--eos", eos, "eos_token text (default: the model's, else empty)");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
+    const int st = parse_or_report(app, "template", normalize_args(argc, argv));
+    if (st >= 0) return st;
     if (file.empty() && model_path.empty()) {
         std::fprintf(stderr, "lctx template: give --file T.jinja or -m MODEL\n");
         return 1;

@@ -18,6 +18,7 @@
 #include "gguf/gguf.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "model/architectures.h"
 #include "sampling/dry.h"
 #include "sampling/grammar_sampler.h"
 #include "sampling/infill.h"
@@ -106,6 +107,66 @@ std::string kv_cache_type_from_name(const std::string &name, const char *option,
         return std::string(option) + ": " + name + " is not a KV cache type (" + kKvCacheTypeNames + ")";
     *out = t;
     return "";
+}
+
+bool check_generates_text(const Model &model, const std::string &path, const char *cmd) {
+    if (model.weights().output.data) return true;
+    std::fprintf(stderr,
+                 "lctx %s: '%s' is an embedding model (%s, no output layer): it gives vectors, not text; "
+                 "'lctx embed -m %s TEXT' prints them\n",
+                 cmd, path.c_str(), model.hparams().arch_name.c_str(), path.c_str());
+    return false;
+}
+
+bool is_encoder_decoder(const Model &model) {
+    const ArchitectureInfo *a = find_architecture(model.hparams().arch_name);
+    return a && a->has_encoder && a->has_decoder;
+}
+
+uint64_t kv_cache_bytes(const Model &model, uint64_t n_ctx, GgmlType type_k, GgmlType type_v) {
+    const HParams &hp = model.hparams();
+    if (hp.recurrent)  // one f32 state per sequence, whatever the context
+        return static_cast<uint64_t>(hp.n_layer) *
+               (row_size(GgmlType::F32, hp.n_embd_k_s()) + row_size(GgmlType::F32, hp.n_embd_v_s()));
+    return static_cast<uint64_t>(hp.n_layer_cache()) * n_ctx *
+           (row_size(type_k, hp.n_embd_k_gqa()) + row_size(type_v, hp.n_embd_v_gqa()));
+}
+
+void note_context_size(const Model &model, int32_t n_ctx, GgmlType type_k, GgmlType type_v, const char *cmd,
+                       bool quiet) {
+    if (quiet) return;
+    const uint32_t n_train = model.hparams().n_ctx_train;
+    const uint64_t cells = n_ctx > 0 ? static_cast<uint64_t>(n_ctx) : n_train;
+    const bool above = n_ctx > 0 && n_train > 0 && static_cast<uint64_t>(n_ctx) > n_train;
+    if (above)
+        std::fprintf(
+            stderr,
+            "lctx %s: warning: -c %d is above the model's training context (%u tokens): the text may "
+            "degrade past %u tokens\n",
+            cmd, n_ctx, n_train, n_train);
+    const uint64_t bytes = kv_cache_bytes(model, cells, type_k, type_v);
+    if (above || bytes >= (uint64_t{1} << 30))
+        std::fprintf(stderr, "lctx %s: the KV cache of %llu cells (%s K, %s V) will take %.1f MiB\n", cmd,
+                     static_cast<unsigned long long>(cells), type_name(type_k), type_name(type_v),
+                     static_cast<double>(bytes) / 1048576.0);
+}
+
+bool grammar_exhausted(SamplerChain &chain, const Vocab &vocab) {
+    for (int32_t i = 0; i < chain.size(); ++i) {
+        auto *g = dynamic_cast<GrammarSampler *>(chain.get(i));
+        if (!g) continue;
+        if (!g->complete()) return false;
+        // Complete: is there a token other than an end of generation that the grammar still takes?
+        const int32_t n_vocab = vocab.n_tokens();
+        std::vector<TokenData> cand(static_cast<size_t>(n_vocab));
+        for (int32_t id = 0; id < n_vocab; ++id) cand[static_cast<size_t>(id)] = {id, 0.0f, 0.0f};
+        TokenDataArray cur{cand.data(), cand.size(), -1, false};
+        g->apply(cur);
+        for (size_t k = 0; k < cur.size; ++k)
+            if (std::isfinite(cur.data[k].logit) && !vocab.is_eog(cur.data[k].id)) return false;
+        return true;
+    }
+    return false;
 }
 
 void add_sampling_options(CLI::App &app, SamplingOptions &o) {
@@ -391,7 +452,11 @@ void add_gen_options(CLI::App &app, GenOptions &o) {
     app.add_option("-m,--model", o.model_path, "GGUF model file");
     app.add_option("-p,--prompt", o.prompt, "prompt text ('-': read it from standard input)");
     app.add_option("-f,--file", o.prompt_file, "read the prompt from this file");
-    app.add_flag("-e,--escape", o.escape, "process escapes (\\n, \\t, \\\\, \\xHH, ...) in the prompt");
+    app.add_flag(
+        "-e,--escape", o.escape,
+        "process escapes (\\n, \\t, \\\\, \\xHH, ...) in a prompt from standard input too (-p, -f and "
+        "-r always, as llama-cli)");
+    app.add_flag("--no-escape", o.no_escape, "do not process escapes in -p, -f or -r");
     app.add_flag("--no-display-prompt", o.no_display_prompt, "do not print the prompt before the output");
     app.add_option("-n,--n-predict", o.n_predict,
                    "tokens to generate (-1: until end of text, shifting the context when full; -2: until the "
@@ -473,6 +538,7 @@ void note_compat_options(const GenOptions &o, const char *cmd) {
 }
 
 bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed) {
+    bool from_stdin = false;
     if (!o.prompt_file.empty()) {
         if (o.prompt_given) {
             std::fprintf(stderr, "lctx %s: -f and -p both give the prompt; pass only one\n", cmd);
@@ -490,14 +556,18 @@ bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed) {
             return false;
         }
         o.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        from_stdin = true;
     } else if (!o.prompt_given && stdin_allowed && !isatty(STDIN_FILENO)) {
         std::string in((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
         if (!in.empty()) {
             o.prompt = std::move(in);
             o.prompt_given = true;
+            from_stdin = true;
         }
     }
-    if (o.escape) o.prompt = process_escapes(o.prompt);
+    if (!o.no_escape && (o.escape || !from_stdin)) o.prompt = process_escapes(o.prompt);
+    if (!o.no_escape)
+        for (std::string &r : o.reverse_prompts) r = process_escapes(r);
     return true;
 }
 

@@ -36,6 +36,25 @@ std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ct
 // "" when it is one, else the reason, for `option` ("--cache-type-k").
 std::string kv_cache_type_from_name(const std::string &name, const char *option, GgmlType *out);
 
+// An embedding model (no output layer: bert, a reranker) gives vectors, not text: false, with one line on
+// stderr saying so and what to run instead, for the text-generating commands (run, chat, bench).
+bool check_generates_text(const Model &model, const std::string &path, const char *cmd);
+// Whether the model is an encoder-decoder (t5): its decoder starts from the encoder's output.
+bool is_encoder_decoder(const Model &model);
+
+// Before the context is made: warns when -c is above the model's training context (as llama.cpp does), and
+// then, or when the KV cache would take 1 GiB or more, says what the KV cache of n_ctx cells will take.
+// Nothing when quiet.
+void note_context_size(const Model &model, int32_t n_ctx, GgmlType type_k, GgmlType type_v, const char *cmd,
+                       bool quiet);
+// The bytes of a KV cache of n_ctx cells for this model (every layer's K and V rows; a recurrent model's
+// state per sequence instead).
+uint64_t kv_cache_bytes(const Model &model, uint64_t n_ctx, GgmlType type_k, GgmlType type_v);
+
+// With a grammar in the chain that is complete and allows no token but an end-of-generation one (which
+// --ignore-eos bans), nothing is left to sample: the output is finished.
+bool grammar_exhausted(SamplerChain &chain, const Vocab &vocab);
+
 // llama.cpp's defaults (common_params_sampling at b4748).
 struct SamplingOptions {
     float temp = 0.8f;
@@ -103,7 +122,8 @@ struct GenOptions {
     std::string prompt;
     bool prompt_given = false;
     std::string prompt_file;
-    bool escape = false;
+    bool escape = false;     // -e: escapes in a prompt from standard input too
+    bool no_escape = false;  // --no-escape: none anywhere (llama-cli processes them in -p, -f and -r)
     bool no_display_prompt = false;
     std::vector<std::string> reverse_prompts;
     bool flash_attn = false, no_mmap = false, mlock = false, color = false, quiet = false;
@@ -129,8 +149,9 @@ std::string check_gen_options(GenOptions &o);
 // Prints the one-line notes of options lctx accepts but does not need (-ngl, --no-mmap, -fa), unless
 // quiet; applies --mlock after loading.
 void note_compat_options(const GenOptions &o, const char *cmd);
-// The prompt from -f, -p (- reads stdin), or stdin when it is not a terminal and no -p was given;
-// -e applied. False with the error printed.
+// The prompt from -f, -p (- reads stdin), or stdin when it is not a terminal and no -p was given. Escapes
+// are processed in a prompt from -p or -f and in the reverse prompts, as llama-cli does, unless --no-escape;
+// in a prompt from standard input only with -e. False with the error printed.
 bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed);
 int resolved_threads(int32_t n);
 
