@@ -118,7 +118,7 @@ for n in "${names[@]}"; do
   envs=$(field env "$mut")
   limit=$(field timeout "$mut")
   [ -n "$filter" ] || filter='*'
-  [ -n "$limit" ] || limit=900
+  [ -n "$limit" ] || limit=${MUTATE_TIMEOUT:-600}
   log="$work/$n.log"
   backup="$work/$(basename "$target_file").orig"
   cp -p "$target_file" "$backup" || { echo "mutate.sh: cannot back up $target_file" >&2; exit 2; }
