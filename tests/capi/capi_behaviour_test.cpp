@@ -6,9 +6,9 @@
 #include <string>
 
 #include "capi/capi_test_util.h"
-#include "lctx/lctx_ext.h"
 #include "kernels/dot.h"
 #include "kernels/isa_request.h"
+#include "lctx/lctx_ext.h"
 
 using namespace capi_test;
 
@@ -91,6 +91,19 @@ TEST_F(Capi, MetadataHasSnprintfSemantics) {
     EXPECT_EQ(llama_model_meta_key_by_index(m, count, buf, sizeof buf), -1);
     EXPECT_STREQ(buf, "");
     EXPECT_EQ(llama_model_meta_key_by_index(m, -1, buf, sizeof buf), -1);
+}
+
+// b4748 raises n_batch to at least GGML_KQ_MASK_PAD (64); n_ubatch stays as asked (it is below n_batch).
+TEST_F(Capi, SmallNBatchIsRaisedTo64) {
+    CtxOptions o;
+    o.n_ctx = 128;
+    o.n_batch = 8;
+    o.n_ubatch = 4;
+    llama_context *ctx = make_ctx(o);
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(llama_n_batch(ctx), 64u);
+    EXPECT_EQ(llama_n_ubatch(ctx), 4u);
+    llama_free(ctx);
 }
 
 TEST_F(Capi, ContextQueriesReturnConfiguredValues) {
