@@ -93,10 +93,22 @@ restore() {
   fi
   backup=""
 }
+# The build and the test run in the background under `wait`, so that a signal to this script alone (not
+# only Ctrl-C to the whole process group) stops them at once instead of after the build finishes.
+child=""
+stop_child() {
+  if [ -n "$child" ]; then
+    for g in $(pgrep -P "$child" 2>/dev/null); do kill -TERM "$g" 2>/dev/null; done
+    kill -TERM "$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+    child=""
+  fi
+}
+run() { "$@" & child=$!; wait "$child"; local rc=$?; child=""; return $rc; }
 trap 'restore' EXIT
-trap 'restore; trap - INT; kill -INT $$' INT
-trap 'restore; exit 143' TERM
-trap 'restore; exit 129' HUP
+trap 'stop_child; restore; trap - INT; kill -INT $$' INT
+trap 'stop_child; restore; exit 143' TERM
+trap 'stop_child; restore; exit 129' HUP
 
 report="$work/report.md"
 : >"$report"
@@ -134,7 +146,7 @@ for n in "${names[@]}"; do
   echo "== $n [$layer]: $why"
   diff "$backup" "$target_file" | sed -n 's/^[<>] /   /p' | head -4 | cut -c1-160
   t0=$(date +%s)
-  if ! cmake --build "$build" -j"$jobs" --target "$target" >"$log" 2>&1; then
+  if ! run cmake --build "$build" -j"$jobs" --target "$target" >"$log" 2>&1; then
     if grep -q -E 'error:|undefined reference|ld returned' "$log"; then
       echo "   DOES NOT COMPILE: $(grep -m1 -E 'error:|undefined reference' "$log" | cut -c1-200)"
       uncompiled+=("$n"); row "$n" "$layer" "$why" "does not compile"
@@ -146,7 +158,7 @@ for n in "${names[@]}"; do
   fi
   t1=$(date +%s)
   # shellcheck disable=SC2086  # env: holds NAME=VALUE words
-  env $envs timeout "$limit" "$build/bin/$target" --gtest_filter="$filter" >>"$log" 2>&1
+  run env $envs timeout "$limit" "$build/bin/$target" --gtest_filter="$filter" >>"$log" 2>&1
   rc=$?
   t2=$(date +%s)
   times="build $((t1 - t0)) s, test $((t2 - t1)) s"

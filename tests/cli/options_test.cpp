@@ -12,6 +12,7 @@
 #include "sampling/temperature.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/common.h"
+#include "vocab/vocab.h"
 
 namespace lctx::cli {
 namespace {
@@ -155,15 +156,16 @@ TEST(SamplingDefaults, AreLlamaCppB4748s) {
     EXPECT_FALSE(o.ignore_eos);
 }
 
-// --mirostat 1 is b4748's chain (common/sampling.cpp): temperature, then mirostat v1 estimating its exponent
-// from m = 100 candidates. Random (not Zipf) logits, so that another m gives another k and other tokens.
-TEST(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostatWithM100) {
+// --mirostat 1 is b4748's chain (common/sampling.cpp): temperature, then mirostat v1 (tau, eta, m = 100).
+// (These logits do not tell m = 50 from m = 100 apart: docs/MUTATION.md, cli_mirostat_m.)
+TEST(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
     const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
     const int32_t n_vocab = model->vocab().n_tokens();
     SamplingOptions o;
     o.mirostat = 1;
     o.seed = 1234;
     o.temp = 0.9f;
+    o.mirostat_ent = 1.0f;
     const std::unique_ptr<SamplerChain> chain = make_sampler_chain(o, model->vocab(), 256);
     SamplerChain want;
     want.add(std::make_unique<TempSampler>(0.9f));
