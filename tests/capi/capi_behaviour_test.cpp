@@ -4,11 +4,12 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "capi/capi_test_util.h"
-#include "lctx/lctx_ext.h"
 #include "kernels/dot.h"
 #include "kernels/isa_request.h"
+#include "lctx/lctx_ext.h"
 
 using namespace capi_test;
 
@@ -91,6 +92,19 @@ TEST_F(Capi, MetadataHasSnprintfSemantics) {
     EXPECT_EQ(llama_model_meta_key_by_index(m, count, buf, sizeof buf), -1);
     EXPECT_STREQ(buf, "");
     EXPECT_EQ(llama_model_meta_key_by_index(m, -1, buf, sizeof buf), -1);
+}
+
+// b4748 raises n_batch to at least GGML_KQ_MASK_PAD (64); n_ubatch stays as asked (it is below n_batch).
+TEST_F(Capi, SmallNBatchIsRaisedTo64) {
+    CtxOptions o;
+    o.n_ctx = 128;
+    o.n_batch = 8;
+    o.n_ubatch = 4;
+    llama_context *ctx = make_ctx(o);
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(llama_n_batch(ctx), 64u);
+    EXPECT_EQ(llama_n_ubatch(ctx), 4u);
+    llama_free(ctx);
 }
 
 TEST_F(Capi, ContextQueriesReturnConfiguredValues) {
@@ -309,6 +323,9 @@ TEST_F(Capi, TokenizeBufferContract) {
     char tiny[1] = {'#'};
     EXPECT_EQ(llama_token_to_piece(vocab(), t, tiny, 1, 0, false), -np);
     EXPECT_EQ(tiny[0], '#');
+    std::vector<char> exact(static_cast<size_t>(np), '#');  // exactly the piece's bytes: it fits
+    EXPECT_EQ(llama_token_to_piece(vocab(), t, exact.data(), np, 0, false), np);
+    EXPECT_EQ(std::string(exact.data(), exact.size()), std::string(piece, static_cast<size_t>(np)));
     EXPECT_EQ(llama_token_to_piece(vocab(), llama_vocab_bos(vocab()), piece, sizeof piece, 0, false), 0);
     EXPECT_GT(llama_token_to_piece(vocab(), llama_vocab_bos(vocab()), piece, sizeof piece, 0, true), 0);
 
@@ -531,6 +548,28 @@ TEST_F(Capi, IsEogOfAnIdOutsideTheVocabularyIsFalseAndSilent) {
     }
     EXPECT_TRUE(llama_vocab_is_eog(vocab(), llama_vocab_eos(vocab())));
     EXPECT_TRUE(got.empty()) << got;
+}
+
+// Sequence ids outside [0, LCTX_MAX_SEQ) are reported as errors and change nothing.
+TEST_F(Capi, SeqCpWithAnIdOutsideTheRangeIsReported) {
+    std::string got;
+    llama_log_set(
+        [](enum ggml_log_level level, const char *text, void *ud) {
+            if (level == GGML_LOG_LEVEL_ERROR) *static_cast<std::string *>(ud) += text;
+        },
+        &got);
+    llama_context *ctx = make_ctx();
+    ASSERT_NE(ctx, nullptr);
+    ASSERT_EQ(decode_seq(ctx, tokenize("Once upon a time"), 0, 0), 0);
+    const std::vector<uint8_t> before = state_bytes(ctx);
+    for (const auto &[src, dst] :
+         {std::pair{0, LCTX_MAX_SEQ}, std::pair{LCTX_MAX_SEQ, 0}, std::pair{0, -1}}) {
+        got.clear();
+        llama_kv_cache_seq_cp(ctx, src, dst, -1, -1);
+        EXPECT_NE(got.find("llama_kv_cache_seq_cp"), std::string::npos) << src << " -> " << dst;
+        EXPECT_EQ(state_bytes(ctx), before) << src << " -> " << dst;
+    }
+    llama_free(ctx);
 }
 
 TEST_F(Capi, LogCallbackReceivesMessages) {

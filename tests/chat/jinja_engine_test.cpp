@@ -83,6 +83,9 @@ TEST(JinjaEngine, ForLoops) {
     EXPECT_EQ(render("{% for x in 'hé' %}[{{ x }}]{% endfor %}"), "[h][é]");
     EXPECT_EQ(render("{% for x in [1, 2, 3] %}{{ loop.previtem }}{{ loop.cycle('a', 'b') }}{% endfor %}"),
               "a1b2a");
+    EXPECT_EQ(render("{% for x in [1, 2, 3] %}[{{ loop.nextitem }}]{% endfor %}"), "[2][3][]");
+    EXPECT_EQ(render("{% for x in [1, 2, 3] %}{{ loop.revindex0 }}{{ loop.revindex }}{% endfor %}"),
+              "231201");
 }
 
 TEST(JinjaEngine, SetScopesAndNamespaces) {

@@ -2,11 +2,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "model/model.h"
+#include "sampling/mirostat.h"
+#include "sampling/temperature.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/common.h"
+#include "vocab/vocab.h"
 
 namespace lctx::cli {
 namespace {
@@ -32,6 +38,9 @@ TEST(NormalizeArgs, LeavesOtherArgumentsAndEverythingAfterDoubleDash) {
 TEST(ProcessEscapes, KnownEscapesAndTheRestKept) {
     EXPECT_EQ(process_escapes("a\\nb\\tc\\\\d\\\"e\\'"), "a\nb\tc\\d\"e'");
     EXPECT_EQ(process_escapes("\\x41\\102\\x4"), "AB\\x4");
+    EXPECT_EQ(process_escapes("\\x4A\\x4a\\xFf\\101\\1011"),
+              "JJ\xff"
+              "AA1");  // either case; 3 octal digits
     EXPECT_EQ(process_escapes("end\\"), "end\\");
     EXPECT_EQ(process_escapes("\\q"), "\\q");
 }
@@ -117,6 +126,58 @@ TEST(GenChecks, NPredictSemanticsAndCacheTypes) {
     GenOptions b;
     b.n_ubatch = 0;
     EXPECT_EQ(check_gen_options(b).rfind("--ubatch-size", 0), 0u);
+}
+
+// The defaults are llama.cpp b4748's (common_params_sampling in common/common.h): a wrong one changes what
+// every seeded run samples, which no range check notices.
+TEST(SamplingDefaults, AreLlamaCppB4748s) {
+    const SamplingOptions o;
+    EXPECT_EQ(o.temp, 0.80f);
+    EXPECT_EQ(o.top_k, 40);
+    EXPECT_EQ(o.top_p, 0.95f);
+    EXPECT_EQ(o.min_p, 0.05f);
+    EXPECT_EQ(o.typical_p, 1.00f);
+    EXPECT_EQ(o.repeat_penalty, 1.00f);
+    EXPECT_EQ(o.repeat_last_n, 64);
+    EXPECT_EQ(o.frequency_penalty, 0.00f);
+    EXPECT_EQ(o.presence_penalty, 0.00f);
+    EXPECT_EQ(o.seed, -1);  // LLAMA_DEFAULT_SEED: a random one
+    EXPECT_EQ(o.dynatemp_range, 0.00f);
+    EXPECT_EQ(o.dynatemp_exp, 1.00f);
+    EXPECT_EQ(o.mirostat, 0);
+    EXPECT_EQ(o.mirostat_ent, 5.00f);  // tau
+    EXPECT_EQ(o.mirostat_lr, 0.10f);   // eta
+    EXPECT_EQ(o.xtc_probability, 0.00f);
+    EXPECT_EQ(o.xtc_threshold, 0.10f);
+    EXPECT_EQ(o.dry_multiplier, 0.0f);
+    EXPECT_EQ(o.dry_base, 1.75f);
+    EXPECT_EQ(o.dry_allowed_length, 2);
+    EXPECT_EQ(o.dry_penalty_last_n, -1);
+    EXPECT_FALSE(o.ignore_eos);
+}
+
+// --mirostat 1 is b4748's chain (common/sampling.cpp): temperature, then mirostat v1 (tau, eta, m = 100).
+// (These logits do not tell m = 50 from m = 100 apart: docs/MUTATION.md, cli_mirostat_m.)
+TEST(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
+    const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
+    const int32_t n_vocab = model->vocab().n_tokens();
+    SamplingOptions o;
+    o.mirostat = 1;
+    o.seed = 1234;
+    o.temp = 0.9f;
+    o.mirostat_ent = 1.0f;
+    const std::unique_ptr<SamplerChain> chain = make_sampler_chain(o, model->vocab(), 256);
+    SamplerChain want;
+    want.add(std::make_unique<TempSampler>(0.9f));
+    want.add(std::make_unique<MirostatSampler>(n_vocab, 1234u, o.mirostat_ent, o.mirostat_lr, 100));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> d(0.0f, 3.0f);
+    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    for (int step = 0; step < 64; ++step) {
+        for (float &l : logits) l = d(rng);
+        const Token a = chain->sample(logits.data(), n_vocab);
+        ASSERT_EQ(a, want.sample(logits.data(), n_vocab)) << "step " << step;
+    }
 }
 
 TEST(Seed, MinusOneBecomesARandomSeedAndOthersStay) {

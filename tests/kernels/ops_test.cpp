@@ -334,6 +334,42 @@ TEST(OpsTest, SoftmaxAllMaskedGivesZeros) {
     for (float v : x) EXPECT_EQ(v, 0.0f);
 }
 
+// Logits far above exp's range (attention scores of long contexts, a soft-capped head's 50s after scaling):
+// softmax subtracts the row's maximum first, so nothing overflows. Every length, so that the vector bodies
+// and their scalar tails (and the scalar level of `ctest -L scalar`) all see it.
+TEST(OpsTest, SoftmaxOfLargeLogitsSubtractsTheMaximum) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        std::vector<float> x = random_vec(n, 29 + n, 2.0f);
+        for (float &v : x) v += 1000.0f;  // exp(1000) is inf in float and in double
+        double mx = -1e300, sum = 0;
+        for (float v : x) mx = std::max(mx, static_cast<double>(v));
+        std::vector<double> want(n);
+        for (int64_t i = 0; i < n; ++i) sum += want[i] = std::exp(static_cast<double>(x[i]) - mx);
+        for (double &v : want) v /= sum;
+        softmax(x.data(), nullptr, n, 1.0f);
+        expect_close(x, want, 1e-5, 1e-7);
+    }
+}
+
+// eps matters where the row's mean square is small: an all-zero row (a padded token) gives zeros, not
+// 0 * inf = NaN, and a row of 1e-3 scales by 1/sqrt(1e-6 + 1e-5), not by 1000.
+TEST(OpsTest, RmsNormEpsCountsForSmallRows) {
+    for (int64_t n : kLengths) {
+        SCOPED_TRACE(n);
+        const std::vector<float> zeros(n, 0.0f), w = random_vec(n, 31 + n);
+        std::vector<float> y(n, 1.0f);
+        rms_norm(zeros.data(), w.data(), y.data(), n, 1e-5f);
+        for (float v : y) ASSERT_EQ(v, 0.0f);
+        const std::vector<float> small(n, 1e-3f);
+        const double inv = 1.0 / std::sqrt(1e-6 + 1e-5);
+        std::vector<double> want(n);
+        for (int64_t i = 0; i < n; ++i) want[i] = 1e-3 * inv * w[i];
+        rms_norm(small.data(), w.data(), y.data(), n, 1e-5f);
+        expect_close(y, want, 1e-5, 1e-6);
+    }
+}
+
 // GELU as ggml computes it on the CPU (ops.h): the tanh approximation of x rounded to a half, rounded to a
 // half.
 double gelu_exact(double a) {

@@ -150,6 +150,16 @@ TEST(MinP, ProbabilityRatioBoundary) {
     EXPECT_EQ(c.ids(), (std::vector<Token>{0, 1}));
 }
 
+// A candidate exactly at the threshold passes (b4748 keeps logit >= max + ln p), and so counts towards
+// min_keep: two pass here, so the unsorted array is filtered in place, in its order, not sorted.
+TEST(MinP, ACandidateExactlyAtTheThresholdCountsForMinKeep) {
+    const float at = 0.0f + std::log(0.5f);  // the threshold for p = 0.5 under a maximum of 0
+    Cands c({at, 0.0f, -5.0f});
+    MinPSampler(0.5f, 2).apply(c.arr);
+    EXPECT_EQ(c.ids(), (std::vector<Token>{0, 1}));
+    EXPECT_FALSE(c.arr.sorted);
+}
+
 TEST(MinP, SortedInputStaysSorted) {
     Cands c({2.0f, 1.0f, 0.0f, -1.0f});
     c.arr.sorted = true;
@@ -338,6 +348,18 @@ TEST(Penalties, WindowKeepsOnlyTheLastNTokens) {
     Cands c({5.0f, 5.0f, 5.0f, 5.0f});
     s.apply(c.arr);
     EXPECT_EQ(c.logits(), (std::vector<float>{5.0f, 5.0f, 4.0f, 4.0f}));
+}
+
+// A token that left the window is not penalised at all: not by the repetition factor, not by the presence
+// penalty (a count of zero is no presence).
+TEST(Penalties, ATokenThatLeftTheWindowIsNotPenalised) {
+    PenaltiesSampler s(2, 2.0f, 0.0f, 1.0f);
+    s.accept(1);
+    s.accept(2);
+    s.accept(2);  // window {2, 2}: 1 has left it
+    Cands c({5.0f, 5.0f, 5.0f, 5.0f});
+    s.apply(c.arr);
+    EXPECT_EQ(c.logits(), (std::vector<float>{5.0f, 5.0f, 5.0f / 2.0f - 1.0f, 5.0f}));
 }
 
 TEST(Penalties, LongHistoryCountsMatchABruteForceWindow) {

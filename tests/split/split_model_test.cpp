@@ -374,6 +374,12 @@ TEST_F(SplitErrors, SplitKeysOutOfRange) {
     };
     rewrite_part(parts_[0], bad_no);
     expect_refused(parts_, "split.no is 7, outside 0..2");
+    lctx::testing::Rewrite edge_no;  // the edge: split.no == split.count
+    edge_no.add = [](gguf::Writer &w) {
+        w.set(gguf::kKeySplitNo, gguf::Value::from_uint(gguf::ValueType::UINT16, 3));
+    };
+    rewrite_part(parts_[0], edge_no);
+    expect_refused(parts_, "split.no is 3, outside 0..2");
     lctx::testing::Rewrite bad_type;
     bad_type.add = [](gguf::Writer &w) { w.set(gguf::kKeySplitCount, gguf::Value::from_string("three")); };
     rewrite_part(parts_[0], bad_type);

@@ -178,6 +178,8 @@ TEST_F(StateCorrupt, BadSequenceIdInACellIsRefused) {
     bad = good_;
     poke<int32_t>(bad, layout_.cell_pos_off[5], -7);
     expect_refused(bad, "negative position");
+    poke<int32_t>(bad, layout_.cell_pos_off[5], -1);  // the edge: -1 marks an empty cell
+    expect_refused(bad, "position -1");
 }
 
 TEST_F(StateCorrupt, CellCountAboveKvSizeIsRefused) {
@@ -203,6 +205,29 @@ TEST_F(StateCorrupt, CellCountAboveKvSizeIsRefused) {
     EXPECT_EQ(state_bytes(tiny), tiny_before);
     llama_free(big_src);
     llama_free(tiny);
+}
+
+// A sequence state that does not fit is refused before anything changes: the cells the destination
+// sequence already holds (which the restore would replace) survive the refusal.
+TEST_F(StateCorrupt, SequenceStateWithoutRoomLeavesTheDestinationAsItWas) {
+    CtxOptions big, small;
+    big.n_ctx = 64;
+    big.n_seq_max = 2;
+    small.n_ctx = 32;
+    small.n_seq_max = 2;
+    llama_context *src = make_ctx(big);
+    llama_context *dst = make_ctx(small);
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    ASSERT_EQ(decode_seq(src, std::vector<llama_token>(20, 300), 0, 0), 0);
+    const std::vector<uint8_t> twenty = seq_state_bytes(src, 0);
+    ASSERT_EQ(decode_seq(dst, std::vector<llama_token>(4, 301), 0, 0), 0);   // the destination: 4 cells
+    ASSERT_EQ(decode_seq(dst, std::vector<llama_token>(16, 302), 0, 1), 0);  // 12 free + 4 of seq 0 < 20
+    const std::vector<uint8_t> before = state_bytes(dst);
+    EXPECT_EQ(llama_state_seq_set_data(dst, twenty.data(), twenty.size(), 0), 0u);
+    EXPECT_EQ(state_bytes(dst), before);
+    llama_free(src);
+    llama_free(dst);
 }
 
 TEST_F(StateCorrupt, BadOutputsAreRefused) {
