@@ -182,8 +182,7 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
 // The 512-bit kernels over 16-row groups give every row of an integer type the bits the 256-bit kernels
 // give it over 8-row groups (exact integer sums, the same float steps): the two levels agree exactly.
 TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
-    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx512))
-        GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (!isa_at_least(isa_detected(), Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
         SCOPED_TRACE(type_name(t));
         const TypeKernels &k8 = type_kernels(t, Isa::Avx2), &k16 = type_kernels(t, Isa::Avx512);
@@ -207,8 +206,8 @@ TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
 // interleaved matrix gives the bits of its plain rows (so a model's values do not change with the layout),
 // and the 512-bit F32 / F16 kernels (two rows per register) give the 256-bit ones' bits.
 TEST(Interleave, FloatGroupsGiveThePlainTilesBits) {
-    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
-    const bool avx512 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx512);
+    if (!isa_at_least(isa_detected(), Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+    const bool avx512 = isa_at_least(isa_detected(), Isa::Avx512);
     for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
         SCOPED_TRACE(type_name(t));
         const TypeKernels &k = type_kernels(t, Isa::Avx2);

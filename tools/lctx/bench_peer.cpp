@@ -41,7 +41,8 @@ std::string default_peer_dir() {
     // With the kernels capped below AVX-512 (LCTX_ISA=avx2), the fair peer is llama.cpp built for AVX2 too
     // (install-peer.sh --native-avx2), when it is there.
     std::vector<fs::path> dirs;
-    if (kernels::isa_active() < kernels::Isa::Avx512 && kernels::isa_detected() >= kernels::Isa::Avx512)
+    if (!kernels::isa_at_least(kernels::isa_active(), kernels::Isa::Avx512) &&
+        kernels::isa_at_least(kernels::isa_detected(), kernels::Isa::Avx512))
         dirs.push_back(cache_dir() / "peer-avx2" / "build" / "bin");
     dirs.push_back(cache_dir() / "peer-native" / "build" / "bin");
     dirs.push_back(cache_dir() / "peer");
