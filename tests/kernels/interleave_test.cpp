@@ -202,6 +202,38 @@ TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
     }
 }
 
+// ARM64: the three levels compute the same integer sums (widening multiplies, SDOT by lane, SMMLA on zipped
+// line pairs) and take the same float steps per output, so their interleaved gemms agree bit for bit, for an
+// odd activation count too (the i8mm level's last activation goes through the dotprod kernel).
+TEST(Interleave, ArmLevelsGiveTheSameBits) {
+    if (!isa_at_least(isa_detected(), Isa::Dotprod)) GTEST_SKIP() << "no dotprod on this CPU";
+    std::vector<Isa> levels = {Isa::Neon, Isa::Dotprod};
+    if (isa_at_least(isa_detected(), Isa::I8mm)) levels.push_back(Isa::I8mm);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+        SCOPED_TRACE(type_name(t));
+        const int64_t rows = 24, cols = 160;
+        const Mat m = make_mat(t, rows, cols, 41, 8);
+        for (int64_t n_act : {1, 2, 5}) {
+            size_t act_row = 0;
+            const std::vector<uint8_t> act = make_act(t, n_act, cols, 42, &act_row);
+            std::vector<float> want;
+            for (Isa isa : levels) {
+                const TypeKernels &k = type_kernels(t, isa);
+                ASSERT_EQ(k.group_rows, 8) << isa_name(isa);
+                std::vector<float> got(n_act * rows, -1.0f);
+                k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row,
+                                   n_act, got.data(), rows);
+                if (want.empty())
+                    want = got;
+                else
+                    EXPECT_EQ(got, want) << isa_name(isa) << ", " << n_act << " activations";
+            }
+            EXPECT_NE(type_kernels(t, levels.back()).gemm_interleaved,
+                      type_kernels(t, Isa::Scalar).gemm_interleaved);
+        }
+    }
+}
+
 // The float groups keep each output's 8 lane sums in the plain tiles' order: at the 256-bit level an
 // interleaved matrix gives the bits of its plain rows (so a model's values do not change with the layout),
 // and the 512-bit F32 / F16 kernels (two rows per register) give the 256-bit ones' bits.

@@ -21,8 +21,14 @@ namespace fs = std::filesystem;
 std::string resolve_peer_lib_dir(const std::string &dir) {
     std::error_code ec;
     const fs::path d(dir);
-    for (const fs::path &p : {d, d / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64",
-                              d / "bins" / "linux-x64"})
+    // the npm package of this machine's architecture (linux-arm64 on ARM64)
+#if defined(__aarch64__)
+    const char *platform = "linux-arm64";
+#else
+    const char *platform = "linux-x64";
+#endif
+    for (const fs::path &p :
+         {d, d / "node_modules" / "@node-llama-cpp" / platform / "bins" / platform, d / "bins" / platform})
         for (const char *lib : {"libllama.so", "libllama.v0.5.0.so"})
             if (fs::exists(p / lib, ec)) return p.string();
     return "";
@@ -59,7 +65,9 @@ std::string describe_peer(const std::string &lib_dir) {
     std::string line;
     if (in && std::getline(in, line) && !line.empty()) return line + " in " + lib_dir;
     if (lib_dir.find("@node-llama-cpp") != std::string::npos)
-        return "llama.cpp's prebuilt npm library (@node-llama-cpp/linux-x64) in " + lib_dir;
+        return std::string("llama.cpp's prebuilt npm library (@node-llama-cpp/") +
+               (lib_dir.find("linux-arm64") != std::string::npos ? "linux-arm64" : "linux-x64") + ") in " +
+               lib_dir;
     return "libllama in " + lib_dir;
 }
 
