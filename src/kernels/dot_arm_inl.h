@@ -144,15 +144,21 @@ inline void q8_0x8_block(const int8_t *qs, int8x16_t a0, int8x16_t a1, int32x4_t
     *s1 = r1;
 }
 
-// One Q4_0 block of 8 interleaved rows: 4 lines, line g holds elements 8g..8g+3 of each row in the low
-// nibbles and 8g+4..8g+7 in the high ones (codes 0..15, value code - 8).
-template <bool kSdot>
-inline void q4_0x8_block(const uint8_t *qs, int8x16_t a0, int8x16_t a1, int32x4_t *s0, int32x4_t *s1) {
+// One 32-element run of 4-bit codes of 8 interleaved rows (a Q4_0 block, a Q4_K sub-block): 4 lines, line g
+// holds elements 8g..8g+3 of each row in the low nibbles and 8g+4..8g+7 in the high ones; the values are
+// code - kOffset (Q4_0: 8; Q4_K: 0, its minimum is applied apart).
+template <bool kSdot, int kOffset>
+inline void q4x8_run(const uint8_t *qs, int8x16_t a0, int8x16_t a1, int32x4_t *s0, int32x4_t *s1) {
     int32x4_t r0 = vdupq_n_s32(0), r1 = vdupq_n_s32(0);
     const uint8x16_t m4 = vdupq_n_u8(0x0f);
-    const int8x16_t eight = vdupq_n_s8(8);
-    auto lo = [&](uint8x16_t v) { return vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), eight); };
-    auto hi = [&](uint8x16_t v) { return vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight); };
+    auto lo = [&](uint8x16_t v) {
+        const int8x16_t c = vreinterpretq_s8_u8(vandq_u8(v, m4));
+        return kOffset ? vsubq_s8(c, vdupq_n_s8(kOffset)) : c;
+    };
+    auto hi = [&](uint8x16_t v) {
+        const int8x16_t c = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+        return kOffset ? vsubq_s8(c, vdupq_n_s8(kOffset)) : c;
+    };
 #define LCTX_LINE(g, a, lane_lo, lane_hi)                   \
     {                                                       \
         const uint8x16_t w0 = vld1q_u8(qs + 32 * (g));      \
@@ -169,6 +175,11 @@ inline void q4_0x8_block(const uint8_t *qs, int8x16_t a0, int8x16_t a1, int32x4_
 #undef LCTX_LINE
     *s0 = r0;
     *s1 = r1;
+}
+
+template <bool kSdot>
+inline void q4_0x8_block(const uint8_t *qs, int8x16_t a0, int8x16_t a1, int32x4_t *s0, int32x4_t *s1) {
+    q4x8_run<kSdot, 8>(qs, a0, a1, s0, s1);
 }
 
 // Interleaved Q8_0 / Q4_0 (act Q8_0) over groups of 8 rows; Block = block_q8_0xG<8> or block_q4_0xG<8>.
@@ -195,6 +206,137 @@ void gemm_interleaved_x8(int64_t n, const void *w, size_t w_stride, int64_t n_ro
                 const float32x4_t d1 = vmulq_n_f32(f16x4_to_f32(wg[b].d + 4), da);
                 acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(s0), d0);
                 acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(s1), d1);
+            }
+            vst1q_f32(y + c * ldy + 8 * g, acc0);
+            vst1q_f32(y + c * ldy + 8 * g + 4, acc1);
+        }
+    }
+}
+
+// 8 bytes as i32 lanes (rows 0-3, 4-7): unsigned (Q4_K's 6-bit scales and mins) or signed (Q6_K's scales).
+inline void widen_u8x8(const uint8_t *p, int32x4_t *lo, int32x4_t *hi) {
+    const uint16x8_t w = vmovl_u8(vld1_u8(p));
+    *lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(w)));
+    *hi = vreinterpretq_s32_u32(vmovl_high_u16(w));
+}
+inline void widen_s8x8(const int8_t *p, int32x4_t *lo, int32x4_t *hi) {
+    const int16x8_t w = vmovl_s8(vld1_s8(p));
+    *lo = vmovl_s16(vget_low_s16(w));
+    *hi = vmovl_high_s16(w);
+}
+
+// Interleaved Q4_K against Q8_K activations, groups of 8 rows. Per super-block: each sub-block j's integer
+// sums times its 6-bit scale, summed over j (exact); the minimums times the activation's sums of each 32
+// (its bsums, exact); then sum += isum * (d_w d_a) - msum * (dmin_w d_a), one chain per output.
+template <bool kSdot>
+void gemm_interleaved_q4_K_x8(int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
+                              size_t act_stride, int64_t n_act, float *y, int64_t ldy) {
+    using Block = block_q4_KxG<8>;
+    const int64_t nb = n / kQK_K;
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t g = 0; g < n_rows / 8; ++g) {
+        const auto *wg = reinterpret_cast<const Block *>(static_cast<const uint8_t *>(w) + g * 8 * w_stride);
+        for (int64_t c = 0; c < n_act; ++c) {
+            const auto *a = reinterpret_cast<const block_q8_K *>(ab + c * act_stride);
+            float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+            for (int64_t b = 0; b < nb; ++b) {
+                const Block &x = wg[b];
+                __builtin_prefetch(reinterpret_cast<const uint8_t *>(&x) + kPrefetchAhead);
+                int32x4_t i0 = vdupq_n_s32(0), i1 = i0, m0 = i0, m1 = i0;
+                for (int j = 0; j < 8; ++j) {
+                    const int8x16_t a0 = vld1q_s8(a[b].qs + 32 * j), a1 = vld1q_s8(a[b].qs + 32 * j + 16);
+                    int32x4_t s0, s1, sc0, sc1;
+                    q4x8_run<kSdot, 0>(&x.qs[j][0][0], a0, a1, &s0, &s1);
+                    widen_u8x8(x.scales[j], &sc0, &sc1);
+                    i0 = vmlaq_s32(i0, s0, sc0);
+                    i1 = vmlaq_s32(i1, s1, sc1);
+                }
+                for (int k = 0; k < 4; ++k) {
+                    // mins[k][r][0..1]: sub-blocks 2k and 2k + 1 of each row, split by vld2
+                    const uint8x8x2_t mk = vld2_u8(&x.mins[k][0][0]);
+                    for (int h = 0; h < 2; ++h) {
+                        const int j = 2 * k + h;
+                        const int16_t bs = static_cast<int16_t>(a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+                        const int16x8_t mn = vreinterpretq_s16_u16(vmovl_u8(mk.val[h]));
+                        m0 = vmlal_n_s16(m0, vget_low_s16(mn), bs);
+                        m1 = vmlal_n_s16(m1, vget_high_s16(mn), bs);
+                    }
+                }
+                const float da = a[b].d;
+                acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(i0), vmulq_n_f32(f16x4_to_f32(x.d), da));
+                acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(i1), vmulq_n_f32(f16x4_to_f32(x.d + 4), da));
+                acc0 = vfmsq_f32(acc0, vcvtq_f32_s32(m0), vmulq_n_f32(f16x4_to_f32(x.dmin), da));
+                acc1 = vfmsq_f32(acc1, vcvtq_f32_s32(m1), vmulq_n_f32(f16x4_to_f32(x.dmin + 4), da));
+            }
+            vst1q_f32(y + c * ldy + 8 * g, acc0);
+            vst1q_f32(y + c * ldy + 8 * g + 4, acc1);
+        }
+    }
+}
+
+// Interleaved Q6_K against Q8_K, groups of 8 rows. Each 16-element half h of sub-block j: two lines of low
+// nibbles (elements 0-7 and 8-15 of the half, as Q4_0's lines) and one line of top bits (bits 0-1 / 2-3 the
+// first line's low / high nibble elements, 4-5 / 6-7 the second's); values (low | top << 4) - 32, times the
+// signed scale of the 16 (k = 2j + h). sum += isum * (d_w d_a) per super-block.
+template <bool kSdot>
+void gemm_interleaved_q6_K_x8(int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
+                              size_t act_stride, int64_t n_act, float *y, int64_t ldy) {
+    using Block = block_q6_KxG<8>;
+    const int64_t nb = n / kQK_K;
+    const auto *ab = static_cast<const uint8_t *>(act);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(0x03);
+    const int8x16_t k32 = vdupq_n_s8(32);
+    // low nibble / high nibble of l, with the 2 top bits of qh at bit `shift`
+    auto code = [&](uint8x16_t low4, uint8x16_t qh, int shift) {
+        uint8x16_t top;
+        switch (shift) {
+            case 0:
+                top = vandq_u8(qh, m3);
+                break;
+            case 2:
+                top = vandq_u8(vshrq_n_u8(qh, 2), m3);
+                break;
+            case 4:
+                top = vandq_u8(vshrq_n_u8(qh, 4), m3);
+                break;
+            default:
+                top = vshrq_n_u8(qh, 6);
+                break;
+        }
+        return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low4, vshlq_n_u8(top, 4))), k32);
+    };
+    for (int64_t g = 0; g < n_rows / 8; ++g) {
+        const auto *wg = reinterpret_cast<const Block *>(static_cast<const uint8_t *>(w) + g * 8 * w_stride);
+        for (int64_t c = 0; c < n_act; ++c) {
+            const auto *a = reinterpret_cast<const block_q8_K *>(ab + c * act_stride);
+            float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+            for (int64_t b = 0; b < nb; ++b) {
+                const Block &x = wg[b];
+                __builtin_prefetch(reinterpret_cast<const uint8_t *>(&x) + kPrefetchAhead);
+                int32x4_t i0 = vdupq_n_s32(0), i1 = i0;
+                for (int j = 0; j < 8; ++j)
+                    for (int h = 0; h < 2; ++h) {
+                        const auto &hf = x.half[j][h];
+                        const int8x16_t av = vld1q_s8(a[b].qs + 32 * j + 16 * h);
+                        int32x4_t r0 = vdupq_n_s32(0), r1 = r0;
+                        for (int part = 0; part < 2; ++part) {  // rows 0-3, rows 4-7
+                            const uint8x16_t l0 = vld1q_u8(hf.ql[0] + 16 * part);
+                            const uint8x16_t l1 = vld1q_u8(hf.ql[1] + 16 * part);
+                            const uint8x16_t qh = vld1q_u8(hf.qh + 16 * part);
+                            int32x4_t &r = part ? r1 : r0;
+                            r = dot_lane<kSdot, 0>(r, code(vandq_u8(l0, m4), qh, 0), av);
+                            r = dot_lane<kSdot, 1>(r, code(vshrq_n_u8(l0, 4), qh, 2), av);
+                            r = dot_lane<kSdot, 2>(r, code(vandq_u8(l1, m4), qh, 4), av);
+                            r = dot_lane<kSdot, 3>(r, code(vshrq_n_u8(l1, 4), qh, 6), av);
+                        }
+                        int32x4_t sc0, sc1;
+                        widen_s8x8(x.scales[2 * j + h], &sc0, &sc1);
+                        i0 = vmlaq_s32(i0, r0, sc0);
+                        i1 = vmlaq_s32(i1, r1, sc1);
+                    }
+                const float da = a[b].d;
+                acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(i0), vmulq_n_f32(f16x4_to_f32(x.d), da));
+                acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(i1), vmulq_n_f32(f16x4_to_f32(x.d + 4), da));
             }
             vst1q_f32(y + c * ldy + 8 * g, acc0);
             vst1q_f32(y + c * ldy + 8 * g + 4, acc1);

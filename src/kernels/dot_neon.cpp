@@ -113,6 +113,10 @@ GemmFn gemm_interleaved_neon(GgmlType t) {
             return &arm::gemm_interleaved_x8<false, block_q8_0xG<8>, false>;
         case GgmlType::Q4_0:
             return &arm::gemm_interleaved_x8<false, block_q4_0xG<8>, true>;
+        case GgmlType::Q4_K:
+            return &arm::gemm_interleaved_q4_K_x8<false>;
+        case GgmlType::Q6_K:
+            return &arm::gemm_interleaved_q6_K_x8<false>;
         default:
             return nullptr;
     }

@@ -204,14 +204,15 @@ TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
 
 // ARM64: the three levels compute the same integer sums (widening multiplies, SDOT by lane, SMMLA on zipped
 // line pairs) and take the same float steps per output, so their interleaved gemms agree bit for bit, for an
-// odd activation count too (the i8mm level's last activation goes through the dotprod kernel).
+// odd activation count too (the i8mm level's last activation goes through the dotprod kernel; its K-quants
+// are the dotprod level's).
 TEST(Interleave, ArmLevelsGiveTheSameBits) {
     if (!isa_at_least(isa_detected(), Isa::Dotprod)) GTEST_SKIP() << "no dotprod on this CPU";
     std::vector<Isa> levels = {Isa::Neon, Isa::Dotprod};
     if (isa_at_least(isa_detected(), Isa::I8mm)) levels.push_back(Isa::I8mm);
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
         SCOPED_TRACE(type_name(t));
-        const int64_t rows = 24, cols = 160;
+        const int64_t rows = 24, cols = type_traits(t).block_size == 256 ? 512 : 160;
         const Mat m = make_mat(t, rows, cols, 41, 8);
         for (int64_t n_act : {1, 2, 5}) {
             size_t act_row = 0;
