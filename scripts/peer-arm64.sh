@@ -4,7 +4,8 @@
 # files: stories260K as shipped (F32) and quantized by lctx to Q8_0 and Q4_0 (the int8 kernels), lctx at the
 # neon level on a Cortex-A53 and at the i8mm level on qemu's max CPU, the peer on the max CPU.
 #   scripts/peer-arm64.sh [--no-build]
-# Needs the cross build (scripts/build-arm64.sh; targets lctx_cli and lctx_peer_bench) and npm.
+# Needs the cross build (scripts/build-arm64.sh; targets lctx_cli and lctx_peer_bench) and npm. One thread each:
+# under emulation on a busy host, spinning worker threads make a run minutes long.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${LCTX_ARM64_BUILD_DIR:-$root/build-arm64}"
@@ -31,10 +32,10 @@ passed=0
 failed=0
 for t in F32 Q8_0 Q4_0; do
   m="$tmp/stories260K-$t.gguf"
-  want=$(emu max "$build/bin/lctx-peer-bench" --lib "$lib" -m "$m" --generate "$text" -n "$n" 2>/dev/null | ids)
+  want=$(emu max "$build/bin/lctx-peer-bench" --lib "$lib" -m "$m" --generate "$text" -n "$n" -t 1 2>/dev/null | ids)
   for run in "cortex-a53 neon" "max i8mm"; do
     set -- $run
-    got=$(LCTX_ISA=$2 emu "$1" "$build/bin/lctx" run -m "$m" -p "$text" -n "$n" --temp 0 --json -q 2>/dev/null | ids)
+    got=$(LCTX_ISA=$2 emu "$1" "$build/bin/lctx" run -m "$m" -p "$text" -n "$n" --temp 0 --json -q -t 1 2>/dev/null | ids)
     if [ "$got" = "$want" ]; then
       passed=$((passed + 1))
       echo "ok    stories260K $t: lctx at $2 ($1) = llama.cpp arm64: $got"

@@ -22,7 +22,10 @@
 #include "tensor/block_layouts.h"
 #include "tensor/fp16.h"
 
+// Internal linkage (an unnamed namespace): each level's file keeps its own copies, compiled with its own
+// flags, so the linker never hands the NEON level a copy compiled with +dotprod or +i8mm.
 namespace lctx::kernels::arm {
+namespace {
 
 // Bytes ahead of the current weight block that the interleaved kernels ask the caches for (a few blocks of
 // 8 rows: what one core's stream needs in flight to cover memory latency on a phone-class core).
@@ -344,5 +347,6 @@ void gemm_interleaved_q6_K_x8(int64_t n, const void *w, size_t w_stride, int64_t
     }
 }
 
+}  // namespace
 }  // namespace lctx::kernels::arm
 #endif
