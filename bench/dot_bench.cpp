@@ -89,8 +89,8 @@ void bm_quantize_act(benchmark::State &state, GgmlType t, Isa isa) {
 
 int main(int argc, char **argv) {
     std::vector<Isa> isas = {Isa::Scalar};
-    if (static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx2)) isas.push_back(Isa::Avx2);
-    if (isa_detected() == Isa::Avx512) isas.push_back(Isa::Avx512);
+    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Dotprod})
+        if (lctx::kernels::isa_at_least(isa_detected(), isa)) isas.push_back(isa);
     for (GgmlType t : kTypes) {
         for (Isa isa : isas) {
             const std::string suffix = std::string(lctx::type_name(t)) + "/" + isa_name(isa);

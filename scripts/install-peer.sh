@@ -2,8 +2,12 @@
 # Installs the llama.cpp peer for `lctx bench --peer`, into a cache folder (never the repo), and prints the folder
 # that holds libllama (pass it to `lctx bench --peer`, which also finds both installs by itself).
 #   usage: scripts/install-peer.sh [FOLDER]            llama.cpp's prebuilt CPU libraries from the npm package
-#                                                      @node-llama-cpp/linux-x64 (see /work/shared/PEER.md);
+#                                                      @node-llama-cpp/linux-x64 (see /work/shared/PEER.md),
+#                                                      on an ARM64 machine @node-llama-cpp/linux-arm64;
 #                                                      default FOLDER: ~/.cache/lctx/peer
+#          scripts/install-peer.sh --arm64 [FOLDER]    the linux-arm64 package on any machine (what
+#                                                      scripts/peer-arm64.sh runs under qemu);
+#                                                      default FOLDER: ~/.cache/lctx/peer-arm64
 #          scripts/install-peer.sh --native [FOLDER]   llama.cpp built from source for this machine (-march=native):
 #                                                      the source is the git bundle node-llama-cpp@3.22.1 ships
 #                                                      (package/llama/gitRelease.bundle); builds libllama and
@@ -73,9 +77,17 @@ if [ "${1:-}" = "--native" ] || [ "${1:-}" = "--native-avx2" ]; then
     exit 0
 fi
 
-PKG="@node-llama-cpp/linux-x64@3.22.1"
-DIR="${1:-$CACHE/peer}"
-BINS="$DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+PLATFORM=linux-x64
+if [ "$(uname -m)" = aarch64 ]; then PLATFORM=linux-arm64; fi
+DEFAULT_DIR="$CACHE/peer"
+if [ "${1:-}" = "--arm64" ]; then
+    PLATFORM=linux-arm64
+    DEFAULT_DIR="$CACHE/peer-arm64"
+    shift
+fi
+PKG="@node-llama-cpp/$PLATFORM@3.22.1"
+DIR="${1:-$DEFAULT_DIR}"
+BINS="$DIR/node_modules/@node-llama-cpp/$PLATFORM/bins/$PLATFORM"
 
 mkdir -p "$DIR"
 if [ ! -f "$BINS/libllama.v0.5.0.so" ]; then

@@ -28,6 +28,15 @@ class IsaLevelEnvironment : public testing::Environment {
 
 testing::Environment *const kIsaLevel = testing::AddGlobalTestEnvironment(new IsaLevelEnvironment);
 
+// Under emulation (scripts/test-arm64.sh) the emulated CPU is known: LCTX_EXPECT_DETECTED names the level its
+// features must give (qemu's cortex-a53: neon; its max CPU: i8mm), so that a probe that misreads the
+// features (and runs a lower level everywhere) fails instead of passing at that level.
+TEST(IsaLevel, DetectedLevelIsTheExpectedOne) {
+    const char *expect = std::getenv("LCTX_EXPECT_DETECTED");
+    if (!expect || !*expect) return;  // (a real machine: nothing to compare with)
+    EXPECT_STREQ(lctx::kernels::isa_name(lctx::kernels::isa_detected()), expect);
+}
+
 TEST(IsaLevel, ActiveLevelIsTheRequestedOne) {
     Isa want = lctx::kernels::isa_detected();
     lctx::kernels::detail::isa_requested(std::getenv("LCTX_ISA"), &want);

@@ -10,6 +10,7 @@
 #include "capi/capi_internal.h"
 #include "chat/builtin_templates.h"
 #include "kernels/cpu_features.h"
+#include "kernels/dot.h"
 
 namespace lctx::capi {
 
@@ -101,6 +102,16 @@ const char *llama_print_system_info(void) {
     static std::string s;
     const lctx::kernels::CpuFeatures &f = lctx::kernels::cpu_features();
     char buf[512];
+    if (f.has_neon_level()) {
+        // ARM64: b4748's names of the features its ARM kernels use, and the level lctx's kernels run at
+        std::snprintf(buf, sizeof buf,
+                      "CPU : NEON = %d | ARM_FMA = %d | FP16_VA = %d | DOTPROD = %d | MATMUL_INT8 = %d | "
+                      "KERNELS = %s | ",
+                      f.asimd, f.asimd, f.fphp, f.asimddp, f.i8mm,
+                      lctx::kernels::isa_name(lctx::kernels::isa_detected()));
+        s = buf;
+        return s.c_str();
+    }
     std::snprintf(
         buf, sizeof buf,
         "CPU : AVX = %d | AVX2 = %d | FMA = %d | F16C = %d | BMI2 = %d | AVX512 = %d | AVX512_BW = %d | "

@@ -9,6 +9,7 @@
 #include "kernels/attention_x86.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
+#include "kernels/ops_arm.h"
 #include "kernels/ops_x86.h"
 
 namespace lctx::kernels {
@@ -23,6 +24,8 @@ using detail::use_avx2_row_ops;
 void axpy(float a, const float *x, float *y, int n) {
 #if defined(__x86_64__)
     if (use_avx2_row_ops()) return detail::axpy_f32_avx2(a, x, y, n);
+#elif defined(__aarch64__)
+    if (detail::use_neon_row_ops()) return detail::axpy_f32_neon(a, x, y, n);
 #endif
     for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
@@ -185,7 +188,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             },
             max_threads);
     };
-    const float *turned = nullptr;
+    [[maybe_unused]] const float *turned = nullptr;  // (the AVX-512 key blocks only)
     if (key_blocks) {
         std::vector<float> &buf = scratch<float, Scratch::TurnedKeys>();
         buf.resize(static_cast<size_t>(a.n_head_kv * n_blocks) * per_block);
@@ -194,7 +197,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             const int n = static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock));
             float *kt = buf.data() + i * per_block;
             if (a.type_k == GgmlType::F16) {
+#if defined(__x86_64__)  // (key_blocks is false elsewhere: the turned blocks are the AVX-512 kernels')
                 detail::turn_key_block_f16(k0, a.k_row_bytes, n, dk, kt);
+#endif
                 return;
             }
             // The other types: each cell's keys as f32 (dequantize_row's values, exact: d * q (+ m) of a
@@ -396,8 +401,10 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     // the queries' values in the keys' dot type as f32, against the blocks covering the span
                     for (int v = 0; v < nr * hpi; ++v)
                         dequantize_row(kk.act_type, qbuf + v * q_act_bytes, qf + v * dk, dk);
+#if defined(__x86_64__)
                     detail::key_block_scores(qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block,
                                              per_block, b1 - b0, scores + b0 * kKeyBlock, lds);
+#endif
                 } else {
                     for (int i = 0; i < nr; ++i)
                         if (j0s[i] < j1s[i])

@@ -124,15 +124,16 @@ Table build_level(const Table &below, VecDotFn (*dot_for)(GgmlType), QuantizeAct
 
 struct Tables {
     Table scalar, avx2, avx512, amx;
+    Table neon, dotprod, i8mm;
 };
 
-VecDotFn no_vec_dot(GgmlType) {
+[[maybe_unused]] VecDotFn no_vec_dot(GgmlType) {
     return nullptr;
 }
-QuantizeActFn no_quantize_act(GgmlType) {
+[[maybe_unused]] QuantizeActFn no_quantize_act(GgmlType) {
     return nullptr;
 }
-GemmFn no_gemm(GgmlType) {
+[[maybe_unused]] GemmFn no_gemm(GgmlType) {
     return nullptr;
 }
 
@@ -140,32 +141,72 @@ const Tables &tables() {
     static const Tables t = [] {
         Tables r;
         r.scalar = build_scalar();
+        r.avx2 = r.avx512 = r.amx = r.neon = r.dotprod = r.i8mm = r.scalar;
         // The ISA files are not entered at all (not even their lookup functions, which are compiled
-        // with that ISA's flags) unless the CPU has the level.
-        const int detected = static_cast<int>(isa_detected());
-        r.avx2 = detected >= static_cast<int>(Isa::Avx2)
-                     ? build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2,
-                                   &detail::gemm_avx2, &detail::gemm_interleaved_avx2, nullptr)
-                     : r.scalar;
-        r.avx512 = detected >= static_cast<int>(Isa::Avx512)
+        // with that ISA's flags) unless the CPU has the level; each architecture's are compiled only there.
+        const Isa detected = isa_detected();
+#if defined(__x86_64__)
+        if (isa_at_least(detected, Isa::Avx2))
+            r.avx2 = build_level(r.scalar, &detail::vec_dot_avx2, &detail::quantize_act_avx2,
+                                 &detail::gemm_avx2, &detail::gemm_interleaved_avx2, nullptr);
+        r.avx512 = isa_at_least(detected, Isa::Avx512)
                        ? build_level(r.avx2, &detail::vec_dot_avx512, &detail::quantize_act_avx512,
                                      &detail::gemm_avx512, &detail::gemm_interleaved_avx512,
                                      &detail::group_rows_avx512)
                        : r.avx2;
         r.amx = r.avx512;
-        if (detected >= static_cast<int>(Isa::Amx)) {
+        if (isa_at_least(detected, Isa::Amx)) {
             r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm,
                                 &detail::gemm_interleaved_amx, nullptr);
             for (int32_t id = 0; id < kGgmlTypeCount; ++id)
                 r.amx[id].gemm_interleaved_stages =
                     r.amx[id].gemm_interleaved && r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved;
         }
+#elif defined(__aarch64__)
+        // ARM64: groups of 8 rows at every level (two 128-bit registers of 4 rows per interleaved line).
+        if (isa_at_least(detected, Isa::Neon))
+            r.neon = build_level(r.scalar, &detail::vec_dot_neon, &detail::quantize_act_neon,
+                                 &detail::gemm_neon, &detail::gemm_interleaved_neon, nullptr);
+        r.dotprod = isa_at_least(detected, Isa::Dotprod)
+                        ? build_level(r.neon, &detail::vec_dot_dotprod, &no_quantize_act,
+                                      &detail::gemm_dotprod, &detail::gemm_interleaved_dotprod, nullptr)
+                        : r.neon;
+        r.i8mm = isa_at_least(detected, Isa::I8mm)
+                     ? build_level(r.dotprod, &no_vec_dot, &no_quantize_act, &no_gemm,
+                                   &detail::gemm_interleaved_i8mm, nullptr)
+                     : r.dotprod;
+#else
+        (void)detected;
+#endif
         return r;
     }();
     return t;
 }
 
+// The family of a level (0: scalar, 1: x86, 2: ARM64) and its rank within the family.
+int isa_family(Isa isa) {
+    switch (isa) {
+        case Isa::Scalar:
+            return 0;
+        case Isa::Avx2:
+        case Isa::Avx512:
+        case Isa::Amx:
+            return 1;
+        case Isa::Neon:
+        case Isa::Dotprod:
+        case Isa::I8mm:
+            return 2;
+    }
+    return -1;
+}
+
 }  // namespace
+
+bool isa_at_least(Isa have, Isa want) {
+    if (want == Isa::Scalar) return true;
+    if (isa_family(have) != isa_family(want)) return false;
+    return static_cast<int>(have) >= static_cast<int>(want);  // in one family the numbers are in order
+}
 
 bool detail::isa_requested(const char *env, Isa *isa) {
     if (!env || !*env) return false;
@@ -177,8 +218,15 @@ bool detail::isa_requested(const char *env, Isa *isa) {
         *isa = Isa::Avx512;
     } else if (std::strcmp(env, "amx") == 0) {
         *isa = Isa::Amx;
+    } else if (std::strcmp(env, "neon") == 0) {
+        *isa = Isa::Neon;
+    } else if (std::strcmp(env, "dotprod") == 0) {
+        *isa = Isa::Dotprod;
+    } else if (std::strcmp(env, "i8mm") == 0) {
+        *isa = Isa::I8mm;
     } else {
-        throw Error(std::string("LCTX_ISA='") + env + "' is not one of scalar, avx2, avx512, amx");
+        throw Error(std::string("LCTX_ISA='") + env +
+                    "' is not one of scalar, avx2, avx512, amx, neon, dotprod, i8mm");
     }
     return true;
 }
@@ -186,7 +234,7 @@ bool detail::isa_requested(const char *env, Isa *isa) {
 Isa detail::isa_lowered_by(const char *env, Isa detected) {
     Isa want;
     if (!isa_requested(env, &want)) return detected;
-    return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
+    return isa_at_least(detected, want) ? want : detected;
 }
 
 GemmFn gemm_f16_by_f32(Isa isa) {
@@ -194,11 +242,20 @@ GemmFn gemm_f16_by_f32(Isa isa) {
     switch (isa) {
         case Isa::Scalar:
             return &ref_gemm_f16_by_f32;
+#if defined(__x86_64__)
         case Isa::Avx2:
             return detail::gemm_f16_by_f32_avx2();
         case Isa::Avx512:
         case Isa::Amx:  // the AVX-512 float kernels (AMX adds only integer tiles)
             return detail::gemm_f16_by_f32_avx512();
+#elif defined(__aarch64__)
+        case Isa::Neon:
+        case Isa::Dotprod:  // the NEON float kernels (dotprod and i8mm add only integer products)
+        case Isa::I8mm:
+            return detail::gemm_f16_by_f32_neon();
+#endif
+        default:
+            break;
     }
     return &ref_gemm_f16_by_f32;
 }
@@ -211,6 +268,9 @@ bool has_kernels(GgmlType weight_type) {
 
 Isa isa_detected() {
     const CpuFeatures &f = cpu_features();
+    if (f.has_i8mm_level()) return Isa::I8mm;
+    if (f.has_dotprod_level()) return Isa::Dotprod;
+    if (f.has_neon_level()) return Isa::Neon;
     if (f.has_amx_level()) return Isa::Amx;
     if (f.has_avx512_level()) return Isa::Avx512;
     if (f.has_avx2_level()) return Isa::Avx2;
@@ -232,22 +292,47 @@ const char *isa_name(Isa isa) {
             return "avx512";
         case Isa::Amx:
             return "amx";
+        case Isa::Neon:
+            return "neon";
+        case Isa::Dotprod:
+            return "dotprod";
+        case Isa::I8mm:
+            return "i8mm";
     }
     return "unknown";
 }
 
 const TypeKernels &type_kernels(GgmlType weight_type, Isa isa) {
-    if (static_cast<int>(isa) > static_cast<int>(isa_detected()))
+    if (!isa_at_least(isa_detected(), isa))
         throw Error(std::string("kernels for ") + isa_name(isa) + " requested but this CPU supports only " +
                     isa_name(isa_detected()));
     const int32_t id = static_cast<int32_t>(weight_type);
     const TypeKernels *k = nullptr;
     if (id >= 0 && id < kGgmlTypeCount) {
         const Tables &t = tables();
-        k = isa == Isa::Amx      ? &t.amx[id]
-            : isa == Isa::Avx512 ? &t.avx512[id]
-            : isa == Isa::Avx2   ? &t.avx2[id]
-                                 : &t.scalar[id];
+        switch (isa) {
+            case Isa::Scalar:
+                k = &t.scalar[id];
+                break;
+            case Isa::Avx2:
+                k = &t.avx2[id];
+                break;
+            case Isa::Avx512:
+                k = &t.avx512[id];
+                break;
+            case Isa::Amx:
+                k = &t.amx[id];
+                break;
+            case Isa::Neon:
+                k = &t.neon[id];
+                break;
+            case Isa::Dotprod:
+                k = &t.dotprod[id];
+                break;
+            case Isa::I8mm:
+                k = &t.i8mm[id];
+                break;
+        }
     }
     if (!k || !k->vec_dot)
         throw Error(std::string("no dot-product kernel for tensor type ") + type_name(weight_type) + " (id " +

@@ -1,5 +1,6 @@
 // Dot products of one weight row with one activation row, per weight type, with the best
-// implementation for the CPU chosen at run time (scalar reference, AVX2, AVX-512).
+// implementation for the CPU chosen at run time (scalar reference; x86: AVX2, AVX-512, AMX; ARM64: NEON,
+// dotprod, i8mm).
 //
 // Use: once per weight type, `const TypeKernels &k = type_kernels(t);` then quantize the activation
 // row with k.quantize_act and call k.vec_dot for each weight row.
@@ -12,12 +13,20 @@
 namespace lctx::kernels {
 
 // Amx: the AVX-512 kernels, with prompt tiles of the interleaved int8 types on AMX tile multiplies.
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
+// ARM64: Neon (armv8.0 Advanced SIMD) < Dotprod (SDOT/UDOT) < I8mm (SMMLA). The x86 levels and the ARM
+// levels are not ordered against each other (a CPU has one family); Scalar is below both. Compare levels
+// with isa_at_least, never by their numbers.
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3, Neon = 4, Dotprod = 5, I8mm = 6 };
+
+// True when code for level `want` may run at level `have`: want is Scalar, or both are of one family and
+// want is not above have.
+bool isa_at_least(Isa have, Isa want);
 
 // Best level the CPU and OS support.
 Isa isa_detected();
-// isa_detected(), lowered by the environment variable LCTX_ISA=scalar|avx2|avx512|amx (a request above
-// the detected level is ignored). Throws lctx::Error for any other LCTX_ISA value.
+// isa_detected(), lowered by the environment variable LCTX_ISA=scalar|avx2|avx512|amx|neon|dotprod|i8mm (a
+// request above the detected level, or of the other architecture's family, is ignored). Throws lctx::Error
+// for any other LCTX_ISA value.
 Isa isa_active();
 const char *isa_name(Isa isa);
 
@@ -85,6 +94,16 @@ int group_rows_avx512(GgmlType weight_type);
 GemmFn gemm_interleaved_amx(GgmlType weight_type);
 GemmFn gemm_f16_by_f32_avx2();
 GemmFn gemm_f16_by_f32_avx512();
+// ARM64 (dot_neon.cpp, dot_dotprod.cpp, dot_i8mm.cpp): the same lookups per level (nullptr: the level below).
+VecDotFn vec_dot_neon(GgmlType weight_type);
+QuantizeActFn quantize_act_neon(GgmlType act_type);
+GemmFn gemm_neon(GgmlType weight_type);
+GemmFn gemm_interleaved_neon(GgmlType weight_type);
+GemmFn gemm_f16_by_f32_neon();
+VecDotFn vec_dot_dotprod(GgmlType weight_type);
+GemmFn gemm_dotprod(GgmlType weight_type);
+GemmFn gemm_interleaved_dotprod(GgmlType weight_type);
+GemmFn gemm_interleaved_i8mm(GgmlType weight_type);
 }  // namespace detail
 
 }  // namespace lctx::kernels

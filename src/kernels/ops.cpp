@@ -5,15 +5,16 @@
 #include <vector>
 
 #include "kernels/dot.h"
+#include "kernels/ops_arm.h"
 #include "kernels/ops_x86.h"
 #include "tensor/fp16.h"
 
 namespace lctx::kernels {
 
 namespace {
-// isa_active() is Scalar off x86, so these are false there.
+// False off x86 (isa_active() is an ARM level or Scalar there).
 bool active_at_least(Isa isa) {
-    return static_cast<int>(isa_active()) >= static_cast<int>(isa);
+    return isa_at_least(isa_active(), isa);
 }
 }  // namespace
 
@@ -27,8 +28,16 @@ bool detail::use_avx512_row_ops() {
     return on;
 }
 
+bool detail::use_neon_row_ops() {
+    static const bool on = active_at_least(Isa::Neon);
+    return on;
+}
+
 namespace {
 using detail::use_avx2_row_ops;
+[[maybe_unused]] bool use_neon_row_ops() {
+    return detail::use_neon_row_ops();
+}
 }  // namespace
 
 void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps) {
@@ -36,6 +45,12 @@ void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps) {
     if (use_avx2_row_ops()) {
         const float mean = static_cast<float>(detail::sum_sq_avx2(x, n) / static_cast<double>(n));
         detail::scale_mul_avx2(x, 1.0f / std::sqrt(mean + eps), w, y, n);
+        return;
+    }
+#elif defined(__aarch64__)
+    if (use_neon_row_ops()) {
+        const float mean = static_cast<float>(detail::sum_sq_neon(x, n) / static_cast<double>(n));
+        detail::scale_mul_neon(x, 1.0f / std::sqrt(mean + eps), w, y, n);
         return;
     }
 #endif
@@ -175,6 +190,16 @@ void softmax(float *x, const float *mask, int64_t n, float scale, float slope) {
         detail::scale_avx2(x, static_cast<float>(1.0 / sum), n);
         return;
     }
+#elif defined(__aarch64__)
+    if (use_neon_row_ops()) {
+        const float max = detail::scale_mask_max_neon(x, mask, n, scale, slope);
+        if (max == -std::numeric_limits<float>::infinity()) {
+            for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
+            return;
+        }
+        detail::scale_neon(x, static_cast<float>(1.0 / detail::exp_sum_neon(x, n, max)), n);
+        return;
+    }
 #endif
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < n; ++i) {
@@ -208,6 +233,8 @@ void softcap(float *x, int64_t n, float cap, float scale) {
 void swiglu(const float *g, const float *u, float *y, int64_t n) {
 #if defined(__x86_64__)
     if (use_avx2_row_ops()) return detail::swiglu_avx2(g, u, y, n);
+#elif defined(__aarch64__)
+    if (use_neon_row_ops()) return detail::swiglu_neon(g, u, y, n);
 #endif
     for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
@@ -262,12 +289,16 @@ void relu_inplace(float *x, int64_t n) {
 void silu_inplace(float *x, int64_t n) {
 #if defined(__x86_64__)
     if (use_avx2_row_ops()) return detail::silu_avx2(x, n);
+#elif defined(__aarch64__)
+    if (use_neon_row_ops()) return detail::silu_neon(x, n);
 #endif
     for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 void add_inplace(float *y, const float *x, int64_t n) {
 #if defined(__x86_64__)
     if (use_avx2_row_ops()) return detail::add_avx2(y, x, n);
+#elif defined(__aarch64__)
+    if (use_neon_row_ops()) return detail::add_neon(y, x, n);
 #endif
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -10,6 +10,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define LCTX_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define LCTX_PAUSE() __asm__ __volatile__("yield")  // the spin-wait hint (an SMT core gives way)
 #else
 #define LCTX_PAUSE() ((void)0)
 #endif
@@ -82,7 +84,9 @@ void ThreadPool::place_worker(int ith) {
         } else {
             for (int c : options_.cpus) CPU_SET(c, &set);
         }
-        if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) placement_failures_.fetch_add(1);
+        // sched_setaffinity(0, ...) places the calling thread (Linux affinities are per thread); unlike
+        // pthread_setaffinity_np it is in Android's bionic as well as glibc.
+        if (sched_setaffinity(0, sizeof set, &set) != 0) placement_failures_.fetch_add(1);
     }
     if (options_.priority >= 3) {
         sched_param sp{};

@@ -253,10 +253,27 @@ TEST(DotDispatch, IsaNames) {
     EXPECT_STREQ(isa_name(Isa::Avx2), "avx2");
     EXPECT_STREQ(isa_name(Isa::Avx512), "avx512");
     EXPECT_STREQ(isa_name(Isa::Amx), "amx");
+    EXPECT_STREQ(isa_name(Isa::Neon), "neon");
+    EXPECT_STREQ(isa_name(Isa::Dotprod), "dotprod");
+    EXPECT_STREQ(isa_name(Isa::I8mm), "i8mm");
 }
 
 TEST(DotDispatch, ActiveIsNeverAboveDetected) {
-    EXPECT_LE(static_cast<int>(isa_active()), static_cast<int>(isa_detected()));
+    EXPECT_TRUE(isa_at_least(isa_detected(), isa_active()));
+}
+
+// Each family is ordered, scalar is below both, and no level of one family is at least one of the other.
+TEST(DotDispatch, LevelsAreOrderedWithinTheirFamily) {
+    const Isa x86[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
+    const Isa arm[] = {Isa::Scalar, Isa::Neon, Isa::Dotprod, Isa::I8mm};
+    for (const Isa *fam : {x86, arm})
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) EXPECT_EQ(isa_at_least(fam[i], fam[j]), i >= j) << i << " " << j;
+    for (int i = 1; i < 4; ++i)
+        for (int j = 1; j < 4; ++j) {
+            EXPECT_FALSE(isa_at_least(x86[i], arm[j])) << isa_name(x86[i]) << " " << isa_name(arm[j]);
+            EXPECT_FALSE(isa_at_least(arm[j], x86[i])) << isa_name(arm[j]) << " " << isa_name(x86[i]);
+        }
 }
 
 TEST(DotDispatch, EnvironmentOnlyLowersTheLevel) {
@@ -272,6 +289,16 @@ TEST(DotDispatch, EnvironmentOnlyLowersTheLevel) {
     EXPECT_EQ(isa_lowered_by("avx512", Isa::Amx), Isa::Avx512);
     EXPECT_EQ(isa_lowered_by("amx", Isa::Avx512), Isa::Avx512);
     EXPECT_THROW(isa_lowered_by("sse", Isa::Avx2), Error);
+    // ARM64's levels; a request of the other family is ignored as one above the CPU's level is.
+    EXPECT_EQ(isa_lowered_by("neon", Isa::I8mm), Isa::Neon);
+    EXPECT_EQ(isa_lowered_by("dotprod", Isa::I8mm), Isa::Dotprod);
+    EXPECT_EQ(isa_lowered_by("i8mm", Isa::I8mm), Isa::I8mm);
+    EXPECT_EQ(isa_lowered_by("i8mm", Isa::Neon), Isa::Neon);
+    EXPECT_EQ(isa_lowered_by("scalar", Isa::Dotprod), Isa::Scalar);
+    EXPECT_EQ(isa_lowered_by("neon", Isa::Scalar), Isa::Scalar);
+    EXPECT_EQ(isa_lowered_by("avx2", Isa::Dotprod), Isa::Dotprod);
+    EXPECT_EQ(isa_lowered_by("neon", Isa::Avx512), Isa::Avx512);
+    EXPECT_THROW(isa_lowered_by("sve", Isa::I8mm), Error);
 }
 
 // A level copy of a suite (LCTX_ISA=level) runs when the CPU has the level and skips, naming both levels,
@@ -279,13 +306,15 @@ TEST(DotDispatch, EnvironmentOnlyLowersTheLevel) {
 // copy.
 TEST(DotDispatch, LevelCopiesAboveTheCpuSkip) {
     using isa_level::skip_reason;
-    const Isa all[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
+    const Isa all[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon, Isa::Dotprod, Isa::I8mm};
     for (Isa cpu : all) {
         EXPECT_EQ(skip_reason(nullptr, cpu), "") << isa_name(cpu);
         EXPECT_EQ(skip_reason("", cpu), "") << isa_name(cpu);
         for (Isa want : all) {
             const std::string why = skip_reason(isa_name(want), cpu);
-            if (static_cast<int>(want) <= static_cast<int>(cpu)) {
+            const bool same_family = want == Isa::Scalar || cpu == Isa::Scalar ||
+                                     (static_cast<int>(want) >= 4) == (static_cast<int>(cpu) >= 4);
+            if (same_family && static_cast<int>(want) <= static_cast<int>(cpu)) {
                 EXPECT_EQ(why, "") << isa_name(want) << " on " << isa_name(cpu);
             } else {
                 EXPECT_NE(why.find(std::string("LCTX_ISA=") + isa_name(want)), std::string::npos) << why;
@@ -299,6 +328,8 @@ TEST(DotDispatch, LevelCopiesAboveTheCpuSkip) {
     EXPECT_FALSE(detail::isa_requested("", &got));
     ASSERT_TRUE(detail::isa_requested("amx", &got));
     EXPECT_EQ(got, Isa::Amx);
+    ASSERT_TRUE(detail::isa_requested("dotprod", &got));
+    EXPECT_EQ(got, Isa::Dotprod);
 }
 
 TEST(DotDispatch, TypesWithoutKernelsThrow) {
@@ -310,8 +341,8 @@ TEST(DotDispatch, TypesWithoutKernelsThrow) {
 }
 
 TEST(DotDispatch, IsaAboveTheCpuThrows) {
-    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
-        if (static_cast<int>(isa_detected()) >= static_cast<int>(isa)) {
+    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx, Isa::Neon, Isa::Dotprod, Isa::I8mm}) {
+        if (isa_at_least(isa_detected(), isa)) {
             EXPECT_NO_THROW(type_kernels(GgmlType::Q8_0, isa)) << isa_name(isa);
         } else {
             EXPECT_THROW(type_kernels(GgmlType::Q8_0, isa), Error) << isa_name(isa);

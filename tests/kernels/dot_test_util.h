@@ -31,10 +31,9 @@ inline bool is_float_type(GgmlType t) {
 
 inline std::vector<kernels::Isa> available_isas() {
     std::vector<kernels::Isa> v = {kernels::Isa::Scalar};
-    if (static_cast<int>(kernels::isa_detected()) >= static_cast<int>(kernels::Isa::Avx2))
-        v.push_back(kernels::Isa::Avx2);
-    if (static_cast<int>(kernels::isa_detected()) >= static_cast<int>(kernels::Isa::Avx512))
-        v.push_back(kernels::Isa::Avx512);
+    for (kernels::Isa isa :
+         {kernels::Isa::Avx2, kernels::Isa::Avx512, kernels::Isa::Neon, kernels::Isa::Dotprod})
+        if (kernels::isa_at_least(kernels::isa_detected(), isa)) v.push_back(isa);
     return v;
 }
 
@@ -42,6 +41,7 @@ inline std::vector<kernels::Isa> available_isas() {
 inline std::vector<kernels::Isa> available_interleaved_isas() {
     std::vector<kernels::Isa> v = available_isas();
     if (kernels::isa_detected() == kernels::Isa::Amx) v.push_back(kernels::Isa::Amx);
+    if (kernels::isa_detected() == kernels::Isa::I8mm) v.push_back(kernels::Isa::I8mm);
     return v;
 }
 

@@ -182,8 +182,7 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
 // The 512-bit kernels over 16-row groups give every row of an integer type the bits the 256-bit kernels
 // give it over 8-row groups (exact integer sums, the same float steps): the two levels agree exactly.
 TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
-    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx512))
-        GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (!isa_at_least(isa_detected(), Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
         SCOPED_TRACE(type_name(t));
         const TypeKernels &k8 = type_kernels(t, Isa::Avx2), &k16 = type_kernels(t, Isa::Avx512);
@@ -203,12 +202,45 @@ TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
     }
 }
 
+// ARM64: the three levels compute the same integer sums (widening multiplies, SDOT by lane, SMMLA on zipped
+// line pairs) and take the same float steps per output, so their interleaved gemms agree bit for bit, for an
+// odd activation count too (the i8mm level's last activation goes through the dotprod kernel; its K-quants
+// are the dotprod level's).
+TEST(Interleave, ArmLevelsGiveTheSameBits) {
+    if (!isa_at_least(isa_detected(), Isa::Dotprod)) GTEST_SKIP() << "no dotprod on this CPU";
+    std::vector<Isa> levels = {Isa::Neon, Isa::Dotprod};
+    if (isa_at_least(isa_detected(), Isa::I8mm)) levels.push_back(Isa::I8mm);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+        SCOPED_TRACE(type_name(t));
+        const int64_t rows = 24, cols = type_traits(t).block_size == 256 ? 512 : 160;
+        const Mat m = make_mat(t, rows, cols, 41, 8);
+        for (int64_t n_act : {1, 2, 5}) {
+            size_t act_row = 0;
+            const std::vector<uint8_t> act = make_act(t, n_act, cols, 42, &act_row);
+            std::vector<float> want;
+            for (Isa isa : levels) {
+                const TypeKernels &k = type_kernels(t, isa);
+                ASSERT_EQ(k.group_rows, 8) << isa_name(isa);
+                std::vector<float> got(n_act * rows, -1.0f);
+                k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, act.data(), act_row,
+                                   n_act, got.data(), rows);
+                if (want.empty())
+                    want = got;
+                else
+                    EXPECT_EQ(got, want) << isa_name(isa) << ", " << n_act << " activations";
+            }
+            EXPECT_NE(type_kernels(t, levels.back()).gemm_interleaved,
+                      type_kernels(t, Isa::Scalar).gemm_interleaved);
+        }
+    }
+}
+
 // The float groups keep each output's 8 lane sums in the plain tiles' order: at the 256-bit level an
 // interleaved matrix gives the bits of its plain rows (so a model's values do not change with the layout),
 // and the 512-bit F32 / F16 kernels (two rows per register) give the 256-bit ones' bits.
 TEST(Interleave, FloatGroupsGiveThePlainTilesBits) {
-    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
-    const bool avx512 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx512);
+    if (!isa_at_least(isa_detected(), Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+    const bool avx512 = isa_at_least(isa_detected(), Isa::Avx512);
     for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
         SCOPED_TRACE(type_name(t));
         const TypeKernels &k = type_kernels(t, Isa::Avx2);

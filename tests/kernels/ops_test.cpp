@@ -236,8 +236,7 @@ TEST(OpsTest, SoftmaxWithMaskAndScale) {
 #if defined(__x86_64__)
 // The AVX-512 exp and sum of softmax give the AVX2 version's bits, elements and sum, at every length.
 TEST(OpsTest, ExpSumAvx512HasTheAvx2Bits) {
-    if (static_cast<int>(isa_detected()) < static_cast<int>(Isa::Avx512))
-        GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (!isa_at_least(isa_detected(), Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
     for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 33, 100, 2051}) {
         SCOPED_TRACE(n);
         std::vector<float> x = random_vec(n, 29 + static_cast<uint32_t>(n), 30.0f);
@@ -260,8 +259,8 @@ TEST(OpsTest, ExpSumAvx512HasTheAvx2Bits) {
 // nobody sees holds NaN, which must not reach any output).
 TEST(OpsTest, WeightedRowsAreOneFmaChainPerOutput) {
     using detail::RowType;
-    const bool avx2 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx2);
-    const bool avx512 = static_cast<int>(isa_detected()) >= static_cast<int>(Isa::Avx512);
+    const bool avx2 = isa_at_least(isa_detected(), Isa::Avx2);
+    const bool avx512 = isa_at_least(isa_detected(), Isa::Avx512);
     if (!avx2) GTEST_SKIP() << "no AVX2 on this CPU";
     std::mt19937 rng(5);
     // every KV cache type (kv_cache.h): the float types, and the block types of 32

@@ -61,7 +61,7 @@ TEST(BenchRoofline, Bf16WeightsAreHeldAgainstTheBf16Peak) {
         synth::write_model(*shape, choice, path, opts);
         const PeakKind kind = compute_facts(*Model::load(path)).kind;
         std::filesystem::remove(path);
-        const bool bf16_dots = kernels::isa_active() >= kernels::Isa::Avx512;
+        const bool bf16_dots = kernels::isa_at_least(kernels::isa_active(), kernels::Isa::Avx512);
         EXPECT_EQ(kind, std::string(type) == "BF16" && bf16_dots ? PeakKind::Bf16Dot : PeakKind::F32Fma)
             << type;
     }

@@ -21,8 +21,14 @@ namespace fs = std::filesystem;
 std::string resolve_peer_lib_dir(const std::string &dir) {
     std::error_code ec;
     const fs::path d(dir);
-    for (const fs::path &p : {d, d / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64",
-                              d / "bins" / "linux-x64"})
+    // the npm package of this machine's architecture (linux-arm64 on ARM64)
+#if defined(__aarch64__)
+    const char *platform = "linux-arm64";
+#else
+    const char *platform = "linux-x64";
+#endif
+    for (const fs::path &p :
+         {d, d / "node_modules" / "@node-llama-cpp" / platform / "bins" / platform, d / "bins" / platform})
         for (const char *lib : {"libllama.so", "libllama.v0.5.0.so"})
             if (fs::exists(p / lib, ec)) return p.string();
     return "";
@@ -41,7 +47,8 @@ std::string default_peer_dir() {
     // With the kernels capped below AVX-512 (LCTX_ISA=avx2), the fair peer is llama.cpp built for AVX2 too
     // (install-peer.sh --native-avx2), when it is there.
     std::vector<fs::path> dirs;
-    if (kernels::isa_active() < kernels::Isa::Avx512 && kernels::isa_detected() >= kernels::Isa::Avx512)
+    if (!kernels::isa_at_least(kernels::isa_active(), kernels::Isa::Avx512) &&
+        kernels::isa_at_least(kernels::isa_detected(), kernels::Isa::Avx512))
         dirs.push_back(cache_dir() / "peer-avx2" / "build" / "bin");
     dirs.push_back(cache_dir() / "peer-native" / "build" / "bin");
     dirs.push_back(cache_dir() / "peer");
@@ -58,7 +65,9 @@ std::string describe_peer(const std::string &lib_dir) {
     std::string line;
     if (in && std::getline(in, line) && !line.empty()) return line + " in " + lib_dir;
     if (lib_dir.find("@node-llama-cpp") != std::string::npos)
-        return "llama.cpp's prebuilt npm library (@node-llama-cpp/linux-x64) in " + lib_dir;
+        return std::string("llama.cpp's prebuilt npm library (@node-llama-cpp/") +
+               (lib_dir.find("linux-arm64") != std::string::npos ? "linux-arm64" : "linux-x64") + ") in " +
+               lib_dir;
     return "libllama in " + lib_dir;
 }
 

@@ -1,6 +1,10 @@
 #include "tools/lctx/bench_roofline.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +25,7 @@ namespace {
 // every pipe) and returns a value derived from all of them, so nothing is optimized away. They return the
 // operations done.
 
+#if defined(__x86_64__)
 // Twelve named accumulators (not an array, which the compiler may keep in memory), each step one
 // instruction per accumulator. They start from distinct values: identical chains would be merged into one.
 #define LCTX_DISTINCT(set1, scale)                                                                      \
@@ -159,6 +164,58 @@ __attribute__((target("avx2"))) double dot_avx2(uint64_t iters, float *sink) {
 #undef LCTX_ROUNDS12
 #undef LCTX_DISTINCT
 
+#endif  // __x86_64__
+
+#if defined(__aarch64__)
+// ARM64: 128-bit FMAs (fmla) at every level, and the 8-bit dot products the dotprod level's kernels use
+// (sdot: 16 products summed into four i32 lanes per instruction), in twelve independent chains.
+double fma_neon(uint64_t iters, float *sink) {
+    float32x4_t a[12];
+    for (int k = 0; k < 12; ++k) a[k] = vdupq_n_f32(1.0f + 0.001f * static_cast<float>(k));
+    float32x4_t x = vdupq_n_f32(0.999999f);
+    const float32x4_t y = vdupq_n_f32(1e-6f);
+    for (uint64_t i = 0; i < iters; ++i) {
+        __asm__ volatile("" : "+w"(x));
+        for (int k = 0; k < 12; ++k) a[k] = vfmaq_f32(y, a[k], x);
+    }
+    float32x4_t s = a[0];
+    for (int k = 1; k < 12; ++k) s = vaddq_f32(s, a[k]);
+    *sink = vgetq_lane_f32(s, 0) + vgetq_lane_f32(s, 3);
+    return static_cast<double>(iters) * 12 * 4 * 2;
+}
+
+__attribute__((target("arch=armv8.2-a+dotprod"))) double dot_dotprod(uint64_t iters, float *sink) {
+    int32x4_t a[12];
+    for (int k = 0; k < 12; ++k) a[k] = vdupq_n_s32(k);
+    int8x16_t x = vdupq_n_s8(3);
+    const int8x16_t y = vdupq_n_s8(-2);
+    for (uint64_t i = 0; i < iters; ++i) {
+        __asm__ volatile("" : "+w"(x));
+        for (int k = 0; k < 12; ++k) a[k] = vdotq_s32(a[k], x, y);
+    }
+    int32x4_t s = a[0];
+    for (int k = 1; k < 12; ++k) s = vaddq_s32(s, a[k]);
+    *sink = static_cast<float>(vgetq_lane_s32(s, 0) + vgetq_lane_s32(s, 3));
+    return static_cast<double>(iters) * 12 * 16 * 2;
+}
+
+// NEON without dotprod: smull + sadalp (8 products of 8-bit pairs, widened and pairwise added).
+double dot_neon(uint64_t iters, float *sink) {
+    int32x4_t a[12];
+    for (int k = 0; k < 12; ++k) a[k] = vdupq_n_s32(k);
+    int8x8_t x = vdup_n_s8(3);
+    const int8x8_t y = vdup_n_s8(-2);
+    for (uint64_t i = 0; i < iters; ++i) {
+        __asm__ volatile("" : "+w"(x));
+        for (int k = 0; k < 12; ++k) a[k] = vpadalq_s16(a[k], vmull_s8(x, y));
+    }
+    int32x4_t s = a[0];
+    for (int k = 1; k < 12; ++k) s = vaddq_s32(s, a[k]);
+    *sink = static_cast<float>(vgetq_lane_s32(s, 0) + vgetq_lane_s32(s, 3));
+    return static_cast<double>(iters) * 12 * 8 * 2;
+}
+#endif  // __aarch64__
+
 double fma_scalar(uint64_t iters, float *sink) {
     float a[8];
     for (int k = 0; k < 8; ++k) a[k] = 1.0f + 0.001f * static_cast<float>(k);
@@ -182,13 +239,23 @@ using Probe = double (*)(uint64_t, float *);
 // The probes of the active level: at the AVX-512 level the 256-bit forms too, since kernels there use both
 // widths and some cores run 512-bit operations at half the rate of 256-bit ones (the peak is the faster).
 std::vector<Probe> probes_for(PeakKind kind) {
-    const kernels::Isa isa = kernels::isa_active();
-    if (kind == PeakKind::Bf16Dot)
-        return isa >= kernels::Isa::Avx512 ? std::vector<Probe>{bf16_avx512} : probes_for(PeakKind::F32Fma);
+    using kernels::Isa;
+    using kernels::isa_at_least;
+    const Isa isa = kernels::isa_active();
     const bool fma = kind == PeakKind::F32Fma;
-    if (isa >= kernels::Isa::Avx512)
+#if defined(__x86_64__)
+    if (kind == PeakKind::Bf16Dot)
+        return isa_at_least(isa, Isa::Avx512) ? std::vector<Probe>{bf16_avx512}
+                                              : probes_for(PeakKind::F32Fma);
+    if (isa_at_least(isa, Isa::Avx512))
         return fma ? std::vector<Probe>{fma_avx512, fma_avx2} : std::vector<Probe>{dot_avx512, dot_avx2};
-    if (isa == kernels::Isa::Avx2) return {fma ? fma_avx2 : dot_avx2};
+    if (isa == Isa::Avx2) return {fma ? fma_avx2 : dot_avx2};
+#elif defined(__aarch64__)
+    if (kind == PeakKind::Bf16Dot) return probes_for(PeakKind::F32Fma);  // the ARM levels convert BF16 to f32
+    if (isa_at_least(isa, Isa::Dotprod)) return {fma ? fma_neon : dot_dotprod};
+    if (isa == Isa::Neon) return {fma ? fma_neon : dot_neon};
+#endif
+    if (kind == PeakKind::Bf16Dot) return probes_for(PeakKind::F32Fma);
     return {fma ? fma_scalar : dot_scalar};
 }
 
@@ -277,7 +344,7 @@ ComputeFacts compute_facts(const Model &model) {
     f.attn_macs_per_key =
         static_cast<uint64_t>(hp.n_layer) * hp.n_head * (hp.n_embd_head_k + hp.n_embd_head_v);
     // BF16 kernels below the AVX-512 level convert to f32
-    const bool bf16_dots = kernels::isa_active() >= kernels::Isa::Avx512;
+    const bool bf16_dots = kernels::isa_at_least(kernels::isa_active(), kernels::Isa::Avx512);
     f.kind = quant_bytes > float_bytes                   ? PeakKind::Int8Dot
              : bf16_dots && 2 * bf16_bytes > float_bytes ? PeakKind::Bf16Dot
                                                          : PeakKind::F32Fma;

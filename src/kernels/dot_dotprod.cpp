@@ -1,0 +1,46 @@
+// ARM64 dotprod level (FEAT_DotProd: SDOT): the NEON level's integer kernels with SDOT for the 8-bit dot
+// products (dot_arm_inl.h); the same integer sums, so the same values as the NEON level. Compiled with
+// +dotprod on ARM64 only (CMakeLists.txt: *_dotprod.cpp) and entered only when the CPU reports ASIMDDP.
+#include "kernels/dot.h"
+#include "kernels/dot_arm_inl.h"
+
+namespace lctx::kernels::detail {
+
+VecDotFn vec_dot_dotprod(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q8_0:
+            return &arm::vec_dot_q8_0<true>;
+        case GgmlType::Q4_0:
+            return &arm::vec_dot_q4_0<true>;
+        default:
+            return nullptr;
+    }
+}
+
+GemmFn gemm_dotprod(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q8_0:
+            return &arm::gemm_by_dots<&arm::vec_dot_q8_0<true>>;
+        case GgmlType::Q4_0:
+            return &arm::gemm_by_dots<&arm::vec_dot_q4_0<true>>;
+        default:
+            return nullptr;
+    }
+}
+
+GemmFn gemm_interleaved_dotprod(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q8_0:
+            return &arm::gemm_interleaved_x8<true, block_q8_0xG<8>, false>;
+        case GgmlType::Q4_0:
+            return &arm::gemm_interleaved_x8<true, block_q4_0xG<8>, true>;
+        case GgmlType::Q4_K:
+            return &arm::gemm_interleaved_q4_K_x8<true>;
+        case GgmlType::Q6_K:
+            return &arm::gemm_interleaved_q6_K_x8<true>;
+        default:
+            return nullptr;
+    }
+}
+
+}  // namespace lctx::kernels::detail

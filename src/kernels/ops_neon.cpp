@@ -1,0 +1,143 @@
+// NEON row ops (ARM64 only, CMakeLists.txt: *_neon.cpp): softmax's exp and sum, SiLU / SwiGLU, the RMS norm's
+// sum of squares and scaling, and attention's axpy, 4 lanes at a time with the scalar code for the tails.
+// The exp is exp_poly.h's, as on x86: 2^n e^r with the degree-7 polynomial.
+#include <arm_neon.h>
+
+#include "kernels/exp_poly.h"
+#include "kernels/ops_arm.h"
+
+namespace lctx::kernels::detail {
+
+namespace {
+
+// exp(x) for x <= 88 (larger gives +inf); below -87.3 the result is 0, -inf gives 0.
+inline float32x4_t exp128(float32x4_t x) {
+    using namespace exp_poly;
+    const float32x4_t n = vrndnq_f32(vmulq_n_f32(x, kLog2e));
+    const float32x4_t r = vfmsq_f32(vfmsq_f32(x, n, vdupq_n_f32(kLn2Hi)), n, vdupq_n_f32(kLn2Lo));
+    float32x4_t p = vdupq_n_f32(kCoeffs[0]);
+    for (int i = 1; i < 8; ++i) p = vfmaq_f32(vdupq_n_f32(kCoeffs[i]), p, r);
+    // 2^n for n in [-126, 127]; outside, the range checks below take over.
+    const float32x4_t nc = vminq_f32(vmaxq_f32(n, vdupq_n_f32(-126.0f)), vdupq_n_f32(127.0f));
+    const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(nc), vdupq_n_s32(127)), 23);
+    float32x4_t y = vmulq_f32(p, vreinterpretq_f32_s32(e));
+    const uint32x4_t below = vcltq_f32(x, vdupq_n_f32(kMin));
+    y = vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), below));
+    return vbslq_f32(vcgtq_f32(x, vdupq_n_f32(kMax)), vdupq_n_f32(__builtin_inff()), y);
+}
+
+inline float exp_scalar(float x) {
+    return vgetq_lane_f32(exp128(vdupq_n_f32(x)), 0);
+}
+
+inline float32x4_t silu128(float32x4_t g) {
+    return vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), exp128(vnegq_f32(g))));
+}
+
+}  // namespace
+
+float scale_mask_max_neon(float *x, const float *mask, int64_t n, float scale, float slope) {
+    float32x4_t vmax = vdupq_n_f32(-__builtin_inff());
+    int64_t i = 0;
+    if (mask && slope != 1.0f) {  // ALiBi: the mask holds distances, times the head's slope
+        for (; i + 4 <= n; i += 4) {
+            const float32x4_t v =
+                vaddq_f32(vmulq_n_f32(vld1q_f32(x + i), scale), vmulq_n_f32(vld1q_f32(mask + i), slope));
+            vst1q_f32(x + i, v);
+            vmax = vmaxq_f32(vmax, v);
+        }
+    } else {
+        for (; i + 4 <= n; i += 4) {
+            float32x4_t v = vmulq_n_f32(vld1q_f32(x + i), scale);
+            if (mask) v = vaddq_f32(v, vld1q_f32(mask + i));
+            vst1q_f32(x + i, v);
+            vmax = vmaxq_f32(vmax, v);
+        }
+    }
+    float mx = vmaxvq_f32(vmax);
+    for (; i < n; ++i) {
+        float v = x[i] * scale;
+        if (mask) v += slope * mask[i];
+        x[i] = v;
+        if (v > mx) mx = v;
+    }
+    return mx;
+}
+
+double exp_sum_neon(float *x, int64_t n, float max) {
+    const float32x4_t vm = vdupq_n_f32(max);
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t e = exp128(vsubq_f32(vld1q_f32(x + i), vm));
+        vst1q_f32(x + i, e);
+        s0 = vaddq_f64(s0, vcvt_f64_f32(vget_low_f32(e)));
+        s1 = vaddq_f64(s1, vcvt_high_f64_f32(e));
+    }
+    double sum = vaddvq_f64(vaddq_f64(s0, s1));
+    for (; i < n; ++i) {
+        const float e = exp_scalar(x[i] - max);
+        x[i] = e;
+        sum += e;
+    }
+    return sum;
+}
+
+void scale_neon(float *x, float s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), s));
+    for (; i < n; ++i) x[i] *= s;
+}
+
+void swiglu_neon(const float *g, const float *u, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vmulq_f32(silu128(vld1q_f32(g + i)), vld1q_f32(u + i)));
+    for (; i < n; ++i) y[i] = g[i] / (1.0f + exp_scalar(-g[i])) * u[i];
+}
+
+void silu_neon(float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, silu128(vld1q_f32(x + i)));
+    for (; i < n; ++i) x[i] = x[i] / (1.0f + exp_scalar(-x[i]));
+}
+
+void axpy_f32_neon(float a, const float *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+    for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void add_neon(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vld1q_f32(x + i)));
+    for (; i < n; ++i) y[i] += x[i];
+}
+
+// sum of x[i]^2 in double (the products of floats are exact in double), 4 partial sums.
+double sum_sq_neon(const float *x, int64_t n) {
+    float64x2_t a0 = vdupq_n_f64(0.0), a1 = a0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i);
+        const float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
+        a0 = vfmaq_f64(a0, lo, lo);
+        a1 = vfmaq_f64(a1, hi, hi);
+    }
+    double sum = vaddvq_f64(vaddq_f64(a0, a1));
+    for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+    return sum;
+}
+
+void scale_mul_neon(const float *x, float s, const float *w, float *y, int64_t n) {
+    int64_t i = 0;
+    if (w) {
+        for (; i + 4 <= n; i += 4)
+            vst1q_f32(y + i, vmulq_f32(vmulq_n_f32(vld1q_f32(x + i), s), vld1q_f32(w + i)));
+        for (; i < n; ++i) y[i] = x[i] * s * w[i];
+    } else {
+        for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vmulq_n_f32(vld1q_f32(x + i), s));
+        for (; i < n; ++i) y[i] = x[i] * s;
+    }
+}
+
+}  // namespace lctx::kernels::detail
