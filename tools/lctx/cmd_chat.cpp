@@ -191,13 +191,16 @@ int cmd_chat(int argc, char **argv) {
     std::string format_source;
     if (!format_name.empty() || !chat_template.empty()) {
         const std::string &given = !format_name.empty() ? format_name : chat_template;
-        format_source = !format_name.empty() ? "--format" : "--chat-template";
+        format_source = !format_name.empty()     ? "--format"
+                        : !template_file.empty() ? "--chat-template-file"
+                                                 : "--chat-template";
         if (!format_by_name(given, &builtin)) {
             const bool is_text =
                 given.find("{%") != std::string::npos || given.find("{{") != std::string::npos;
             if (is_text)
                 std::fprintf(stderr,
-                             "lctx chat: %s: the template is none of the built-in formats; name one (%s)\n",
+                             "lctx chat: %s: the template is none of the built-in formats; pass --jinja to "
+                             "render it as a model's own template, or name a format (%s)\n",
                              format_source.c_str(), format_names().c_str());
             else
                 std::fprintf(stderr, "lctx chat: %s: unknown chat format '%s' (known: %s)\n",
@@ -266,10 +269,11 @@ int cmd_chat(int argc, char **argv) {
 
     note_context_size(*model, o.n_ctx, o.type_k, o.type_v, "chat", o.quiet);
     const int n_threads = resolved_threads(o.n_threads);
-    std::unique_ptr<Context> ctx = make_context_or_report(
-        *model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
-        static_cast<uint32_t>(o.n_ubatch), resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads),
-        o.type_k, o.type_v, o.flash_attn, o.rope);
+    std::unique_ptr<Context> ctx =
+        make_context_or_report(*model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
+                               static_cast<uint32_t>(o.n_ubatch),
+                               resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k,
+                               o.type_v, o.flash_attn, o.rope);
     if (!ctx) return 1;
     if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "chat"); !e.empty()) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
