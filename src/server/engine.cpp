@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <optional>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include "chat/chat_format.h"
@@ -192,6 +192,7 @@ void Engine::stop() {
         e.kind = Event::Failed;
         e.index = t.index;
         e.error = "the server is shutting down";
+        e.status = 503;
         t.channel->push(std::move(e));
     }
 }
@@ -370,7 +371,7 @@ void Engine::loop() {
         step();
     }
     for (auto &s : slots_)
-        if (s->busy) fail(*s, "the server is shutting down");
+        if (s->busy) fail(*s, "the server is shutting down", 503);
     update_kv_metrics();
     // Slot actions that arrived too late still get an answer (each takes the mutex to hand it over).
     {
@@ -415,7 +416,8 @@ R Engine::run_on_loop(F work) {
     commands_.push_back(std::move(run));
     cv_.notify_all();
     cv_.wait(lk, [&] { return out->done; });
-    if (out->error) throw ApiError(out->error->status, out->error->what(), out->error->type, out->error->param);
+    if (out->error)
+        throw ApiError(out->error->status, out->error->what(), out->error->type, out->error->param);
     return std::move(*out->value);
 }
 
@@ -807,11 +809,12 @@ void Engine::finish(Slot &s, const char *reason) {
     ch->push(std::move(done));
 }
 
-void Engine::fail(Slot &s, const std::string &why) {
+void Engine::fail(Slot &s, const std::string &why, int status) {
     Event e;
     e.kind = Event::Failed;
     e.index = s.task.index;
     e.error = why;
+    e.status = status;
     metrics_.requests_total++;
     std::shared_ptr<Channel> ch = s.task.channel;
     s.end_task();

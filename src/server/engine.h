@@ -62,6 +62,7 @@ struct Event {
     std::string finish_reason;
     int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
     std::string error;  // Failed
+    int status = 500;   // Failed: 503 when the server is shutting down
 };
 
 // Results of one request (all its choices), from the decode loop to the handler thread.
@@ -132,6 +133,7 @@ class Engine {
     int32_t n_vocab() const { return n_vocab_; }
     int32_t slot_ctx() const { return slot_ctx_; }
     int32_t n_slots() const { return opts_.n_slots; }
+    int32_t max_queue() const { return opts_.max_queue; }
     const std::string &model_name() const { return model_name_; }
     Metrics &metrics() { return metrics_; }
     std::vector<SlotInfo> slots_info() const;
@@ -168,7 +170,7 @@ class Engine {
     void step();
     void sample_slot(Slot &s, int32_t batch_index);
     void finish(Slot &s, const char *reason);
-    void fail(Slot &s, const std::string &why);
+    void fail(Slot &s, const std::string &why, int status = 500);
     void release_cells(Slot &s);
     void shift(Slot &s);
     void update_kv_metrics();

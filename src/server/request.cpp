@@ -280,6 +280,10 @@ GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
             t.role != "tool")
             bad(name + ".role", "must be system, developer, user, assistant or tool");
         if (t.role == "developer") t.role = "system";  // OpenAI's newer name for the system turn
+        // Only an assistant turn may go without content (one that made tool calls); any other turn without
+        // it is a mistake in the request, not an empty message.
+        if (!content && t.role != "assistant")
+            bad(name + ".content", "is required for a " + t.role + " message");
         t.content = content ? message_content(*content, i) : "";
         r.messages.push_back(std::move(t));
     }

@@ -56,6 +56,17 @@ int cmd_serve(int argc, char **argv) {
         "--context-shift", eo.context_shift,
         "a full slot drops half its tokens and goes on (requests with max_tokens); else finish 'length'");
     app.add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (all but / and /health)");
+    app.add_option("--cors-origin", so.cors_origins,
+                   "an origin browser pages may call from (repeatable; default: every origin)");
+    app.add_option("--max-conns-per-client", so.max_per_client,
+                   "connections of one client address at once; beyond, its oldest waiting one closes")
+        ->check(CLI::Range(1, 100000));
+    app.add_option("--header-timeout", so.head_timeout_ms,
+                   "milliseconds a request head may take to arrive (408)")
+        ->check(CLI::Range(100, 3600000));
+    app.add_option("--body-timeout", so.body_timeout_ms,
+                   "milliseconds a request body may take to arrive (408)")
+        ->check(CLI::Range(100, 3600000));
     app.add_option(
         "--chat-template", eo.chat_template,
         "a built-in chat format instead of the model's template (chatml, llama2, llama3, phi3, gemma, "
