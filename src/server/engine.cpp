@@ -148,10 +148,13 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     n_embd_ = llama_model_n_embd(model_);
     n_vocab_ = llama_vocab_n_tokens(vocab_);
     slot_ctx_ = static_cast<int32_t>(llama_n_ctx(ctx_)) / opts_.n_slots;
-    model_name_ = std::filesystem::path(opts_.model_path).filename().string();
+    model_name_ =
+        opts_.alias.empty() ? std::filesystem::path(opts_.model_path).filename().string() : opts_.alias;
     if (const char *t = llama_model_chat_template(model_, nullptr)) model_template_ = t;
     if (llama_vocab_bos(vocab_) >= 0) bos_text_ = token_text_special(llama_vocab_bos(vocab_));
     if (llama_vocab_eos(vocab_) >= 0) eos_text_ = token_text_special(llama_vocab_eos(vocab_));
+    for (int32_t t = 0; t < n_vocab_; ++t)
+        if (llama_vocab_is_eog(vocab_, t)) eog_.push_back(t);
     batch_ = llama_batch_init(max_step_, 0, 1);
     for (int32_t i = 0; i < opts_.n_slots; ++i) {
         slots_.push_back(std::make_unique<Slot>());

@@ -9,12 +9,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -114,7 +116,7 @@ struct HttpServer::Impl {
     // Asked by the front about each request head, before its body is read.
     EarlyAnswer check_head(const RequestHead &h) const {
         const bool public_path = h.path == "/health" || h.path == "/" || h.method == "OPTIONS";
-        if (opts.api_key.empty() || public_path) return {};
+        if ((opts.api_key.empty() && opts.api_keys.empty()) || public_path) return {};
         auto header = [&](const char *name) {
             auto it = h.headers.find(name);
             return it == h.headers.end() ? std::string() : it->second;
@@ -123,7 +125,9 @@ struct HttpServer::Impl {
         const std::string key = h.headers.count("X-Api-Key")    ? header("X-Api-Key")
                                 : auth.rfind("Bearer ", 0) == 0 ? auth.substr(7)
                                                                 : "";
-        if (key == opts.api_key) return {};
+        if (!key.empty() && (key == opts.api_key || std::find(opts.api_keys.begin(), opts.api_keys.end(),
+                                                              key) != opts.api_keys.end()))
+            return {};
         return {
             401,
             key.empty() ? "an API key is required (Authorization: Bearer KEY)" : "the API key is not valid",
@@ -186,6 +190,8 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     lim.max_n = std::min(lim.max_n, eng.n_slots() + eng.max_queue());
     GenRequest r = ep == Endpoint::Chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
     std::vector<int32_t> prompt = prompt_tokens(eng, r);
+    if (r.ignore_eos)
+        for (int32_t t : eng.eog_tokens()) r.sampling.logit_bias.emplace_back(t, -100.0f);  // -100: banned
     // llama-server's per-request adapter scales: [{id, scale}], the adapters left out at 0.
     const std::vector<float> lora = eng.lora_scales_for(body.contains("lora") ? &body["lora"] : nullptr);
 
@@ -417,6 +423,21 @@ void HttpServer::Impl::routes() {
             send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
         });
     };
+    // llama-server's /props: what the server runs with (read only here: POST /props is not served).
+    svr.Get("/props", [this](const httplib::Request &, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            send_json(
+                res, 200,
+                {{"default_generation_settings", {{"n_ctx", eng.slot_ctx()}, {"model", eng.model_name()}}},
+                 {"total_slots", eng.n_slots()},
+                 {"model_alias", eng.model_name()},
+                 {"model_path", eng.model_path()},
+                 {"chat_template", eng.chat_template_text()},
+                 {"n_vocab", eng.n_vocab()},
+                 {"build_info", "lctx"}});
+        });
+    });
     svr.Get("/v1/models", models);
     svr.Get("/models", models);
     for (const char *p : {"/v1/completions", "/completions"})
@@ -510,9 +531,13 @@ void HttpServer::Impl::routes() {
                 if (opts.slot_save_path.empty())
                     throw ApiError(400, "slot files need --slot-save-path", "invalid_request_error",
                                    "action");
-                path =
-                    (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(parse_body(req.body)))
-                        .string();
+                // Without a body the file name may come as ?filename=NAME (curl -X POST with no -d).
+                json body = json::object();
+                if (!req.body.empty())
+                    body = parse_body(req.body);
+                else if (req.has_param("filename"))
+                    body["filename"] = req.get_param_value("filename");
+                path = (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(body)).string();
             }
             send_json(res, 200, eng.slot_action(id, action, path));
         });
@@ -524,6 +549,20 @@ void HttpServer::Impl::routes() {
                 res.set_content(metrics_text(eng.metrics(), eng.model_name()), "text/plain; version=0.0.4");
             });
         });
+}
+
+std::vector<std::string> read_api_key_file(const std::string &path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read the API key file '" + path + "'");
+    std::vector<std::string> keys;
+    for (std::string line; std::getline(in, line);) {
+        const size_t b = line.find_first_not_of(" \t\r");
+        if (b == std::string::npos || line[b] == '#') continue;
+        const size_t e = line.find_last_not_of(" \t\r");
+        keys.push_back(line.substr(b, e - b + 1));
+    }
+    if (keys.empty()) throw std::runtime_error("the API key file '" + path + "' holds no key");
+    return keys;
 }
 
 HttpServer::HttpServer(const ServerOptions &opts) : impl_(std::make_unique<Impl>(opts)) {

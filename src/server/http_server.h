@@ -18,7 +18,8 @@ struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;  // 0: any free port (bind() says which)
     std::string api_key;
-    size_t max_body = 16u << 20;  // larger bodies get 413 before being read
+    std::vector<std::string> api_keys;  // more keys (--api-key-file): any one of them, or api_key, is let in
+    size_t max_body = 16u << 20;        // larger bodies get 413 before being read
     bool metrics = true;
     std::string slot_save_path;  // folder of /slots/{id}?action=save|restore files; "" refuses them
     bool log = true;             // one line per request on stderr
@@ -36,6 +37,10 @@ struct ServerOptions {
     // llama-server.
     std::vector<std::string> cors_origins;
 };
+
+// The keys of an --api-key-file: one a line, surrounding blanks dropped, empty lines and lines starting with
+// '#' skipped. Throws std::runtime_error naming the file when it cannot be read or holds no key.
+std::vector<std::string> read_api_key_file(const std::string &path);
 
 class HttpServer {
   public:

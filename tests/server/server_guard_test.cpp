@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -482,6 +484,132 @@ TEST(ServerGuard, KeepAliveAndPipelining) {
     const std::string c = read_until_close(fd, 3000);
     close(fd);
     EXPECT_EQ(status_of(c), 200) << c;
+}
+
+}  // namespace
+}  // namespace lctx::testing
+
+namespace lctx::testing {
+namespace {
+
+// llama-server's own surface: --alias, /props, --api-key-file with several keys, slot actions without a body.
+TEST(ServerSurface, AliasAndProps) {
+    server::EngineOptions eo = small_engine();
+    eo.alias = "my-model";
+    LocalServer s(eo);
+    auto m = s.client()->Get("/v1/models");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(json::parse(m->body)["data"][0]["id"], "my-model") << m->body;
+    auto [st, c] = s.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}});
+    EXPECT_EQ(st, 200);
+    EXPECT_EQ(c["model"], "my-model") << c.dump();
+    auto p = s.client()->Get("/props");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->status, 200);
+    const json props = json::parse(p->body);
+    EXPECT_EQ(props["total_slots"], eo.n_slots) << p->body;
+    EXPECT_EQ(props["model_alias"], "my-model") << p->body;
+    EXPECT_EQ(props["default_generation_settings"]["n_ctx"], s.engine->slot_ctx()) << p->body;
+    EXPECT_EQ(props["model_path"], stories_model()) << p->body;
+}
+
+TEST(ServerSurface, ApiKeyFileWithSeveralKeys) {
+    const std::string path = ::testing::TempDir() + "lctx_api_keys.txt";
+    {
+        std::FILE *f = std::fopen(path.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs("# the team's keys\n  first-key \n\nsecond-key\r\n", f);
+        std::fclose(f);
+    }
+    const std::vector<std::string> keys = server::read_api_key_file(path);
+    EXPECT_EQ(keys, (std::vector<std::string>{"first-key", "second-key"}));
+    server::ServerOptions so;
+    so.api_keys = keys;
+    LocalServer s(small_engine(), so);
+    const json body = {{"prompt", "Once"}, {"max_tokens", 2}};
+    EXPECT_EQ(s.post("/v1/completions", body, "first-key").first, 200);
+    EXPECT_EQ(s.post("/v1/completions", body, "second-key").first, 200);
+    EXPECT_EQ(s.post("/v1/completions", body, "# the team's keys").first, 401);
+    EXPECT_EQ(s.post("/v1/completions", body).first, 401);
+    {
+        std::FILE *f = std::fopen(path.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs("# nothing\n\n", f);
+        std::fclose(f);
+    }
+    EXPECT_THROW(server::read_api_key_file(path), std::runtime_error);
+    std::remove(path.c_str());
+    EXPECT_THROW(server::read_api_key_file(path), std::runtime_error);
+}
+
+TEST(ServerSurface, NativeFieldsAreHonouredOrRefused) {
+    LocalServer s(small_engine());
+    // ignore_eos: the end-of-text token (2 in this vocabulary) is banned. Pushed up by a logit bias, it
+    // would end the text at once; with ignore_eos it cannot, and the text runs to max_tokens.
+    const json base = {{"prompt", "Once upon a time"}, {"max_tokens", 20}, {"logit_bias", {{"2", 100}}}};
+    auto [st0, plain] = s.post("/v1/completions", base);
+    ASSERT_EQ(st0, 200) << plain.dump();
+    ASSERT_EQ(plain["choices"][0]["finish_reason"], "stop") << plain.dump();
+    json ie = base;
+    ie["ignore_eos"] = true;
+    auto [st1, long_one] = s.post("/v1/completions", ie);
+    ASSERT_EQ(st1, 200) << long_one.dump();
+    EXPECT_EQ(long_one["choices"][0]["finish_reason"], "length") << long_one.dump();
+    EXPECT_EQ(long_one["usage"]["completion_tokens"], 20);
+    // Neutral values ask for nothing and are accepted.
+    json neutral = {{"prompt", "Once"},   {"n_predict", 2},      {"cache_prompt", true},
+                    {"id_slot", -1},      {"n_probs", 0},        {"typical_p", 1.0},
+                    {"mirostat", 0},      {"dry_multiplier", 0}, {"xtc_probability", 0},
+                    {"ignore_eos", false}};
+    auto [st2, n] = s.post("/v1/completions", neutral);
+    EXPECT_EQ(st2, 200) << n.dump();
+    // What lctx does not do is a 400 naming the field.
+    for (const auto &[name, value] :
+         std::vector<std::pair<std::string, json>>{{"cache_prompt", false},
+                                                   {"id_slot", 0},
+                                                   {"n_probs", 5},
+                                                   {"samplers", json::array({"top_k", "temperature"})},
+                                                   {"typical_p", 0.9},
+                                                   {"mirostat", 2},
+                                                   {"dry_multiplier", 0.8},
+                                                   {"xtc_probability", 0.5},
+                                                   {"ignore_eos", "yes"}}) {
+        json b = {{"prompt", "Once"}, {"max_tokens", 2}};
+        b[name] = value;
+        auto [st, e] = s.post("/v1/completions", b);
+        EXPECT_EQ(st, 400) << name << ": " << e.dump();
+        EXPECT_EQ(e["error"]["param"], name) << e.dump();
+        auto [stc, ec] =
+            s.post("/v1/chat/completions",
+                   {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}, {name, value}});
+        EXPECT_EQ(stc, 400) << name << ": " << ec.dump();
+    }
+}
+
+TEST(ServerSurface, SlotActionsWithoutABody) {
+    const std::string dir = ::testing::TempDir() + "lctx_slots_nobody";
+    std::filesystem::create_directories(dir);
+    server::ServerOptions so;
+    so.slot_save_path = dir;
+    LocalServer s(small_engine(), so);
+    ASSERT_EQ(s.post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 2}}).first, 200);
+    auto c = s.client();
+    // curl -X POST with no -d: no body at all.
+    auto save = c->Post("/slots/0?action=save&filename=nobody.bin");
+    ASSERT_TRUE(save);
+    EXPECT_EQ(save->status, 200) << save->body;
+    EXPECT_TRUE(std::filesystem::exists(dir + "/nobody.bin"));
+    auto erase = c->Post("/slots/0?action=erase");
+    ASSERT_TRUE(erase);
+    EXPECT_EQ(erase->status, 200) << erase->body;
+    auto restore = c->Post("/slots/0?action=restore&filename=nobody.bin");
+    ASSERT_TRUE(restore);
+    EXPECT_EQ(restore->status, 200) << restore->body;
+    auto nameless = c->Post("/slots/0?action=save");
+    ASSERT_TRUE(nameless);
+    EXPECT_EQ(nameless->status, 400);
+    EXPECT_EQ(json::parse(nameless->body)["error"]["param"], "filename") << nameless->body;
+    std::filesystem::remove_all(dir);
 }
 
 }  // namespace

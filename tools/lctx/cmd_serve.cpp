@@ -56,6 +56,9 @@ int cmd_serve(int argc, char **argv) {
         "--context-shift", eo.context_shift,
         "a full slot drops half its tokens and goes on (requests with max_tokens); else finish 'length'");
     app.add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (all but / and /health)");
+    std::string api_key_file;
+    app.add_option("--api-key-file", api_key_file, "a file of API keys, one a line (any of them is let in)");
+    app.add_option("--alias", eo.alias, "the model's name in answers (default: the file's name)");
     app.add_option("--cors-origin", so.cors_origins,
                    "an origin browser pages may call from (repeatable; default: every origin)");
     app.add_option("--max-conns-per-client", so.max_per_client,
@@ -88,6 +91,14 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     if (no_metrics) so.metrics = false;
+    if (!api_key_file.empty()) {
+        try {
+            so.api_keys = server::read_api_key_file(api_key_file);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "lctx serve: %s\n", e.what());
+            return 1;
+        }
+    }
     so.http_threads = std::max(256, 2 * (eo.n_slots + eo.max_queue) + 32);
 
     // A signal handler only writes to a pipe; a thread reads it and shuts down (whatever thread the
