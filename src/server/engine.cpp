@@ -81,6 +81,7 @@ struct Engine::Slot {
     std::vector<float> lora;  // the adapter scales its cached K/V were computed with
     llama_sampler *chain = nullptr;
     std::unique_ptr<TextStream> text;
+    std::chrono::steady_clock::time_point t_start, t_first;  // assigned; first token sampled
 
     void end_task() {
         if (chain) llama_sampler_free(chain);
@@ -597,6 +598,7 @@ bool Engine::assign_waiting() {
         s.n_cached = static_cast<int32_t>(keep);
         s.n_generated = 0;
         s.generating = false;
+        s.t_start = std::chrono::steady_clock::now();
         s.text = std::make_unique<TextStream>(s.task.stop);
         metrics_.prefix_queries += s.task.prompt.size();
         metrics_.prefix_hits += keep;
@@ -749,6 +751,7 @@ void Engine::sample_slot(Slot &s, int32_t bi) {
         fail(s, "sampling failed");
         return;
     }
+    if (s.n_generated == 0) s.t_first = std::chrono::steady_clock::now();
     s.generating = true;
     s.n_generated++;
     metrics_.generated_tokens++;
@@ -803,6 +806,13 @@ void Engine::finish(Slot &s, const char *reason) {
     done.prompt_tokens = static_cast<int32_t>(s.task.prompt.size());
     done.cached_tokens = s.n_cached;
     done.completion_tokens = s.n_generated;
+    {
+        using ms = std::chrono::duration<double, std::milli>;
+        const auto now = std::chrono::steady_clock::now();
+        const auto first = s.n_generated > 0 ? s.t_first : now;
+        done.prompt_ms = ms(first - s.t_start).count();
+        done.predicted_ms = ms(now - first).count();
+    }
     // Counted before the client can see the end, so a scrape after the response always includes it.
     metrics_.requests_total++;
     metrics_.requests_success++;

@@ -64,6 +64,8 @@ struct Event {
     int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
     std::string error;  // Failed
     int status = 500;   // Failed: 503 when the server is shutting down
+    // Done: milliseconds evaluating the prompt (its uncached part) and generating (llama-server's timings).
+    double prompt_ms = 0.0, predicted_ms = 0.0;
 };
 
 // Results of one request (all its choices), from the decode loop to the handler thread.

@@ -246,6 +246,8 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                     c.prompt_tokens = e.prompt_tokens;
                     c.cached_tokens = e.cached_tokens;
                     c.completion_tokens = e.completion_tokens;
+                    c.prompt_ms = e.prompt_ms;
+                    c.predicted_ms = e.predicted_ms;
                 } else if (failure.empty()) {
                     failure = e.error;
                 }
@@ -300,8 +302,12 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                     c.prompt_tokens = e.prompt_tokens;
                     c.cached_tokens = e.cached_tokens;
                     c.completion_tokens = e.completion_tokens;
+                    c.prompt_ms = e.prompt_ms;
+                    c.predicted_ms = e.predicted_ms;
                     t_log.tokens += e.completion_tokens;
-                    ok = write(chunk_json(*meta, e.index, "", nullptr, (*first)[i], e.finish_reason));
+                    json fin = chunk_json(*meta, e.index, "", nullptr, (*first)[i], e.finish_reason);
+                    fin["timings"] = timings_json(c);  // as llama-server: the choice's last chunk
+                    ok = write(fin);
                 } else {
                     ok = write(e.status == 503 ? error_json(503, e.error, "unavailable_error")
                                                : error_json(500, e.error, "server_error"));

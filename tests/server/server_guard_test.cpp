@@ -592,6 +592,36 @@ TEST(ServerSurface, NativeFieldsAreHonouredOrRefused) {
     }
 }
 
+TEST(ServerSurface, TimingsInReplies) {
+    LocalServer s(small_engine());
+    auto [st, j] = s.post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 8}});
+    ASSERT_EQ(st, 200) << j.dump();
+    ASSERT_TRUE(j.contains("timings")) << j.dump();
+    const json &t = j["timings"];
+    EXPECT_EQ(t["predicted_n"], j["usage"]["completion_tokens"]) << t.dump();
+    EXPECT_EQ(t["prompt_n"].get<int>(), j["usage"]["prompt_tokens"].get<int>() -
+                                            j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>())
+        << j.dump();
+    EXPECT_GT(t["prompt_ms"].get<double>(), 0.0) << t.dump();
+    EXPECT_GT(t["predicted_ms"].get<double>(), 0.0) << t.dump();
+    EXPECT_NEAR(t["predicted_per_second"].get<double>(),
+                1000.0 * t["predicted_n"].get<double>() / t["predicted_ms"].get<double>(), 1e-6);
+    // Streamed: the choice's last chunk carries them.
+    auto r = s.client()->Post(
+        "/v1/chat/completions",
+        json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 5}, {"stream", true}}
+            .dump(),
+        "application/json");
+    ASSERT_TRUE(r);
+    const std::vector<json> evs = sse_events(r->body);
+    json fin;
+    for (const json &e : evs)
+        if (e.is_object() && !e["choices"].empty() && !e["choices"][0]["finish_reason"].is_null()) fin = e;
+    ASSERT_TRUE(fin.is_object()) << r->body;
+    ASSERT_TRUE(fin.contains("timings")) << fin.dump();
+    EXPECT_EQ(fin["timings"]["predicted_n"], 5) << fin.dump();
+}
+
 TEST(ServerSurface, SlotActionsWithoutABody) {
     const std::string dir = ::testing::TempDir() + "lctx_slots_nobody";
     std::filesystem::create_directories(dir);
