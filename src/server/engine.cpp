@@ -81,6 +81,7 @@ struct Engine::Slot {
     std::vector<float> lora;  // the adapter scales its cached K/V were computed with
     llama_sampler *chain = nullptr;
     std::unique_ptr<TextStream> text;
+    std::chrono::steady_clock::time_point t_start, t_first;  // assigned; first token sampled
 
     void end_task() {
         if (chain) llama_sampler_free(chain);
@@ -151,10 +152,13 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     n_embd_ = llama_model_n_embd(model_);
     n_vocab_ = llama_vocab_n_tokens(vocab_);
     slot_ctx_ = static_cast<int32_t>(llama_n_ctx(ctx_)) / opts_.n_slots;
-    model_name_ = std::filesystem::path(opts_.model_path).filename().string();
+    model_name_ =
+        opts_.alias.empty() ? std::filesystem::path(opts_.model_path).filename().string() : opts_.alias;
     if (const char *t = llama_model_chat_template(model_, nullptr)) model_template_ = t;
     if (llama_vocab_bos(vocab_) >= 0) bos_text_ = token_text_special(llama_vocab_bos(vocab_));
     if (llama_vocab_eos(vocab_) >= 0) eos_text_ = token_text_special(llama_vocab_eos(vocab_));
+    for (int32_t t = 0; t < n_vocab_; ++t)
+        if (llama_vocab_is_eog(vocab_, t)) eog_.push_back(t);
     batch_ = llama_batch_init(max_step_, 0, 1);
     for (int32_t i = 0; i < opts_.n_slots; ++i) {
         slots_.push_back(std::make_unique<Slot>());
@@ -195,6 +199,7 @@ void Engine::stop() {
         e.kind = Event::Failed;
         e.index = t.index;
         e.error = "the server is shutting down";
+        e.status = 503;
         t.channel->push(std::move(e));
     }
 }
@@ -373,7 +378,7 @@ void Engine::loop() {
         step();
     }
     for (auto &s : slots_)
-        if (s->busy) fail(*s, "the server is shutting down");
+        if (s->busy) fail(*s, "the server is shutting down", 503);
     update_kv_metrics();
     // Slot actions that arrived too late still get an answer (each takes the mutex to hand it over).
     {
@@ -596,6 +601,7 @@ bool Engine::assign_waiting() {
         s.n_cached = static_cast<int32_t>(keep);
         s.n_generated = 0;
         s.generating = false;
+        s.t_start = std::chrono::steady_clock::now();
         s.text = std::make_unique<TextStream>(s.task.stop);
         metrics_.prefix_queries += s.task.prompt.size();
         metrics_.prefix_hits += keep;
@@ -748,6 +754,7 @@ void Engine::sample_slot(Slot &s, int32_t bi) {
         fail(s, "sampling failed");
         return;
     }
+    if (s.n_generated == 0) s.t_first = std::chrono::steady_clock::now();
     s.generating = true;
     s.n_generated++;
     metrics_.generated_tokens++;
@@ -802,6 +809,13 @@ void Engine::finish(Slot &s, const char *reason) {
     done.prompt_tokens = static_cast<int32_t>(s.task.prompt.size());
     done.cached_tokens = s.n_cached;
     done.completion_tokens = s.n_generated;
+    {
+        using ms = std::chrono::duration<double, std::milli>;
+        const auto now = std::chrono::steady_clock::now();
+        const auto first = s.n_generated > 0 ? s.t_first : now;
+        done.prompt_ms = ms(first - s.t_start).count();
+        done.predicted_ms = ms(now - first).count();
+    }
     // Counted before the client can see the end, so a scrape after the response always includes it.
     metrics_.requests_total++;
     metrics_.requests_success++;
@@ -811,11 +825,12 @@ void Engine::finish(Slot &s, const char *reason) {
     ch->push(std::move(done));
 }
 
-void Engine::fail(Slot &s, const std::string &why) {
+void Engine::fail(Slot &s, const std::string &why, int status) {
     Event e;
     e.kind = Event::Failed;
     e.index = s.task.index;
     e.error = why;
+    e.status = status;
     metrics_.requests_total++;
     std::shared_ptr<Channel> ch = s.task.channel;
     s.end_task();

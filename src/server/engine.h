@@ -38,6 +38,7 @@ struct EngineOptions {
     int32_t max_queue = 64;      // requests waiting for a slot; beyond: 503
     bool context_shift = false;  // a full slot drops half its tokens (else the request ends with length)
     std::string chat_template;   // a built-in format name; "" = the model's template (chatml without one)
+    std::string alias;           // the model's name in answers (--alias); "": the file's name
     // LoRA adapters (--lora FILE[:SCALE]): file and initial global scale; their ids are their indexes here.
     std::vector<std::pair<std::string, float>> lora;
     // The KV cache (-ctk, -ctv, -fa): llama.cpp's cache types; a block-quantized V needs flash attention.
@@ -65,6 +66,9 @@ struct Event {
     std::string finish_reason;
     int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
     std::string error;  // Failed
+    int status = 500;   // Failed: 503 when the server is shutting down
+    // Done: milliseconds evaluating the prompt (its uncached part) and generating (llama-server's timings).
+    double prompt_ms = 0.0, predicted_ms = 0.0;
 };
 
 // Results of one request (all its choices), from the decode loop to the handler thread.
@@ -133,9 +137,17 @@ class Engine {
     std::vector<int32_t> tokenize_chat(const std::string &prompt) const;
 
     int32_t n_vocab() const { return n_vocab_; }
+    // The tokens that end a generation (end of text, end of turn ...): what ignore_eos bans.
+    const std::vector<int32_t> &eog_tokens() const { return eog_; }
     int32_t slot_ctx() const { return slot_ctx_; }
     int32_t n_slots() const { return opts_.n_slots; }
+    int32_t max_queue() const { return opts_.max_queue; }
     const std::string &model_name() const { return model_name_; }
+    const std::string &model_path() const { return opts_.model_path; }
+    // The template chat messages go through: the model's own, or the built-in format's name.
+    const std::string &chat_template_text() const {
+        return opts_.chat_template.empty() ? model_template_ : opts_.chat_template;
+    }
     Metrics &metrics() { return metrics_; }
     std::vector<SlotInfo> slots_info() const;
 
@@ -171,7 +183,7 @@ class Engine {
     void step();
     void sample_slot(Slot &s, int32_t batch_index);
     void finish(Slot &s, const char *reason);
-    void fail(Slot &s, const std::string &why);
+    void fail(Slot &s, const std::string &why, int status = 500);
     void release_cells(Slot &s);
     void shift(Slot &s);
     void update_kv_metrics();
@@ -181,6 +193,7 @@ class Engine {
     llama_model *model_ = nullptr;
     llama_context *ctx_ = nullptr;
     const llama_vocab *vocab_ = nullptr;
+    std::vector<int32_t> eog_;
     static constexpr int32_t kLoneStepTokens = 128;
     int32_t n_vocab_ = 0, slot_ctx_ = 0, max_step_ = 0;
     bool embedding_only_ = false;

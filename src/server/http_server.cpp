@@ -1,24 +1,27 @@
 #include "server/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <thread>
 
+#include "server/http_front.h"
 #include "server/openai_json.h"
 #include "server/web_page.h"
 
@@ -53,6 +56,7 @@ std::string random_id(const char *prefix) {
 void send_json(httplib::Response &res, int status, const json &j) {
     res.status = status;
     res.set_content(dump(j), "application/json; charset=utf-8");
+    if (status == 503) res.set_header("Retry-After", "1");  // every 503 says when to come back
 }
 
 std::string base64(const void *data, size_t n) {
@@ -80,89 +84,6 @@ void normalize(std::vector<float> &v) {
     for (float &x : v) x *= inv;
 }
 
-// httplib 0.11 tells a plain handler nothing of its connection: the socket is the one whose two ends are
-// the request's addresses, looked up among the process's descriptors (the handler's thread holds it open
-// meanwhile). The scan goes through raw system calls: the other descriptors belong to connections other
-// threads are accepting or closing at that moment, and through the libc wrappers ThreadSanitizer would model
-// each look as an unordered access to them. Reading a descriptor's addresses changes nothing, and only the
-// one that matches is used. -1 when none matches.
-int connection_fd(const httplib::Request &req) {
-    const long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return -1;
-    int found = -1;
-    alignas(8) char buf[4096];
-    for (long n; found < 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
-        for (long off = 0; found < 0 && off < n;) {
-            // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name
-            unsigned short reclen = 0;
-            std::memcpy(&reclen, buf + off + 16, sizeof reclen);
-            const char *name = buf + off + 19;
-            off += reclen;
-            if (name[0] < '0' || name[0] > '9') continue;
-            const int fd = std::atoi(name);
-            if (fd == dir) continue;
-            sockaddr_storage peer{}, self{};
-            socklen_t pl = sizeof peer, sl = sizeof self;
-            if (syscall(SYS_getpeername, fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
-                syscall(SYS_getsockname, fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
-                continue;  // not a connected socket
-            char addr[INET6_ADDRSTRLEN] = {0};
-            int peer_port = -1, self_port = -1;
-            if (peer.ss_family == AF_INET) {
-                const auto *p = reinterpret_cast<const sockaddr_in *>(&peer);
-                inet_ntop(AF_INET, &p->sin_addr, addr, sizeof addr);
-                peer_port = ntohs(p->sin_port);
-                self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
-            } else if (peer.ss_family == AF_INET6) {
-                const auto *p = reinterpret_cast<const sockaddr_in6 *>(&peer);
-                inet_ntop(AF_INET6, &p->sin6_addr, addr, sizeof addr);
-                peer_port = ntohs(p->sin6_port);
-                self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
-            } else {
-                continue;
-            }
-            if (peer_port == req.remote_port && self_port == req.local_port && req.remote_addr == addr) found = fd;
-        }
-    }
-    syscall(SYS_close, dir);
-    return found;
-}
-
-// Stops reading on every connection accepted on `port` (the server's own end: its local port is `port`).
-// httplib 0.11 waits for a kept-alive connection's next request up to the keep-alive timeout before it looks
-// whether the server stopped; a connection shut for reading ends that wait at once. Called once the
-// listening socket is closed, so no new connection can take that port; each descriptor's local port is read
-// right before it is shut (another thread may be closing and reusing descriptors meanwhile). Raw system
-// calls for the reasons given above connection_fd.
-void shutdown_connections_on(int port) {
-    const long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return;
-    alignas(8) char buf[4096];
-    for (long n; (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
-        for (long off = 0; off < n;) {
-            unsigned short reclen = 0;  // struct linux_dirent64 as above
-            std::memcpy(&reclen, buf + off + 16, sizeof reclen);
-            const char *name = buf + off + 19;
-            off += reclen;
-            if (name[0] < '0' || name[0] > '9') continue;
-            const int fd = std::atoi(name);
-            if (fd == dir) continue;
-            sockaddr_storage self{}, peer{};
-            socklen_t sl = sizeof self, pl = sizeof peer;
-            if (syscall(SYS_getpeername, fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
-                syscall(SYS_getsockname, fd, reinterpret_cast<sockaddr *>(&self), &sl) != 0)
-                continue;  // not a connected socket
-            int self_port = -1;
-            if (self.ss_family == AF_INET)
-                self_port = ntohs(reinterpret_cast<const sockaddr_in *>(&self)->sin_port);
-            else if (self.ss_family == AF_INET6)
-                self_port = ntohs(reinterpret_cast<const sockaddr_in6 *>(&self)->sin6_port);
-            if (self_port == port) syscall(SYS_shutdown, fd, SHUT_RD);
-        }
-    }
-    syscall(SYS_close, dir);
-}
-
 // The client closed its end (or the connection broke).
 bool peer_gone(int fd) {
     if (fd < 0) return false;
@@ -177,16 +98,41 @@ void send_error(httplib::Response &res, const ApiError &e) {
 
 struct HttpServer::Impl {
     ServerOptions opts;
-    httplib::Server svr;
+    HttpRunner svr;
+    std::unique_ptr<HttpFront> front;
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
-    std::atomic<bool> listen_called{false};  // stop() before the listener runs must not be lost
-    std::atomic<bool> listen_returned{false};
     std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
-    int listen_fd = -1;                // the listening socket, to raise httplib's fixed backlog of 5
-    std::atomic<int> port{-1};         // the bound port
 
     explicit Impl(const ServerOptions &o) : opts(o) {}
+
+    // The Access-Control-Allow-Origin for a request's Origin ("" : none, the browser refuses).
+    std::string allowed_origin(const std::string &origin) const {
+        if (opts.cors_origins.empty()) return origin.empty() ? "*" : origin;
+        for (const std::string &o : opts.cors_origins)
+            if (o == "*" || o == origin) return origin.empty() ? "*" : origin;
+        return "";
+    }
+    // Asked by the front about each request head, before its body is read.
+    EarlyAnswer check_head(const RequestHead &h) const {
+        const bool public_path = h.path == "/health" || h.path == "/" || h.method == "OPTIONS";
+        if ((opts.api_key.empty() && opts.api_keys.empty()) || public_path) return {};
+        auto header = [&](const char *name) {
+            auto it = h.headers.find(name);
+            return it == h.headers.end() ? std::string() : it->second;
+        };
+        const std::string auth = header("Authorization");
+        const std::string key = h.headers.count("X-Api-Key")    ? header("X-Api-Key")
+                                : auth.rfind("Bearer ", 0) == 0 ? auth.substr(7)
+                                                                : "";
+        if (!key.empty() && (key == opts.api_key || std::find(opts.api_keys.begin(), opts.api_keys.end(),
+                                                              key) != opts.api_keys.end()))
+            return {};
+        return {
+            401,
+            key.empty() ? "an API key is required (Authorization: Bearer KEY)" : "the API key is not valid",
+            "authentication_error"};
+    }
 
     Engine &need_engine() {
         if (stopping) throw ApiError(503, "the server is shutting down", "unavailable_error");
@@ -240,8 +186,12 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     const json body = parse_body(req.body);
     RequestLimits lim;
     lim.n_vocab = eng.n_vocab();
+    // Each choice takes a slot or a place in the queue: more than both hold could never be served.
+    lim.max_n = std::min(lim.max_n, eng.n_slots() + eng.max_queue());
     GenRequest r = ep == Endpoint::Chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
     std::vector<int32_t> prompt = prompt_tokens(eng, r);
+    if (r.ignore_eos)
+        for (int32_t t : eng.eog_tokens()) r.sampling.logit_bias.emplace_back(t, -100.0f);  // -100: banned
     // llama-server's per-request adapter scales: [{id, scale}], the adapters left out at 0.
     const std::vector<float> lora = eng.lora_scales_for(body.contains("lora") ? &body["lora"] : nullptr);
 
@@ -275,9 +225,10 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     if (!r.stream) {
         // A client that goes away cancels the request (its cells are freed at the next step): the wait
         // looks at the connection every 100 ms.
-        const int fd = connection_fd(req);
+        const int fd = current_connection_fd();
         std::vector<Event> evs;
         std::string failure;
+        int failure_status = 500;
         while (channel->pop(evs, 100)) {
             if (peer_gone(fd)) {
                 channel->cancel();
@@ -286,6 +237,7 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
             }
             for (Event &e : evs) {
                 ChoiceResult &c = (*results)[static_cast<size_t>(e.index)];
+                if (e.kind == Event::Failed && failure.empty()) failure_status = e.status;
                 if (e.kind == Event::Token) {
                     c.text += e.text;
                     if (r.logprobs && e.token >= 0) c.tokens.push_back(e);
@@ -294,6 +246,8 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                     c.prompt_tokens = e.prompt_tokens;
                     c.cached_tokens = e.cached_tokens;
                     c.completion_tokens = e.completion_tokens;
+                    c.prompt_ms = e.prompt_ms;
+                    c.predicted_ms = e.predicted_ms;
                 } else if (failure.empty()) {
                     failure = e.error;
                 }
@@ -302,7 +256,11 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
         }
         if (!failure.empty()) {
             channel->cancel();  // the other choices stop too
-            throw ApiError(stopping ? 503 : 500, failure, stopping ? "unavailable_error" : "server_error");
+            // The engine says which failures are the shutdown's (503): it stops before this layer's flag is
+            // set.
+            const bool unavailable = failure_status == 503 || stopping;
+            throw ApiError(unavailable ? 503 : 500, failure,
+                           unavailable ? "unavailable_error" : "server_error");
         }
         for (const ChoiceResult &c : *results) t_log.tokens += c.completion_tokens;
         send_json(res, 200, response_json(*meta, *results));
@@ -344,10 +302,15 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                     c.prompt_tokens = e.prompt_tokens;
                     c.cached_tokens = e.cached_tokens;
                     c.completion_tokens = e.completion_tokens;
+                    c.prompt_ms = e.prompt_ms;
+                    c.predicted_ms = e.predicted_ms;
                     t_log.tokens += e.completion_tokens;
-                    ok = write(chunk_json(*meta, e.index, "", nullptr, (*first)[i], e.finish_reason));
+                    json fin = chunk_json(*meta, e.index, "", nullptr, (*first)[i], e.finish_reason);
+                    fin["timings"] = timings_json(c);  // as llama-server: the choice's last chunk
+                    ok = write(fin);
                 } else {
-                    ok = write(error_json(500, e.error, "server_error"));
+                    ok = write(e.status == 503 ? error_json(503, e.error, "unavailable_error")
+                                               : error_json(500, e.error, "server_error"));
                 }
                 if (!ok) {
                     channel->cancel();
@@ -466,6 +429,21 @@ void HttpServer::Impl::routes() {
             send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
         });
     };
+    // llama-server's /props: what the server runs with (read only here: POST /props is not served).
+    svr.Get("/props", [this](const httplib::Request &, httplib::Response &res) {
+        guarded(res, [&] {
+            Engine &eng = need_engine();
+            send_json(
+                res, 200,
+                {{"default_generation_settings", {{"n_ctx", eng.slot_ctx()}, {"model", eng.model_name()}}},
+                 {"total_slots", eng.n_slots()},
+                 {"model_alias", eng.model_name()},
+                 {"model_path", eng.model_path()},
+                 {"chat_template", eng.chat_template_text()},
+                 {"n_vocab", eng.n_vocab()},
+                 {"build_info", "lctx"}});
+        });
+    });
     svr.Get("/v1/models", models);
     svr.Get("/models", models);
     for (const char *p : {"/v1/completions", "/completions"})
@@ -559,9 +537,13 @@ void HttpServer::Impl::routes() {
                 if (opts.slot_save_path.empty())
                     throw ApiError(400, "slot files need --slot-save-path", "invalid_request_error",
                                    "action");
-                path =
-                    (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(parse_body(req.body)))
-                        .string();
+                // Without a body the file name may come as ?filename=NAME (curl -X POST with no -d).
+                json body = json::object();
+                if (!req.body.empty())
+                    body = parse_body(req.body);
+                else if (req.has_param("filename"))
+                    body["filename"] = req.get_param_value("filename");
+                path = (std::filesystem::path(opts.slot_save_path) / parse_slot_filename(body)).string();
             }
             send_json(res, 200, eng.slot_action(id, action, path));
         });
@@ -575,56 +557,65 @@ void HttpServer::Impl::routes() {
         });
 }
 
+std::vector<std::string> read_api_key_file(const std::string &path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read the API key file '" + path + "'");
+    std::vector<std::string> keys;
+    for (std::string line; std::getline(in, line);) {
+        const size_t b = line.find_first_not_of(" \t\r");
+        if (b == std::string::npos || line[b] == '#') continue;
+        const size_t e = line.find_last_not_of(" \t\r");
+        keys.push_back(line.substr(b, e - b + 1));
+    }
+    if (keys.empty()) throw std::runtime_error("the API key file '" + path + "' holds no key");
+    return keys;
+}
+
 HttpServer::HttpServer(const ServerOptions &opts) : impl_(std::make_unique<Impl>(opts)) {
     Impl &I = *impl_;
     httplib::Server &svr = I.svr;
-    // Each open connection holds a handler thread while it waits for its tokens; with fewer threads (96)
-    // a burst of 32 clients lost connections in the load test (not understood yet: see the notes).
-    const int threads = opts.http_threads > 0 ? opts.http_threads : 256;
-    svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-    svr.set_keep_alive_timeout(2);
-    svr.set_socket_options([this](socket_t sock) {
-        httplib::default_socket_options(sock);
-        impl_->listen_fd = static_cast<int>(sock);
-    });  // idle keep-alive connections must not hold up a shutdown for long
+    FrontOptions fo;
+    fo.host = opts.host;
+    fo.port = opts.port;
+    fo.max_head = opts.max_head;
+    fo.max_headers = opts.max_headers;
+    fo.max_body = opts.max_body;
+    fo.head_timeout_ms = opts.head_timeout_ms;
+    fo.body_timeout_ms = opts.body_timeout_ms;
+    fo.idle_timeout_ms = opts.idle_timeout_ms;
+    fo.max_per_client = opts.max_per_client;
+    // Each running request holds a worker while it waits for its tokens (a stream until its end).
+    fo.workers = opts.http_threads > 0 ? opts.http_threads : 256;
+    I.front = std::make_unique<HttpFront>(
+        fo, I.svr, [this](const RequestHead &h) { return impl_->check_head(h); }, opts.log);
+    svr.set_keep_alive_timeout(std::max(1, opts.idle_timeout_ms / 1000));  // what the Keep-Alive header says
+    svr.set_keep_alive_max_count(static_cast<size_t>(fo.keep_alive_max));
     svr.set_payload_max_length(opts.max_body);
-    // Before the body is read: the request log's clock, the body limit, the API key.
+    // Before the handler: the request log's clock, and CORS preflights (any path, as llama-server).
     svr.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
-        Impl &I = *impl_;
         t_log = RequestLog{std::chrono::steady_clock::now(), 0};
-        if (req.has_header("Content-Length")) {
-            unsigned long long len = 0;
-            try {
-                len = std::stoull(req.get_header_value("Content-Length"));
-            } catch (const std::exception &) {
-                len = ~0ull;
+        if (req.method == "OPTIONS") {
+            res.status = 204;
+            const std::string origin = impl_->allowed_origin(req.get_header_value("Origin"));
+            if (!origin.empty()) {
+                res.set_header("Access-Control-Allow-Credentials", "true");
+                res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+                const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+                res.set_header("Access-Control-Allow-Headers", asked.empty() ? "*" : asked);
+                res.set_header("Access-Control-Max-Age", "86400");
             }
-            if (len > I.opts.max_body) {
-                res.set_header("Connection", "close");
-                send_json(
-                    res, 413,
-                    error_json(
-                        413, "the request body is larger than " + std::to_string(I.opts.max_body) + " bytes",
-                        "invalid_request_error"));
-                return httplib::Server::HandlerResponse::Handled;
-            }
-        }
-        const bool public_path = req.path == "/health" || req.path == "/";
-        if (!I.opts.api_key.empty() && !public_path) {
-            const std::string auth = req.get_header_value("Authorization");
-            const std::string key = req.has_header("X-Api-Key")     ? req.get_header_value("X-Api-Key")
-                                    : auth.rfind("Bearer ", 0) == 0 ? auth.substr(7)
-                                                                    : "";
-            if (key != I.opts.api_key) {
-                send_json(res, 401,
-                          error_json(401,
-                                     key.empty() ? "an API key is required (Authorization: Bearer KEY)"
-                                                 : "the API key is not valid",
-                                     "authentication_error"));
-                return httplib::Server::HandlerResponse::Handled;
-            }
+            return httplib::Server::HandlerResponse::Handled;
         }
         return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Every answer, errors and preflights included: the origin a browser page may read it from.
+    svr.set_post_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+        const std::string origin = impl_->allowed_origin(req.get_header_value("Origin"));
+        if (!origin.empty()) {
+            res.set_header("Access-Control-Allow-Origin", origin);
+            if (origin != "*") res.set_header("Vary", "Origin");
+        }
+        if (res.status == 503 && !res.has_header("Retry-After")) res.set_header("Retry-After", "1");
     });
     svr.set_error_handler([](const httplib::Request &req, httplib::Response &res) {
         // Only statuses no handler set a body for (404, httplib's own 400/413 ...).
@@ -666,23 +657,12 @@ void HttpServer::set_engine(Engine *engine) {
 }
 
 int HttpServer::bind() {
-    Impl &I = *impl_;
-    const int port = I.opts.port == 0 ? I.svr.bind_to_any_port(I.opts.host.c_str())
-                     : I.svr.bind_to_port(I.opts.host.c_str(), I.opts.port) ? I.opts.port
-                                                                            : -1;
-    // httplib 0.11 listens with a backlog of 5: a burst of new clients overflows it and some of their
-    // connections are lost (the load test's 32 clients). Listening again only raises the backlog.
-    if (port > 0 && I.listen_fd >= 0) ::listen(I.listen_fd, 1024);
-    I.port = port;
-    return port;
+    return impl_->front->bind();
 }
 
 bool HttpServer::listen() {
-    impl_->listen_called = true;
     if (impl_->stopping) return false;  // stop() came first (a model that failed to load at once)
-    const bool ok = impl_->svr.listen_after_bind();
-    impl_->listen_returned = true;
-    return ok;
+    return impl_->front->run();
 }
 
 void HttpServer::stop() {
@@ -690,14 +670,8 @@ void HttpServer::stop() {
     // Streams whose requests ended (Engine::stop) get a moment to write their last chunks and [DONE].
     for (int i = 0; i < 300 && impl_->open_streams > 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    // httplib's stop() does nothing before its listener runs: wait for a listen() already under way (not for
-    // one that has returned: the destructor's second stop() would wait a second for nothing).
-    if (impl_->listen_called)
-        for (int i = 0; i < 200 && !impl_->svr.is_running() && !impl_->listen_returned; ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    impl_->svr.stop();
-    // Idle kept-alive connections would hold the listener's return for up to the keep-alive timeout.
-    if (impl_->port > 0) shutdown_connections_on(impl_->port);
+    // The front stops accepting, closes the connections that wait, and lets running requests finish.
+    impl_->front->stop();
 }
 
 bool HttpServer::stopping() const {

@@ -1,12 +1,14 @@
-// The HTTP side of `lctx serve` (cpp-httplib): routes, API key, body limit, request log, and the
-// handlers that turn requests into engine tasks and stream their results back. Handler threads never
-// touch the context: they queue tasks and wait on their channels.
+// The HTTP side of `lctx serve`: connections are read by the front (http_front.h: limits, deadlines, bounds
+// per client), complete requests run through cpp-httplib's routing here: routes, API key, CORS, request
+// log, and the handlers that turn requests into engine tasks and stream their results back. Handler
+// threads never touch the context: they queue tasks and wait on their channels.
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/engine.h"
 
@@ -16,12 +18,29 @@ struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;  // 0: any free port (bind() says which)
     std::string api_key;
-    size_t max_body = 16u << 20;  // larger bodies get 413 before being read
+    std::vector<std::string> api_keys;  // more keys (--api-key-file): any one of them, or api_key, is let in
+    size_t max_body = 16u << 20;        // larger bodies get 413 before being read
     bool metrics = true;
     std::string slot_save_path;  // folder of /slots/{id}?action=save|restore files; "" refuses them
     bool log = true;             // one line per request on stderr
-    int http_threads = 0;        // 0: enough for every slot and queued request
+    int http_threads = 0;        // threads running complete requests; 0: 256
+    // The front's bounds (http_front.h): a longer head or more header lines get 431; a head or body that
+    // does not arrive in time 408; more connections from one address than max_per_client close the
+    // oldest that is only waiting or sending.
+    size_t max_head = 16u << 10;
+    int max_headers = 100;
+    int head_timeout_ms = 10000;
+    int body_timeout_ms = 60000;
+    int idle_timeout_ms = 5000;
+    int max_per_client = 64;
+    // Origins a browser page may call from (Access-Control-Allow-Origin); empty: every origin, as
+    // llama-server.
+    std::vector<std::string> cors_origins;
 };
+
+// The keys of an --api-key-file: one a line, surrounding blanks dropped, empty lines and lines starting with
+// '#' skipped. Throws std::runtime_error naming the file when it cannot be read or holds no key.
+std::vector<std::string> read_api_key_file(const std::string &path);
 
 class HttpServer {
   public:

@@ -61,6 +61,20 @@ json usage_json(const std::vector<ChoiceResult> &choices) {
             {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
+json timings_json(const ChoiceResult &c) {
+    const int32_t prompt_n = c.prompt_tokens - c.cached_tokens, predicted_n = c.completion_tokens;
+    auto per_token = [](double ms, int32_t n) { return n > 0 ? ms / n : 0.0; };
+    auto per_second = [](double ms, int32_t n) { return ms > 0.0 ? 1000.0 * n / ms : 0.0; };
+    return {{"prompt_n", prompt_n},
+            {"prompt_ms", c.prompt_ms},
+            {"prompt_per_token_ms", per_token(c.prompt_ms, prompt_n)},
+            {"prompt_per_second", per_second(c.prompt_ms, prompt_n)},
+            {"predicted_n", predicted_n},
+            {"predicted_ms", c.predicted_ms},
+            {"predicted_per_token_ms", per_token(c.predicted_ms, predicted_n)},
+            {"predicted_per_second", per_second(c.predicted_ms, predicted_n)}};
+}
+
 json response_json(const ResponseMeta &m, const std::vector<ChoiceResult> &choices) {
     json arr = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -90,7 +104,8 @@ json response_json(const ResponseMeta &m, const std::vector<ChoiceResult> &choic
             {"model", m.model},
             {"system_fingerprint", "lctx"},
             {"choices", arr},
-            {"usage", usage_json(choices)}};
+            {"usage", usage_json(choices)},
+            {"timings", choices.empty() ? json::object() : timings_json(choices[0])}};  // the first choice's
 }
 
 json chunk_json(const ResponseMeta &m, int32_t index, const std::string &text, const Event *tok, bool first,

@@ -23,7 +23,12 @@ struct ChoiceResult {
     std::string finish_reason;
     std::vector<Event> tokens;  // with logprobs: one per generated token
     int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    double prompt_ms = 0.0, predicted_ms = 0.0;
 };
+
+// llama-server's "timings" of a choice: prompt_n (the uncached prompt tokens), prompt_ms, per token and per
+// second, and the same for predicted_n (the generated tokens).
+nlohmann::json timings_json(const ChoiceResult &c);
 
 struct ResponseMeta {
     Endpoint endpoint = Endpoint::Completion;

@@ -79,6 +79,25 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
         r.include_usage = get_bool(*so, "include_usage", false);
     }
 
+    // llama-server's native fields: honoured, or refused when they ask for what lctx does not do (never
+    // silently ignored). A field at its neutral value asks for nothing.
+    r.ignore_eos = get_bool(body, "ignore_eos", false);
+    if (!get_bool(body, "cache_prompt", true))
+        bad("cache_prompt",
+            "cannot be false: the prompt cache is always on (a slot reuses its longest prefix)");
+    if (get_int(body, "id_slot", -1, -1, 1 << 20) != -1)
+        bad("id_slot", "is not supported: the server picks the slot (send -1 or leave it out)");
+    if (get_int(body, "n_probs", 0, 0, 1 << 20) != 0)
+        bad("n_probs", "is not supported: use 'logprobs' (and 'top_logprobs' for chat)");
+    if (field(body, "samplers")) bad("samplers", "is not supported: the sampler order is fixed");
+    if (get_float(body, "typical_p", 1.0f, 0.0f, 1.0f) != 1.0f)
+        bad("typical_p", "is not supported (send 1.0)");
+    if (get_int(body, "mirostat", 0, 0, 2) != 0) bad("mirostat", "is not supported (send 0)");
+    if (get_float(body, "dry_multiplier", 0.0f, 0.0f, 1e9f) != 0.0f)
+        bad("dry_multiplier", "is not supported (send 0)");
+    if (get_float(body, "xtc_probability", 0.0f, 0.0f, 1.0f) != 0.0f)
+        bad("xtc_probability", "is not supported (send 0)");
+
     SamplingParams &s = r.sampling;
     s.temperature = get_float(body, "temperature", 1.0f, 0.0f, 2.0f);
     s.top_p = get_float(body, "top_p", 1.0f, 0.0f, 1.0f);
@@ -280,6 +299,10 @@ GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
             t.role != "tool")
             bad(name + ".role", "must be system, developer, user, assistant or tool");
         if (t.role == "developer") t.role = "system";  // OpenAI's newer name for the system turn
+        // Only an assistant turn may go without content (one that made tool calls); any other turn without
+        // it is a mistake in the request, not an empty message.
+        if (!content && t.role != "assistant")
+            bad(name + ".content", "is required for a " + t.role + " message");
         t.content = content ? message_content(*content, i) : "";
         r.messages.push_back(std::move(t));
     }

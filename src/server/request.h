@@ -64,7 +64,8 @@ struct GenRequest {
     // top_logprobs 0..20.
     bool logprobs = false;
     int32_t top_logprobs = 0;
-    bool echo = false;  // completions: accepted only as false
+    bool echo = false;        // completions: accepted only as false
+    bool ignore_eos = false;  // llama-server's: the end-of-generation tokens are banned
     // A GBNF grammar from response_format (json_object, json_schema), `grammar` or `json_schema`; "" none.
     std::string grammar;
 };

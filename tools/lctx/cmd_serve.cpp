@@ -56,6 +56,20 @@ int cmd_serve(int argc, char **argv) {
         "--context-shift", eo.context_shift,
         "a full slot drops half its tokens and goes on (requests with max_tokens); else finish 'length'");
     app.add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (all but / and /health)");
+    std::string api_key_file;
+    app.add_option("--api-key-file", api_key_file, "a file of API keys, one a line (any of them is let in)");
+    app.add_option("--alias", eo.alias, "the model's name in answers (default: the file's name)");
+    app.add_option("--cors-origin", so.cors_origins,
+                   "an origin browser pages may call from (repeatable; default: every origin)");
+    app.add_option("--max-conns-per-client", so.max_per_client,
+                   "connections of one client address at once; beyond, its oldest waiting one closes")
+        ->check(CLI::Range(1, 100000));
+    app.add_option("--header-timeout", so.head_timeout_ms,
+                   "milliseconds a request head may take to arrive (408)")
+        ->check(CLI::Range(100, 3600000));
+    app.add_option("--body-timeout", so.body_timeout_ms,
+                   "milliseconds a request body may take to arrive (408)")
+        ->check(CLI::Range(100, 3600000));
     app.add_option(
         "--chat-template", eo.chat_template,
         "a built-in chat format instead of the model's template (chatml, llama2, llama3, phi3, gemma, "
@@ -98,6 +112,14 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     if (no_metrics) so.metrics = false;
+    if (!api_key_file.empty()) {
+        try {
+            so.api_keys = server::read_api_key_file(api_key_file);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "lctx serve: %s\n", e.what());
+            return 1;
+        }
+    }
     so.http_threads = std::max(256, 2 * (eo.n_slots + eo.max_queue) + 32);
 
     // A signal handler only writes to a pipe; a thread reads it and shuts down (whatever thread the
