@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "chat/builtin_templates.h"
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
 #include "lctx/lctx_ext.h"
@@ -101,10 +102,17 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (opts_.n_ctx < 8 * opts_.n_slots)
         throw std::runtime_error("the context (-c) must hold at least 8 cells per slot");
     opts_.step_tokens = std::max(opts_.step_tokens, opts_.n_slots);
-    if (!opts_.chat_template.empty() && chat_format_detect(opts_.chat_template) == ChatFormat::Raw &&
-        opts_.chat_template != "raw")
-        throw std::runtime_error("unknown --chat-template '" + opts_.chat_template +
-                                 "' (chatml, llama2, llama3, phi3, gemma, zephyr, mistral, raw)");
+    // --chat-template takes the names the C API knows (llama_chat_builtin_templates, b4748's heuristics for a
+    // template's text), and raw: the one list `lctx chat` takes too.
+    if (!opts_.chat_template.empty() && opts_.chat_template != "raw") {
+        chat_builtin_ = chat::builtin_template_detect(opts_.chat_template);
+        if (chat_builtin_.empty()) {
+            std::string known;
+            for (const char *n : chat::builtin_template_names()) known += std::string(n) + ", ";
+            throw std::runtime_error("unknown --chat-template '" + opts_.chat_template +
+                                     "' (known: " + known + "raw)");
+        }
+    }
     llama_model_params mp = llama_model_default_params();
     model_ = llama_model_load_from_file(opts_.model_path.c_str(), mp);
     if (!model_) throw std::runtime_error("cannot load the model '" + opts_.model_path + "'");
@@ -324,8 +332,12 @@ std::string Engine::detokenize(const std::vector<int32_t> &tokens) const {
 std::string Engine::render_chat(const std::vector<ChatTurn> &turns, bool add_generation_prompt) const {
     std::vector<ChatMessage> msgs;
     for (const ChatTurn &t : turns) msgs.push_back({t.role, t.content});
-    if (!opts_.chat_template.empty())
-        return chat_format_apply(chat_format_detect(opts_.chat_template), msgs, add_generation_prompt);
+    if (!opts_.chat_template.empty()) {
+        if (chat_builtin_.empty()) return chat_format_apply(ChatFormat::Raw, msgs, add_generation_prompt);
+        std::string out;
+        chat::builtin_template_apply(chat_builtin_, msgs, add_generation_prompt, out);
+        return out;
+    }
     // A model without a template uses chatml, as llama-server does.
     if (model_template_.empty()) return chat_format_apply(ChatFormat::ChatML, msgs, add_generation_prompt);
     chat::ChatRenderOptions ro;

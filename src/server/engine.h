@@ -200,6 +200,7 @@ class Engine {
     enum llama_pooling_type pooling_ = LLAMA_POOLING_TYPE_NONE;
     int32_t n_embd_ = 0, max_embed_tokens_ = 0;
     std::string model_name_, model_template_, bos_text_, eos_text_;
+    std::string chat_builtin_;  // the built-in format --chat-template names ("" for raw or none)
     Metrics metrics_;
 
     std::vector<llama_adapter_lora *> lora_;  // --lora's adapters (owned by model_)
