@@ -179,7 +179,7 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void fail(const char *fmt, ...) {
+__attribute__((noreturn)) static void fail(const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
