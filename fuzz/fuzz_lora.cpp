@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     check(&adapter->base() == &base(), "adapter bound to another model");
-    check(adapter->n_pairs() >= 1, "an adapter without a single pair loaded");
+    // (An adapter with no pairs loads, as in b4748, and changes nothing.)
 
     ContextParams cp;
     cp.n_ctx = 16;

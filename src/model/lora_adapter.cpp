@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "kernels/dot.h"
 #include "model/blocks.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -28,7 +29,9 @@ kernels::WeightView adapter_view(const gguf::File &f, const gguf::TensorInfo &t)
     if (t.ne.size() > 2 && t.n_elements() != t.ne[0] * t.ne[1])
         throw Error("LoRA tensor '" + t.name + "' has more than 2 dimensions");
     const TypeTraits &tt = type_traits(t.type);
-    if (!tt.has_compute || t.ne[0] % tt.block_size != 0)
+    // has_compute alone also admits activation-only types (q8_1) that no weight kernel reads: such a pair
+    // would load and then fail inside the first decode (fuzz_lora found it).
+    if (!tt.has_compute || !kernels::has_kernels(t.type) || t.ne[0] % tt.block_size != 0)
         throw Error("LoRA tensor '" + t.name + "' has type " + type_name(t.type) + " with rows of " +
                     std::to_string(t.ne[0]) + " elements, which lctx cannot compute with");
     kernels::WeightView w;

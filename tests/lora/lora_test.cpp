@@ -374,6 +374,29 @@ TEST(Lora, RefusesMismatchedAdapters) {
     for (const std::string &p : {half, no_type, ghost, odd}) std::filesystem::remove(p);
 }
 
+TEST(Lora, RefusesATypeNoWeightKernelReads) {
+    // Q8_1 is a block type the tensor layer knows (an activation format) but no weight product reads: the
+    // adapter is refused at load, naming the tensor, not accepted and then failing inside a decode.
+    auto f = gguf::File::open(stories());
+    const gguf::TensorInfo *t = f->find_tensor("blk.0.ffn_gate.weight");
+    ASSERT_NE(t, nullptr);
+    const int64_t rank = 32;
+    gguf::Writer w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("general.type", "adapter");
+    w.set_string("adapter.type", "lora");
+    w.set_f32("adapter.lora.alpha", 32.0f);
+    const std::vector<int64_t> a_ne = {t->ne[0], rank}, b_ne = {rank, t->ne[1]};
+    std::vector<uint8_t> a(row_size(GgmlType::Q8_1, a_ne[0]) * a_ne[1]),
+        b(row_size(GgmlType::Q8_1, b_ne[0]) * b_ne[1]);
+    w.add_tensor("blk.0.ffn_gate.weight.lora_a", GgmlType::Q8_1, a_ne, a.data(), a.size());
+    w.add_tensor("blk.0.ffn_gate.weight.lora_b", GgmlType::Q8_1, b_ne, b.data(), b.size());
+    const std::string path = temp_path("q8_1.gguf");
+    w.write_file(path);
+    expect_refused(stories(), path, "LoRA tensor 'blk.0.ffn_gate.weight.lora_a' has type q8_1");
+    std::filesystem::remove(path);
+}
+
 TEST(Lora, RefusalChangesNothing) {
     auto model = Model::load(golden("models/llama-F16.gguf"));
     Context before(*model, f32_params());
