@@ -1,5 +1,6 @@
 #include "model/weight_binder.h"
 
+#include "kernels/dot.h"
 #include "tensor/types.h"
 #include "util/error.h"
 
@@ -27,7 +28,8 @@ kernels::WeightView WeightBinder::matrix(const std::string &name, int64_t cols, 
         throw Error("tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) + ", " +
                     std::to_string(ne1) + "], expected [" + std::to_string(cols) + ", " +
                     std::to_string(rows) + "]");
-    if (!type_traits(t->type).has_compute)
+    // has_compute alone also admits activation-only types (q8_1) that no weight product reads.
+    if (!type_traits(t->type).has_compute || !kernels::has_kernels(t->type))
         throw Error("tensor '" + name + "' has type " + type_name(t->type) +
                     ", which lctx cannot compute with yet");
     kernels::WeightView w;

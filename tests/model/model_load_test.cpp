@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "gguf/gguf.h"
 #include "kernels/dot.h"
@@ -70,7 +71,8 @@ TEST(ModelLoad, StoriesHyperParameters) {
 TEST(ModelLoad, RepackCopiesEveryMatrixWithItsBytes) {
     // With repacking off, every matrix is a view into the mapped GGUF bytes in its stored type: no copy.
     // With it on (the default), every matrix is copied into the huge-page arena, interleaved where its type
-    // has that layout and as it is otherwise (F32, Q5_K), and each of its rows reads back as the file's bytes.
+    // has that layout and as it is otherwise (F32, Q5_K), and each of its rows reads back as the file's
+    // bytes.
     for (const char *type : {"Q4_0", "Q5_0", "Q8_0", "Q4_K", "Q6_K", "Q5_K", "F16", "BF16"}) {
         SCOPED_TRACE(type);
         const std::string path = std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-" + type + ".gguf";
@@ -150,6 +152,25 @@ TEST(ModelLoad, WrongShapeIsNamed) {
         "shape", [](const std::string &) { return true; },
         [](gguf::Writer &w) { w.set_u32("llama.feed_forward_length", 100); });
     expect_load_error(p, "ffn_gate");
+}
+
+TEST(ModelLoad, MatrixOfATypeNoWeightKernelReadsIsNamed) {
+    // Q8_1 is computed as an activation format but no weight product reads it: refused at load, naming the
+    // tensor, not loaded and then failing inside the first decode.
+    auto f = gguf::File::open(kStories);
+    gguf::Writer w;
+    for (const gguf::KeyValue &kv : f->metadata()) w.set(kv.key, kv.value);
+    for (const gguf::TensorInfo &t : f->tensors()) {
+        if (t.name != "blk.0.ffn_gate.weight") {
+            w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
+            continue;
+        }
+        std::vector<uint8_t> zeros(row_size(GgmlType::Q8_1, t.ne[0]) * static_cast<size_t>(t.ne[1]));
+        w.add_tensor(t.name, GgmlType::Q8_1, t.ne, zeros.data(), zeros.size());
+    }
+    const std::string p = temp_model_path("q8_1");
+    w.write_file(p);
+    expect_load_error(p, "blk.0.ffn_gate.weight");
 }
 
 TEST(ModelLoad, MissingHyperParameterIsNamed) {
