@@ -242,12 +242,7 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                     c.text += e.text;
                     if (r.logprobs && e.token >= 0) c.tokens.push_back(e);
                 } else if (e.kind == Event::Done) {
-                    c.finish_reason = e.finish_reason;
-                    c.prompt_tokens = e.prompt_tokens;
-                    c.cached_tokens = e.cached_tokens;
-                    c.completion_tokens = e.completion_tokens;
-                    c.prompt_ms = e.prompt_ms;
-                    c.predicted_ms = e.predicted_ms;
+                    c.finish(e);
                 } else if (failure.empty()) {
                     failure = e.error;
                 }
@@ -298,12 +293,7 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                         (*first)[i] = false;
                     }
                 } else if (e.kind == Event::Done) {
-                    c.finish_reason = e.finish_reason;
-                    c.prompt_tokens = e.prompt_tokens;
-                    c.cached_tokens = e.cached_tokens;
-                    c.completion_tokens = e.completion_tokens;
-                    c.prompt_ms = e.prompt_ms;
-                    c.predicted_ms = e.predicted_ms;
+                    c.finish(e);
                     t_log.tokens += e.completion_tokens;
                     json fin = chunk_json(*meta, e.index, "", nullptr, (*first)[i], e.finish_reason);
                     fin["timings"] = timings_json(c);  // as llama-server: the choice's last chunk

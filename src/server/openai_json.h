@@ -24,6 +24,16 @@ struct ChoiceResult {
     std::vector<Event> tokens;  // with logprobs: one per generated token
     int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
     double prompt_ms = 0.0, predicted_ms = 0.0;
+
+    // Takes what a choice's Done event reports (finish reason, token counts, timings).
+    void finish(const Event &done) {
+        finish_reason = done.finish_reason;
+        prompt_tokens = done.prompt_tokens;
+        cached_tokens = done.cached_tokens;
+        completion_tokens = done.completion_tokens;
+        prompt_ms = done.prompt_ms;
+        predicted_ms = done.predicted_ms;
+    }
 };
 
 // llama-server's "timings" of a choice: prompt_n (the uncached prompt tokens), prompt_ms, per token and per

@@ -413,21 +413,32 @@ std::string markdown(const std::vector<Result> &results) {
     return out;
 }
 
+namespace {
+
+// A field as text for CSV and SQL: a string as it is, an array's values separated by spaces, else its JSON.
+std::string field_text(const nlohmann::ordered_json &v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_array()) return v.dump();
+    std::string s;
+    for (const auto &x : v) s += (s.empty() ? "" : " ") + x.dump();
+    return s;
+}
+
+// `s` between quote characters `q`, each q inside doubled (CSV's and SQL's escape).
+std::string quoted(const std::string &s, char q) {
+    std::string out(1, q);
+    for (char c : s) {
+        out += c;
+        if (c == q) out += c;
+    }
+    return out + q;
+}
+
+}  // namespace
+
 std::string csv(const std::vector<nlohmann::ordered_json> &rows) {
     if (rows.empty()) return "";
-    auto cell = [](const nlohmann::ordered_json &v) {
-        std::string s;
-        if (v.is_string()) {
-            s = v.get<std::string>();
-        } else if (v.is_array()) {
-            for (const auto &x : v) s += (s.empty() ? "" : " ") + x.dump();
-        } else {
-            s = v.dump();
-        }
-        std::string q = "\"";
-        for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-        return q + "\"";
-    };
+    auto cell = [](const nlohmann::ordered_json &v) { return quoted(field_text(v), '"'); };
     std::string out;
     for (auto it = rows.front().begin(); it != rows.front().end(); ++it)
         out += (it == rows.front().begin() ? "" : ",") + it.key();
@@ -460,17 +471,7 @@ std::string sql(const std::vector<nlohmann::ordered_json> &rows) {
     auto value = [](const nlohmann::ordered_json &v) {
         if (v.is_boolean()) return std::string(v.get<bool>() ? "1" : "0");
         if (v.is_number()) return v.dump();
-        std::string s;
-        if (v.is_string()) {
-            s = v.get<std::string>();
-        } else if (v.is_array()) {
-            for (const auto &x : v) s += (s.empty() ? "" : " ") + x.dump();
-        } else {
-            s = v.dump();
-        }
-        std::string q = "'";
-        for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
-        return q + "'";
+        return quoted(field_text(v), '\'');
     };
     std::string out = "CREATE TABLE IF NOT EXISTS test (\n";
     for (size_t i = 0; i < cols.size(); ++i)
