@@ -340,6 +340,200 @@ TEST(InfillCommand, FimPromptAsLlamaInfill) {
     EXPECT_NE(help.out.find("  infill "), std::string::npos) << help.out;
 }
 
+// `lctx chat ARGS` with INPUT on standard input, one JSON object per reply (empty when it failed).
+std::vector<nlohmann::json> chat_json(const std::string &args, const std::string &input) {
+    const CliResult r = run_cli("chat -q --json " + args + " <<< '" + input + "'");
+    std::vector<nlohmann::json> out;
+    if (r.status != 0) return out;
+    size_t at = 0;
+    for (size_t end; (end = r.out.find('\n', at)) != std::string::npos; at = end + 1)
+        out.push_back(nlohmann::json::parse(r.out.substr(at, end - at), nullptr, false));
+    return out;
+}
+
+// The token count in a session file's header (magic, version, n_token_count: STATE-FORMAT.md); -1 when
+// there is no such file.
+int64_t session_token_count(const std::string &path) {
+    const std::string b = file_bytes(path);
+    if (b.size() < 12) return -1;
+    uint32_t n = 0;
+    for (int i = 3; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(b[8 + static_cast<size_t>(i)]);
+    return n;
+}
+
+// chat --prompt-cache: the first prompt (BOS, the system prompt and the first message, as the raw format
+// renders them) is saved; a later chat with the same system prompt decodes only what follows the longest
+// common prefix of the tokens, and every reply is the one a chat without the cache gives.
+TEST(ChatOptions, PromptCacheDecodesOnlyTheNewSuffix) {
+    const std::string cache = temp_file("chat.cache");
+    std::filesystem::remove(cache);
+    const std::string sys = "Once upon a time there was a little girl named Lily.";
+    const std::string base = "--temp 0 -n 10 -sys '" + sys + "' ";
+    auto reply = [&](const std::string &args, const std::string &input) {
+        const std::vector<nlohmann::json> r = chat_json(base + args, input);
+        return r.size() == 1 && !r[0].is_discarded() ? r[0] : nlohmann::json();
+    };
+    const nlohmann::json plain_a = reply("", "She liked"), plain_b = reply("", "One day"),
+                         plain_c = reply("", "Lily was sad");
+    ASSERT_FALSE(plain_a.is_null());
+    ASSERT_FALSE(plain_b.is_null());
+    ASSERT_FALSE(plain_c.is_null());
+    // BOS and the system prompt's line: what two first prompts with this system prompt share.
+    const size_t n_head = 1 + token_ids(sys + "\n").size();
+    ASSERT_GT(n_head, 5u);
+
+    // No file yet: the whole first prompt is decoded and saved.
+    const nlohmann::json first = reply("--prompt-cache " + cache, "She liked");
+    ASSERT_FALSE(first.is_null());
+    EXPECT_EQ(first["reply"], plain_a["reply"]);
+    const nlohmann::json &c1 = first["prompt_cache"];
+    EXPECT_EQ(c1["reused"], 0);
+    const int64_t n_first = c1["prompt_tokens"].get<int64_t>();
+    EXPECT_EQ(n_first, static_cast<int64_t>(n_head + token_ids("She liked\n").size()));
+    EXPECT_EQ(c1["decoded"], n_first);
+    EXPECT_EQ(session_token_count(cache), n_first);
+
+    // Another first message: the head is reused, only the message is decoded.
+    const nlohmann::json second = reply("--prompt-cache " + cache, "One day");
+    ASSERT_FALSE(second.is_null());
+    EXPECT_EQ(second["reply"], plain_b["reply"]);
+    const nlohmann::json &c2 = second["prompt_cache"];
+    const int64_t n_second = c2["prompt_tokens"].get<int64_t>();
+    EXPECT_EQ(n_second, static_cast<int64_t>(n_head + token_ids("One day\n").size()));
+    EXPECT_EQ(c2["reused"], n_head);
+    EXPECT_EQ(c2["decoded"], n_second - static_cast<int64_t>(n_head));
+    EXPECT_EQ(session_token_count(cache), n_second);  // saved again: it held less than this prompt
+
+    // The same first message again: all but the last token reused (decoded again for its logits).
+    const nlohmann::json again = reply("--prompt-cache " + cache, "One day");
+    ASSERT_FALSE(again.is_null());
+    EXPECT_EQ(again["reply"], plain_b["reply"]);
+    EXPECT_EQ(again["prompt_cache"]["reused"], n_second - 1);
+    EXPECT_EQ(again["prompt_cache"]["decoded"], 1);
+
+    // On a terminal-less chat without --json the count is told on stderr.
+    const CliResult said = run_cli("chat " + base + "--prompt-cache " + cache + " <<< 'One day'", true);
+    ASSERT_EQ(said.status, 0) << said.out;
+    EXPECT_NE(said.out.find(std::to_string(n_second - 1) + " of " + std::to_string(n_second) +
+                            " prompt tokens reused (1 decoded)"),
+              std::string::npos)
+        << said.out;
+
+    // Read-only: used, never written.
+    const std::string before = file_bytes(cache);
+    const nlohmann::json ro = reply("--prompt-cache-ro --prompt-cache " + cache, "Lily was sad");
+    ASSERT_FALSE(ro.is_null());
+    EXPECT_EQ(ro["reply"], plain_c["reply"]);
+    EXPECT_EQ(ro["prompt_cache"]["reused"], n_head);
+    EXPECT_EQ(file_bytes(cache), before);
+
+    // A cache of another model, or a damaged file, is refused in one line and left as it is.
+    const std::string other = std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-Q8_0.gguf";
+    const CliResult wrong = run_cli("chat -m " + other + " -n 2 --prompt-cache " + cache + " <<< hi", true);
+    EXPECT_EQ(wrong.status, 1);
+    EXPECT_NE(wrong.out.find("lctx chat: --prompt-cache: cannot use"), std::string::npos) << wrong.out;
+    EXPECT_EQ(std::count(wrong.out.begin(), wrong.out.end(), '\n'), 1) << wrong.out;
+    EXPECT_EQ(file_bytes(cache), before);
+    const std::string damaged = before.substr(0, before.size() / 2);
+    {
+        std::ofstream f(cache, std::ios::binary | std::ios::trunc);
+        f << damaged;
+    }
+    const CliResult cut = run_cli("chat " + base + "--prompt-cache " + cache + " <<< hi", true);
+    EXPECT_EQ(cut.status, 1);
+    EXPECT_NE(cut.out.find("lctx chat: --prompt-cache: cannot use"), std::string::npos) << cut.out;
+    EXPECT_EQ(file_bytes(cache), damaged);
+    std::filesystem::remove(cache);
+
+    for (const std::string &bad : std::vector<std::string>{
+             "--prompt-cache-ro", "--prompt-cache-all", "--prompt-cache ''", "--prompt-cache /tmp",
+             "--prompt-cache-all --prompt-cache-ro --prompt-cache " + cache}) {
+        const CliResult r = run_cli("chat -n 2 " + bad + " <<< hi", true);
+        EXPECT_EQ(r.status, 1) << bad;
+        EXPECT_NE(r.out.find("--prompt-cache"), std::string::npos) << r.out;
+    }
+    EXPECT_FALSE(std::filesystem::exists(cache));
+}
+
+// chat --prompt-cache-all saves after every turn, with the generated tokens; without it the file keeps the
+// first prompt only.
+TEST(ChatOptions, PromptCacheAllSavesEveryTurn) {
+    const std::string sys = "Once upon a time there was a little girl named Lily.";
+    for (const bool all : {false, true}) {
+        const std::string cache = temp_file(all ? "chat-all.cache" : "chat-prompt.cache");
+        std::filesystem::remove(cache);
+        std::vector<std::string> args = {"chat", "-q",   "--json", "--temp",         "0",  "-n",
+                                         "6",    "-sys", sys,      "--prompt-cache", cache};
+        if (all) args.push_back("--prompt-cache-all");
+        CliProcess p(args);
+        ASSERT_TRUE(p.started());
+        p.write_line("She liked");
+        ASSERT_TRUE(p.wait_for("}\n")) << p.output();
+        const nlohmann::json r1 = nlohmann::json::parse(p.output().substr(0, p.output().find('\n')));
+        const int64_t n_prompt = r1["prompt_cache"]["prompt_tokens"].get<int64_t>();
+        const int64_t n_reply = r1["n_tokens"].get<int64_t>();
+        ASSERT_GT(n_reply, 0);
+        // The cache holds the prompt and the reply's tokens (an end of text is never decoded), saved before
+        // the reply is printed.
+        const int64_t after_turn1 = n_prompt + n_reply;
+        EXPECT_EQ(session_token_count(cache), all ? after_turn1 : n_prompt);
+        const size_t from = p.output().size();
+        p.write_line("One day");
+        ASSERT_TRUE(p.wait_for("}\n", from)) << p.output();
+        const nlohmann::json r2 =
+            nlohmann::json::parse(p.output().substr(from, p.output().find('\n', from) - from));
+        EXPECT_FALSE(r2.contains("prompt_cache"));  // told once, with the first reply
+        const int64_t n_reply2 = r2["n_tokens"].get<int64_t>();
+        if (all)
+            EXPECT_GT(session_token_count(cache), after_turn1 + n_reply2);  // the second message and reply
+        else
+            EXPECT_EQ(session_token_count(cache), n_prompt);
+        p.close_stdin();
+        EXPECT_EQ(p.wait_exit(), 0) << p.output();
+        std::filesystem::remove(cache);
+    }
+}
+
+// chat --n-probs N (with --json): each reply carries the N most likely tokens before each sampled one, as
+// run --n-probs gives them for the same text (the raw format: the typed line and a newline).
+TEST(ChatOptions, NProbsInEachReply) {
+    const CliResult c = run_cli(
+        "chat -q --json --temp 0 -n 8 --n-probs 3 --in-prefix 'Once upon a time' <<< $'there was\\nShe'");
+    ASSERT_EQ(c.status, 0) << c.out;
+    const size_t nl = c.out.find('\n');
+    const nlohmann::json first = nlohmann::json::parse(c.out.substr(0, nl));
+    const nlohmann::json second =
+        nlohmann::json::parse(c.out.substr(nl + 1, c.out.find('\n', nl + 1) - nl - 1));
+    const nlohmann::json run = run_json("--temp 0 -n 8 --n-probs 3 -e -p 'Once upon a time there was\\n'");
+    ASSERT_FALSE(run.is_null());
+    ASSERT_EQ(first["n_tokens"], 8);
+    ASSERT_EQ(first["probs"].size(), 8u);
+    std::string top;
+    for (size_t i = 0; i < 8; ++i) {
+        const nlohmann::json &l = first["probs"][i], &r = run["probs"][i];
+        ASSERT_EQ(l.size(), 3u);
+        for (size_t k = 0; k < 3; ++k) {
+            EXPECT_EQ(l[k]["id"], r[k]["id"]) << i;
+            EXPECT_EQ(l[k]["token"], r[k]["token"]) << i;
+            // The same logits up to the summation order of another batch split.
+            EXPECT_NEAR(l[k]["prob"].get<double>(), r[k]["prob"].get<double>(), 1e-5) << i;
+        }
+        top += l[0]["token"].get<std::string>();
+    }
+    EXPECT_EQ(top, first["reply"]);  // greedy: the most likely token is the one sampled
+    EXPECT_EQ(first["reply"], run["text"]);
+    // The second reply has lists of its own.
+    ASSERT_TRUE(second.contains("probs")) << second;
+    EXPECT_GE(second["probs"].size(), second["n_tokens"].get<size_t>());
+    EXPECT_EQ(second["probs"][0].size(), 3u);
+    EXPECT_FALSE(nlohmann::json::parse(run_cli("chat -q --json --temp 0 -n 2 <<< hi").out).contains("probs"));
+    for (const std::string bad : {"--n-probs 3", "--json --n-probs -1", "--json --n-probs 1001"}) {
+        const CliResult r = run_cli("chat -n 1 " + bad + " <<< hi", true);
+        EXPECT_EQ(r.status, 1) << bad;
+        EXPECT_NE(r.out.find("lctx chat: --n-probs"), std::string::npos) << r.out;
+    }
+}
+
 // The parsers behind the options, on their own.
 TEST(GenExtraOptions, SamplerNamesAndLetters) {
     using lctx::cli::SamplerKind;

@@ -3,7 +3,8 @@
 // per input line (--json: one JSON object per reply). Each user turn is rendered in the model's chat
 // format, the new part of the conversation is decoded on top of the cached one, and the reply is
 // streamed. When the KV cache is full, the context shifts: the first n_keep tokens (the system prompt)
-// stay, half of the rest is dropped, and the conversation goes on.
+// stay, half of the rest is dropped, and the conversation goes on. With --prompt-cache the first prompt (system
+// prompt and first message) reuses what a saved session file starts with (prompt_cache.h, as run does).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -24,7 +25,9 @@
 #include "tools/lctx/control_vector_options.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/line_reader.h"
+#include "tools/lctx/prompt_cache.h"
 #include "tools/lctx/read_file.h"
+#include "tools/lctx/token_probs.h"
 #include "tools/lctx/utf8_stream.h"
 #include "vocab/vocab.h"
 
@@ -137,6 +140,10 @@ int cmd_chat(int argc, char **argv) {
     app.add_flag("--conversation", conversation, "(-cnv) accepted: chat is always a conversation");
     app.add_flag("-i,--interactive,--interactive-first", interactive, "accepted: chat is always interactive");
     app.add_flag("--json", o.json, "print one JSON object {reply, n_tokens, stop} per reply");
+    PromptCacheOptions pc_opts;
+    add_prompt_cache_options(app, pc_opts);
+    int32_t n_probs = 0;
+    add_n_probs_option(app, n_probs);
     std::string in_prefix, in_suffix, template_file;
     bool in_prefix_bos = false, jinja = false;
     app.add_option("--in-prefix", in_prefix,
@@ -155,6 +162,15 @@ int cmd_chat(int argc, char **argv) {
     if (st >= 0) return st;
     o.prompt_given = app.count("--prompt") > 0;
     if (const std::string e = check_gen_options(o); !e.empty()) {
+        std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
+        return 1;
+    }
+    if (const std::string e = check_n_probs(n_probs, o.json); !e.empty()) {
+        std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
+        return 1;
+    }
+    PromptCache cache(pc_opts);
+    if (const std::string e = cache.check(); !e.empty()) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
         return 1;
     }
@@ -299,14 +315,20 @@ int cmd_chat(int argc, char **argv) {
 
     std::vector<ChatMessage> messages;
     std::string rendered;
+    std::vector<int32_t> head;  // BOS and the system prompt
+    // --prompt-cache: the head waits for the first turn, whose prompt (head and first message) reuses what
+    // the file holds; until then the KV cache holds the file's state and nothing else.
+    bool cache_pending = cache.enabled();
     // The system prompt (and BOS) is decoded first and kept through every shift.
     auto start = [&]() -> bool {
-        session.clear();
+        if (!cache_pending) session.clear();
         messages.clear();
         if (!system.empty()) messages.push_back({"system", system});
         rendered = render(messages, false);
         if (verbose_prompt) std::fprintf(stderr, "[prompt] %s\n", rendered.c_str());
-        if (!session.feed(vocab.tokenize(rendered, !starts_with_bos(rendered), true))) return false;
+        head = vocab.tokenize(rendered, !starts_with_bos(rendered), true);
+        if (cache_pending) return static_cast<int32_t>(head.size()) < n_ctx;
+        if (!session.feed(head)) return false;
         session.n_keep = session.n_past();
         return true;
     };
@@ -314,7 +336,41 @@ int cmd_chat(int argc, char **argv) {
         std::fprintf(stderr, "lctx chat: the system prompt does not fit the context of %d tokens\n", n_ctx);
         return 1;
     }
-    const std::vector<int32_t> head = session.tokens;
+    if (const std::string e = cache.load(*ctx); !e.empty()) {
+        std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
+        return 1;
+    }
+    nlohmann::json cache_json;  // --json: what the first prompt took from the cache, in the first reply
+    // The first prompt with --prompt-cache: the head and the first turn's tokens, less the prefix the file
+    // held, are decoded and the state is saved (unless read-only). False when the head cannot be decoded;
+    // the turn's tokens that do not fit are reported by the turn, as without the cache.
+    auto first_prompt = [&](const std::vector<int32_t> &toks, bool *toks_fit) -> bool {
+        cache_pending = false;
+        std::vector<int32_t> full = head;
+        full.insert(full.end(), toks.begin(), toks.end());
+        const PerfCounters before = ctx->perf();
+        const size_t reused = static_cast<size_t>(cache.reuse(*ctx, full));
+        session.tokens.assign(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(reused));
+        if (reused < head.size() && !session.feed(std::vector<int32_t>(
+                                        head.begin() + static_cast<std::ptrdiff_t>(reused), head.end())))
+            return false;
+        session.n_keep = static_cast<int32_t>(head.size());
+        *toks_fit = session.feed(std::vector<int32_t>(
+            full.begin() + static_cast<std::ptrdiff_t>(std::max(reused, head.size())), full.end()));
+        const PerfCounters after = ctx->perf();
+        const int32_t decoded = after.n_p_eval + after.n_eval - before.n_p_eval - before.n_eval;
+        if (o.json)
+            cache_json = {{"file", cache.path()},
+                          {"prompt_tokens", full.size()},
+                          {"reused", reused},
+                          {"decoded", decoded}};
+        else if (!o.quiet)
+            std::fprintf(stderr, "lctx chat: %s (%d decoded)\n", cache.report(full.size()).c_str(), decoded);
+        if (*toks_fit)
+            if (const std::string e = cache.save_prompt(*ctx, full); !e.empty())
+                std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
+        return true;
+    };
 
     auto flush_notes = [&] {
         if (!o.quiet)
@@ -338,7 +394,16 @@ int cmd_chat(int argc, char **argv) {
             const std::vector<int32_t> t = vocab.tokenize(text, false, true);
             toks.insert(toks.end(), t.begin(), t.end());
         }
-        if (!session.feed(toks)) {
+        bool fits = true;
+        if (cache_pending) {
+            if (!first_prompt(toks, &fits)) {
+                std::fprintf(stderr, "lctx chat: decoding the system prompt failed\n");
+                return false;
+            }
+        } else {
+            fits = session.feed(toks);
+        }
+        if (!fits) {
             flush_notes();
             std::fprintf(stderr, "lctx chat: this message (%zu tokens) does not fit the context\n",
                          toks.size());
@@ -346,6 +411,7 @@ int cmd_chat(int argc, char **argv) {
             return true;
         }
         std::string reply;
+        nlohmann::json probs = nlohmann::json::array();  // --n-probs: one list per sampled token
         std::string stop = "-n reached";
         int32_t n_tokens = 0;
         Utf8Stream out(stdout);
@@ -360,8 +426,9 @@ int cmd_chat(int argc, char **argv) {
                 stop = "grammar complete";
                 break;
             }
-            const int32_t id = sampler->sample(ctx->logits_ith(-1),
-                                               static_cast<int32_t>(model->hparams().n_vocab));  // accepts it
+            const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
+            if (n_probs > 0) probs.push_back(top_probs(ctx->logits_ith(-1), n_vocab, n_probs, vocab));
+            const int32_t id = sampler->sample(ctx->logits_ith(-1), n_vocab);  // accepts it
             if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
                 stop = "end of text";
                 break;
@@ -389,11 +456,19 @@ int cmd_chat(int argc, char **argv) {
             }
         }
         interrupt_end_reply();
+        // --prompt-cache-all: the conversation so far, saved before the reply ends (a caller that reads the
+        // reply's end finds the file written).
+        if (cache.save_all())
+            if (const std::string e = cache.save_tokens(*ctx, session.tokens); !e.empty())
+                std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
         if (o.json) {
             nlohmann::json j;
             j["reply"] = reply;
             j["n_tokens"] = n_tokens;
             j["stop"] = stop;
+            if (n_probs > 0) j["probs"] = probs;
+            if (!cache_json.is_null()) j["prompt_cache"] = std::move(cache_json);
+            cache_json = nullptr;
             std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         } else {
             out.flush();
@@ -441,12 +516,19 @@ int cmd_chat(int argc, char **argv) {
                 }
                 try {
                     if (cmd == "/save") {
+                        // The system prompt still waiting for a first turn is decoded (and cached) now.
+                        bool fits = true;
+                        if (cache_pending && !first_prompt({}, &fits)) {
+                            std::fprintf(stderr, "lctx chat: decoding the system prompt failed\n");
+                            return 1;
+                        }
                         ContextState::save_file(*ctx, arg, session.tokens.data(), session.tokens.size());
                         std::fprintf(stderr, "[saved %d tokens to %s]\n", session.n_past(), arg.c_str());
                     } else {
                         std::vector<int32_t> toks =
                             ContextState::load_file(*ctx, arg, static_cast<size_t>(n_ctx));
                         session.tokens = std::move(toks);
+                        cache_pending = false;  // the loaded state replaces the --prompt-cache file's
                         // The loaded conversation's own head is kept if it starts with this one's.
                         const bool same_head = session.tokens.size() >= head.size() &&
                                                std::equal(head.begin(), head.end(), session.tokens.begin());

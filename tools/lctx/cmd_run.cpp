@@ -9,20 +9,19 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "context/context.h"
-#include "context/state.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 #include "tools/lctx/control_vector_options.h"
 #include "tools/lctx/interrupt.h"
+#include "tools/lctx/prompt_cache.h"
+#include "tools/lctx/token_probs.h"
 #include "tools/lctx/utf8_stream.h"
 #include "vocab/vocab.h"
 
@@ -32,29 +31,6 @@ namespace {
 
 bool ends_with(const std::string &s, const std::string &tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// --n-probs: the n most likely tokens of the softmax over the logits, [{id, token, prob}], most likely first
-// (ties by id).
-nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const Vocab &vocab) {
-    float mx = -INFINITY;
-    for (int32_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
-    double sum = 0;
-    for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
-    std::vector<int32_t> order(static_cast<size_t>(n_vocab));
-    for (int32_t i = 0; i < n_vocab; ++i) order[static_cast<size_t>(i)] = i;
-    const size_t k = std::min<size_t>(static_cast<size_t>(n), order.size());
-    std::partial_sort(
-        order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-        [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-    nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < k; ++i) {
-        const int32_t id = order[i];
-        out.push_back({{"id", id},
-                       {"token", vocab.token_to_piece(id, /*special=*/true)},
-                       {"prob", std::exp(static_cast<double>(logits[id]) - mx) / sum}});
-    }
-    return out;
 }
 
 }  // namespace
@@ -85,20 +61,10 @@ int run_main(int argc, char **argv, bool infill) {
     add_control_vector_options(app, cvec);
     app.add_flag("--json", o.json,
                  "print one JSON object {prompt_ids, ids, text, seed, stop} instead of streaming");
-    std::string prompt_cache;
-    bool prompt_cache_all = false, prompt_cache_ro = false;
-    app.add_option("--prompt-cache", prompt_cache,
-                   "state file of the prompt (llama-cli's session file): a later prompt that starts the same "
-                   "way decodes only what follows; created when missing")
-        ->check(non_empty_value());
-    app.add_flag("--prompt-cache-all", prompt_cache_all,
-                 "save the generated tokens in the --prompt-cache file too");
-    app.add_flag("--prompt-cache-ro", prompt_cache_ro, "use the --prompt-cache file but never update it");
+    PromptCacheOptions pc_opts;
+    add_prompt_cache_options(app, pc_opts);
     int32_t n_probs = 0;
-    app.add_option(
-        "--n-probs", n_probs,
-        "with --json: the N most likely tokens before each generated one, with their probabilities "
-        "(the softmax of the model's logits, before sampling)");
+    add_n_probs_option(app, n_probs);
     const int st = parse_or_report(app, cmd, normalize_args(argc, argv));
     if (st >= 0) return st;
     o.prompt_given = app.count("--prompt") > 0;
@@ -114,39 +80,14 @@ int run_main(int argc, char **argv, bool infill) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
-    if (n_probs < 0 || n_probs > 1000) {
-        std::fprintf(stderr, "lctx run: --n-probs: %d is out of range (0 to 1000)\n", n_probs);
+    if (const std::string e = check_n_probs(n_probs, o.json); !e.empty()) {
+        std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
-    if (n_probs > 0 && !o.json) {
-        std::fprintf(stderr, "lctx run: --n-probs: the probabilities come with --json\n");
+    PromptCache cache(pc_opts);
+    if (const std::string e = cache.check(); !e.empty()) {
+        std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
-    }
-    if (prompt_cache.empty() && (prompt_cache_all || prompt_cache_ro)) {
-        std::fprintf(stderr, "lctx run: --prompt-cache-all and --prompt-cache-ro need --prompt-cache FILE\n");
-        return 1;
-    }
-    if (prompt_cache_all && prompt_cache_ro) {
-        std::fprintf(stderr, "lctx run: --prompt-cache-all and --prompt-cache-ro: give one of them\n");
-        return 1;
-    }
-    bool cache_exists = false;
-    if (!prompt_cache.empty()) {
-        std::error_code ec;
-        const std::filesystem::file_status fs = std::filesystem::status(prompt_cache, ec);
-        cache_exists = std::filesystem::exists(fs);
-        if (cache_exists && !std::filesystem::is_regular_file(fs)) {
-            std::fprintf(stderr, "lctx run: --prompt-cache: '%s' is not a regular file\n",
-                         prompt_cache.c_str());
-            return 1;
-        }
-        // A file the run could not write is reported now, not after the prompt is decoded.
-        const std::filesystem::path dir = std::filesystem::path(prompt_cache).parent_path();
-        if (!prompt_cache_ro && access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
-            std::fprintf(stderr, "lctx run: --prompt-cache: cannot write in '%s': %s\n",
-                         dir.empty() ? "." : dir.c_str(), std::strerror(errno));
-            return 1;
-        }
     }
     if (!infill && !resolve_prompt(o, "run", /*stdin_allowed=*/true)) return 1;
     note_compat_options(o, "run");
@@ -191,8 +132,8 @@ int run_main(int argc, char **argv, bool infill) {
     const int n_threads = resolved_threads(o.n_threads);
     std::unique_ptr<Context> ctx = make_context_or_report(
         *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
-        resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v,
-        o.flash_attn, o.rope);
+        resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v, o.flash_attn,
+        o.rope);
     if (!ctx) return 1;
     if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "run"); !e.empty()) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
@@ -237,43 +178,19 @@ int run_main(int argc, char **argv, bool infill) {
     // the cache goes, and only the prompt after them is decoded. A whole-prompt match still decodes the last
     // prompt token, for its logits.
     int32_t n_reused = 0;
-    bool save_prompt_cache = !prompt_cache.empty() && !prompt_cache_ro;
-    if (!prompt_cache.empty()) {
+    if (cache.enabled()) {
         if (ctx->is_encoder_decoder()) {
             std::fprintf(stderr,
                          "lctx run: --prompt-cache: an encoder-decoder model has no prompt to cache\n");
             return 1;
         }
-        std::vector<int32_t> saved;
-        if (cache_exists) {
-            try {
-                saved = ContextState::load_file(*ctx, prompt_cache, cp.n_ctx);
-            } catch (const std::exception &e) {
-                std::fprintf(stderr,
-                             "lctx run: --prompt-cache: cannot use '%s': %s (a file of another model or "
-                             "context settings? remove it or name another file)\n",
-                             prompt_cache.c_str(), e.what());
-                return 1;
-            }
+        if (const std::string e = cache.load(*ctx); !e.empty()) {
+            std::fprintf(stderr, "lctx run: %s\n", e.c_str());
+            return 1;
         }
-        size_t match = 0;
-        while (match < saved.size() && match < prompt_ids.size() && saved[match] == prompt_ids[match])
-            ++match;
-        save_prompt_cache = save_prompt_cache && match < prompt_ids.size();
-        if (match == prompt_ids.size()) --match;
-        if (match < saved.size() && !ctx->kv().seq_rm(-1, static_cast<int32_t>(match), -1)) {
-            ctx->kv().clear();  // a recurrent state cannot be cut: start over
-            match = 0;
-        }
-        n_reused = static_cast<int32_t>(match);
-        if (!o.quiet && !o.json) {
-            if (cache_exists)
-                std::fprintf(stderr, "lctx run: prompt cache '%s': %d of %d prompt tokens reused\n",
-                             prompt_cache.c_str(), n_reused, n_prompt);
-            else
-                std::fprintf(stderr, "lctx run: prompt cache '%s' does not exist yet: it will be created\n",
-                             prompt_cache.c_str());
-        }
+        n_reused = cache.reuse(*ctx, prompt_ids);
+        if (!o.quiet && !o.json)
+            std::fprintf(stderr, "lctx run: %s\n", cache.report(prompt_ids.size()).c_str());
     }
     const int32_t n_keep = o.n_keep < 0 ? n_prompt : std::min(n_prompt, o.n_keep + (vocab.add_bos() ? 1 : 0));
     // -n -2 stops when the context is full; -n -1 and counts shift it (unless --no-context-shift).
@@ -310,11 +227,9 @@ int run_main(int argc, char **argv, bool infill) {
 
     const double prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_prompt).count();
     std::vector<int32_t> cache_tokens = prompt_ids;  // what the cache holds, in order (--prompt-cache-all)
-    if (save_prompt_cache) {
-        try {
-            ContextState::save_file(*ctx, prompt_cache, prompt_ids.data(), prompt_ids.size());
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "lctx run: --prompt-cache: %s\n", e.what());
+    if (cache.enabled()) {
+        if (const std::string e = cache.save_prompt(*ctx, prompt_ids); !e.empty()) {
+            std::fprintf(stderr, "lctx run: %s\n", e.c_str());
             return 1;
         }
     }
@@ -382,11 +297,9 @@ int run_main(int argc, char **argv, bool infill) {
         }
     }
     interrupt_end_reply();
-    if (prompt_cache_all) {
-        try {
-            ContextState::save_file(*ctx, prompt_cache, cache_tokens.data(), cache_tokens.size());
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "lctx run: --prompt-cache-all: %s\n", e.what());
+    if (cache.save_all()) {
+        if (const std::string e = cache.save_tokens(*ctx, cache_tokens); !e.empty()) {
+            std::fprintf(stderr, "lctx run: %s\n", e.c_str());
             return 1;
         }
     }
@@ -401,7 +314,7 @@ int run_main(int argc, char **argv, bool infill) {
         j["seed"] = seed;
         j["stop"] = stop;
         if (n_probs > 0) j["probs"] = probs;
-        if (!prompt_cache.empty()) j["prompt_cache"] = {{"file", prompt_cache}, {"reused", n_reused}};
+        if (cache.enabled()) j["prompt_cache"] = {{"file", cache.path()}, {"reused", n_reused}};
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return status;
     }
