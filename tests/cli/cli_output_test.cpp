@@ -96,6 +96,49 @@ TEST(CliOutput, ChatSaveRefusesAFifoAndGoesOn) {
     fs::remove(cmds);
 }
 
+// Every other command that writes a file (split and its merge, quantize, perplexity --plot, run and chat
+// --prompt-cache) refuses a FIFO as its output in one line and leaves it as it was, without a temporary file.
+TEST(CliOutput, EveryFileWriterRefusesAFifo) {
+    const std::string dir = fresh_dir("writers_fifo");
+    const std::string model = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
+    const std::string parts = temp_file("writers_parts"), text = temp_file("writers_text.txt");
+    fs::remove_all(parts);
+    fs::create_directory(parts);
+    ASSERT_EQ(run_cli("split --split-max-tensors 10 " + model + " " + parts + "/m").status, 0);
+    std::string first;
+    for (const auto &e : fs::directory_iterator(parts))
+        if (e.path().string().find("-00001-of-") != std::string::npos) first = e.path().string();
+    ASSERT_FALSE(first.empty());
+    {
+        std::ofstream f(text);
+        for (int i = 0; i < 40; ++i) f << "Once upon a time there was a little girl named Lily. ";
+    }
+    struct Case {
+        std::string fifo, args;
+    };
+    for (const Case &c : {
+             Case{dir + "/q.gguf", "quantize " + std::string(LCTX_FIXTURES_DIR) +
+                                       "/golden/models/llama-F16.gguf " + dir + "/q.gguf Q8_0"},
+             Case{dir + "/s-00001-of-00001.gguf",
+                  "split --split-max-tensors 1000 " + model + " " + dir + "/s"},
+             Case{dir + "/m.gguf", "split --merge " + first + " " + dir + "/m.gguf"},
+             Case{dir + "/p.svg", "perplexity -f " + text + " -c 128 --plot " + dir + "/p.svg"},
+             Case{dir + "/r.cache", "run -n 2 -p Hi --prompt-cache-all --prompt-cache " + dir + "/r.cache"},
+             Case{dir + "/c.cache", "chat -n 2 --prompt-cache " + dir + "/c.cache <<< Hi"},
+         }) {
+        ASSERT_EQ(mkfifo(c.fifo.c_str(), 0600), 0) << c.fifo;
+        const auto r = run_shell(c.args + (c.args.find("<<<") == std::string::npos ? " </dev/null" : ""));
+        EXPECT_EQ(r.status, 1) << c.args << ": " << r.out;
+        EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << c.args << ": " << r.out;
+        EXPECT_TRUE(fs::is_fifo(fs::symlink_status(c.fifo))) << c.args << ": the FIFO was replaced";
+        EXPECT_EQ(entries(dir), 1u) << c.args << ": another file was left";
+        fs::remove(c.fifo);
+    }
+    fs::remove_all(dir);
+    fs::remove_all(parts);
+    fs::remove(text);
+}
+
 TEST(CliOutput, StdoutWriteErrorsFail) {
     for (const char *cmd : {"run --json -n 4 --temp 0 -p Hello", "tokenize Hello", "--version"}) {
         const auto r = run_shell(std::string(cmd) + " </dev/null >/dev/full");

@@ -339,9 +339,9 @@ TEST(CliUsage, HelpListsEveryCommandOnOneLine) {
         line = end + 1;
     }
     // At least the commands of issue 38's time (main.cpp dispatches them).
-    EXPECT_GE(listed, 13u) << r.out;
-    for (const char *cmd : {"run", "chat", "tokenize", "embed", "perplexity", "bench", "synth", "quantize",
-                            "template", "grammar", "serve", "split", "info"})
+    EXPECT_GE(listed, 14u) << r.out;
+    for (const char *cmd : {"run", "chat", "infill", "tokenize", "embed", "perplexity", "bench", "synth",
+                            "quantize", "template", "grammar", "serve", "split", "info"})
         EXPECT_TRUE(has(r.out, std::string("\n  ") + cmd + " ")) << cmd << ": " << r.out;
 }
 
