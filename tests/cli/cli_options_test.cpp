@@ -173,6 +173,20 @@ TEST(RunOptions, PromptCacheReusesThePrefix) {
     EXPECT_EQ(ro["prompt_cache"]["reused"], t1.size() - 1);
     EXPECT_EQ(ro["ids"], plain1["ids"]);
     EXPECT_EQ(file_bytes(cache), before);
+    // A prompt that leaves the cached one after the common prefix: the cached tokens past it are removed, so
+    // the output is the cache-less one.
+    const std::string p3 = "-p 'Once upon a time there was a big dog. He' -n 12 --temp 0 ";
+    const nlohmann::json plain3 = run_json(p3);
+    const nlohmann::json branch = run_json(p3 + "--prompt-cache-ro --prompt-cache " + cache);
+    ASSERT_FALSE(plain3.is_null());
+    ASSERT_FALSE(branch.is_null());
+    const std::vector<int> t3 = plain3["prompt_ids"].get<std::vector<int>>();
+    size_t common3 = 0;
+    while (common3 < t3.size() && common3 < t2.size() && t3[common3] == t2[common3]) ++common3;
+    ASSERT_GT(common3, 1u);
+    ASSERT_LT(common3, t3.size() - 1);
+    EXPECT_EQ(branch["prompt_cache"]["reused"], common3);
+    EXPECT_EQ(branch["ids"], plain3["ids"]);
 
     // --prompt-cache-all keeps the generated tokens too: a prompt of the prompt and its output reuses more
     // than the prompt.
