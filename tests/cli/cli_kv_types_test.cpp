@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -82,6 +83,46 @@ TEST(CliKvTypes, WhatIsNoCacheTypeOrDoesNotFitTheHeadsIsRefused) {
     EXPECT_TRUE(
         has(r.out, "KV cache type q4_0 for K needs a head size that is a multiple of 32 (this model's is 8)"))
         << r.out;
+}
+
+// State files (run --prompt-cache, chat /save and /load) keep a quantized cache: a later run reuses it and
+// generates what a run without the file does; a file of other types is refused in one line. bench runs with
+// the types and says so.
+TEST(CliKvTypes, StateFilesAndBenchTakeTheQuantizedTypes) {
+    const std::string cache = lctx::testing::temp_file("kv_types.cache");
+    std::remove(cache.c_str());
+    const std::string types = " -fa -ctk q4_0 -ctv q5_1 -c 128 ";
+    const std::string p1 = "run -q --json -m " + kModel + types + "-n 6 --temp 0 -p 'Once upon a time'";
+    const std::string p2 =
+        "run -q --json -m " + kModel + types + "-n 6 --temp 0 -p 'Once upon a time there was'";
+    ASSERT_EQ(run_cli(p1 + " --prompt-cache " + cache).status, 0);
+    const auto plain = run_cli(p2), cached = run_cli(p2 + " --prompt-cache " + cache);
+    ASSERT_EQ(plain.status, 0);
+    ASSERT_EQ(cached.status, 0);
+    const nlohmann::json a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(cached.out);
+    EXPECT_GT(b["prompt_cache"]["reused"].get<int>(), 1) << cached.out;
+    EXPECT_EQ(a["ids"], b["ids"]);
+    const auto other = run_cli("run -m " + kModel + " -c 128 -n 2 -p hi --prompt-cache " + cache, true);
+    EXPECT_EQ(other.status, 1) << other.out;
+    EXPECT_TRUE(has(other.out, "lctx run: --prompt-cache: cannot use")) << other.out;
+    EXPECT_EQ(count_lines(other.out), 1u) << other.out;
+    // chat: /save, then /load in another chat with the same types.
+    const auto saved = run_cli(
+        "chat -q --json -m " + kModel + types + "-n 4 --temp 0 <<< $'Hello\\n/save " + cache + "'", true);
+    EXPECT_EQ(saved.status, 0) << saved.out;
+    EXPECT_TRUE(has(saved.out, "[saved ")) << saved.out;
+    const auto loaded = run_cli(
+        "chat -q --json -m " + kModel + types + "-n 4 --temp 0 <<< $'/load " + cache + "\\nHello'", true);
+    EXPECT_EQ(loaded.status, 0) << loaded.out;
+    EXPECT_TRUE(has(loaded.out, "[loaded ")) << loaded.out;
+    std::remove(cache.c_str());
+    const auto bench =
+        run_cli("bench -m " + kModel +
+                " -fa 1 -ctk q4_0 -ctv iq4_nl -p 8 -n 0 -r 1 -t 1 --bw-mib 0 --no-peak -o jsonl");
+    ASSERT_EQ(bench.status, 0) << bench.out;
+    const nlohmann::json row = nlohmann::json::parse(bench.out.substr(0, bench.out.find('\n')));
+    EXPECT_EQ(row["type_k"], "q4_0") << bench.out;
+    EXPECT_EQ(row["type_v"], "iq4_nl") << bench.out;
 }
 
 TEST(CliKvTypes, ServeStartsWithAQuantizedCache) {
