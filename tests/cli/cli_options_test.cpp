@@ -276,6 +276,29 @@ TEST(ChatOptions, InPrefixAndSuffixAroundTypedLines) {
               text("<s>Once upon a time there was\\n"));
 }
 
+// The generation options of issue 38 reach chat as they reach run: --rope-freq-base and the --override-kv
+// that sets the same value give the same reply, a sampler order that reduces to greedy gives the greedy
+// reply, -sp prints special tokens.
+TEST(ChatOptions, GenerationOptionsAsInRun) {
+    auto reply = [](const std::string &args) {
+        const CliResult r =
+            run_cli("chat -q --json " + args + " <<< 'Once upon a time there was a little girl'");
+        if (r.status != 0) return std::string("(failed)");
+        return nlohmann::json::parse(r.out)["reply"].get<std::string>();
+    };
+    const std::string base = "--temp 0 -n 16 ";
+    const std::string greedy = reply(base);
+    ASSERT_NE(greedy, "(failed)");
+    const std::string b500 = reply(base + "--rope-freq-base 500");
+    EXPECT_NE(b500, greedy);
+    EXPECT_EQ(reply(base + "--override-kv llama.rope.freq_base=float:500"), b500);
+    const std::string flat = "-n 16 -s 7 --temp 100 --top-k 0 --top-p 1 --min-p 0.99 ";
+    EXPECT_EQ(reply(flat + "--samplers 'min_p;temperature'"), greedy);
+    EXPECT_NE(reply(flat + "--samplers 'temperature;min_p'"), greedy);
+    EXPECT_EQ(reply("--temp 0 -n 2 --logit-bias 1+100"), "");
+    EXPECT_EQ(reply("--temp 0 -n 2 --logit-bias 1+100 -sp"), "<s><s>");
+}
+
 // --chat-template-file with --jinja renders that template (here: "[role] content" lines); without --jinja the
 // file is recognized as a built-in format, as --chat-template TEXT is.
 TEST(ChatOptions, ChatTemplateFileAndJinja) {
