@@ -139,6 +139,31 @@ TEST(CliOutput, EveryFileWriterRefusesAFifo) {
     fs::remove(text);
 }
 
+// perplexity --plot writes through a symbolic link as every other output does (the link stays, its file gets
+// the chart), and refuses a link to nothing rather than replacing it.
+TEST(CliOutput, PerplexityPlotWritesThroughASymlink) {
+    const std::string dir = fresh_dir("plot_link");
+    const std::string file = dir + "/chart.svg", link = dir + "/link.svg", dangling = dir + "/dangling.svg";
+    const std::string text = dir + "/text.txt";
+    {
+        std::ofstream f(text);
+        for (int i = 0; i < 40; ++i) f << "Once upon a time there was a little girl named Lily. ";
+    }
+    std::ofstream(file) << "old";
+    fs::create_symlink(file, link);
+    const auto r = run_cli("perplexity -f " + text + " -c 128 --plot " + link, true);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link))) << "the link was replaced by a file";
+    EXPECT_NE(read_all(file).find("<svg "), std::string::npos) << read_all(file).substr(0, 80);
+    fs::create_symlink(dir + "/nowhere/x.svg", dangling);
+    const auto d = run_cli("perplexity -f " + text + " -c 128 --plot " + dangling, true);
+    EXPECT_EQ(d.status, 1) << d.out;
+    EXPECT_NE(d.out.find(dangling), std::string::npos) << d.out;
+    EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dangling))) << "the dangling link was replaced";
+    EXPECT_EQ(entries(dir), 4u) << "a temporary file was left";
+    fs::remove_all(dir);
+}
+
 TEST(CliOutput, StdoutWriteErrorsFail) {
     for (const char *cmd : {"run --json -n 4 --temp 0 -p Hello", "tokenize Hello", "--version"}) {
         const auto r = run_shell(std::string(cmd) + " </dev/null >/dev/full");

@@ -1,15 +1,16 @@
 #include "tools/lctx/perplexity_plot.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
+
+#include "util/atomic_file.h"
 
 namespace lctx::cli {
 
@@ -154,37 +155,12 @@ std::string perplexity_plot_svg(const PerplexityResult &r, const std::string &ti
 }
 
 std::string write_file_whole(const std::string &path, const std::string &text) {
-    const std::filesystem::path p(path);
-    const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
-    std::string tmp = dir + "/." + p.filename().string() + ".XXXXXX";
-    const int fd = mkstemp(tmp.data());
-    if (fd < 0) return path + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno);
-    auto fail = [&](const char *what) {
-        const std::string why = path + ": " + what + ": " + std::strerror(errno);
-        close(fd);
-        std::remove(tmp.c_str());
-        return why;
-    };
-    for (size_t done = 0; done < text.size();) {
-        const ssize_t w = write(fd, text.data() + done, text.size() - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return fail("write failed");
-        done += static_cast<size_t>(w);
-    }
-    // mkstemp makes the file 0600; a chart is an ordinary document.
-    const mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) return fail("cannot set the permissions");
-    if (fsync(fd) != 0) return fail("fsync failed");
-    if (close(fd) != 0) {
-        const std::string why = path + ": close failed: " + std::strerror(errno);
-        std::remove(tmp.c_str());
-        return why;
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const std::string why = path + ": cannot rename the temporary file: " + std::strerror(errno);
-        std::remove(tmp.c_str());
-        return why;
+    try {
+        AtomicFile f(path);  // refuses a device, FIFO or folder; follows a symbolic link
+        f.write(text.data(), text.size());
+        f.commit();
+    } catch (const std::exception &e) {
+        return e.what();
     }
     return "";
 }

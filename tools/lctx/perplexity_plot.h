@@ -14,7 +14,8 @@ std::string perplexity_plot_check(const std::string &path);
 // The whole SVG document. `title` goes to the top (escaped).
 std::string perplexity_plot_svg(const PerplexityResult &r, const std::string &title);
 
-// Writes `text` to `path` whole or not at all: a temporary file in the same folder, fsync, rename.
+// Writes `text` to `path` whole or not at all (util/atomic_file: a temporary file beside it, renamed over
+// it; a symbolic link is followed, a device, FIFO or folder refused).
 // Returns "" or the reason (the file is then as it was).
 std::string write_file_whole(const std::string &path, const std::string &text);
 
