@@ -3,8 +3,8 @@
 // per input line (--json: one JSON object per reply). Each user turn is rendered in the model's chat
 // format, the new part of the conversation is decoded on top of the cached one, and the reply is
 // streamed. When the KV cache is full, the context shifts: the first n_keep tokens (the system prompt)
-// stay, half of the rest is dropped, and the conversation goes on. With --prompt-cache the first prompt (system
-// prompt and first message) reuses what a saved session file starts with (prompt_cache.h, as run does).
+// stay, half of the rest is dropped, and the conversation goes on. With --prompt-cache the first prompt
+// (system prompt and first message) reuses what a saved session file starts with (prompt_cache.h, as run).
 #include <sys/mman.h>
 #include <unistd.h>
 
