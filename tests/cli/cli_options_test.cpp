@@ -115,6 +115,27 @@ TEST(RunOptions, OverrideKvAndRopeOptions) {
     }
 }
 
+// YaRN's ramp options reach the context: the defaults written out (beta fast 32, slow 1, the original
+// context the model's 2048, or 0 for it) give the same probabilities as none; another value of each moves
+// them. Linear scaling has no ramp, so they change nothing there.
+TEST(RunOptions, YarnRampOptions) {
+    auto probs = [](const std::string &args) {
+        const nlohmann::json j =
+            run_json(kPrompt + "-n 4 --temp 0 --n-probs 3 --rope-freq-scale 0.5 " + args);
+        return j.is_null() ? nlohmann::json() : j["probs"];
+    };
+    const nlohmann::json yarn = probs("--rope-scaling yarn");
+    ASSERT_FALSE(yarn.is_null());
+    EXPECT_EQ(probs("--rope-scaling yarn --yarn-beta-fast 32 --yarn-beta-slow 1 --yarn-orig-ctx 2048"), yarn);
+    EXPECT_EQ(probs("--rope-scaling yarn --yarn-orig-ctx 0"), yarn);
+    for (const char *other : {"--yarn-beta-fast 0.5", "--yarn-beta-slow 0.01", "--yarn-orig-ctx 64"})
+        EXPECT_NE(probs(std::string("--rope-scaling yarn ") + other), yarn) << other;
+    const nlohmann::json linear = probs("--rope-scaling linear");
+    EXPECT_NE(linear, yarn);
+    EXPECT_EQ(probs("--rope-scaling linear --yarn-beta-fast 0.5 --yarn-beta-slow 0.01 --yarn-orig-ctx 64"),
+              linear);
+}
+
 // -sp / --special prints special tokens' text (llama.cpp's -sp): a BOS forced by a logit bias shows as <s>.
 TEST(RunOptions, SpecialTokensPrinted) {
     const std::string base = "-p hi -n 2 --temp 0 -s 1 --logit-bias 1+100 ";
