@@ -21,6 +21,8 @@
 #include <random>
 #include <thread>
 
+#include "server/apis.h"
+#include "server/generation.h"
 #include "server/http_front.h"
 #include "server/openai_json.h"
 #include "server/web_page.h"
@@ -37,27 +39,6 @@ struct RequestLog {
     int64_t tokens = 0;
 };
 thread_local RequestLog t_log;
-
-int64_t unix_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::string random_id(const char *prefix) {
-    static std::atomic<uint64_t> counter{0};
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%s%016llx%llu", prefix, static_cast<unsigned long long>(rng()),
-                  static_cast<unsigned long long>(counter++));
-    return buf;
-}
-
-void send_json(httplib::Response &res, int status, const json &j) {
-    res.status = status;
-    res.set_content(dump(j), "application/json; charset=utf-8");
-    if (status == 503) res.set_header("Retry-After", "1");  // every 503 says when to come back
-}
 
 std::string base64(const void *data, size_t n) {
     static const char *kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -84,13 +65,6 @@ void normalize(std::vector<float> &v) {
     for (float &x : v) x *= inv;
 }
 
-// The client closed its end (or the connection broke).
-bool peer_gone(int fd) {
-    if (fd < 0) return false;
-    pollfd p{fd, POLLRDHUP, 0};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
 void send_error(httplib::Response &res, const ApiError &e) {
     send_json(res, e.status, error_json(e.status, e.what(), e.type, e.param));
 }
@@ -103,8 +77,15 @@ struct HttpServer::Impl {
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
     std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
+    ApiHost host;                      // what the endpoint families (apis.h) reach of this server
 
-    explicit Impl(const ServerOptions &o) : opts(o) {}
+    explicit Impl(const ServerOptions &o) : opts(o) {
+        host.engine = [this]() -> Engine & { return need_engine(); };
+        host.stopping = [this] { return stopping.load(); };
+        host.open_streams = &open_streams;
+        host.log_tokens = [](int64_t n) { t_log.tokens += n; };
+        host.limits = [](Engine &eng) { return generation_limits(eng); };
+    }
 
     // The Access-Control-Allow-Origin for a request's Origin ("" : none, the browser refuses).
     std::string allowed_origin(const std::string &origin) const {
@@ -164,10 +145,8 @@ std::vector<int32_t> HttpServer::Impl::prompt_tokens(Engine &eng, const GenReque
     std::vector<int32_t> toks;
     if (r.endpoint == Endpoint::Chat)
         toks = eng.tokenize_chat(eng.render_chat(r.messages));
-    else if (r.prompt_is_tokens)
-        toks = r.prompt_tokens;
     else
-        toks = eng.tokenize(r.prompt, true, true);
+        return server::prompt_tokens(eng, r.prompts.at(0));
     if (toks.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
     if (static_cast<int64_t>(toks.size()) >= eng.slot_ctx())
         throw ApiError(400,
@@ -436,10 +415,9 @@ void HttpServer::Impl::routes() {
     });
     svr.Get("/v1/models", models);
     svr.Get("/models", models);
-    for (const char *p : {"/v1/completions", "/completions"})
-        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
-            guarded(res, [&] { generate(req, res, Endpoint::Completion); });
-        });
+    register_completions_api(svr, host);
+    register_anthropic_api(svr, host);
+    register_responses_api(svr, host);
     for (const char *p : {"/v1/chat/completions", "/chat/completions"})
         svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
             guarded(res, [&] { generate(req, res, Endpoint::Chat); });
@@ -547,6 +525,13 @@ void HttpServer::Impl::routes() {
         });
 }
 
+void apply_timeout(ServerOptions &opts, int seconds) {
+    const int ms = std::clamp(seconds, 1, 86400) * 1000;
+    opts.body_timeout_ms = ms;
+    opts.write_timeout_ms = ms;
+    opts.head_timeout_ms = std::min(opts.head_timeout_ms, ms);
+}
+
 std::vector<std::string> read_api_key_file(const std::string &path) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read the API key file '" + path + "'");
@@ -573,6 +558,7 @@ HttpServer::HttpServer(const ServerOptions &opts) : impl_(std::make_unique<Impl>
     fo.head_timeout_ms = opts.head_timeout_ms;
     fo.body_timeout_ms = opts.body_timeout_ms;
     fo.idle_timeout_ms = opts.idle_timeout_ms;
+    fo.write_timeout_ms = opts.write_timeout_ms;
     fo.max_per_client = opts.max_per_client;
     // Each running request holds a worker while it waits for its tokens (a stream until its end).
     fo.workers = opts.http_threads > 0 ? opts.http_threads : 256;

@@ -19,6 +19,7 @@
 
 #include "context/context.h"
 #include "context/state.h"
+#include "generate/fim_prompt.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 #include "tools/lctx/control_vector_options.h"
@@ -170,15 +171,18 @@ int run_main(int argc, char **argv, bool infill) {
                          o.model_path.c_str());
             return 1;
         }
-        std::vector<int32_t> pre = {vocab.fim_pre()}, suf = {vocab.fim_suf()};
-        const std::vector<int32_t> p = vocab.tokenize(in_prefix, false, false),
-                                   q = vocab.tokenize(in_suffix, false, false);
-        pre.insert(pre.end(), p.begin(), p.end());
-        suf.insert(suf.end(), q.begin(), q.end());
-        if (vocab.add_bos() && vocab.bos() >= 0) prompt_ids.push_back(vocab.bos());
-        for (const std::vector<int32_t> *part : {spm_infill ? &suf : &pre, spm_infill ? &pre : &suf})
-            prompt_ids.insert(prompt_ids.end(), part->begin(), part->end());
-        prompt_ids.push_back(vocab.fim_mid());
+        generate::FimTokens ft;
+        ft.pre = vocab.fim_pre();
+        ft.suf = vocab.fim_suf();
+        ft.mid = vocab.fim_mid();
+        ft.bos = vocab.bos();
+        ft.add_bos = vocab.add_bos();
+        generate::FimInput fi;
+        fi.prefix = in_prefix;
+        fi.suffix = in_suffix;
+        fi.spm = spm_infill;
+        prompt_ids = generate::fim_prompt(
+            ft, fi, [&vocab](const std::string &text) { return vocab.tokenize(text, false, false); });
         o.prompt = in_prefix;  // what is shown before the middle
     } else {
         prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);
@@ -191,8 +195,8 @@ int run_main(int argc, char **argv, bool infill) {
     const int n_threads = resolved_threads(o.n_threads);
     std::unique_ptr<Context> ctx = make_context_or_report(
         *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
-        resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v,
-        o.flash_attn, o.rope);
+        resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v, o.flash_attn,
+        o.rope);
     if (!ctx) return 1;
     if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "run"); !e.empty()) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
