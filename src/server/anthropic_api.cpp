@@ -9,6 +9,7 @@
 // extended thinking) is a 400 naming the field.
 #include <string_view>
 
+#include "server/api_requests.h"
 #include "server/apis.h"
 #include "server/generation.h"
 
@@ -28,81 +29,6 @@ json anthropic_error(int status, const std::string &message, const std::string &
     return {{"type", "error"}, {"error", {{"type", t}, {"message", message}}}};
 }
 
-[[noreturn]] void bad(const std::string &field, const std::string &what) {
-    throw ApiError(400, "'" + field + "' " + what, "invalid_request_error", field);
-}
-
-const json *field(const json &body, const char *name) {
-    auto it = body.find(name);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
-// Text of a content value: a string, or blocks of which only text ones are taken.
-std::string content_text(const json &c, const std::string &name) {
-    if (c.is_string()) return c.get<std::string>();
-    if (!c.is_array()) bad(name, "must be a string or an array of content blocks");
-    std::string out;
-    for (size_t i = 0; i < c.size(); ++i) {
-        const json &b = c[i];
-        const std::string bn = name + "[" + std::to_string(i) + "]";
-        if (!b.is_object() || !b.contains("type") || !b["type"].is_string())
-            bad(bn, "must be a content block with a type");
-        const std::string type = b["type"].get<std::string>();
-        if (type != "text")
-            bad(bn + ".type",
-                "'" + type + "' is not supported (text blocks only: no images, documents or tools)");
-        const json *t = field(b, "text");
-        if (!t || !t->is_string()) bad(bn + ".text", "must be a string");
-        out += t->get<std::string>();
-    }
-    return out;
-}
-
-// The Messages request as the chat request it stands for (validated by parse_chat_request), the names of the
-// fields kept to Anthropic's where they differ.
-GenRequest to_chat(const json &body, const RequestLimits &lim) {
-    for (const char *unsupported : {"tools", "tool_choice", "thinking", "container", "mcp_servers"})
-        if (field(body, unsupported)) bad(unsupported, "is not supported by this server");
-    json chat = json::object();
-    json msgs = json::array();
-    if (const json *sys = field(body, "system"))
-        msgs.push_back({{"role", "system"}, {"content", content_text(*sys, "system")}});
-    const json *m = field(body, "messages");
-    if (!m || !m->is_array() || m->empty()) bad("messages", "must be a non-empty array");
-    for (size_t i = 0; i < m->size(); ++i) {
-        const json &msg = (*m)[i];
-        const std::string name = "messages[" + std::to_string(i) + "]";
-        if (!msg.is_object()) bad(name, "must be an object");
-        const json *role = field(msg, "role");
-        if (!role || !role->is_string() || (*role != "user" && *role != "assistant"))
-            bad(name + ".role", "must be 'user' or 'assistant'");
-        const json *c = field(msg, "content");
-        if (!c) bad(name + ".content", "is required");
-        msgs.push_back({{"role", *role}, {"content", content_text(*c, name + ".content")}});
-    }
-    chat["messages"] = std::move(msgs);
-    if (const json *mt = field(body, "max_tokens")) {
-        if (!mt->is_number_integer() || mt->get<int64_t>() < 1 || mt->get<int64_t>() > lim.max_tokens)
-            bad("max_tokens", "must be an integer from 1 to " + std::to_string(lim.max_tokens));
-        chat["max_tokens"] = *mt;
-    }
-    if (const json *ss = field(body, "stop_sequences")) {
-        if (!ss->is_array()) bad("stop_sequences", "must be an array of strings");
-        for (const json &x : *ss)
-            if (!x.is_string() || x.get<std::string>().empty())
-                bad("stop_sequences", "must hold non-empty strings");
-        if (ss->size() > static_cast<size_t>(lim.max_stop))
-            bad("stop_sequences", "may hold at most " + std::to_string(lim.max_stop) + " strings");
-        if (!ss->empty()) chat["stop"] = *ss;
-    }
-    if (const json *md = field(body, "metadata"))
-        if (!md->is_object()) bad("metadata", "must be an object");
-    for (const char *k : {"temperature", "top_p", "top_k", "stream", "model"})
-        if (const json *v = field(body, k)) chat[k] = *v;
-    // Anthropic's default temperature is 1.0, as OpenAI's.
-    return parse_chat_request(chat, lim);
-}
-
 const char *stop_reason(const ChoiceResult &c) {
     if (c.finish_reason == "length") return "max_tokens";
     return c.stop_type == "word" ? "stop_sequence" : "end_turn";
@@ -116,7 +42,7 @@ void messages(ApiHost &host, const httplib::Request &req, httplib::Response &res
     Engine &eng = host.engine();
     need_generator(eng);
     const json body = parse_body(req.body);
-    const GenRequest r = to_chat(body, host.limits(eng));
+    const GenRequest r = parse_anthropic_request(body, host.limits(eng));
     const std::vector<int32_t> prompt =
         checked_prompt(eng, eng.tokenize_chat(eng.render_chat(r.messages)), "messages");
     Generation g = start_generation(eng, r, {prompt}, json::object(), -1, false);
@@ -179,7 +105,7 @@ void count_tokens(ApiHost &host, const httplib::Request &req, httplib::Response 
     json body = parse_body(req.body);
     body.erase("max_tokens");  // optional here
     body.erase("stream");
-    const GenRequest r = to_chat(body, host.limits(eng));
+    const GenRequest r = parse_anthropic_request(body, host.limits(eng));
     const std::vector<int32_t> prompt = eng.tokenize_chat(eng.render_chat(r.messages));
     send_json(res, 200, {{"input_tokens", prompt.size()}});
 }

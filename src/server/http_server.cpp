@@ -167,6 +167,7 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     lim.n_vocab = eng.n_vocab();
     // Each choice takes a slot or a place in the queue: more than both hold could never be served.
     lim.max_n = std::min(lim.max_n, eng.n_slots() + eng.max_queue());
+    lim.n_slots = eng.n_slots();
     GenRequest r = ep == Endpoint::Chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
     std::vector<int32_t> prompt = prompt_tokens(eng, r);
     if (r.ignore_eos)
@@ -189,6 +190,8 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
         t.grammar = r.grammar;
         t.top_logprobs = r.logprobs ? r.top_logprobs : -1;
         t.lora = lora;
+        t.id_slot = r.id_slot;
+        t.cache_prompt = r.cache_prompt;
         tasks.push_back(std::move(t));
     }
     eng.submit(std::move(tasks));

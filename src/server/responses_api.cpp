@@ -7,6 +7,7 @@
 // response.output_text.delta ..., response.output_text.done, response.content_part.done,
 // response.output_item.done and response.completed (or response.incomplete), each with a sequence_number.
 // Nothing is stored: previous_response_id is a 400, as are tools, reasoning and other item types.
+#include "server/api_requests.h"
 #include "server/apis.h"
 #include "server/generation.h"
 
@@ -14,101 +15,6 @@ namespace lctx::server {
 
 namespace {
 using json = nlohmann::json;
-
-[[noreturn]] void bad(const std::string &field, const std::string &what) {
-    throw ApiError(400, "'" + field + "' " + what, "invalid_request_error", field);
-}
-
-const json *field(const json &body, const char *name) {
-    auto it = body.find(name);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string item_text(const json &c, const std::string &name) {
-    if (c.is_string()) return c.get<std::string>();
-    if (!c.is_array()) bad(name, "must be a string or an array of input_text parts");
-    std::string out;
-    for (size_t i = 0; i < c.size(); ++i) {
-        const json &p = c[i];
-        const std::string pn = name + "[" + std::to_string(i) + "]";
-        if (!p.is_object() || !p.contains("type") || !p["type"].is_string())
-            bad(pn, "must be a part with a type");
-        const std::string type = p["type"].get<std::string>();
-        if (type != "input_text" && type != "output_text" && type != "text")
-            bad(pn + ".type", "'" + type + "' is not supported (input_text and output_text parts only)");
-        const json *t = field(p, "text");
-        if (!t || !t->is_string()) bad(pn + ".text", "must be a string");
-        if (!out.empty()) out += "\n";
-        out += t->get<std::string>();
-    }
-    return out;
-}
-
-// The Responses request as the chat request it stands for.
-GenRequest to_chat(const json &body, const RequestLimits &lim) {
-    for (const char *unsupported : {"previous_response_id", "reasoning", "conversation", "prompt"})
-        if (field(body, unsupported)) bad(unsupported, "is not supported by this server (nothing is stored)");
-    if (const json *t = field(body, "tools"))
-        if (!t->is_array() || !t->empty()) bad("tools", "is not supported by this server");
-    if (const json *tc = field(body, "tool_choice"))
-        if (*tc != "none" && *tc != "auto") bad("tool_choice", "is not supported by this server");
-    json msgs = json::array();
-    if (const json *ins = field(body, "instructions")) {
-        if (!ins->is_string()) bad("instructions", "must be a string");
-        msgs.push_back({{"role", "system"}, {"content", *ins}});
-    }
-    const json *in = field(body, "input");
-    if (!in) bad("input", "is required");
-    if (in->is_string()) {
-        msgs.push_back({{"role", "user"}, {"content", *in}});
-    } else if (in->is_array() && !in->empty()) {
-        for (size_t i = 0; i < in->size(); ++i) {
-            const json &it = (*in)[i];
-            const std::string name = "input[" + std::to_string(i) + "]";
-            if (!it.is_object()) bad(name, "must be a message item");
-            if (const json *ty = field(it, "type"); ty && *ty != "message")
-                bad(name + ".type", "must be 'message' (other item types are not supported)");
-            const json *role = field(it, "role");
-            if (!role || !role->is_string() ||
-                (*role != "user" && *role != "assistant" && *role != "system" && *role != "developer"))
-                bad(name + ".role", "must be user, assistant, system or developer");
-            const json *c = field(it, "content");
-            if (!c) bad(name + ".content", "is required");
-            msgs.push_back({{"role", *role}, {"content", item_text(*c, name + ".content")}});
-        }
-    } else {
-        bad("input", "must be a string or a non-empty array of message items");
-    }
-    json chat = {{"messages", std::move(msgs)}};
-    if (const json *mt = field(body, "max_output_tokens")) {
-        if (!mt->is_number_integer() || mt->get<int64_t>() < 1 || mt->get<int64_t>() > lim.max_tokens)
-            bad("max_output_tokens", "must be an integer from 1 to " + std::to_string(lim.max_tokens));
-        chat["max_tokens"] = *mt;
-    }
-    if (const json *text = field(body, "text")) {
-        if (!text->is_object()) bad("text", "must be an object");
-        if (const json *fm = field(*text, "format")) {
-            if (!fm->is_object() || !fm->contains("type"))
-                bad("text.format", "must be an object with a type");
-            if ((*fm)["type"] == "json_schema") {
-                const json *sc = field(*fm, "schema");
-                if (!sc) bad("text.format.schema", "is required");
-                chat["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"schema", *sc}}}};
-            } else if ((*fm)["type"] == "json_object") {
-                chat["response_format"] = {{"type", "json_object"}};
-            } else if ((*fm)["type"] != "text") {
-                bad("text.format.type", "must be text, json_object or json_schema");
-            }
-        }
-    }
-    if (const json *md = field(body, "metadata"))
-        if (!md->is_object()) bad("metadata", "must be an object");
-    if (const json *st = field(body, "store"))
-        if (!st->is_boolean()) bad("store", "must be a boolean");
-    for (const char *k : {"temperature", "top_p", "stream", "model"})
-        if (const json *v = field(body, k)) chat[k] = *v;
-    return parse_chat_request(chat, lim);
-}
 
 struct Meta {
     std::string id, item_id, model;
@@ -159,7 +65,7 @@ void responses(ApiHost &host, const httplib::Request &req, httplib::Response &re
     Engine &eng = host.engine();
     need_generator(eng);
     const json body = parse_body(req.body);
-    const GenRequest r = to_chat(body, host.limits(eng));
+    const GenRequest r = parse_responses_request(body, host.limits(eng));
     const std::vector<int32_t> prompt =
         checked_prompt(eng, eng.tokenize_chat(eng.render_chat(r.messages)), "input");
     Generation g = start_generation(eng, r, {prompt}, json::object(), -1, false);

@@ -75,7 +75,15 @@ TEST(ServerRequest, RefusesWrongTypesAndRanges) {
           R"({"prompt":"a","grammar":"root ::= x"})",
           R"({"prompt":"a","json_schema":{"type":"object","properties":{"a":{"$ref":"#/x"}}}})",
           R"({"prompt":"a","logprobs":21})",
-          R"({"prompt":"a","echo":true})"})
+          R"({"prompt":"a","echo":true,"logprobs":1})",
+          R"({"prompt":["a",{}]})",
+          R"({"prompt":[[]]})",
+          R"({"prompt":"a","samplers":["top_k","nope"]})",
+          R"({"prompt":"a","samplers":"kq"})",
+          R"({"prompt":"a","mirostat":3})",
+          R"({"prompt":"a","dry_sequence_breakers":[""]})",
+          R"({"prompt":"a","post_sampling_probs":true})",
+          R"({"prompt":"a","n_probs":2})"})
         EXPECT_EQ(status_of([&] { parse_completion_request(json::parse(body), lim); }), 400) << body;
     for (const char *body :
          {R"({"messages":"hi"})", R"({"messages":[1]})", R"({"messages":[{"content":"x"}]})",
