@@ -97,11 +97,12 @@ void responses(ApiHost &host, const httplib::Request &req, httplib::Response &re
     json in_progress = output_message(*m, "", "in_progress");
     in_progress["content"] = json::array();
     StreamFormat f;
-    f.start = ev("response.created", {{"response", response_object(*m, nullptr)}}) +
-              ev("response.in_progress", {{"response", response_object(*m, nullptr)}}) +
-              ev("response.output_item.added", {{"output_index", 0}, {"item", in_progress}}) +
-              ev("response.content_part.added",
-                 {{"item_id", m->item_id}, {"output_index", 0}, {"content_index", 0}, {"part", part0}});
+    // Each event takes the next sequence number: built one statement at a time, in order.
+    f.start = ev("response.created", {{"response", response_object(*m, nullptr)}});
+    f.start += ev("response.in_progress", {{"response", response_object(*m, nullptr)}});
+    f.start += ev("response.output_item.added", {{"output_index", 0}, {"item", in_progress}});
+    f.start += ev("response.content_part.added",
+                  {{"item_id", m->item_id}, {"output_index", 0}, {"content_index", 0}, {"part", part0}});
     f.on_event = [m, ev](const Event &e, ChoiceResult &c) {
         if (e.kind == Event::Token) {
             if (e.text.empty()) return std::string();
@@ -111,15 +112,17 @@ void responses(ApiHost &host, const httplib::Request &req, httplib::Response &re
         }
         const json full = response_object(*m, &c);
         const json item = full["output"][0];
-        return ev("response.output_text.done",
-                  {{"item_id", m->item_id}, {"output_index", 0}, {"content_index", 0}, {"text", c.text}}) +
-               ev("response.content_part.done", {{"item_id", m->item_id},
+        std::string out =
+            ev("response.output_text.done",
+               {{"item_id", m->item_id}, {"output_index", 0}, {"content_index", 0}, {"text", c.text}});
+        out += ev("response.content_part.done", {{"item_id", m->item_id},
                                                  {"output_index", 0},
                                                  {"content_index", 0},
-                                                 {"part", item["content"][0]}}) +
-               ev("response.output_item.done", {{"output_index", 0}, {"item", item}}) +
-               ev(full["status"] == "completed" ? "response.completed" : "response.incomplete",
+                                                 {"part", item["content"][0]}});
+        out += ev("response.output_item.done", {{"output_index", 0}, {"item", item}});
+        out += ev(full["status"] == "completed" ? "response.completed" : "response.incomplete",
                   {{"response", full}});
+        return out;
     };
     f.on_failure = [ev](const Event &e) {
         return ev("error", {{"code", e.status == 503 ? "unavailable" : "server_error"},
