@@ -88,6 +88,8 @@ json generation_settings(Engine &eng, const GenRequest &r) {
             {"n_predict", r.max_tokens},
             {"seed", s.seed ? json(*s.seed) : json(4294967295u)},
             {"temperature", s.temperature},
+            {"dynatemp_range", s.dynatemp_range},
+            {"dynatemp_exponent", s.dynatemp_exponent},
             {"top_k", s.top_k},
             {"top_p", s.top_p},
             {"min_p", s.min_p},

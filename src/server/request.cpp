@@ -101,6 +101,19 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     r.id_slot = static_cast<int32_t>(get_int(body, "id_slot", -1, -1, 1 << 20));
     if (lim.n_slots > 0 && r.id_slot >= lim.n_slots)
         bad("id_slot", "must be -1 or a slot id below " + std::to_string(lim.n_slots));
+    // Native fields lctx does not do: refused unless neutral.
+    if (get_int(body, "n_keep", 0, -1, 1 << 30) != 0)
+        bad("n_keep", "is not supported: a full slot keeps its first token (--context-shift) or ends");
+    if (get_int(body, "n_indent", 0, 0, 1 << 20) != 0) bad("n_indent", "is not supported (send 0)");
+    if (get_int(body, "t_max_predict_ms", 0, 0, INT64_MAX) != 0)
+        bad("t_max_predict_ms", "is not supported (send 0; n_predict bounds a reply)");
+    if (get_bool(body, "timings_per_token", false))
+        bad("timings_per_token", "is not supported: timings come with each choice's end");
+    if (const json *rf = field(body, "response_fields"))
+        if (!rf->is_array() || !rf->empty()) bad("response_fields", "is not supported");
+    if (const json *img = field(body, "image_data"))
+        if (!img->is_array() || !img->empty())
+            bad("image_data", "is not supported: this server reads no images");
     if (get_bool(body, "post_sampling_probs", false))
         bad("post_sampling_probs", "is not supported: probabilities are the model's, before sampling");
     SamplingParams &s = r.sampling;
@@ -133,6 +146,8 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     s.xtc_probability = get_float(body, "xtc_probability", 0.0f, 0.0f, 1.0f);
     s.xtc_threshold = get_float(body, "xtc_threshold", 0.1f, 0.0f, 1.0f);
     s.min_keep = static_cast<int32_t>(get_int(body, "min_keep", 0, 0, 1 << 20));
+    s.dynatemp_range = get_float(body, "dynatemp_range", 0.0f, 0.0f, 2.0f);
+    s.dynatemp_exponent = get_float(body, "dynatemp_exponent", 1.0f, 0.0f, 100.0f);
     if (const json *sm = field(body, "samplers")) {
         // An array of names, or llama-server's string of letters (k top_k, y typ_p, p top_p, m min_p, x xtc,
         // t temperature, d dry, e penalties).

@@ -47,6 +47,7 @@ struct SamplingParams {
     std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
     float xtc_probability = 0.0f, xtc_threshold = 0.1f;
     int32_t min_keep = 0;
+    float dynatemp_range = 0.0f, dynatemp_exponent = 1.0f;  // temperature within [t - range, t + range]
     // The order of the distribution samplers (llama-server's `samplers`: names such as top_k, typ_p, top_p,
     // min_p, xtc, temperature, dry, penalties); empty: llama.cpp's default order.
     std::vector<std::string> samplers;

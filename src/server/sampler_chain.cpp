@@ -88,7 +88,11 @@ llama_sampler *make_sampler_chain(const SamplingParams &sp, const ChainInputs &i
                                         llama_sampler_init_xtc(sp.xtc_probability, sp.xtc_threshold,
                                                                std::max<size_t>(1, min_keep), in.seed));
         } else if (k == "temperature") {
-            llama_sampler_chain_add(chain, llama_sampler_init_temp(sp.temperature));
+            if (sp.dynatemp_range > 0.0f)
+                llama_sampler_chain_add(chain, llama_sampler_init_temp_ext(sp.temperature, sp.dynatemp_range,
+                                                                           sp.dynatemp_exponent));
+            else
+                llama_sampler_chain_add(chain, llama_sampler_init_temp(sp.temperature));
         }
     }
     llama_sampler_chain_add(chain, llama_sampler_init_dist(in.seed));

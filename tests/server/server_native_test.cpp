@@ -183,6 +183,10 @@ TEST(ServerNative, SamplerFieldsAreHonoured) {
     const std::string x1 = text({{"xtc_probability", 1.0}, {"xtc_threshold", 0.0}}, 1);
     EXPECT_EQ(x1, text({{"xtc_probability", 1.0}, {"xtc_threshold", 0.0}}, 2));
     EXPECT_NE(x1, greedy);
+    // Dynamic temperature: 1.5 within a range of 1.5 and a steep exponent follows the distribution's entropy
+    // (far below the uniform one here) down to almost 0: greedy whatever the seed.
+    for (uint32_t seed = 1; seed <= 3; ++seed)
+        EXPECT_EQ(text({{"dynatemp_range", 1.5}, {"dynatemp_exponent", 100.0}}, seed), greedy) << seed;
     // DRY is accepted and reported back.
     auto [st, d] = s.post("/completion", {{"prompt", "Once"},
                                           {"n_predict", 4},
@@ -202,7 +206,14 @@ TEST(ServerNative, SamplerFieldsAreHonoured) {
                                                    {"dry_sequence_breakers", json::array({""})},
                                                    {"post_sampling_probs", true},
                                                    {"id_slot", 2},
-                                                   {"n_probs", 101}}) {
+                                                   {"n_probs", 101},
+                                                   {"n_keep", 4},
+                                                   {"n_indent", 2},
+                                                   {"t_max_predict_ms", 100},
+                                                   {"timings_per_token", true},
+                                                   {"response_fields", json::array({"content"})},
+                                                   {"image_data", json::array({{{"id", 1}}})},
+                                                   {"dynatemp_range", -1}}) {
         auto [st4, e] = s.post("/completion", {{"prompt", "Once"}, {"n_predict", 2}, {name, value}});
         EXPECT_EQ(st4, 400) << name << " " << e.dump();
         EXPECT_EQ(e["error"]["param"], name) << e.dump();
