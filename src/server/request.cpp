@@ -116,15 +116,16 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
             bad("image_data", "is not supported: this server reads no images");
     if (get_bool(body, "post_sampling_probs", false))
         bad("post_sampling_probs", "is not supported: probabilities are the model's, before sampling");
+    // An absent field keeps the endpoint's default (r.sampling as the caller set it).
     SamplingParams &s = r.sampling;
-    s.temperature = get_float(body, "temperature", 1.0f, 0.0f, 2.0f);
-    s.top_p = get_float(body, "top_p", 1.0f, 0.0f, 1.0f);
-    s.top_k = static_cast<int32_t>(get_int(body, "top_k", 0, 0, 1 << 30));
-    s.min_p = get_float(body, "min_p", 0.0f, 0.0f, 1.0f);
+    s.temperature = get_float(body, "temperature", s.temperature, 0.0f, 2.0f);
+    s.top_p = get_float(body, "top_p", s.top_p, 0.0f, 1.0f);
+    s.top_k = static_cast<int32_t>(get_int(body, "top_k", s.top_k, 0, 1 << 30));
+    s.min_p = get_float(body, "min_p", s.min_p, 0.0f, 1.0f);
     s.presence_penalty = get_float(body, "presence_penalty", 0.0f, -2.0f, 2.0f);
     s.frequency_penalty = get_float(body, "frequency_penalty", 0.0f, -2.0f, 2.0f);
     s.repeat_penalty = get_float(body, "repeat_penalty", 1.0f, 0.0f, 10.0f);
-    s.repeat_last_n = static_cast<int32_t>(get_int(body, "repeat_last_n", -1, -1, 1 << 30));
+    s.repeat_last_n = static_cast<int32_t>(get_int(body, "repeat_last_n", s.repeat_last_n, -1, 1 << 30));
     s.typical_p = get_float(body, "typical_p", 1.0f, 0.0f, 1.0f);
     s.mirostat = static_cast<int32_t>(get_int(body, "mirostat", 0, 0, 2));
     s.mirostat_tau = get_float(body, "mirostat_tau", 5.0f, 0.0f, 1e6f);
@@ -401,6 +402,12 @@ GenRequest parse_completion_request(const json &body, const RequestLimits &lim) 
 GenRequest parse_native_completion_request(const json &body, const RequestLimits &lim, bool infill) {
     GenRequest r;
     r.endpoint = Endpoint::Completion;
+    // llama-server's defaults for what the request leaves out (its README and /props), not OpenAI's.
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_k = 40;
+    r.sampling.top_p = 0.95f;
+    r.sampling.min_p = 0.05f;
+    r.sampling.repeat_last_n = 64;
     if (infill) {
         // /infill: the prompt is optional (it goes after the FIM middle token) and one text at most.
         if (const json *p = field(body, "prompt")) {

@@ -154,7 +154,14 @@ TEST(ServerNative, SamplerFieldsAreHonoured) {
     LocalServer s(small_engine());
     const std::string greedy = greedy_text(s, "Once upon a time", 16);
     auto text = [&](json extra, uint32_t seed) {
-        json b = {{"prompt", "Once upon a time"}, {"n_predict", 16}, {"temperature", 1.5}, {"seed", seed}};
+        // The truncating samplers off (llama-server's defaults would apply them), unless `extra` says.
+        json b = {{"prompt", "Once upon a time"},
+                  {"n_predict", 16},
+                  {"temperature", 1.5},
+                  {"seed", seed},
+                  {"top_k", 0},
+                  {"top_p", 1.0},
+                  {"min_p", 0.0}};
         for (auto it = extra.begin(); it != extra.end(); ++it) b[it.key()] = it.value();
         auto [st, j] = s.post("/completion", b);
         EXPECT_EQ(st, 200) << j.dump();
