@@ -48,24 +48,24 @@ void openai_completions(ApiHost &host, const httplib::Request &req, httplib::Res
     }
     // One chunk per piece of text (the prompt first with echo), the finish reason with the timings per
     // choice, the usage chunk when asked for, then [DONE].
-    auto first = std::make_shared<std::vector<bool>>(g.results.size(), true);
+    // The prompt's text goes out once per choice, before the choice's first event.
+    auto echo_due = std::make_shared<std::vector<bool>>(g.results.size(), !echo.empty());
     const bool include_usage = r.include_usage;
     StreamFormat f;
-    f.on_event = [meta, first, echo](const Event &e, ChoiceResult &c) {
+    f.on_event = [meta, echo_due, echo](const Event &e, ChoiceResult &c) {
         const size_t i = static_cast<size_t>(e.index);
         std::string out;
-        if ((*first)[i] && !echo.empty())
+        if ((*echo_due)[i]) {
+            (*echo_due)[i] = false;
             out +=
                 sse(chunk_json(*meta, e.index, echo[static_cast<size_t>(c.prompt_index)], nullptr, true, ""));
+        }
         if (e.kind == Event::Token) {
             // A token whose text is held back (a possible stop string) still reports its logprobs.
             if (e.text.empty() && !(meta->logprobs && e.token >= 0)) return out;
-            out += sse(chunk_json(*meta, e.index, e.text, e.token >= 0 ? &e : nullptr, (*first)[i], ""));
-            (*first)[i] = false;
-            return out;
+            return out + sse(chunk_json(*meta, e.index, e.text, e.token >= 0 ? &e : nullptr, false, ""));
         }
-        json fin = chunk_json(*meta, e.index, "", nullptr, (*first)[i], e.finish_reason);
-        (*first)[i] = false;
+        json fin = chunk_json(*meta, e.index, "", nullptr, false, e.finish_reason);
         fin["timings"] = timings_json(c);  // as llama-server: the choice's last chunk
         return out + sse(fin);
     };

@@ -323,6 +323,20 @@ TEST(ServerNative, EchoPrependsThePrompt) {
                               "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(sse_text(sse_events(r->body)), "Once upon a time" + g) << r->body;
+    // The first token held back (it starts a stop string that then does not match): the prompt still goes
+    // out once.
+    const std::string first = greedy_text(s, "Once upon a time", 1);
+    auto held = s.client()->Post("/v1/completions",
+                                 json({{"prompt", "Once upon a time"},
+                                       {"max_tokens", 5},
+                                       {"temperature", 0},
+                                       {"echo", true},
+                                       {"stop", json::array({first + "\x01"})},
+                                       {"stream", true}})
+                                     .dump(),
+                                 "application/json");
+    ASSERT_TRUE(held);
+    EXPECT_EQ(sse_text(sse_events(held->body)), "Once upon a time" + g) << held->body;
     auto [st2, e] = s.post("/v1/completions", {{"prompt", "Once"}, {"echo", true}, {"logprobs", 1}});
     EXPECT_EQ(st2, 400) << e.dump();
     EXPECT_EQ(e["error"]["param"], "echo");
