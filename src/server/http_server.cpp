@@ -468,6 +468,10 @@ void HttpServer::Impl::routes() {
                          const json body = parse_body(req.body);
                          const GenRequest r =
                              chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
+                         if (r.prompts.size() > 1)
+                             throw ApiError(
+                                 400, "'prompt' must be one prompt here (render answers one token list)",
+                                 "invalid_request_error", "prompt");
                          json out = {{"token_ids", prompt_tokens(eng, r)}};
                          if (chat) out["prompt"] = eng.render_chat(r.messages);
                          send_json(res, 200, out);

@@ -279,6 +279,11 @@ TEST(ServerNative, SeveralPromptsGiveOneChoiceEach) {
     auto [sm, jm] = s.post("/v1/completions", {{"prompt", mixed}, {"max_tokens", 1}});
     ASSERT_EQ(sm, 200) << jm.dump();
     EXPECT_EQ(jm["usage"]["prompt_tokens"].get<size_t>(), 1 + tokenize(s, "The", false).size());
+    // render answers one token list: one prompt only.
+    auto [sr, jr] = s.post("/v1/completions/render", {{"prompt", json::array({"a", "b"})}});
+    EXPECT_EQ(sr, 400) << jr.dump();
+    auto [sr1, jr1] = s.post("/v1/completions/render", {{"prompt", json::array({"a"})}});
+    EXPECT_EQ(sr1, 200) << jr1.dump();
     // Native: several prompts answer with a list.
     auto [sn, jn] =
         s.post("/completion",
