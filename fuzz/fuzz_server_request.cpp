@@ -23,6 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             std::abort();
         for (int32_t t : r.prompt_tokens)
             if (t < 0 || t >= lim.n_vocab) std::abort();
+        // Completions: one prompt at least (a list gives several), each piece text or a token id in range.
+        if (!chat && (r.prompts.empty() || static_cast<int64_t>(r.prompts.size()) * r.n > lim.max_choices))
+            std::abort();
+        for (const lctx::server::PromptInput &p : r.prompts) {
+            if (p.empty()) std::abort();
+            for (const lctx::server::PromptPiece &x : p)
+                if (x.is_token && (x.token < 0 || x.token >= lim.n_vocab)) std::abort();
+        }
         for (const auto &[tok, bias] : r.sampling.logit_bias)
             if (tok < 0 || tok >= lim.n_vocab || !(bias >= -100.0f && bias <= 100.0f)) std::abort();
     } catch (const lctx::server::ApiError &e) {

@@ -12,6 +12,7 @@
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
 #include "lctx/lctx_ext.h"
+#include "server/sampler_chain.h"
 #include "server/text_stream.h"
 
 namespace lctx::server {
@@ -358,6 +359,18 @@ std::vector<int32_t> Engine::tokenize_chat(const std::string &prompt) const {
     return tokenize(prompt, !has_bos, true);
 }
 
+generate::FimTokens Engine::fim_tokens() const {
+    generate::FimTokens t;
+    t.pre = llama_vocab_fim_pre(vocab_);
+    t.suf = llama_vocab_fim_suf(vocab_);
+    t.mid = llama_vocab_fim_mid(vocab_);
+    t.rep = llama_vocab_fim_rep(vocab_);
+    t.sep = llama_vocab_fim_sep(vocab_);
+    t.bos = llama_vocab_bos(vocab_);
+    t.add_bos = llama_vocab_get_add_bos(vocab_);
+    return t;
+}
+
 std::vector<SlotInfo> Engine::slots_info() const {
     std::vector<SlotInfo> out;
     for (const auto &s : slots_) out.push_back({s->id, s->busy.load(), s->n_cached_pub.load()});
@@ -567,22 +580,26 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int3
 bool Engine::assign_waiting() {
     std::lock_guard<std::mutex> lk(mu_);
     bool any = false;
-    while (!queue_.empty()) {
-        if (queue_.front().channel->cancelled()) {
-            queue_.pop_front();
+    for (size_t qi = 0; qi < queue_.size();) {
+        if (queue_[qi].channel->cancelled()) {
+            queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(qi));
             continue;
         }
         // The free slot whose cache shares the longest prefix with the prompt, when that prefix is at
         // least half the prompt (llama-server's similarity rule: a shared BOS alone must not evict a
-        // useful cache); else the least recently used free slot.
-        const std::vector<int32_t> &prompt = queue_.front().prompt;
+        // useful cache); else the least recently used free slot. A task that asks for one slot (id_slot)
+        // waits for it, and the tasks behind it go on.
+        const Task &task = queue_[qi];
+        const std::vector<int32_t> &prompt = task.prompt;
         Slot *best = nullptr, *lru = nullptr;
         size_t best_lcp = 0;
         // A cache computed with other adapter scales holds other K/V: it shares no prefix.
-        const std::vector<float> &lora = queue_.front().lora;
-        auto prefix = [&](const Slot &sl) { return sl.lora == lora ? common_prefix(sl.cache, prompt) : 0; };
+        const std::vector<float> &lora = task.lora;
+        auto prefix = [&](const Slot &sl) {
+            return sl.lora == lora && task.cache_prompt ? common_prefix(sl.cache, prompt) : 0;
+        };
         for (auto &s : slots_) {
-            if (s->busy) continue;
+            if (s->busy || (task.id_slot >= 0 && s->id != task.id_slot)) continue;
             const size_t lcp = prefix(*s);
             if (2 * lcp >= prompt.size() && lcp > best_lcp) {
                 best = s.get();
@@ -594,10 +611,14 @@ bool Engine::assign_waiting() {
             best = lru;
             best_lcp = lru ? prefix(*lru) : 0;
         }
+        if (!best && task.id_slot >= 0) {
+            ++qi;
+            continue;
+        }
         if (!best) break;
         Slot &s = *best;
-        s.task = std::move(queue_.front());
-        queue_.pop_front();
+        s.task = std::move(queue_[qi]);
+        queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(qi));
         s.busy = true;
         s.last_used = ++use_clock_;
         any = true;
@@ -618,39 +639,11 @@ bool Engine::assign_waiting() {
         metrics_.prefix_queries += s.task.prompt.size();
         metrics_.prefix_hits += keep;
 
-        // The sampler chain: grammar -> logit bias -> penalties -> (greedy | top-k, top-p, min-p,
-        // temperature, dist).
-        const SamplingParams &sp = s.task.sampling;
-        llama_sampler_chain_params chp = llama_sampler_chain_default_params();
-        chp.no_perf = true;
-        s.chain = llama_sampler_chain_init(chp);
-        if (!s.task.grammar.empty()) {
-            llama_sampler *g = llama_sampler_init_grammar(vocab_, s.task.grammar.c_str(), "root");
-            if (!g) {
-                fail(s, "the grammar cannot be used with this model's vocabulary");
-                continue;
-            }
-            llama_sampler_chain_add(s.chain, g);
-        }
-        if (!sp.logit_bias.empty()) {
-            std::vector<llama_logit_bias> lb;
-            for (auto [tok, bias] : sp.logit_bias) lb.push_back({tok, bias <= -100.0f ? -INFINITY : bias});
-            llama_sampler_chain_add(
-                s.chain, llama_sampler_init_logit_bias(n_vocab_, static_cast<int32_t>(lb.size()), lb.data()));
-        }
-        if (sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f || sp.repeat_penalty != 1.0f)
-            llama_sampler_chain_add(
-                s.chain, llama_sampler_init_penalties(slot_ctx_, sp.repeat_penalty, sp.frequency_penalty,
-                                                      sp.presence_penalty));
-        if (sp.temperature <= 0.0f) {
-            llama_sampler_chain_add(s.chain, llama_sampler_init_greedy());
-        } else {
-            if (sp.top_k > 0) llama_sampler_chain_add(s.chain, llama_sampler_init_top_k(sp.top_k));
-            if (sp.top_p < 1.0f) llama_sampler_chain_add(s.chain, llama_sampler_init_top_p(sp.top_p, 1));
-            if (sp.min_p > 0.0f) llama_sampler_chain_add(s.chain, llama_sampler_init_min_p(sp.min_p, 1));
-            llama_sampler_chain_add(s.chain, llama_sampler_init_temp(sp.temperature));
-            llama_sampler_chain_add(s.chain, llama_sampler_init_dist(s.task.seed));
-        }
+        // The sampler chain: grammar -> logit bias -> the samplers in the request's order -> a draw.
+        std::string why;
+        s.chain = make_sampler_chain(s.task.sampling,
+                                     {vocab_, n_vocab_, slot_ctx_, s.task.grammar, s.task.seed}, &why);
+        if (!s.chain) fail(s, why);
     }
     metrics_.waiting = static_cast<int64_t>(queue_.size());
     metrics_.running =
@@ -721,6 +714,8 @@ void Engine::step() {
     const int32_t rc = llama_decode(ctx_, batch_);
     const int64_t dt = now_us() - t0;
     metrics_.decode_steps++;
+    for (auto &sp : slots_)
+        if (sp->in_step) metrics_.busy_slot_steps++;
     if (n_prompt > 0) {
         metrics_.prompt_tokens += static_cast<uint64_t>(n_prompt);
         metrics_.prompt_us += static_cast<uint64_t>(dt);
@@ -818,6 +813,15 @@ void Engine::finish(Slot &s, const char *reason) {
     }
     done.kind = Event::Done;
     done.finish_reason = reason;
+    done.slot = s.id;
+    if (std::string(reason) == "length") {
+        done.stop_type = "limit";
+    } else if (s.text->stopped()) {
+        done.stop_type = "word";
+        done.stopping_word = s.text->stop_word();
+    } else {
+        done.stop_type = "eos";
+    }
     done.prompt_tokens = static_cast<int32_t>(s.task.prompt.size());
     done.cached_tokens = s.n_cached;
     done.completion_tokens = s.n_generated;

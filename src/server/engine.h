@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "generate/fim_prompt.h"
 #include "llama.h"
 #include "server/metrics.h"
 #include "server/request.h"
@@ -69,6 +70,9 @@ struct Event {
     int status = 500;   // Failed: 503 when the server is shutting down
     // Done: milliseconds evaluating the prompt (its uncached part) and generating (llama-server's timings).
     double prompt_ms = 0.0, predicted_ms = 0.0;
+    // Done: llama-server's stop_type (eos, word, limit), the stop string that ended the text, the slot.
+    std::string stop_type, stopping_word;
+    int32_t slot = -1;
 };
 
 // Results of one request (all its choices), from the decode loop to the handler thread.
@@ -102,6 +106,8 @@ struct Task {
     std::string grammar;
     int32_t top_logprobs = -1;  // -1: no logprobs
     std::vector<float> lora;    // the scale of each adapter (Engine::lora_scales_for); 0: not applied
+    int32_t id_slot = -1;       // the slot it must run on (waits for it); -1: any
+    bool cache_prompt = true;   // false: no cached prefix is reused
 };
 
 struct SlotInfo {
@@ -137,6 +143,8 @@ class Engine {
     std::vector<int32_t> tokenize_chat(const std::string &prompt) const;
 
     int32_t n_vocab() const { return n_vocab_; }
+    // The model's fill-in-the-middle tokens (/infill).
+    generate::FimTokens fim_tokens() const;
     // The tokens that end a generation (end of text, end of turn ...): what ignore_eos bans.
     const std::vector<int32_t> &eog_tokens() const { return eog_; }
     int32_t slot_ctx() const { return slot_ctx_; }

@@ -21,6 +21,8 @@
 #include <random>
 #include <thread>
 
+#include "server/apis.h"
+#include "server/generation.h"
 #include "server/http_front.h"
 #include "server/openai_json.h"
 #include "server/web_page.h"
@@ -37,27 +39,6 @@ struct RequestLog {
     int64_t tokens = 0;
 };
 thread_local RequestLog t_log;
-
-int64_t unix_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::string random_id(const char *prefix) {
-    static std::atomic<uint64_t> counter{0};
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%s%016llx%llu", prefix, static_cast<unsigned long long>(rng()),
-                  static_cast<unsigned long long>(counter++));
-    return buf;
-}
-
-void send_json(httplib::Response &res, int status, const json &j) {
-    res.status = status;
-    res.set_content(dump(j), "application/json; charset=utf-8");
-    if (status == 503) res.set_header("Retry-After", "1");  // every 503 says when to come back
-}
 
 std::string base64(const void *data, size_t n) {
     static const char *kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -84,13 +65,6 @@ void normalize(std::vector<float> &v) {
     for (float &x : v) x *= inv;
 }
 
-// The client closed its end (or the connection broke).
-bool peer_gone(int fd) {
-    if (fd < 0) return false;
-    pollfd p{fd, POLLRDHUP, 0};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
 void send_error(httplib::Response &res, const ApiError &e) {
     send_json(res, e.status, error_json(e.status, e.what(), e.type, e.param));
 }
@@ -103,8 +77,15 @@ struct HttpServer::Impl {
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
     std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
+    ApiHost host;                      // what the endpoint families (apis.h) reach of this server
 
-    explicit Impl(const ServerOptions &o) : opts(o) {}
+    explicit Impl(const ServerOptions &o) : opts(o) {
+        host.engine = [this]() -> Engine & { return need_engine(); };
+        host.stopping = [this] { return stopping.load(); };
+        host.open_streams = &open_streams;
+        host.log_tokens = [](int64_t n) { t_log.tokens += n; };
+        host.limits = [](Engine &eng) { return generation_limits(eng); };
+    }
 
     // The Access-Control-Allow-Origin for a request's Origin ("" : none, the browser refuses).
     std::string allowed_origin(const std::string &origin) const {
@@ -164,10 +145,8 @@ std::vector<int32_t> HttpServer::Impl::prompt_tokens(Engine &eng, const GenReque
     std::vector<int32_t> toks;
     if (r.endpoint == Endpoint::Chat)
         toks = eng.tokenize_chat(eng.render_chat(r.messages));
-    else if (r.prompt_is_tokens)
-        toks = r.prompt_tokens;
     else
-        toks = eng.tokenize(r.prompt, true, true);
+        return server::prompt_tokens(eng, r.prompts.at(0));
     if (toks.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
     if (static_cast<int64_t>(toks.size()) >= eng.slot_ctx())
         throw ApiError(400,
@@ -188,6 +167,7 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     lim.n_vocab = eng.n_vocab();
     // Each choice takes a slot or a place in the queue: more than both hold could never be served.
     lim.max_n = std::min(lim.max_n, eng.n_slots() + eng.max_queue());
+    lim.n_slots = eng.n_slots();
     GenRequest r = ep == Endpoint::Chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
     std::vector<int32_t> prompt = prompt_tokens(eng, r);
     if (r.ignore_eos)
@@ -210,6 +190,8 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
         t.grammar = r.grammar;
         t.top_logprobs = r.logprobs ? r.top_logprobs : -1;
         t.lora = lora;
+        t.id_slot = r.id_slot;
+        t.cache_prompt = r.cache_prompt;
         tasks.push_back(std::move(t));
     }
     eng.submit(std::move(tasks));
@@ -436,10 +418,9 @@ void HttpServer::Impl::routes() {
     });
     svr.Get("/v1/models", models);
     svr.Get("/models", models);
-    for (const char *p : {"/v1/completions", "/completions"})
-        svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
-            guarded(res, [&] { generate(req, res, Endpoint::Completion); });
-        });
+    register_completions_api(svr, host);
+    register_anthropic_api(svr, host);
+    register_responses_api(svr, host);
     for (const char *p : {"/v1/chat/completions", "/chat/completions"})
         svr.Post(p, [this](const httplib::Request &req, httplib::Response &res) {
             guarded(res, [&] { generate(req, res, Endpoint::Chat); });
@@ -487,6 +468,10 @@ void HttpServer::Impl::routes() {
                          const json body = parse_body(req.body);
                          const GenRequest r =
                              chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
+                         if (r.prompts.size() > 1)
+                             throw ApiError(
+                                 400, "'prompt' must be one prompt here (render answers one token list)",
+                                 "invalid_request_error", "prompt");
                          json out = {{"token_ids", prompt_tokens(eng, r)}};
                          if (chat) out["prompt"] = eng.render_chat(r.messages);
                          send_json(res, 200, out);
@@ -547,6 +532,13 @@ void HttpServer::Impl::routes() {
         });
 }
 
+void apply_timeout(ServerOptions &opts, int seconds) {
+    const int ms = std::clamp(seconds, 1, 86400) * 1000;
+    opts.body_timeout_ms = ms;
+    opts.write_timeout_ms = ms;
+    opts.head_timeout_ms = std::min(opts.head_timeout_ms, ms);
+}
+
 std::vector<std::string> read_api_key_file(const std::string &path) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read the API key file '" + path + "'");
@@ -573,6 +565,7 @@ HttpServer::HttpServer(const ServerOptions &opts) : impl_(std::make_unique<Impl>
     fo.head_timeout_ms = opts.head_timeout_ms;
     fo.body_timeout_ms = opts.body_timeout_ms;
     fo.idle_timeout_ms = opts.idle_timeout_ms;
+    fo.write_timeout_ms = opts.write_timeout_ms;
     fo.max_per_client = opts.max_per_client;
     // Each running request holds a worker while it waits for its tokens (a stream until its end).
     fo.workers = opts.http_threads > 0 ? opts.http_threads : 256;

@@ -32,11 +32,17 @@ struct ServerOptions {
     int head_timeout_ms = 10000;
     int body_timeout_ms = 60000;
     int idle_timeout_ms = 5000;
+    int write_timeout_ms = 10000;  // one write of a response to a client that stops reading
     int max_per_client = 64;
     // Origins a browser page may call from (Access-Control-Allow-Origin); empty: every origin, as
     // llama-server.
     std::vector<std::string> cors_origins;
 };
+
+// llama-server's --timeout N (its read and write timeout, seconds): a body may take N seconds to arrive and a
+// write may wait N seconds for a client that stops reading; a head gets at most N seconds too (never more
+// than its own bound, which keeps slow clients from holding connections). N must be at least 1.
+void apply_timeout(ServerOptions &opts, int seconds);
 
 // The keys of an --api-key-file: one a line, surrounding blanks dropped, empty lines and lines starting with
 // '#' skipped. Throws std::runtime_error naming the file when it cannot be read or holds no key.

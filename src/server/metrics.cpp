@@ -64,6 +64,26 @@ std::string metrics_text(const Metrics &m, const std::string &model_name) {
          double(m.prefix_queries.load()), ml);
     line(o, "counter", "vllm:prefix_cache_hits_total", "Prompt tokens found in the prompt cache.",
          double(m.prefix_hits.load()), ml);
+    // llama-server's names (its /metrics), so that dashboards made for it work: the same counters as above.
+    const double prompt_s = double(m.prompt_us.load()) / 1e6, gen_s = double(m.generation_us.load()) / 1e6;
+    const double prompt_n = double(m.prompt_tokens.load()), gen_n = double(m.generated_tokens.load());
+    const double steps = double(m.decode_steps.load());
+    line(o, "counter", "llamacpp:prompt_tokens_total", "Number of prompt tokens processed.", prompt_n);
+    line(o, "counter", "llamacpp:prompt_seconds_total", "Prompt process time.", prompt_s);
+    line(o, "counter", "llamacpp:tokens_predicted_total", "Number of generation tokens processed.", gen_n);
+    line(o, "counter", "llamacpp:tokens_predicted_seconds_total", "Predict process time.", gen_s);
+    line(o, "counter", "llamacpp:n_decode_total", "Total number of llama_decode() calls.", steps);
+    line(o, "counter", "llamacpp:n_busy_slots_per_decode",
+         "Average number of busy slots per llama_decode() call.",
+         steps > 0 ? double(m.busy_slot_steps.load()) / steps : 0.0);
+    line(o, "gauge", "llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.",
+         prompt_s > 0 ? prompt_n / prompt_s : 0.0);
+    line(o, "gauge", "llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.",
+         gen_s > 0 ? gen_n / gen_s : 0.0);
+    line(o, "gauge", "llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", frac);
+    line(o, "gauge", "llamacpp:kv_cache_tokens", "KV-cache tokens.", static_cast<double>(m.kv_cells.load()));
+    line(o, "gauge", "llamacpp:requests_processing", "Number of requests processing.", running);
+    line(o, "gauge", "llamacpp:requests_deferred", "Number of requests deferred.", waiting);
     return o;
 }
 

@@ -17,11 +17,12 @@ struct Metrics {
     std::atomic<uint64_t> prefix_queries{0};    // prompt tokens looked up in the prompt cache
     std::atomic<uint64_t> prefix_hits{0};       // ... of which were found there
     std::atomic<uint64_t> decode_steps{0};
-    std::atomic<int64_t> running{0};   // slots busy with a request
-    std::atomic<int64_t> waiting{0};   // requests queued for a slot
-    std::atomic<int64_t> kv_used{0};   // KV cells held by running requests, after the last step
-    std::atomic<int64_t> kv_cells{0};  // KV cells in use, the idle slots' prompt caches included
-    int64_t kv_size = 0;               // fixed at start
+    std::atomic<uint64_t> busy_slot_steps{0};  // the slots with tokens in each decode step, summed
+    std::atomic<int64_t> running{0};           // slots busy with a request
+    std::atomic<int64_t> waiting{0};           // requests queued for a slot
+    std::atomic<int64_t> kv_used{0};           // KV cells held by running requests, after the last step
+    std::atomic<int64_t> kv_cells{0};          // KV cells in use, the idle slots' prompt caches included
+    int64_t kv_size = 0;                       // fixed at start
     int32_t slots = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "server/openai_json.h"
 
+#include <algorithm>
+
 namespace lctx::server {
 
 using json = nlohmann::json;
@@ -50,11 +52,18 @@ json completion_logprobs(const std::vector<const Event *> &toks, size_t offset0)
 }  // namespace
 
 json usage_json(const std::vector<ChoiceResult> &choices) {
-    int64_t completion = 0;
-    for (const ChoiceResult &c : choices) completion += c.completion_tokens;
-    // The prompt is counted once, as OpenAI does for n > 1.
-    const int64_t prompt = choices.empty() ? 0 : choices[0].prompt_tokens;
-    const int64_t cached = choices.empty() ? 0 : choices[0].cached_tokens;
+    int64_t completion = 0, prompt = 0, cached = 0;
+    // Each prompt is counted once, as OpenAI does for n > 1 (its first choice's counts).
+    std::vector<bool> seen;
+    for (const ChoiceResult &c : choices) {
+        completion += c.completion_tokens;
+        const size_t p = static_cast<size_t>(std::max(c.prompt_index, 0));
+        if (p >= seen.size()) seen.resize(p + 1, false);
+        if (seen[p]) continue;
+        seen[p] = true;
+        prompt += c.prompt_tokens;
+        cached += c.cached_tokens;
+    }
     return {{"prompt_tokens", prompt},
             {"completion_tokens", completion},
             {"total_tokens", prompt + completion},
@@ -128,6 +137,18 @@ json chunk_json(const ResponseMeta &m, int32_t index, const std::string &text, c
             {"model", m.model},
             {"system_fingerprint", "lctx"},
             {"choices", json::array({ch})}};
+}
+
+json completion_probability_json(const Event &e) {
+    json top = json::array();
+    for (const TopLogprob &t : e.top)
+        top.push_back(
+            {{"id", t.token}, {"token", t.text}, {"logprob", t.logprob}, {"bytes", bytes_of(t.text)}});
+    return {{"id", e.token},
+            {"token", e.token_text},
+            {"logprob", e.logprob},
+            {"bytes", bytes_of(e.token_text)},
+            {"top_logprobs", top}};
 }
 
 json usage_chunk_json(const ResponseMeta &m, const std::vector<ChoiceResult> &choices) {

@@ -24,10 +24,16 @@ struct ChoiceResult {
     std::vector<Event> tokens;  // with logprobs: one per generated token
     int32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
     double prompt_ms = 0.0, predicted_ms = 0.0;
+    int32_t prompt_index = 0;  // which of the request's prompts (usage counts each prompt once)
+    std::string stop_type, stopping_word;
+    int32_t slot = -1;
 
     // Takes what a choice's Done event reports (finish reason, token counts, timings).
     void finish(const Event &done) {
         finish_reason = done.finish_reason;
+        stop_type = done.stop_type;
+        stopping_word = done.stopping_word;
+        slot = done.slot;
         prompt_tokens = done.prompt_tokens;
         cached_tokens = done.cached_tokens;
         completion_tokens = done.completion_tokens;
@@ -53,6 +59,10 @@ nlohmann::json response_json(const ResponseMeta &m, const std::vector<ChoiceResu
 // role), its token's logprobs when asked for, or the finish reason (finish non-empty: no text).
 nlohmann::json chunk_json(const ResponseMeta &m, int32_t index, const std::string &text,
                           const Event *logprob_token, bool first, const std::string &finish);
+// llama-server's completion_probabilities item of a generated token (/completion's n_probs):
+// {id, token, logprob, bytes, top_logprobs: [{id, token, logprob, bytes}]}.
+nlohmann::json completion_probability_json(const Event &token);
+
 // The last chunk when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk_json(const ResponseMeta &m, const std::vector<ChoiceResult> &choices);
 

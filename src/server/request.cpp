@@ -1,6 +1,8 @@
 #include "server/request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string_view>
 
 #include "grammar/gbnf.h"
@@ -64,6 +66,20 @@ int32_t token_id(const json &v, const char *name, int32_t n_vocab) {
     return static_cast<int32_t>(t);
 }
 
+// llama-server's sampler names (and llama.cpp's other spellings) -> the canonical name; "" unknown.
+std::string canonical_sampler(const std::string &n) {
+    static const std::pair<const char *, const char *> kNames[] = {
+        {"top_k", "top_k"},      {"top-k", "top_k"},     {"typ_p", "typ_p"},
+        {"typical_p", "typ_p"},  {"typical-p", "typ_p"}, {"typical", "typ_p"},
+        {"typ-p", "typ_p"},      {"typ", "typ_p"},       {"top_p", "top_p"},
+        {"top-p", "top_p"},      {"nucleus", "top_p"},   {"min_p", "min_p"},
+        {"min-p", "min_p"},      {"xtc", "xtc"},         {"temperature", "temperature"},
+        {"temp", "temperature"}, {"dry", "dry"},         {"penalties", "penalties"}};
+    for (const auto &[from, to] : kNames)
+        if (n == from) return to;
+    return "";
+}
+
 // What both endpoints share: lengths, sampling, stop, stream, grammar.
 void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     r.model = get_string(body, "model", "");
@@ -79,33 +95,87 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
         r.include_usage = get_bool(*so, "include_usage", false);
     }
 
-    // llama-server's native fields: honoured, or refused when they ask for what lctx does not do (never
-    // silently ignored). A field at its neutral value asks for nothing.
+    // llama-server's native fields: each honoured, or refused with a 400 naming it (never silently ignored).
     r.ignore_eos = get_bool(body, "ignore_eos", false);
-    if (!get_bool(body, "cache_prompt", true))
-        bad("cache_prompt",
-            "cannot be false: the prompt cache is always on (a slot reuses its longest prefix)");
-    if (get_int(body, "id_slot", -1, -1, 1 << 20) != -1)
-        bad("id_slot", "is not supported: the server picks the slot (send -1 or leave it out)");
-    if (get_int(body, "n_probs", 0, 0, 1 << 20) != 0)
-        bad("n_probs", "is not supported: use 'logprobs' (and 'top_logprobs' for chat)");
-    if (field(body, "samplers")) bad("samplers", "is not supported: the sampler order is fixed");
-    if (get_float(body, "typical_p", 1.0f, 0.0f, 1.0f) != 1.0f)
-        bad("typical_p", "is not supported (send 1.0)");
-    if (get_int(body, "mirostat", 0, 0, 2) != 0) bad("mirostat", "is not supported (send 0)");
-    if (get_float(body, "dry_multiplier", 0.0f, 0.0f, 1e9f) != 0.0f)
-        bad("dry_multiplier", "is not supported (send 0)");
-    if (get_float(body, "xtc_probability", 0.0f, 0.0f, 1.0f) != 0.0f)
-        bad("xtc_probability", "is not supported (send 0)");
-
+    r.cache_prompt = get_bool(body, "cache_prompt", true);
+    r.id_slot = static_cast<int32_t>(get_int(body, "id_slot", -1, -1, 1 << 20));
+    if (lim.n_slots > 0 && r.id_slot >= lim.n_slots)
+        bad("id_slot", "must be -1 or a slot id below " + std::to_string(lim.n_slots));
+    // Native fields lctx does not do: refused unless neutral.
+    if (get_int(body, "n_keep", 0, -1, 1 << 30) != 0)
+        bad("n_keep", "is not supported: a full slot keeps its first token (--context-shift) or ends");
+    if (get_int(body, "n_indent", 0, 0, 1 << 20) != 0) bad("n_indent", "is not supported (send 0)");
+    if (get_int(body, "t_max_predict_ms", 0, 0, INT64_MAX) != 0)
+        bad("t_max_predict_ms", "is not supported (send 0; n_predict bounds a reply)");
+    if (get_bool(body, "timings_per_token", false))
+        bad("timings_per_token", "is not supported: timings come with each choice's end");
+    if (const json *rf = field(body, "response_fields"))
+        if (!rf->is_array() || !rf->empty()) bad("response_fields", "is not supported");
+    if (const json *img = field(body, "image_data"))
+        if (!img->is_array() || !img->empty())
+            bad("image_data", "is not supported: this server reads no images");
+    if (get_bool(body, "post_sampling_probs", false))
+        bad("post_sampling_probs", "is not supported: probabilities are the model's, before sampling");
+    // An absent field keeps the endpoint's default (r.sampling as the caller set it).
     SamplingParams &s = r.sampling;
-    s.temperature = get_float(body, "temperature", 1.0f, 0.0f, 2.0f);
-    s.top_p = get_float(body, "top_p", 1.0f, 0.0f, 1.0f);
-    s.top_k = static_cast<int32_t>(get_int(body, "top_k", 0, 0, 1 << 30));
-    s.min_p = get_float(body, "min_p", 0.0f, 0.0f, 1.0f);
+    s.temperature = get_float(body, "temperature", s.temperature, 0.0f, 2.0f);
+    s.top_p = get_float(body, "top_p", s.top_p, 0.0f, 1.0f);
+    s.top_k = static_cast<int32_t>(get_int(body, "top_k", s.top_k, 0, 1 << 30));
+    s.min_p = get_float(body, "min_p", s.min_p, 0.0f, 1.0f);
     s.presence_penalty = get_float(body, "presence_penalty", 0.0f, -2.0f, 2.0f);
     s.frequency_penalty = get_float(body, "frequency_penalty", 0.0f, -2.0f, 2.0f);
     s.repeat_penalty = get_float(body, "repeat_penalty", 1.0f, 0.0f, 10.0f);
+    s.repeat_last_n = static_cast<int32_t>(get_int(body, "repeat_last_n", s.repeat_last_n, -1, 1 << 30));
+    s.typical_p = get_float(body, "typical_p", 1.0f, 0.0f, 1.0f);
+    s.mirostat = static_cast<int32_t>(get_int(body, "mirostat", 0, 0, 2));
+    s.mirostat_tau = get_float(body, "mirostat_tau", 5.0f, 0.0f, 1e6f);
+    s.mirostat_eta = get_float(body, "mirostat_eta", 0.1f, 0.0f, 1e6f);
+    s.dry_multiplier = get_float(body, "dry_multiplier", 0.0f, 0.0f, 1e6f);
+    s.dry_base = get_float(body, "dry_base", 1.75f, 1.0f, 1e6f);
+    s.dry_allowed_length = static_cast<int32_t>(get_int(body, "dry_allowed_length", 2, 0, 1 << 20));
+    s.dry_penalty_last_n = static_cast<int32_t>(get_int(body, "dry_penalty_last_n", -1, -1, 1 << 30));
+    if (const json *br = field(body, "dry_sequence_breakers")) {
+        if (!br->is_array() || br->empty() || br->size() > 64)
+            bad("dry_sequence_breakers", "must be an array of 1 to 64 strings");
+        s.dry_sequence_breakers.clear();
+        for (const json &x : *br) {
+            if (!x.is_string() || x.get<std::string>().empty() || x.get<std::string>().size() > 256)
+                bad("dry_sequence_breakers", "must hold non-empty strings (at most 256 bytes)");
+            s.dry_sequence_breakers.push_back(x.get<std::string>());
+        }
+    }
+    s.xtc_probability = get_float(body, "xtc_probability", 0.0f, 0.0f, 1.0f);
+    s.xtc_threshold = get_float(body, "xtc_threshold", 0.1f, 0.0f, 1.0f);
+    s.min_keep = static_cast<int32_t>(get_int(body, "min_keep", 0, 0, 1 << 20));
+    s.dynatemp_range = get_float(body, "dynatemp_range", 0.0f, 0.0f, 2.0f);
+    s.dynatemp_exponent = get_float(body, "dynatemp_exponent", 1.0f, 0.0f, 100.0f);
+    if (const json *sm = field(body, "samplers")) {
+        // An array of names, or llama-server's string of letters (k top_k, y typ_p, p top_p, m min_p, x xtc,
+        // t temperature, d dry, e penalties).
+        static const char *kLetters = "kypmxtde";
+        static const char *kNames[] = {"top_k", "typ_p",       "top_p", "min_p",
+                                       "xtc",   "temperature", "dry",   "penalties"};
+        if (sm->is_string()) {
+            for (char c : sm->get<std::string>()) {
+                const char *at = std::strchr(kLetters, c);
+                if (c == '\0' || !at)
+                    bad("samplers", std::string("has an unknown sampler letter '") + c + "'");
+                s.samplers.push_back(kNames[at - kLetters]);
+            }
+        } else if (sm->is_array()) {
+            for (const json &x : *sm) {
+                if (!x.is_string()) bad("samplers", "must be an array of sampler names");
+                const std::string n = canonical_sampler(x.get<std::string>());
+                if (n.empty())
+                    bad("samplers", "has an unknown sampler '" + x.get<std::string>() +
+                                        "' (top_k, typ_p, top_p, min_p, xtc, temperature, dry, penalties)");
+                s.samplers.push_back(n);
+            }
+        } else {
+            bad("samplers", "must be an array of sampler names or a string of sampler letters");
+        }
+        if (s.samplers.size() > 32) bad("samplers", "may name at most 32 samplers");
+    }
     if (const json *v = field(body, "seed")) {
         if (!v->is_number_integer() && !v->is_number_unsigned()) bad("seed", "must be an integer");
         // Any 64-bit seed is accepted (clients send large ones); the sampler takes its low 32 bits.
@@ -246,26 +316,72 @@ const std::string &json_object_grammar() {
     return g;
 }
 
-GenRequest parse_completion_request(const json &body, const RequestLimits &lim) {
-    GenRequest r;
-    r.endpoint = Endpoint::Completion;
+namespace {
+// A prompt given as an array of pieces: token ids and strings.
+PromptInput prompt_pieces(const json &a, int32_t n_vocab) {
+    if (a.empty()) bad("prompt", "must not hold an empty list");
+    PromptInput p;
+    for (const json &x : a) {
+        if (x.is_string())
+            p.push_back({false, -1, x.get<std::string>()});
+        else
+            p.push_back({true, token_id(x, "prompt", n_vocab), ""});
+    }
+    return p;
+}
+
+// Every choice takes a slot or a place in the queue: more than both hold could never be served.
+void check_choices(const GenRequest &r, const RequestLimits &lim) {
+    if (static_cast<int64_t>(r.prompts.size()) * r.n > lim.max_choices)
+        bad(r.prompts.size() > 1 ? "prompt" : "n",
+            "asks for " + std::to_string(r.prompts.size() * static_cast<size_t>(r.n)) +
+                " choices (prompts times n); the server can hold " + std::to_string(lim.max_choices));
+}
+
+// `prompt`: a string, token ids (with strings among them), or a list of such prompts.
+void parse_prompts(const json &body, const RequestLimits &lim, GenRequest &r) {
     const json *p = field(body, "prompt");
     if (!p) bad("prompt", "is required");
     if (p->is_string()) {
-        r.prompt = p->get<std::string>();
+        r.prompts.push_back({{false, -1, p->get<std::string>()}});
     } else if (p->is_array()) {
-        // One prompt per request: a list of token ids, or a list holding a single string.
-        if (p->size() == 1 && (*p)[0].is_string()) {
-            r.prompt = (*p)[0].get<std::string>();
+        if (p->empty()) bad("prompt", "must not be empty");
+        const bool one = std::any_of(p->begin(), p->end(), [](const json &x) { return x.is_number(); });
+        if (one) {
+            r.prompts.push_back(prompt_pieces(*p, lim.n_vocab));
         } else {
-            if (p->empty()) bad("prompt", "must not be empty");
-            for (const json &t : *p) r.prompt_tokens.push_back(token_id(t, "prompt", lim.n_vocab));
-            r.prompt_is_tokens = true;
+            if (p->size() > static_cast<size_t>(lim.max_prompts))
+                bad("prompt", "may hold at most " + std::to_string(lim.max_prompts) + " prompts");
+            for (const json &x : *p) {
+                if (x.is_string())
+                    r.prompts.push_back({{false, -1, x.get<std::string>()}});
+                else if (x.is_array())
+                    r.prompts.push_back(prompt_pieces(x, lim.n_vocab));
+                else
+                    bad("prompt", "must be a string, an array of token ids, or an array of such prompts");
+            }
         }
     } else {
-        bad("prompt", "must be a string or an array of token ids");
+        bad("prompt", "must be a string, an array of token ids, or an array of such prompts");
     }
+    // The first prompt in the older fields, when it is all text or all tokens.
+    const PromptInput &first = r.prompts[0];
+    if (first.size() == 1 && !first[0].is_token) {
+        r.prompt = first[0].text;
+    } else if (std::all_of(first.begin(), first.end(), [](const PromptPiece &x) { return x.is_token; })) {
+        for (const PromptPiece &x : first) r.prompt_tokens.push_back(x.token);
+        r.prompt_is_tokens = true;
+    }
+}
+}  // namespace
+
+GenRequest parse_completion_request(const json &body, const RequestLimits &lim) {
+    GenRequest r;
+    r.endpoint = Endpoint::Completion;
+    parse_prompts(body, lim, r);
     parse_common(body, lim, r);
+    if (get_int(body, "n_probs", 0, 0, 1 << 20) != 0)
+        bad("n_probs", "is /completion's: here use 'logprobs' (the number of alternatives)");
     // Completions take logprobs as the number of alternatives (OpenAI allows up to 5; llama-server more).
     if (const json *lp = field(body, "logprobs")) {
         if (lp->is_boolean()) {
@@ -276,8 +392,60 @@ GenRequest parse_completion_request(const json &body, const RequestLimits &lim) 
         }
     }
     r.echo = get_bool(body, "echo", false);
-    if (r.echo) bad("echo", "is not supported");
+    if (r.echo && r.logprobs)
+        bad("echo",
+            "cannot be combined with 'logprobs' (the prompt's tokens have no log-probabilities here)");
+    check_choices(r, lim);
     return r;
+}
+
+GenRequest parse_native_completion_request(const json &body, const RequestLimits &lim, bool infill) {
+    GenRequest r;
+    r.endpoint = Endpoint::Completion;
+    // llama-server's defaults for what the request leaves out (its README and /props), not OpenAI's.
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_k = 40;
+    r.sampling.top_p = 0.95f;
+    r.sampling.min_p = 0.05f;
+    r.sampling.repeat_last_n = 64;
+    if (infill) {
+        // /infill: the prompt is optional (it goes after the FIM middle token) and one text at most.
+        if (const json *p = field(body, "prompt")) {
+            if (!p->is_string()) bad("prompt", "must be a string (the text after the middle token)");
+            r.prompt = p->get<std::string>();
+        }
+        r.prompts.push_back({{false, -1, r.prompt}});
+    } else {
+        parse_prompts(body, lim, r);
+    }
+    parse_common(body, lim, r);
+    r.n_probs = static_cast<int32_t>(get_int(body, "n_probs", 0, 0, 100));
+    r.return_tokens = get_bool(body, "return_tokens", false);
+    if (field(body, "logprobs")) bad("logprobs", "is the OpenAI endpoints': /completion takes 'n_probs'");
+    if (get_bool(body, "echo", false))
+        bad("echo", "is /v1/completions': /completion returns the prompt as 'prompt'");
+    if (r.n != 1) bad("n", "must be 1 on /completion (send several prompts instead)");
+    check_choices(r, lim);
+    return r;
+}
+
+InfillInput parse_infill_input(const json &body) {
+    InfillInput in;
+    in.prefix = get_string(body, "input_prefix", "");
+    in.suffix = get_string(body, "input_suffix", "");
+    if (const json *ex = field(body, "input_extra")) {
+        if (!ex->is_array() || ex->size() > 256)
+            bad("input_extra", "must be an array of {filename, text} objects");
+        for (size_t i = 0; i < ex->size(); ++i) {
+            const json &c = (*ex)[i];
+            const std::string name = "input_extra[" + std::to_string(i) + "]";
+            if (!c.is_object()) bad(name, "must be an object {filename, text}");
+            const json *t = field(c, "text");
+            if (!t || !t->is_string()) bad(name + ".text", "must be a string");
+            in.extra.push_back({get_string(c, "filename", ""), t->get<std::string>()});
+        }
+    }
+    return in;
 }
 
 GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
@@ -307,6 +475,8 @@ GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
         r.messages.push_back(std::move(t));
     }
     parse_common(body, lim, r);
+    if (get_int(body, "n_probs", 0, 0, 1 << 20) != 0)
+        bad("n_probs", "is /completion's: here use 'logprobs' and 'top_logprobs'");
     r.logprobs = get_bool(body, "logprobs", false);
     r.top_logprobs = static_cast<int32_t>(get_int(body, "top_logprobs", 0, 0, 20));
     if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "needs 'logprobs': true");

@@ -37,7 +37,30 @@ struct SamplingParams {
     float repeat_penalty = 1.0f;  // llama-server's extension
     std::optional<uint32_t> seed;
     std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias; -100 bans the token
+    // llama-server's native samplers (neutral values: off).
+    int32_t repeat_last_n = -1;  // tokens the penalties look back at; -1: the slot's context, 0: none
+    float typical_p = 1.0f;
+    int32_t mirostat = 0;  // 1: Mirostat, 2: Mirostat 2.0 (then only temperature and it sample)
+    float mirostat_tau = 5.0f, mirostat_eta = 0.1f;
+    float dry_multiplier = 0.0f, dry_base = 1.75f;
+    int32_t dry_allowed_length = 2, dry_penalty_last_n = -1;
+    std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
+    float xtc_probability = 0.0f, xtc_threshold = 0.1f;
+    int32_t min_keep = 0;
+    float dynatemp_range = 0.0f, dynatemp_exponent = 1.0f;  // temperature within [t - range, t + range]
+    // The order of the distribution samplers (llama-server's `samplers`: names such as top_k, typ_p, top_p,
+    // min_p, xtc, temperature, dry, penalties); empty: llama.cpp's default order.
+    std::vector<std::string> samplers;
 };
+
+// One prompt of a completion: pieces of text and token ids in order (llama-server takes [12, "text", 34]);
+// a BOS goes first when the first piece is text and the model adds one.
+struct PromptPiece {
+    bool is_token = false;
+    int32_t token = -1;
+    std::string text;
+};
+using PromptInput = std::vector<PromptPiece>;
 
 struct ChatTurn {
     std::string role, content;
@@ -52,6 +75,9 @@ struct GenRequest {
     std::string prompt;
     std::vector<int32_t> prompt_tokens;
     bool prompt_is_tokens = false;
+    // Every prompt of the request (a list of prompts gives a choice, or n, per prompt); prompt and
+    // prompt_tokens above hold the first one when it is all text or all tokens.
+    std::vector<PromptInput> prompts;
     // Chat: the conversation (string content, or an array of text parts joined).
     std::vector<ChatTurn> messages;
     int32_t max_tokens = -1;  // -1: until end of text or the slot's context is full
@@ -64,14 +90,22 @@ struct GenRequest {
     // top_logprobs 0..20.
     bool logprobs = false;
     int32_t top_logprobs = 0;
-    bool echo = false;        // completions: accepted only as false
+    bool echo = false;        // completions: the prompt's text goes before each choice's text
     bool ignore_eos = false;  // llama-server's: the end-of-generation tokens are banned
+    // llama-server's native fields.
+    int32_t n_probs = 0;       // /completion: the top tokens of each generated one (completion_probabilities)
+    int32_t id_slot = -1;      // the slot to run on (-1: the server picks)
+    bool cache_prompt = true;  // false: the prompt is evaluated whole, no cached prefix reused
+    bool return_tokens = false;  // /completion: the generated token ids in `tokens`
     // A GBNF grammar from response_format (json_object, json_schema), `grammar` or `json_schema`; "" none.
     std::string grammar;
 };
 
 struct RequestLimits {
     int32_t max_tokens = 1 << 20;
+    int32_t max_prompts = 16;   // prompts in one completion request
+    int32_t max_choices = 256;  // prompts times n (what the slots and the queue can hold)
+    int32_t n_slots = 0;        // id_slot is checked against it when > 0
     int32_t max_n = 16;
     int32_t max_stop = 16;
     int32_t n_vocab = 0;  // logit_bias token ids are checked against it when > 0
@@ -80,6 +114,19 @@ struct RequestLimits {
 // Throws ApiError (status 400) naming the field.
 GenRequest parse_completion_request(const nlohmann::json &body, const RequestLimits &limits);
 GenRequest parse_chat_request(const nlohmann::json &body, const RequestLimits &limits);
+// llama-server's /completion (and /infill when infill): n_probs, return_tokens; one choice per prompt.
+GenRequest parse_native_completion_request(const nlohmann::json &body, const RequestLimits &limits,
+                                           bool infill = false);
+
+// /infill's own fields: the code before and after the cursor, and other files as context.
+struct InfillChunk {
+    std::string filename, text;
+};
+struct InfillInput {
+    std::string prefix, suffix;
+    std::vector<InfillChunk> extra;
+};
+InfillInput parse_infill_input(const nlohmann::json &body);
 // Parses the body text: malformed JSON or a body that is not an object is a 400 too.
 nlohmann::json parse_body(const std::string &body);
 

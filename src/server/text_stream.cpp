@@ -31,7 +31,10 @@ std::string TextStream::push(const std::string &piece) {
     for (const std::string &s : stops_) {
         const size_t from = old >= s.size() ? old - s.size() + 1 : 0;
         const size_t at = text_.find(s, from);
-        if (at != std::string::npos && at < best) best = at;
+        if (at != std::string::npos && at < best) {
+            best = at;
+            stop_word_ = s;
+        }
     }
     if (best != std::string::npos) {
         text_.resize(best);

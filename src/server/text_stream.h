@@ -18,13 +18,15 @@ class TextStream {
     std::string flush();
 
     bool stopped() const { return stopped_; }
-    const std::string &text() const { return text_; }  // everything accepted so far, up to a stop
+    const std::string &stop_word() const { return stop_word_; }  // the stop string that ended the text
+    const std::string &text() const { return text_; }            // everything accepted so far, up to a stop
 
   private:
     std::vector<std::string> stops_;
     std::string text_;
     size_t sent_ = 0;
     bool stopped_ = false;
+    std::string stop_word_;
 };
 
 // The length of the longest prefix of `s` that ends on a UTF-8 character boundary (a trailing

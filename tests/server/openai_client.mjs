@@ -1,5 +1,5 @@
 // The official OpenAI client library (npm `openai`) against lctx serve: non-streaming and streaming
-// completions and chat completions. Usage: node openai_client.mjs BASE_URL. Prints "ok" and exits 0, or
+// completions and chat completions, and the Responses API (whole and streamed). Usage: node openai_client.mjs BASE_URL. Prints "ok" and exits 0, or
 // prints what failed and exits 1.
 import OpenAI from "openai";
 
@@ -40,6 +40,24 @@ for await (const chunk of await client.completions.create({
   ctext += chunk.choices.length ? chunk.choices[0].text : "";
 }
 check(ctext === comp.choices[0].text, "streamed completion text");
+
+// Responses: the SDK's output_text helper and its typed stream events.
+const resp = await client.responses.create({
+  model: "stories260K.gguf", instructions: "Be brief.", input: "Hello", max_output_tokens: 12, temperature: 0 });
+check(resp.object === "response" && resp.output[0].role === "assistant", "responses object");
+check(typeof resp.output_text === "string" && resp.output_text.length > 0, "responses output_text");
+check(resp.usage.output_tokens === 12 && resp.status === "incomplete", "responses usage and status");
+let rtext = "", last = null, seq = -1;
+for await (const ev of await client.responses.create({
+  model: "stories260K.gguf", instructions: "Be brief.", input: "Hello", max_output_tokens: 12, temperature: 0,
+  stream: true })) {
+  check(ev.sequence_number === seq + 1, "responses stream sequence_number");
+  seq = ev.sequence_number;
+  if (ev.type === "response.output_text.delta") rtext += ev.delta;
+  if (ev.type === "response.completed" || ev.type === "response.incomplete") last = ev.response;
+}
+check(rtext === resp.output_text, "streamed responses text equals the non-streamed one");
+check(last && last.output[0].content[0].text === rtext, "responses final event");
 
 try {
   await client.completions.create({ model: "x", prompt: "a", max_tokens: -3 });

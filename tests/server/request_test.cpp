@@ -47,6 +47,26 @@ TEST(ServerRequest, CompletionFields) {
     EXPECT_EQ(t.max_tokens, -1);
 }
 
+TEST(ServerRequest, NativeDefaultsAreLlamaServers) {
+    RequestLimits lim;
+    lim.n_vocab = 100;
+    const GenRequest n = parse_native_completion_request(json::parse(R"({"prompt":"a"})"), lim);
+    EXPECT_FLOAT_EQ(n.sampling.temperature, 0.8f);
+    EXPECT_EQ(n.sampling.top_k, 40);
+    EXPECT_FLOAT_EQ(n.sampling.top_p, 0.95f);
+    EXPECT_FLOAT_EQ(n.sampling.min_p, 0.05f);
+    EXPECT_EQ(n.sampling.repeat_last_n, 64);
+    const GenRequest g =
+        parse_native_completion_request(json::parse(R"({"prompt":"a","temperature":0.3,"top_k":0})"), lim);
+    EXPECT_FLOAT_EQ(g.sampling.temperature, 0.3f);
+    EXPECT_EQ(g.sampling.top_k, 0);
+    // The OpenAI endpoint keeps OpenAI's.
+    const GenRequest o = parse_completion_request(json::parse(R"({"prompt":"a"})"), lim);
+    EXPECT_FLOAT_EQ(o.sampling.temperature, 1.0f);
+    EXPECT_EQ(o.sampling.top_k, 0);
+    EXPECT_FLOAT_EQ(o.sampling.top_p, 1.0f);
+}
+
 TEST(ServerRequest, RefusesWrongTypesAndRanges) {
     RequestLimits lim;
     lim.n_vocab = 100;
@@ -75,7 +95,15 @@ TEST(ServerRequest, RefusesWrongTypesAndRanges) {
           R"({"prompt":"a","grammar":"root ::= x"})",
           R"({"prompt":"a","json_schema":{"type":"object","properties":{"a":{"$ref":"#/x"}}}})",
           R"({"prompt":"a","logprobs":21})",
-          R"({"prompt":"a","echo":true})"})
+          R"({"prompt":"a","echo":true,"logprobs":1})",
+          R"({"prompt":["a",{}]})",
+          R"({"prompt":[[]]})",
+          R"({"prompt":"a","samplers":["top_k","nope"]})",
+          R"({"prompt":"a","samplers":"kq"})",
+          R"({"prompt":"a","mirostat":3})",
+          R"({"prompt":"a","dry_sequence_breakers":[""]})",
+          R"({"prompt":"a","post_sampling_probs":true})",
+          R"({"prompt":"a","n_probs":2})"})
         EXPECT_EQ(status_of([&] { parse_completion_request(json::parse(body), lim); }), 400) << body;
     for (const char *body :
          {R"({"messages":"hi"})", R"({"messages":[1]})", R"({"messages":[{"content":"x"}]})",

@@ -569,16 +569,18 @@ TEST(ServerSurface, NativeFieldsAreHonouredOrRefused) {
                     {"ignore_eos", false}};
     auto [st2, n] = s.post("/v1/completions", neutral);
     EXPECT_EQ(st2, 200) << n.dump();
-    // What lctx does not do is a 400 naming the field.
+    // The native samplers, id_slot and cache_prompt are honoured (tests/server/server_native_test.cpp); what
+    // is wrong or not done is a 400 naming the field, on both endpoints.
     for (const auto &[name, value] :
-         std::vector<std::pair<std::string, json>>{{"cache_prompt", false},
-                                                   {"id_slot", 0},
+         std::vector<std::pair<std::string, json>>{{"cache_prompt", "no"},
+                                                   {"id_slot", 2},
                                                    {"n_probs", 5},
-                                                   {"samplers", json::array({"top_k", "temperature"})},
-                                                   {"typical_p", 0.9},
-                                                   {"mirostat", 2},
-                                                   {"dry_multiplier", 0.8},
-                                                   {"xtc_probability", 0.5},
+                                                   {"samplers", json::array({"top_k", "warp"})},
+                                                   {"typical_p", 1.5},
+                                                   {"mirostat", 3},
+                                                   {"dry_multiplier", -1},
+                                                   {"xtc_probability", 2},
+                                                   {"post_sampling_probs", true},
                                                    {"ignore_eos", "yes"}}) {
         json b = {{"prompt", "Once"}, {"max_tokens", 2}};
         b[name] = value;
@@ -589,6 +591,22 @@ TEST(ServerSurface, NativeFieldsAreHonouredOrRefused) {
             s.post("/v1/chat/completions",
                    {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}, {name, value}});
         EXPECT_EQ(stc, 400) << name << ": " << ec.dump();
+    }
+    // Honoured values are accepted on both.
+    for (const auto &[name, value] : std::vector<std::pair<std::string, json>>{{"cache_prompt", false},
+                                                                               {"id_slot", 1},
+                                                                               {"typical_p", 0.9},
+                                                                               {"mirostat", 2},
+                                                                               {"dry_multiplier", 0.8},
+                                                                               {"xtc_probability", 0.5}}) {
+        json b = {{"prompt", "Once"}, {"max_tokens", 2}};
+        b[name] = value;
+        auto [st, e] = s.post("/v1/completions", b);
+        EXPECT_EQ(st, 200) << name << ": " << e.dump();
+        auto [stc, ec] =
+            s.post("/v1/chat/completions",
+                   {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}, {name, value}});
+        EXPECT_EQ(stc, 200) << name << ": " << ec.dump();
     }
 }
 

@@ -1,8 +1,14 @@
 // `lctx serve` as a child process: SIGTERM while a stream is open ends the stream (an error chunk and
 // [DONE]) and the process within 10 s, with status 0; /health answers once the model is loaded; curl gets
-// answers (plain and streamed), each request is one log line, and SIGINT ends the process with status 0.
+// answers (plain and streamed), each request is one log line, and SIGINT ends the process with status 0;
+// -to / --timeout bounds a body.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -87,16 +93,20 @@ TEST(ServeProcess, CurlRequestsAreLoggedAndSigintExits) {
     const std::string url = "http://127.0.0.1:" + std::string(m[1]);
 
     EXPECT_NE(curl(url + "/health").find("\"ok\""), std::string::npos);
-    const std::string plain = curl("-H 'Content-Type: application/json' -d '{\"prompt\":\"Once upon a time\","
-                                   "\"max_tokens\":8,\"temperature\":0}' " + url + "/v1/completions");
+    const std::string plain = curl(
+        "-H 'Content-Type: application/json' -d '{\"prompt\":\"Once upon a time\","
+        "\"max_tokens\":8,\"temperature\":0}' " +
+        url + "/v1/completions");
     EXPECT_NE(plain.find("\"text_completion\""), std::string::npos) << plain;
     EXPECT_NE(plain.find("\"completion_tokens\":8"), std::string::npos) << plain;
-    const std::string streamed =
-        curl("-N -H 'Content-Type: application/json' -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],"
-             "\"max_tokens\":4,\"stream\":true}' " + url + "/v1/chat/completions");
+    const std::string streamed = curl(
+        "-N -H 'Content-Type: application/json' -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],"
+        "\"max_tokens\":4,\"stream\":true}' " +
+        url + "/v1/chat/completions");
     EXPECT_NE(streamed.find("data: {"), std::string::npos) << streamed;
     EXPECT_NE(streamed.find("data: [DONE]"), std::string::npos) << streamed;
-    const std::string bad = curl("-H 'Content-Type: application/json' -d '{not json' " + url + "/v1/completions");
+    const std::string bad =
+        curl("-H 'Content-Type: application/json' -d '{not json' " + url + "/v1/completions");
     EXPECT_NE(bad.find("\"invalid_request_error\""), std::string::npos) << bad;
 
     // One log line per request, with its method, path and status.
@@ -111,12 +121,49 @@ TEST(ServeProcess, CurlRequestsAreLoggedAndSigintExits) {
     EXPECT_EQ(count("lctx serve: POST /v1/completions 200 8 tokens"), 1u) << out;
     EXPECT_EQ(count("lctx serve: POST /v1/chat/completions 200"), 1u) << out;
     EXPECT_EQ(count("lctx serve: POST /v1/completions 400"), 1u) << out;
-    EXPECT_EQ(count("lctx serve: GET ") + count("lctx serve: POST "), 4u) << out;  // and no other request line
+    EXPECT_EQ(count("lctx serve: GET ") + count("lctx serve: POST "), 4u)
+        << out;  // and no other request line
 
     const auto t0 = std::chrono::steady_clock::now();
     p.signal(SIGINT);
     EXPECT_EQ(p.wait_exit(15), 0) << p.output();
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
+// llama-server's -to / --timeout N: a body that does not arrive within N seconds is a 408 (the default
+// deadline is 60 s); 0 is refused.
+TEST(ServeProcess, TimeoutOption) {
+    CliProcess p({"serve", "--port", "0", "-c", "1024", "-np", "2", "-t", "1", "--log-disable", "-to", "1"});
+    ASSERT_TRUE(p.started());
+    ASSERT_TRUE(p.wait_for("open http://", 0, 30)) << p.output();
+    std::smatch m;
+    const std::string out = p.output();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/"))) << out;
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(std::stoi(m[1])));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    const std::string req = "POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"pro";
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string got;
+    char buf[4096];
+    for (;;) {
+        pollfd pf{fd, POLLIN, 0};
+        if (poll(&pf, 1, 8000) <= 0) break;
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        got.append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    EXPECT_EQ(got.rfind("HTTP/1.1 408", 0), 0u) << got;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+    const CliResult bad = run_cli("serve --port 0 --timeout 0", true);
+    EXPECT_EQ(bad.status, 1) << bad.out;
+    EXPECT_NE(bad.out.find("--timeout"), std::string::npos) << bad.out;
 }
 
 TEST(ServeProcess, BadModelFailsWithAMessage) {

@@ -27,6 +27,7 @@ std::vector<std::string> normalize_args(int argc, const char *const *argv) {
         {"-np", "--parallel"},
         {"-co", "--color"},
         {"-sp", "--special"},
+        {"-to", "--timeout"},
     };
     std::vector<std::string> out;
     bool positional_only = false;  // after "--" nothing is an option

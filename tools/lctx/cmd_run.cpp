@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "context/context.h"
+#include "generate/fim_prompt.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 #include "tools/lctx/control_vector_options.h"
@@ -111,15 +112,18 @@ int run_main(int argc, char **argv, bool infill) {
                          o.model_path.c_str());
             return 1;
         }
-        std::vector<int32_t> pre = {vocab.fim_pre()}, suf = {vocab.fim_suf()};
-        const std::vector<int32_t> p = vocab.tokenize(in_prefix, false, false),
-                                   q = vocab.tokenize(in_suffix, false, false);
-        pre.insert(pre.end(), p.begin(), p.end());
-        suf.insert(suf.end(), q.begin(), q.end());
-        if (vocab.add_bos() && vocab.bos() >= 0) prompt_ids.push_back(vocab.bos());
-        for (const std::vector<int32_t> *part : {spm_infill ? &suf : &pre, spm_infill ? &pre : &suf})
-            prompt_ids.insert(prompt_ids.end(), part->begin(), part->end());
-        prompt_ids.push_back(vocab.fim_mid());
+        generate::FimTokens ft;
+        ft.pre = vocab.fim_pre();
+        ft.suf = vocab.fim_suf();
+        ft.mid = vocab.fim_mid();
+        ft.bos = vocab.bos();
+        ft.add_bos = vocab.add_bos();
+        generate::FimInput fi;
+        fi.prefix = in_prefix;
+        fi.suffix = in_suffix;
+        fi.spm = spm_infill;
+        prompt_ids = generate::fim_prompt(
+            ft, fi, [&vocab](const std::string &text) { return vocab.tokenize(text, false, false); });
         o.prompt = in_prefix;  // what is shown before the middle
     } else {
         prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);

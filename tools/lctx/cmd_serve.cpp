@@ -70,6 +70,11 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("--body-timeout", so.body_timeout_ms,
                    "milliseconds a request body may take to arrive (408)")
         ->check(CLI::Range(100, 3600000));
+    int timeout_s = 0;
+    app.add_option("--timeout", timeout_s,
+                   "(-to) llama-server's read/write timeout, seconds: a body may take this long to arrive, a "
+                   "write may wait this long for a client (--header-timeout and --body-timeout still win)")
+        ->check(CLI::Range(1, 86400));
     app.add_option(
         "--chat-template", eo.chat_template,
         "a built-in chat format instead of the model's template (chatml, llama2, llama3, phi3, gemma, "
@@ -112,6 +117,12 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     if (no_metrics) so.metrics = false;
+    if (timeout_s > 0) {
+        const int head = so.head_timeout_ms, body = so.body_timeout_ms;
+        server::apply_timeout(so, timeout_s);
+        if (app.count("--header-timeout")) so.head_timeout_ms = head;
+        if (app.count("--body-timeout")) so.body_timeout_ms = body;
+    }
     if (!api_key_file.empty()) {
         try {
             so.api_keys = server::read_api_key_file(api_key_file);
