@@ -307,6 +307,9 @@ GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
         r.messages.push_back(std::move(t));
     }
     parse_common(body, lim, r);
+    std::vector<std::string> contents;
+    for (const ChatTurn &t : r.messages) contents.push_back(t.content);
+    r.tools = parse_tool_request(body, contents);
     r.logprobs = get_bool(body, "logprobs", false);
     r.top_logprobs = static_cast<int32_t>(get_int(body, "top_logprobs", 0, 0, 20));
     if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "needs 'logprobs': true");
