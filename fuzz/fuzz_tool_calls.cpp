@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lctx::fuzz::quiet_log();
     if (size < 2 || size > (64u << 10)) return 0;
     ChatParseOptions o;
-    o.format = static_cast<ToolFormat>(data[0] % 10);
+    o.format = static_cast<ToolFormat>((data[0] & 0x0f) % 11);
     o.thinking_forced_open = (data[0] & 0x10) != 0;
     o.reasoning = (data[0] & 0x20) ? ReasoningFormat::None : ReasoningFormat::DeepSeek;
     const std::string text(reinterpret_cast<const char *>(data) + 2, size - 2);

@@ -43,7 +43,7 @@ chat_seeds() {  # chat_seeds OUT
   done
 }
 # fuzz_tool_calls: a format byte (hermes 2, llama3 3, mistral-nemo 4, functionary 3.1 5 / 3.2 6, command-r7b 7,
-# firefunction 8, gpt-oss 9, generic 1; +0x10 the prompt opened <think>), a cut byte, then a reply.
+# firefunction 8, gpt-oss 9, generic 1, qwen3-coder 10; +0x10 the prompt opened <think>), a cut byte, then a reply.
 tool_calls_seeds() {  # tool_calls_seeds OUT
   local o=$1/tool_calls
   mkdir -p "$o"
@@ -58,6 +58,7 @@ tool_calls_seeds() {  # tool_calls_seeds OUT
     '\x08\x50 functools[{"name": "f", "arguments": {"n": 1}}]'
     '\x09\x70<|channel|>analysis<|message|>why<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a": 1}<|call|>'
     '\x01\x10{"tool_calls": [{"name": "f", "arguments": {}}], "response": "\\ud83d\\ude00"}'
+    '\x0a\x66Sure.\n<tool_call>\n<function=f>\n<parameter=city>\nOslo\n</parameter>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>'
     '\x12\x99thinking on\n</think>\n<tool_call>{"name": "f", "arguments": "{\\"a\\": 1}"}</tool_call>'
   )
   local r i=0

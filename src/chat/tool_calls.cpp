@@ -357,8 +357,66 @@ struct Out {
     }
 };
 
-// Formats where calls follow a marker: Hermes (<tool_call>{..}</tool_call>, repeated).
-void parse_hermes(Out &o) {
+// A Qwen3-Coder call at p: <function=NAME><parameter=KEY>\nVALUE\n</parameter>...</function>. A value
+// that reads as JSON (a number, true, an object ...) is that value, else it is text.
+CallScan scan_xml_call(string_view s, size_t p) {
+    static constexpr string_view kFn = "<function=", kFnEnd = "</function>",
+                                 kParam = "<parameter=", kParamEnd = "</parameter>";
+    CallScan r;
+    r.status = Scan::Incomplete;
+    const size_t gt = s.find('>', p + kFn.size());
+    if (gt == npos) {
+        if (s.find_first_of("<\n", p + kFn.size()) != npos) r.status = Scan::Invalid;
+        return r;
+    }
+    const string_view name = trim(s.substr(p + kFn.size(), gt - p - kFn.size()));
+    if (name.empty() || name.find_first_of("<>\n\"") != npos) {
+        r.status = Scan::Invalid;
+        return r;
+    }
+    // The name is reported with the arguments, once the call is closed: a call shown early could still turn
+    // out malformed.
+    r.call.name = std::string(name);
+    nlohmann::ordered_json args = nlohmann::ordered_json::object();
+    size_t i = gt + 1;
+    for (;;) {
+        i = skip_ws(s, i);
+        if (i >= s.size()) return r;
+        if (starts_at(s, i, kFnEnd)) {
+            r.call.arguments = args.dump();
+            r.has_name = true;
+            r.status = Scan::Complete;
+            r.end = i + kFnEnd.size();
+            return r;
+        }
+        if (!starts_at(s, i, kParam)) {
+            const string_view rest = s.substr(i);
+            if (kFnEnd.substr(0, rest.size()) != rest && kParam.substr(0, rest.size()) != rest)
+                r.status = Scan::Invalid;
+            return r;
+        }
+        const size_t kgt = s.find('>', i + kParam.size());
+        if (kgt == npos) return r;
+        const std::string key(trim(s.substr(i + kParam.size(), kgt - i - kParam.size())));
+        size_t v = kgt + 1;
+        if (v < s.size() && s[v] == '\n') ++v;
+        const size_t vend = s.find(kParamEnd, v);
+        if (key.empty() || vend == npos) {
+            if (key.empty()) r.status = Scan::Invalid;
+            return r;
+        }
+        string_view text = s.substr(v, vend - v);
+        if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+        nlohmann::ordered_json value;
+        if (!parse_json(text, value) || value.is_string()) value = std::string(text);
+        args[key] = std::move(value);
+        i = vend + kParamEnd.size();
+    }
+}
+
+// Formats where calls follow a marker: Hermes (<tool_call>{..}</tool_call>, repeated); with `xml` the
+// call inside may also be Qwen3-Coder's <function=..> form.
+void parse_hermes(Out &o, bool xml) {
     static constexpr string_view kOpen = "<tool_call>", kClose = "</tool_call>";
     const string_view s = o.s;
     size_t pos = 0;
@@ -375,7 +433,15 @@ void parse_hermes(Out &o) {
         const string_view before = s.substr(pos, k - pos);
         if (!after_call || !all_blank(before)) o.content_before_marker(before);
         const size_t q = skip_ws(s, k + kOpen.size());
-        const CallScan c = scan_call(s, q, {"name"}, {"arguments", "parameters"});
+        static constexpr string_view kFn = "<function=";
+        const string_view at = s.substr(std::min(q, s.size()));
+        CallScan c;
+        if (xml && starts_at(s, q, kFn))
+            c = scan_xml_call(s, q);
+        else if (xml && o.partial && !at.empty() && kFn.substr(0, at.size()) == at)
+            c.status = Scan::Incomplete;
+        else
+            c = scan_call(s, q, {"name"}, {"arguments", "parameters"});
         if (c.status == Scan::Invalid) {
             o.r.content += s.substr(k);
             return;
@@ -899,7 +965,10 @@ void parse_format(Out &o, ToolFormat f, bool reasoning) {
             parse_generic(o);
             return;
         case ToolFormat::Hermes:
-            parse_hermes(o);
+            parse_hermes(o, false);
+            return;
+        case ToolFormat::Qwen3Coder:
+            parse_hermes(o, true);
             return;
         case ToolFormat::Llama3:
             parse_llama3(o);
@@ -935,6 +1004,8 @@ const char *tool_format_name(ToolFormat f) {
             return "generic";
         case ToolFormat::Hermes:
             return "hermes";
+        case ToolFormat::Qwen3Coder:
+            return "qwen3-coder";
         case ToolFormat::Llama3:
             return "llama3";
         case ToolFormat::MistralNemo:
@@ -960,6 +1031,7 @@ ToolFormat tool_format_detect(string_view src) {
     if (has(">>>all")) return ToolFormat::FunctionaryV32;
     if (has(" functools[")) return ToolFormat::FireFunctionV2;
     if (has("<function=") && has("<|start_header_id|>")) return ToolFormat::FunctionaryV31;
+    if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolFormat::Qwen3Coder;
     if (has("<tool_call>")) return ToolFormat::Hermes;
     if (has("ipython") && has("<|start_header_id|>")) return ToolFormat::Llama3;
     if (has("[TOOL_CALLS]")) return ToolFormat::MistralNemo;

@@ -7,6 +7,8 @@
 //
 // Formats (what the model writes):
 //   hermes          <tool_call>{"name": N, "arguments": {..}}</tool_call>  (Hermes 2 Pro, Qwen 2.5 / 3, QwQ)
+//   qwen3-coder     <tool_call><function=N><parameter=K>\nvalue\n</parameter></function></tool_call>
+//                   (Qwen3-Coder, Qwen 3.5, Nemotron 3; the hermes form inside <tool_call> is read too)
 //   llama3          {"name": N, "parameters": {..}}, or <|python_tag|> then such an object, a builtin
 //                   call name.call(k="v", ..) or python code (Llama 3.1 / 3.2 / 3.3)
 //   mistral-nemo    [TOOL_CALLS][{"name": N, "arguments": {..}, "id": ..}, ..]
@@ -41,6 +43,7 @@ enum class ToolFormat {
     CommandR7B,
     FireFunctionV2,
     GptOss,
+    Qwen3Coder,
 };
 
 const char *tool_format_name(ToolFormat f);

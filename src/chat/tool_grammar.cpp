@@ -137,6 +137,7 @@ std::string tool_call_grammar(ToolFormat format, const std::vector<ToolSpec> &to
         ojson schema;
         switch (format) {
             case ToolFormat::Hermes:
+            case ToolFormat::Qwen3Coder:
             case ToolFormat::MistralNemo:
             case ToolFormat::FireFunctionV2:
                 schema = call_schema(t, "name", "arguments", false);
@@ -174,7 +175,8 @@ std::string tool_call_grammar(ToolFormat format, const std::vector<ToolSpec> &to
     rules += call + " ::= " + alts + "\n";
     std::string root;
     switch (format) {
-        case ToolFormat::Hermes: {
+        case ToolFormat::Hermes:
+        case ToolFormat::Qwen3Coder: {  // the JSON form inside <tool_call>, which its parser reads too
             const std::string one = literal("<tool_call>\n") + " " + call + " " + literal("\n</tool_call>");
             root = parallel ? one + " (" + literal("\n") + " " + one + ")*" : one;
             break;
