@@ -50,7 +50,7 @@ ojson arguments_schema(const ojson &parameters) {
 // The call object of JSON formats: {"<name key>": "<name>", "<arguments key>": {...}}.
 ojson call_schema(const ToolSpec &t, const char *name_key, const char *args_key, bool with_id) {
     ojson props = ojson::object();
-    if (with_id) props["tool_call_id"] = {{"type", "string"}, {"pattern", "^[0-9]+$"}};
+    if (with_id) props["tool_call_id"] = {{"type", "string"}, {"pattern", "^[0-9]{1,4}$"}};
     props[name_key] = {{"const", t.name}};
     props[args_key] = arguments_schema(t.parameters);
     ojson required = ojson::array();

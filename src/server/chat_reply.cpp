@@ -63,6 +63,26 @@ void add_generic_instructions(ojson &msgs, const ojson &tools, bool parallel) {
     }
 }
 
+// A template that knows neither tool calls nor tool turns (generic format): an assistant's calls become its
+// content in the generic reply's JSON, and a tool's result a user turn holding it as JSON.
+void polyfill_tool_turns(ojson &msgs) {
+    for (ojson &m : msgs) {
+        if (m.contains("tool_calls")) {
+            ojson calls = ojson::array();
+            for (const ojson &c : m["tool_calls"])
+                calls.push_back({{"name", c["function"]["name"]}, {"arguments", c["function"]["arguments"]}});
+            const std::string text = m.value("content", "");
+            ojson reply = {{"tool_calls", calls}};
+            m["content"] = (text.empty() ? "" : text + "\n") + reply.dump();
+            m.erase("tool_calls");
+        } else if (m.value("role", "") == "tool") {
+            ojson result = {{"tool_call_id", m.value("tool_call_id", "")},
+                            {"content", m.value("content", "")}};
+            m = ojson{{"role", "user"}, {"content", ojson{{"tool_response", result}}.dump()}};
+        }
+    }
+}
+
 json tool_calls_json(const std::vector<chat::ToolCall> &calls) {
     json arr = json::array();
     for (const chat::ToolCall &c : calls)
@@ -98,6 +118,7 @@ ChatPlan plan_chat(const Engine &eng, const GenRequest &r, const ChatReplyOption
     }
 
     chat::ToolFormat format = chat::tool_format_detect(src);
+    const bool polyfill = format == chat::ToolFormat::Generic && src.find("tool_call") == std::string::npos;
     // Without tools only the formats that carry reasoning in markup of their own are parsed.
     if (!tools && format != chat::ToolFormat::GptOss && format != chat::ToolFormat::CommandR7B)
         format = chat::ToolFormat::ContentOnly;
@@ -126,6 +147,7 @@ ChatPlan plan_chat(const Engine &eng, const GenRequest &r, const ChatReplyOption
                         a = ojson::parse(a.get<std::string>(), nullptr, false);
                         if (a.is_discarded()) a = ojson::object();
                     }
+        if (t.tool_turns && polyfill) polyfill_tool_turns(msgs);
         if (tools && !jo.extra.contains("tools")) jo.extra["tools"] = t.tools;
         if (tools && format == chat::ToolFormat::Generic && src.find("tools") == std::string::npos)
             add_generic_instructions(msgs, t.tools, t.parallel);
