@@ -3,10 +3,13 @@
 // (tool_choice required / named) so that the reply really holds one, whole and streamed; the request's
 // tool fields refused with a 400 naming the field; the official `openai` npm client's tool helpers.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 
+#include "cli/cli_run.h"
 #include "server_fixture.h"
 
 using namespace lctx;
@@ -401,4 +404,31 @@ TEST(ServerTools, ForcedCallInEveryFormat) {
         EXPECT_EQ(st2, 200) << p.dump();
         EXPECT_NE(p.value("prompt", "").find("sunny"), std::string::npos) << p.dump();
     }
+}
+
+// `lctx serve --chat-template-file` as a process: the file's template is the one /props shows and the one
+// tools render through (a forced call comes back).
+TEST(ServerTools, ServeProcessTakesAChatTemplateFile) {
+    const std::string file = std::string(LCTX_FIXTURES_DIR) + "/templates/Qwen-Qwen2.5-7B-Instruct.jinja";
+    CliProcess p({"serve", "--port", "0", "-c", "4096", "-np", "1", "-t", "1", "--log-disable",
+                  "--chat-template-file", file, "--reasoning-format", "deepseek"});
+    ASSERT_TRUE(p.started());
+    ASSERT_TRUE(p.wait_for("open http://", 0, 30)) << p.output();
+    std::smatch m;
+    const std::string out = p.output();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/"))) << out;
+    httplib::Client c("127.0.0.1", std::stoi(m[1]));
+    c.set_read_timeout(60, 0);
+    auto props = c.Get("/props");
+    ASSERT_TRUE(props);
+    EXPECT_NE(json::parse(props->body)["chat_template"].get<std::string>().find("<tool_call>"),
+              std::string::npos);
+    auto r = c.Post("/v1/chat/completions", tool_request("required").dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json j = json::parse(r->body);
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << r->body;
+    EXPECT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 1u) << r->body;
+    p.signal(SIGINT);
+    EXPECT_EQ(p.wait_exit(15), 0) << p.output();
 }
