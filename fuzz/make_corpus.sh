@@ -42,9 +42,35 @@ chat_seeds() {  # chat_seeds OUT
       > "$o/$(printf '%s' "$m" | md5sum | cut -c1-12)"
   done
 }
+# fuzz_tool_calls: a format byte (hermes 2, llama3 3, mistral-nemo 4, functionary 3.1 5 / 3.2 6, command-r7b 7,
+# firefunction 8, gpt-oss 9, generic 1, qwen3-coder 10; +0x10 the prompt opened <think>), a cut byte, then a reply.
+tool_calls_seeds() {  # tool_calls_seeds OUT
+  local o=$1/tool_calls
+  mkdir -p "$o"
+  local -a replies=(
+    '\x02\x80<think>\nplan\n</think>\n\nOk.<tool_call>\n{"name": "f", "arguments": {"a": [1, "}"]}}\n</tool_call>'
+    '\x03\x40{"name": "f", "parameters": {"x": 1}}; {"name": "g", "parameters": {}}'
+    '\x03\x20Hi<|python_tag|>brave_search.call(query="a", n=2)'
+    '\x04\x60Sure. [TOOL_CALLS][{"name": "f", "arguments": {"x": "]"}, "id": "abcdefghi"}]'
+    '\x05\x90<function=f>{"q": 1}</function><|python_tag|>print(1)'
+    '\x06\x30all\nText.>>>f\n{"a": 1}>>>python\nx = 2'
+    '\x07\xa0<|START_THINKING|>t<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {}}]<|END_ACTION|><|START_RESPONSE|>r<|END_RESPONSE|>'
+    '\x08\x50 functools[{"name": "f", "arguments": {"n": 1}}]'
+    '\x09\x70<|channel|>analysis<|message|>why<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a": 1}<|call|>'
+    '\x01\x10{"tool_calls": [{"name": "f", "arguments": {}}], "response": "\\ud83d\\ude00"}'
+    '\x0a\x66Sure.\n<tool_call>\n<function=f>\n<parameter=city>\nOslo\n</parameter>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>'
+    '\x12\x99thinking on\n</think>\n<tool_call>{"name": "f", "arguments": "{\\"a\\": 1}"}</tool_call>'
+  )
+  local r i=0
+  for r in "${replies[@]}"; do
+    printf "$r" > "$o/seed_$i"
+    i=$((i + 1))
+  done
+}
 if [ "${1:-}" = "--fixtures-only" ]; then  # the seeds that need no build
   fixture_seeds "$root" "$out"
   chat_seeds "$out"
+  tool_calls_seeds "$out"
   exit 0
 fi
 if [ ! -x "$seeds" ]; then
@@ -71,4 +97,5 @@ for v in 0 1 2; do
 done
 fixture_seeds "$root" "$out"
 chat_seeds "$out"
+tool_calls_seeds "$out"
 du -sh "$out"

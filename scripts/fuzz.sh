@@ -3,7 +3,7 @@
 # build-fuzz/, then runs each for a bounded time. Any finding (crash, sanitizer report, leak, timeout,
 # out-of-memory) fails the script; the reproducer is kept in build-fuzz/findings/<harness>/.
 #   scripts/fuzz.sh [--long] [seconds per harness, default 60] [harness ...]
-#     harnesses: gguf model_load tokenize state chat grammar json_schema template server_request server_bodies control_vector lora
+#     harnesses: gguf model_load tokenize state chat grammar json_schema template server_request server_bodies control_vector lora tool_calls
 #     --long: an hour per harness (unless seconds are given) in fork mode, which goes on after a finding;
 #             the summary gives each harness's finding count.
 # The corpus is kept: each run starts from fuzz/corpus/<harness> (committed) and merges into it what it found
@@ -30,7 +30,7 @@ else
   seconds=60
 fi
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf model_load tokenize state chat grammar json_schema template server_request server_bodies control_vector lora)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf model_load tokenize state chat grammar json_schema template server_request server_bodies control_vector lora tool_calls)
 keep=${LCTX_FUZZ_KEEP:-1}
 # LCTX_FUZZ_BUILD names an already configured sanitizer build with LCTX_FUZZ=ON (scripts/test.sh shares
 # its ASan build this way, so CI compiles the library once for tests and fuzzing).
@@ -73,7 +73,7 @@ cmake --build "$build" -j"$jobs" "${targets[@]}"
 # Small, quick runs: 64 KiB inputs for the tokenizer (long texts), whole seed files elsewhere.
 declare -A extra=([gguf]="-max_len=65536" [model_load]="-max_len=131072" [tokenize]="-max_len=65536"
                   [state]="-max_len=65536" [chat]="-max_len=65536" [grammar]="-max_len=65536"
-                  [json_schema]="-max_len=16384" [template]="-max_len=65536" [server_request]="-max_len=65536" [server_bodies]="-max_len=65536" [control_vector]="-max_len=16384" [lora]="-max_len=65536")
+                  [json_schema]="-max_len=16384" [template]="-max_len=65536" [server_request]="-max_len=65536" [server_bodies]="-max_len=65536" [control_vector]="-max_len=16384" [lora]="-max_len=65536" [tool_calls]="-max_len=16384")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Findings libFuzzer left in a folder (not its slow-unit reports).

@@ -164,6 +164,7 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     model_name_ =
         opts_.alias.empty() ? std::filesystem::path(opts_.model_path).filename().string() : opts_.alias;
     if (const char *t = llama_model_chat_template(model_, nullptr)) model_template_ = t;
+    if (!opts_.chat_template_jinja.empty()) model_template_ = opts_.chat_template_jinja;
     if (llama_vocab_bos(vocab_) >= 0) bos_text_ = token_text_special(llama_vocab_bos(vocab_));
     if (llama_vocab_eos(vocab_) >= 0) eos_text_ = token_text_special(llama_vocab_eos(vocab_));
     for (int32_t t = 0; t < n_vocab_; ++t)
@@ -770,7 +771,9 @@ void Engine::sample_slot(Slot &s, int32_t bi) {
         return;
     }
     ev.token = tok;
-    ev.token_text = token_text(tok);
+    const auto &keep = s.task.preserved_tokens;
+    ev.token_text =
+        std::binary_search(keep.begin(), keep.end(), tok) ? token_text_special(tok) : token_text(tok);
     ev.text = s.text->push(ev.token_text);
     s.task.channel->push(ev);
     if (s.text->stopped()) {

@@ -39,7 +39,9 @@ struct EngineOptions {
     int32_t max_queue = 64;      // requests waiting for a slot; beyond: 503
     bool context_shift = false;  // a full slot drops half its tokens (else the request ends with length)
     std::string chat_template;   // a built-in format name; "" = the model's template (chatml without one)
-    std::string alias;           // the model's name in answers (--alias); "": the file's name
+    // A Jinja chat template's text (--chat-template-file): used instead of the model's own.
+    std::string chat_template_jinja;
+    std::string alias;  // the model's name in answers (--alias); "": the file's name
     // LoRA adapters (--lora FILE[:SCALE]): file and initial global scale; their ids are their indexes here.
     std::vector<std::pair<std::string, float>> lora;
     // The KV cache (-ctk, -ctv, -fa): llama.cpp's cache types; a block-quantized V needs flash attention.
@@ -108,6 +110,8 @@ struct Task {
     std::vector<float> lora;    // the scale of each adapter (Engine::lora_scales_for); 0: not applied
     int32_t id_slot = -1;       // the slot it must run on (waits for it); -1: any
     bool cache_prompt = true;   // false: no cached prefix is reused
+    // Special tokens whose text the reply keeps (tool-call and reasoning markers); sorted.
+    std::vector<int32_t> preserved_tokens;
 };
 
 struct SlotInfo {
@@ -156,6 +160,14 @@ class Engine {
     const std::string &chat_template_text() const {
         return opts_.chat_template.empty() ? model_template_ : opts_.chat_template;
     }
+    // The Jinja template chats render through (--chat-template-file's, or the model's own when no
+    // --chat-template names a built-in format); "" when chats use a built-in format.
+    const std::string &jinja_template() const {
+        static const std::string none;
+        return opts_.chat_template.empty() ? model_template_ : none;
+    }
+    const std::string &bos_text() const { return bos_text_; }
+    const std::string &eos_text() const { return eos_text_; }
     Metrics &metrics() { return metrics_; }
     std::vector<SlotInfo> slots_info() const;
 

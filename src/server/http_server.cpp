@@ -23,6 +23,7 @@
 
 #include "server/apis.h"
 #include "server/generation.h"
+#include "server/chat_reply.h"
 #include "server/http_front.h"
 #include "server/openai_json.h"
 #include "server/web_page.h"
@@ -138,13 +139,21 @@ struct HttpServer::Impl {
     void embeddings(const httplib::Request &req, httplib::Response &res);
     void rerank(const httplib::Request &req, httplib::Response &res);
     void generate(const httplib::Request &req, httplib::Response &res, Endpoint ep);
-    std::vector<int32_t> prompt_tokens(Engine &eng, const GenRequest &r);
+    std::vector<int32_t> prompt_tokens(Engine &eng, const GenRequest &r, const std::string &chat_prompt);
+    // A chat request's prompt, grammar and reply parsing (chat_reply.h) under this server's options.
+    ChatPlan chat_plan(const Engine &eng, const GenRequest &r) const {
+        ChatReplyOptions co;
+        chat::reasoning_format_from_name(opts.reasoning_format, co.reasoning);
+        co.reasoning_budget = opts.reasoning_budget;
+        return plan_chat(eng, r, co);
+    }
 };
 
-std::vector<int32_t> HttpServer::Impl::prompt_tokens(Engine &eng, const GenRequest &r) {
+std::vector<int32_t> HttpServer::Impl::prompt_tokens(Engine &eng, const GenRequest &r,
+                                                     const std::string &chat_prompt) {
     std::vector<int32_t> toks;
     if (r.endpoint == Endpoint::Chat)
-        toks = eng.tokenize_chat(eng.render_chat(r.messages));
+        toks = eng.tokenize_chat(chat_prompt);
     else
         return server::prompt_tokens(eng, r.prompts.at(0));
     if (toks.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
@@ -169,7 +178,13 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     lim.max_n = std::min(lim.max_n, eng.n_slots() + eng.max_queue());
     lim.n_slots = eng.n_slots();
     GenRequest r = ep == Endpoint::Chat ? parse_chat_request(body, lim) : parse_completion_request(body, lim);
-    std::vector<int32_t> prompt = prompt_tokens(eng, r);
+    // Chat: the template (with tools), the grammar of a forced tool call, and how replies are parsed.
+    auto plan = std::make_shared<ChatPlan>();
+    if (ep == Endpoint::Chat) {
+        *plan = chat_plan(eng, r);
+        if (!plan->grammar.empty()) r.grammar = plan->grammar;
+    }
+    std::vector<int32_t> prompt = prompt_tokens(eng, r, plan->prompt);
     if (r.ignore_eos)
         for (int32_t t : eng.eog_tokens()) r.sampling.logit_bias.emplace_back(t, -100.0f);  // -100: banned
     // llama-server's per-request adapter scales: [{id, scale}], the adapters left out at 0.
@@ -192,6 +207,7 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
         t.lora = lora;
         t.id_slot = r.id_slot;
         t.cache_prompt = r.cache_prompt;
+        t.preserved_tokens = plan->preserved_tokens;
         tasks.push_back(std::move(t));
     }
     eng.submit(std::move(tasks));
@@ -240,7 +256,10 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                            unavailable ? "unavailable_error" : "server_error");
         }
         for (const ChoiceResult &c : *results) t_log.tokens += c.completion_tokens;
-        send_json(res, 200, response_json(*meta, *results));
+        json reply = response_json(*meta, *results);
+        for (size_t i = 0; i < results->size(); ++i)
+            chat_choice_json(*plan, (*results)[i].text, reply["choices"][i]);
+        send_json(res, 200, reply);
         return;
     }
 
@@ -248,11 +267,15 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
     // when asked for, then [DONE]. A write that fails means the client is gone: the request is cancelled.
     const bool include_usage = r.include_usage;
     auto first = std::make_shared<std::vector<bool>>(static_cast<size_t>(r.n), true);
+    // Parsed chat replies (tools, reasoning): each choice's deltas come from its own parser.
+    auto parsed = std::make_shared<std::vector<ChatReplyStream>>();
+    if (plan->parse)
+        for (int32_t i = 0; i < r.n; ++i) parsed->emplace_back(*plan);
     res.set_header("Cache-Control", "no-cache");
     open_streams++;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [channel, meta, results, first, include_usage](size_t, httplib::DataSink &sink) {
+        [channel, meta, results, first, parsed, include_usage](size_t, httplib::DataSink &sink) {
             auto write = [&](const json &j) {
                 const std::string s = "data: " + dump(j) + "\n\n";
                 return sink.write(s.data(), s.size());
@@ -267,7 +290,19 @@ void HttpServer::Impl::generate(const httplib::Request &req, httplib::Response &
                 const size_t i = static_cast<size_t>(e.index);
                 ChoiceResult &c = (*results)[i];
                 bool ok = true;
-                if (e.kind == Event::Token) {
+                if (e.kind == Event::Token && !parsed->empty()) {
+                    bool f = (*first)[i];
+                    for (const json &j : (*parsed)[i].token(*meta, e, f)) ok = ok && write(j);
+                    (*first)[i] = f;
+                } else if (e.kind == Event::Done && !parsed->empty()) {
+                    c.finish(e);
+                    t_log.tokens += e.completion_tokens;
+                    bool f = (*first)[i];
+                    std::vector<json> chunks = (*parsed)[i].done(*meta, e.index, e.finish_reason, f);
+                    (*first)[i] = f;
+                    chunks.back()["timings"] = timings_json(c);
+                    for (const json &j : chunks) ok = ok && write(j);
+                } else if (e.kind == Event::Token) {
                     // A token whose text is held back (a possible stop string) still reports its logprobs.
                     if (!e.text.empty() || (meta->logprobs && e.token >= 0)) {
                         ok = write(
@@ -454,7 +489,7 @@ void HttpServer::Impl::routes() {
             RequestLimits lim;
             lim.n_vocab = eng.n_vocab();
             const GenRequest r = parse_chat_request(parse_body(req.body), lim);
-            send_json(res, 200, {{"prompt", eng.render_chat(r.messages)}});
+            send_json(res, 200, {{"prompt", chat_plan(eng, r).prompt}});
         });
     });
     // What prefix-aware routers call: the prompt's token ids exactly as a generation would see them.
@@ -472,8 +507,9 @@ void HttpServer::Impl::routes() {
                              throw ApiError(
                                  400, "'prompt' must be one prompt here (render answers one token list)",
                                  "invalid_request_error", "prompt");
-                         json out = {{"token_ids", prompt_tokens(eng, r)}};
-                         if (chat) out["prompt"] = eng.render_chat(r.messages);
+                         const std::string text = chat ? chat_plan(eng, r).prompt : "";
+                         json out = {{"token_ids", prompt_tokens(eng, r, text)}};
+                         if (chat) out["prompt"] = text;
                          send_json(res, 200, out);
                      });
                  });

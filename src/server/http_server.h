@@ -37,6 +37,10 @@ struct ServerOptions {
     // Origins a browser page may call from (Access-Control-Allow-Origin); empty: every origin, as
     // llama-server.
     std::vector<std::string> cors_origins;
+    // Chat replies: where <think> reasoning goes (--reasoning-format: none, deepseek, auto) and
+    // --reasoning-budget (-1: unlimited; 0: thinking off).
+    std::string reasoning_format = "auto";
+    int reasoning_budget = -1;
 };
 
 // llama-server's --timeout N (its read and write timeout, seconds): a body may take N seconds to arrive and a

@@ -477,6 +477,9 @@ GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
     parse_common(body, lim, r);
     if (get_int(body, "n_probs", 0, 0, 1 << 20) != 0)
         bad("n_probs", "is /completion's: here use 'logprobs' and 'top_logprobs'");
+    std::vector<std::string> contents;
+    for (const ChatTurn &t : r.messages) contents.push_back(t.content);
+    r.tools = parse_tool_request(body, contents);
     r.logprobs = get_bool(body, "logprobs", false);
     r.top_logprobs = static_cast<int32_t>(get_int(body, "top_logprobs", 0, 0, 20));
     if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "needs 'logprobs': true");

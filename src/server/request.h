@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/tool_request.h"
+
 namespace lctx::server {
 
 // An error that becomes an OpenAI error object {"error":{"message","type","code"}} with an HTTP status.
@@ -99,6 +101,8 @@ struct GenRequest {
     bool return_tokens = false;  // /completion: the generated token ids in `tokens`
     // A GBNF grammar from response_format (json_object, json_schema), `grammar` or `json_schema`; "" none.
     std::string grammar;
+    // Chat: tools, tool_choice, chat_template_kwargs and the conversation for a Jinja template.
+    ToolRequest tools;
 };
 
 struct RequestLimits {

@@ -11,11 +11,14 @@
 #include <cstdio>
 #include <thread>
 
+#include "chat/jinja_eval.h"
+#include "chat/tool_calls.h"
 #include "server/engine.h"
 #include "server/http_server.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
+#include "tools/lctx/read_file.h"
 
 namespace lctx::cli {
 
@@ -79,6 +82,23 @@ int cmd_serve(int argc, char **argv) {
         "--chat-template", eo.chat_template,
         "a built-in chat format instead of the model's template (chatml, llama2, llama3, phi3, gemma, "
         "zephyr, mistral, raw)");
+    std::string template_file;
+    app.add_option(
+        "--chat-template-file", template_file,
+        "a Jinja chat template file used instead of the model's own (tools and reasoning follow its "
+        "format)");
+    bool jinja = false;
+    app.add_flag("--jinja", jinja,
+                 "accepted as llama-server takes it: the model's template (or --chat-template-file) always "
+                 "renders through Jinja");
+    app.add_option(
+           "--reasoning-format", so.reasoning_format,
+           "where a reply's <think> reasoning goes: auto or deepseek (message.reasoning_content), none "
+           "(left in the content)")
+        ->check(CLI::IsMember({"auto", "deepseek", "none"}));
+    app.add_option("--reasoning-budget", so.reasoning_budget,
+                   "-1: thinking as the template decides; 0: thinking off (enable_thinking false)")
+        ->check(CLI::IsMember({-1, 0}));
     app.add_option("--slot-save-path", so.slot_save_path, "folder for /slots/{id}?action=save|restore files");
     app.add_flag("--metrics", so.metrics, "serve /metrics (on by default)");
     app.add_flag("--no-metrics", no_metrics, "do not serve /metrics");
@@ -122,6 +142,28 @@ int cmd_serve(int argc, char **argv) {
         server::apply_timeout(so, timeout_s);
         if (app.count("--header-timeout")) so.head_timeout_ms = head;
         if (app.count("--body-timeout")) so.body_timeout_ms = body;
+    }
+    if (!template_file.empty()) {
+        if (!eo.chat_template.empty()) {
+            std::fprintf(stderr, "lctx serve: --chat-template-file and --chat-template: give one of them\n");
+            return 1;
+        }
+        std::string why;
+        if (!read_whole_file(template_file, &eo.chat_template_jinja, &why)) {
+            std::fprintf(stderr, "lctx serve: --chat-template-file: %s\n", why.c_str());
+            return 1;
+        }
+        if (eo.chat_template_jinja.empty()) {
+            std::fprintf(stderr, "lctx serve: --chat-template-file: '%s' is empty\n", template_file.c_str());
+            return 1;
+        }
+        try {
+            jinja::Template::parse(eo.chat_template_jinja);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "lctx serve: --chat-template-file: '%s' is not a valid Jinja template: %s\n",
+                         template_file.c_str(), e.what());
+            return 1;
+        }
     }
     if (!api_key_file.empty()) {
         try {
