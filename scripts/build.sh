@@ -9,7 +9,8 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
+cmake -S "$root" -B "$root/build" $("$root/scripts/generator.sh" "$root/build") -DCMAKE_BUILD_TYPE=Release \
+      "${launcher[@]}" "$@" >/dev/null
 targets=()
 for t in ${LCTX_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$root/build" -j"$(nproc)" "${targets[@]}"

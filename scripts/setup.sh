@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git   # compiler and build
+  ninja-build                             # the build tool (schedules both cores better than make)
   libpcre2-dev                            # Unicode pre-tokenizer regexes (BPE vocabularies)
   nlohmann-json3-dev                      # JSON: CLI --json, golden fixtures, server
   libcli11-dev                            # command-line parsing

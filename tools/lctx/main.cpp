@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "kernels/dot.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 
@@ -36,6 +37,10 @@ int dispatch(int argc, char **argv) {
     const std::string cmd = argv[1];
     if (cmd == "--version") {
         std::printf("%s\n", lctx::cli::version_string().c_str());
+        // The kernel level this CPU runs (LCTX_ISA caps it): what a bug report needs, and what the test
+        // script reads to leave out the level copy that repeats the unprefixed tests.
+        std::printf("kernels: %s (this CPU: %s)\n", lctx::kernels::isa_name(lctx::kernels::isa_active()),
+                    lctx::kernels::isa_name(lctx::kernels::isa_detected()));
         return 0;
     }
     if (cmd == "run") {
