@@ -83,6 +83,14 @@ VecDotFn vec_dot_neon(GgmlType t) {
             return &arm::vec_dot_q8_0<false>;
         case GgmlType::Q4_0:
             return &arm::vec_dot_q4_0<false>;
+        case GgmlType::Q4_1:
+            return &arm::vec_dot_q4_1<false>;
+        case GgmlType::Q5_0:
+            return &arm::vec_dot_q5_0<false>;
+        case GgmlType::Q5_1:
+            return &arm::vec_dot_q5_1<false>;
+        case GgmlType::IQ4_NL:
+            return &arm::vec_dot_iq4_nl<false>;
         default:
             return nullptr;
     }
@@ -102,6 +110,14 @@ GemmFn gemm_neon(GgmlType t) {
             return &arm::gemm_by_dots<&arm::vec_dot_q8_0<false>>;
         case GgmlType::Q4_0:
             return &arm::gemm_by_dots<&arm::vec_dot_q4_0<false>>;
+        case GgmlType::Q4_1:
+            return &arm::gemm_by_dots<&arm::vec_dot_q4_1<false>>;
+        case GgmlType::Q5_0:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_0<false>>;
+        case GgmlType::Q5_1:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_1<false>>;
+        case GgmlType::IQ4_NL:
+            return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<false>>;
         default:
             return nullptr;
     }
