@@ -38,7 +38,11 @@ if [ "$do_build" = 1 ]; then
 fi
 qemu=$(command -v qemu-aarch64 || true)
 [ -n "$qemu" ] || { echo "test-arm64: qemu-aarch64 is missing (scripts/build-arm64.sh installs qemu-user)" >&2; exit 1; }
-sysroot=/usr/aarch64-linux-gnu
+# The loader prefix whose ld-linux matches the libc the binaries load (a mismatched pair hangs every
+# pthread_create: scripts/arm64-ld-prefix.sh).
+sysroot=$("$root/scripts/arm64-ld-prefix.sh")
+# Each run is killed after this many seconds and counted as failed: a hang fails CI instead of stalling it.
+run_timeout=${LCTX_ARM64_RUN_TIMEOUT:-900}
 
 # The kernel suites: all of test_kernels.
 kernel_filter='*'
@@ -56,7 +60,8 @@ run() {
   local log="$logdir/$bin.$level.$cpu.log"
   local t0=$SECONDS
   if QEMU_CPU="$cpu" QEMU_LD_PREFIX="$sysroot" LCTX_ISA="$level" LCTX_EXPECT_DETECTED="$expect" \
-     "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1; then
+     timeout -s KILL "$run_timeout" "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter="$filter" \
+     --gtest_brief=1 >"$log" 2>&1; then
     passed=$((passed + 1))
     echo "ok    $name ($((SECONDS - t0)) s, $(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$log" | head -1))"
   else
@@ -71,7 +76,8 @@ run_skips() {
   local cpu=$1 level=$2 expect=$3 bin=$4
   local log="$logdir/$bin.$level.$cpu.skip.log"
   if QEMU_LD_PREFIX="$sysroot" LCTX_ISA="$level" LCTX_EXPECT_DETECTED="$expect" \
-     "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter='IsaLevel.*' >"$log" 2>&1 &&
+     timeout -s KILL "$run_timeout" "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter='IsaLevel.*' \
+     >"$log" 2>&1 &&
      grep -q "asks for a level this CPU lacks (its best is $expect)" "$log"; then
     passed=$((passed + 1))
     echo "ok    $bin @ $level on $cpu reports itself skipped (best: $expect)"
