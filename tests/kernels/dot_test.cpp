@@ -356,7 +356,6 @@ TEST(DotDispatch, IsaAboveTheCpuThrows) {
 // model weights go through the interleaved kernels).
 bool left_to_scalar_on_arm(GgmlType t) {
     switch (t) {
-        case GgmlType::BF16:
         case GgmlType::Q2_K:
         case GgmlType::Q3_K:
         case GgmlType::Q4_K:
