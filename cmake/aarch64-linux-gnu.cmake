@@ -1,7 +1,7 @@
 # Cross build for 64-bit ARM Linux (aarch64-linux-gnu) with Debian's cross toolchain and multiarch :arm64
 # packages (scripts/build-arm64.sh installs both):
 #   cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
-# The test binaries run under qemu-user (qemu-aarch64 -L /usr/aarch64-linux-gnu), which is also what CMake
+# The test binaries run under qemu-user (qemu-aarch64 -L /, see below), which is also what CMake
 # uses as the emulator for anything it runs; ctest discovers each binary's tests when the tests run (not at
 # build time), so building needs no emulator.
 set(CMAKE_SYSTEM_NAME Linux)
@@ -26,8 +26,16 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/${LCTX_CROSS_TRIPLE}/pkgconfig:/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "")
 
+# The emulator's loader prefix: the root when libc6:arm64 (multiarch) is installed, whose loader matches the
+# libc.so.6 the binaries load; the cross sysroot's loader with the multiarch libc hangs in pthread_create
+# (scripts/arm64-ld-prefix.sh says why).
 find_program(LCTX_QEMU_AARCH64 qemu-aarch64)
 if(LCTX_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${LCTX_QEMU_AARCH64};-L;/usr/${LCTX_CROSS_TRIPLE})
+  if(EXISTS /lib/ld-linux-aarch64.so.1 AND EXISTS /lib/${LCTX_CROSS_TRIPLE}/libc.so.6)
+    set(LCTX_QEMU_LD_PREFIX /)
+  else()
+    set(LCTX_QEMU_LD_PREFIX /usr/${LCTX_CROSS_TRIPLE})
+  endif()
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${LCTX_QEMU_AARCH64};-L;${LCTX_QEMU_LD_PREFIX})
 endif()
 set(CMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE PRE_TEST)

@@ -4,8 +4,8 @@
 # files: stories260K as shipped (F32) and quantized by lctx to Q8_0 and Q4_0 (the int8 kernels), lctx at the
 # neon level on a Cortex-A53 and at the i8mm level on qemu's max CPU, the peer on the max CPU.
 #   scripts/peer-arm64.sh [--no-build]
-# Needs the cross build (scripts/build-arm64.sh; targets lctx_cli and lctx_peer_bench) and npm. One thread each:
-# under emulation on a busy host, spinning worker threads make a run minutes long.
+# Needs the cross build (scripts/build-arm64.sh; targets lctx_cli and lctx_peer_bench) and npm. One thread each
+# (emulation is slow enough). The loader prefix is scripts/arm64-ld-prefix.sh's (a mismatched one hangs threads).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${LCTX_ARM64_BUILD_DIR:-$root/build-arm64}"
@@ -13,7 +13,7 @@ if [ "${1:-}" != "--no-build" ]; then
   LCTX_BUILD_TARGETS="lctx_cli lctx_peer_bench" LCTX_ARM64_BUILD_DIR="$build" "$root/scripts/build-arm64.sh"
 fi
 lib=$("$root/scripts/install-peer.sh" --arm64)
-sysroot=/usr/aarch64-linux-gnu
+sysroot=$("$root/scripts/arm64-ld-prefix.sh")
 emu() { local cpu=$1; shift; QEMU_LD_PREFIX="$sysroot" qemu-aarch64 -cpu "$cpu" -L "$sysroot" "$@"; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lctx-peer-arm64.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -5,15 +5,20 @@
 #                                  dotprod level's copy must say it cannot run there;
 #   qemu-aarch64 -cpu max          every feature qemu has (dotprod, i8mm): the dotprod and i8mm levels.
 # Each run checks which level the CPU reports (LCTX_EXPECT_DETECTED, tests/isa_level.cpp) and runs the level
-# LCTX_ISA asks for.
+# LCTX_ISA asks for. The two CPUs' runs go side by side (two qemu processes: one per core of a 2-core host).
 #
 #   scripts/test-arm64.sh          the full run: builds test_kernels, test_model, test_context and runs every
-#                                  test of them at every level (long under emulation: tens of minutes)
-#   scripts/test-arm64.sh --ci     CI's subset (about 8 minutes cold on 2 cores, cross build included): builds
-#                                  test_kernels and test_model only; the kernel suites at every level, and the
-#                                  golden logits / greedy tokens of the shipped model at neon and i8mm
+#                                  test of them at every level (long under emulation: an hour and more)
+#   scripts/test-arm64.sh --ci     CI's subset (cross build included, cold: see docs/BENCH.md's ARM section):
+#                                  builds test_kernels and test_model only. The kernel suites on the max CPU
+#                                  at i8mm, less the scalar and neon instances of the suites parameterized by
+#                                  level (those test every level the CPU has whatever LCTX_ISA says; the
+#                                  scalar one is portable code that x86 CI runs); the neon instances on the
+#                                  Cortex-A53 (where no dotprod/i8mm instruction may reach them); the golden
+#                                  logits and greedy tokens of the shipped model at neon (A53) and i8mm (max)
 #   scripts/test-arm64.sh --no-build ...   runs what build-arm64/ holds
-# Prints one line per run and closes with "N passed, N failed"; exits 1 when any run failed.
+# Prints one line per run and closes with "N passed, N failed"; exits 1 when any run failed or hung (each run
+# is killed after LCTX_ARM64_RUN_TIMEOUT seconds, 900 by default).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${LCTX_ARM64_BUILD_DIR:-$root/build-arm64}"
@@ -23,7 +28,7 @@ for a in "$@"; do
   case "$a" in
     --ci) mode=ci ;;
     --no-build) do_build=0 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "test-arm64: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -38,32 +43,33 @@ if [ "$do_build" = 1 ]; then
 fi
 qemu=$(command -v qemu-aarch64 || true)
 [ -n "$qemu" ] || { echo "test-arm64: qemu-aarch64 is missing (scripts/build-arm64.sh installs qemu-user)" >&2; exit 1; }
-sysroot=/usr/aarch64-linux-gnu
+# The loader prefix whose ld-linux matches the libc the binaries load (a mismatched pair hangs every
+# pthread_create: scripts/arm64-ld-prefix.sh).
+sysroot=$("$root/scripts/arm64-ld-prefix.sh")
+run_timeout=${LCTX_ARM64_RUN_TIMEOUT:-900}
 
-# The kernel suites: all of test_kernels.
-kernel_filter='*'
+# CI's kernel subsets (see the header).
+kernel_filter_ci_max='-*_scalar:*_neon'
+kernel_filter_ci_a53='*_neon:IsaLevel.*:DotDispatch.*'
 # CI's model subset: the shipped model's golden logits and greedy tokens (small inputs).
 model_filter_ci='*Golden*Logits*:*GoldenGreedy*:IsaLevel.*'
 
-passed=0
-failed=0
-failures=()
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/lctx-arm64.XXXXXX")
+results="$logdir/results"
+: >"$results"
 # run CPU LEVEL EXPECT BINARY FILTER: one gtest process under qemu; EXPECT is the level the CPU must report.
 run() {
   local cpu=$1 level=$2 expect=$3 bin=$4 filter=$5
   local name="$bin @ $level on $cpu"
   local log="$logdir/$bin.$level.$cpu.log"
   local t0=$SECONDS
-  if QEMU_CPU="$cpu" QEMU_LD_PREFIX="$sysroot" LCTX_ISA="$level" LCTX_EXPECT_DETECTED="$expect" \
-     "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1; then
-    passed=$((passed + 1))
-    echo "ok    $name ($((SECONDS - t0)) s, $(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$log" | head -1))"
+  if QEMU_LD_PREFIX="$sysroot" LCTX_ISA="$level" LCTX_EXPECT_DETECTED="$expect" \
+     timeout -s KILL "$run_timeout" "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter="$filter" \
+     --gtest_brief=1 >"$log" 2>&1; then
+    echo "ok    $name ($((SECONDS - t0)) s, $(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$log" | head -1))" |
+      tee -a "$results"
   else
-    failed=$((failed + 1))
-    failures+=("$name")
-    echo "FAIL  $name ($((SECONDS - t0)) s): $log"
-    tail -30 "$log" | sed 's/^/      /'
+    { echo "FAIL  $name ($((SECONDS - t0)) s, exit $?): $log"; tail -30 "$log" | sed 's/^/      /'; } | tee -a "$results"
   fi
 }
 # A copy above the CPU's level must report itself skipped (not run a lower level's code under its name).
@@ -71,32 +77,41 @@ run_skips() {
   local cpu=$1 level=$2 expect=$3 bin=$4
   local log="$logdir/$bin.$level.$cpu.skip.log"
   if QEMU_LD_PREFIX="$sysroot" LCTX_ISA="$level" LCTX_EXPECT_DETECTED="$expect" \
-     "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter='IsaLevel.*' >"$log" 2>&1 &&
-     grep -q "asks for a level this CPU lacks (its best is $expect)" "$log"; then
-    passed=$((passed + 1))
-    echo "ok    $bin @ $level on $cpu reports itself skipped (best: $expect)"
+     timeout -s KILL "$run_timeout" "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter='IsaLevel.*' \
+     >"$log" 2>&1 && grep -q "asks for a level this CPU lacks (its best is $expect)" "$log"; then
+    echo "ok    $bin @ $level on $cpu reports itself skipped (best: $expect)" | tee -a "$results"
   else
-    failed=$((failed + 1))
-    failures+=("$bin @ $level on $cpu: no skip")
-    echo "FAIL  $bin @ $level on $cpu did not report a skip: $log"
-    tail -10 "$log" | sed 's/^/      /'
+    { echo "FAIL  $bin @ $level on $cpu did not report a skip: $log"; tail -10 "$log" | sed 's/^/      /'; } |
+      tee -a "$results"
   fi
 }
 
-echo "test-arm64: $mode run on $(basename "$build")/ under $("$qemu" --version | head -1)"
+echo "test-arm64: $mode run on $(basename "$build")/ under $("$qemu" --version | head -1), loader prefix $sysroot"
 if [ "$mode" = ci ]; then
-  for level in scalar neon; do run cortex-a53 "$level" neon test_kernels "$kernel_filter"; done
-  run_skips cortex-a53 dotprod neon test_kernels
-  for level in dotprod i8mm; do run max "$level" i8mm test_kernels "$kernel_filter"; done
-  run cortex-a53 neon neon test_model "$model_filter_ci"
-  run max i8mm i8mm test_model "$model_filter_ci"
+  (
+    run max i8mm i8mm test_kernels "$kernel_filter_ci_max"
+    run max i8mm i8mm test_model "$model_filter_ci"
+  ) &
+  (
+    run cortex-a53 neon neon test_kernels "$kernel_filter_ci_a53"
+    run_skips cortex-a53 dotprod neon test_kernels
+    run cortex-a53 neon neon test_model "$model_filter_ci"
+  ) &
+  wait
 else
   for bin in test_kernels test_model test_context; do
-    for level in scalar neon; do run cortex-a53 "$level" neon "$bin" '*'; done
-    run_skips cortex-a53 dotprod neon "$bin"
-    for level in dotprod i8mm; do run max "$level" i8mm "$bin" '*'; done
+    (
+      for level in dotprod i8mm; do run max "$level" i8mm "$bin" '*'; done
+    ) &
+    (
+      for level in scalar neon; do run cortex-a53 "$level" neon "$bin" '*'; done
+      run_skips cortex-a53 dotprod neon "$bin"
+    ) &
+    wait
   done
 fi
+passed=$(grep -c '^ok ' "$results" || true)
+failed=$(grep -c '^FAIL ' "$results" || true)
 echo "test-arm64: logs in $logdir"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -113,6 +113,95 @@ float vec_dot_q4_0(int64_t n, const void *vx, const void *vy) {
     return vaddvq_f32(acc);
 }
 
+// Q4_1 against Q8_1: codes 0..15 unsigned (no offset), x = d q + m; the block's m * s (s = d_y * sum q_y) is
+// added apart, as the reference does.
+template <bool kSdot>
+float vec_dot_q4_1(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const block_q4_1 *>(vx);
+    const auto *y = static_cast<const block_q8_1 *>(vy);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    float sum_m = 0.0f;
+    for (int64_t i = 0; i < n / kQK8_1; ++i) {
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, m4));
+        const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+        const int32x4_t p = block_dot<kSdot>(lo, hi, y[i].qs);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d));
+        sum_m += fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
+    }
+    return vaddvq_f32(acc) + sum_m;
+}
+
+// Q5_0 / Q5_1 codes 0..31: the low 4 bits as Q4_0's nibbles, bit 4 of element j is bit j of qh (a
+// little-endian u32). Each qh byte is spread over 8 lanes and tested against the lane's bit.
+inline void unpack_q5(const uint8_t *qs, const uint8_t *qh, uint8x16_t *lo, uint8x16_t *hi) {
+    uint32_t h;
+    std::memcpy(&h, qh, 4);
+    static const uint8_t kBits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t bits = vld1q_u8(kBits);
+    const uint8x16_t h_lo =
+        vcombine_u8(vdup_n_u8(static_cast<uint8_t>(h)), vdup_n_u8(static_cast<uint8_t>(h >> 8)));
+    const uint8x16_t h_hi =
+        vcombine_u8(vdup_n_u8(static_cast<uint8_t>(h >> 16)), vdup_n_u8(static_cast<uint8_t>(h >> 24)));
+    const uint8x16_t b4 = vdupq_n_u8(0x10);
+    const uint8x16_t v = vld1q_u8(qs);
+    *lo = vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0f)), vandq_u8(vtstq_u8(h_lo, bits), b4));
+    *hi = vorrq_u8(vshrq_n_u8(v, 4), vandq_u8(vtstq_u8(h_hi, bits), b4));
+}
+
+// Q5_0 against Q8_0: x = d (q - 16).
+template <bool kSdot>
+float vec_dot_q5_0(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const block_q5_0 *>(vx);
+    const auto *y = static_cast<const block_q8_0 *>(vy);
+    const int8x16_t sixteen = vdupq_n_s8(16);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / kQK8_0; ++i) {
+        uint8x16_t lo, hi;
+        unpack_q5(x[i].qs, x[i].qh, &lo, &hi);
+        const int32x4_t p = block_dot<kSdot>(vsubq_s8(vreinterpretq_s8_u8(lo), sixteen),
+                                             vsubq_s8(vreinterpretq_s8_u8(hi), sixteen), y[i].qs);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d));
+    }
+    return vaddvq_f32(acc);
+}
+
+// Q5_1 against Q8_1: x = d q + m, m * s added apart (as Q4_1).
+template <bool kSdot>
+float vec_dot_q5_1(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const block_q5_1 *>(vx);
+    const auto *y = static_cast<const block_q8_1 *>(vy);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    float sum_m = 0.0f;
+    for (int64_t i = 0; i < n / kQK8_1; ++i) {
+        uint8x16_t lo, hi;
+        unpack_q5(x[i].qs, x[i].qh, &lo, &hi);
+        const int32x4_t p = block_dot<kSdot>(vreinterpretq_s8_u8(lo), vreinterpretq_s8_u8(hi), y[i].qs);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d));
+        sum_m += fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
+    }
+    return vaddvq_f32(acc) + sum_m;
+}
+
+// IQ4_NL against Q8_0: each nibble (Q4_0's order) indexes the 16 signed levels, one table lookup (TBL) per
+// 16 codes.
+template <bool kSdot>
+float vec_dot_iq4_nl(int64_t n, const void *vx, const void *vy) {
+    const auto *x = static_cast<const block_iq4_nl *>(vx);
+    const auto *y = static_cast<const block_q8_0 *>(vy);
+    const int8x16_t levels = vld1q_s8(kValuesIq4nl);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / kQK4_NL; ++i) {
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int32x4_t p = block_dot<kSdot>(vqtbl1q_s8(levels, vandq_u8(v, m4)),
+                                             vqtbl1q_s8(levels, vshrq_n_u8(v, 4)), y[i].qs);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d));
+    }
+    return vaddvq_f32(acc);
+}
+
 // One output of the plain-row gemm: the level's vec_dot, so that an output is the same in any tile.
 template <float (*kDot)(int64_t, const void *, const void *)>
 void gemm_by_dots(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,

@@ -12,6 +12,14 @@ VecDotFn vec_dot_dotprod(GgmlType t) {
             return &arm::vec_dot_q8_0<true>;
         case GgmlType::Q4_0:
             return &arm::vec_dot_q4_0<true>;
+        case GgmlType::Q4_1:
+            return &arm::vec_dot_q4_1<true>;
+        case GgmlType::Q5_0:
+            return &arm::vec_dot_q5_0<true>;
+        case GgmlType::Q5_1:
+            return &arm::vec_dot_q5_1<true>;
+        case GgmlType::IQ4_NL:
+            return &arm::vec_dot_iq4_nl<true>;
         default:
             return nullptr;
     }
@@ -23,6 +31,14 @@ GemmFn gemm_dotprod(GgmlType t) {
             return &arm::gemm_by_dots<&arm::vec_dot_q8_0<true>>;
         case GgmlType::Q4_0:
             return &arm::gemm_by_dots<&arm::vec_dot_q4_0<true>>;
+        case GgmlType::Q4_1:
+            return &arm::gemm_by_dots<&arm::vec_dot_q4_1<true>>;
+        case GgmlType::Q5_0:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_0<true>>;
+        case GgmlType::Q5_1:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_1<true>>;
+        case GgmlType::IQ4_NL:
+            return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<true>>;
         default:
             return nullptr;
     }

@@ -25,6 +25,13 @@ struct LoadF16 {
     static float one(const uint16_t *p) { return fp16_to_fp32(*p); }
 };
 
+struct LoadBF16 {
+    using T = uint16_t;
+    // bf16 is the high half of an f32: widened by a shift of 16
+    static float32x4_t load(const uint16_t *p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+    static float one(const uint16_t *p) { return bf16_to_fp32(*p); }
+};
+
 // sum of x[i] * y[i]: 16 at a time in four chains, then 4, then one at a time; the chains added at the end.
 template <class LX, class LY>
 float dot_float(int64_t n, const void *vx, const void *vy) {
@@ -79,10 +86,20 @@ VecDotFn vec_dot_neon(GgmlType t) {
             return &dot_float<LoadF32, LoadF32>;
         case GgmlType::F16:
             return &dot_float<LoadF16, LoadF16>;
+        case GgmlType::BF16:
+            return &dot_float<LoadBF16, LoadBF16>;
         case GgmlType::Q8_0:
             return &arm::vec_dot_q8_0<false>;
         case GgmlType::Q4_0:
             return &arm::vec_dot_q4_0<false>;
+        case GgmlType::Q4_1:
+            return &arm::vec_dot_q4_1<false>;
+        case GgmlType::Q5_0:
+            return &arm::vec_dot_q5_0<false>;
+        case GgmlType::Q5_1:
+            return &arm::vec_dot_q5_1<false>;
+        case GgmlType::IQ4_NL:
+            return &arm::vec_dot_iq4_nl<false>;
         default:
             return nullptr;
     }
@@ -98,10 +115,20 @@ GemmFn gemm_neon(GgmlType t) {
             return &arm::gemm_by_dots<&dot_float<LoadF32, LoadF32>>;
         case GgmlType::F16:
             return &arm::gemm_by_dots<&dot_float<LoadF16, LoadF16>>;
+        case GgmlType::BF16:
+            return &arm::gemm_by_dots<&dot_float<LoadBF16, LoadBF16>>;
         case GgmlType::Q8_0:
             return &arm::gemm_by_dots<&arm::vec_dot_q8_0<false>>;
         case GgmlType::Q4_0:
             return &arm::gemm_by_dots<&arm::vec_dot_q4_0<false>>;
+        case GgmlType::Q4_1:
+            return &arm::gemm_by_dots<&arm::vec_dot_q4_1<false>>;
+        case GgmlType::Q5_0:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_0<false>>;
+        case GgmlType::Q5_1:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_1<false>>;
+        case GgmlType::IQ4_NL:
+            return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<false>>;
         default:
             return nullptr;
     }
