@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "grammar/json_schema.h"
+#include "grammar/json_schema_rules.h"
 
 namespace lctx::chat {
 
@@ -14,31 +15,9 @@ bool name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
-// A string as a GBNF literal.
+// A string as a GBNF literal (the JSON-schema converter's quoting: control characters escaped too).
 std::string literal(const std::string &s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out + "\"";
+    return grammar::schema::gbnf_literal(s);
 }
 
 // A tool's parameters as the schema of its arguments (always an object).
