@@ -10,6 +10,15 @@ namespace {
 using std::string_view;
 constexpr size_t npos = std::string::npos;
 
+// A model's reply is not always valid UTF-8 (a byte-level vocabulary can emit any byte): text copied into call
+// arguments is written with U+FFFD for the bytes that are not, never thrown on (the fuzzer's finding).
+std::string json_text(const nlohmann::ordered_json &j) {
+    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+std::string code_arguments(string_view code) {
+    return json_text(nlohmann::ordered_json{{"code", std::string(code)}});
+}
+
 bool is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
@@ -383,7 +392,7 @@ CallScan scan_xml_call(string_view s, size_t p) {
         i = skip_ws(s, i);
         if (i >= s.size()) return r;
         if (starts_at(s, i, kFnEnd)) {
-            r.call.arguments = args.dump();
+            r.call.arguments = json_text(args);
             r.has_name = true;
             r.status = Scan::Complete;
             r.end = i + kFnEnd.size();
@@ -540,7 +549,7 @@ bool parse_builtin_call(string_view body, ToolCall &call) {
         }
     }
     call.name = std::string(name);
-    call.arguments = obj.dump();
+    call.arguments = json_text(obj);
     return true;
 }
 
@@ -556,7 +565,7 @@ void python_tag_call(string_view body, ToolCall &call) {
     }
     if (parse_builtin_call(b, call)) return;
     call.name = "python";
-    call.arguments = nlohmann::ordered_json{{"code", std::string(b)}}.dump();
+    call.arguments = code_arguments(b);
 }
 
 // Llama 3.x: the whole reply is a call object (several, separated by ';' or blanks), or <|python_tag|>.
@@ -719,7 +728,7 @@ void parse_functionary32(Out &o) {
             const string_view code = trim(s.substr(nl + 1, next == npos ? npos : next - nl - 1));
             nlohmann::ordered_json args;
             if (name == "python" || name == "ipython") {
-                call.arguments = nlohmann::ordered_json{{"code", std::string(code)}}.dump();
+                call.arguments = code_arguments(code);
             } else if (parse_json(code, args) && args.is_object()) {
                 call.arguments = std::string(code);
             } else {

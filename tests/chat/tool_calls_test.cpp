@@ -513,3 +513,33 @@ TEST(ToolGrammar, PrefixRulesLeavesLiteralsAlone) {
     EXPECT_EQ(gbnf_prefix_rules("root ::= \"a b\" [a-z] x{2,3} # c d\nx ::= \"\\\"q\" root\n", "p-"),
               "p-root ::= \"a b\" [a-z] p-x{2,3} # c d\np-x ::= \"\\\"q\" p-root\n");
 }
+
+// A reply is not always valid UTF-8 (a byte-level vocabulary emits any byte): code passed to the python tool keeps
+// its text with U+FFFD for the bad bytes, and the parse neither throws nor drops the call (a fuzzer finding:
+// fuzz/corpus/tool_calls/regression_invalid_utf8).
+TEST(ToolCalls, InvalidUtf8InAPythonCallIsReplacedNotThrown) {
+    ChatParseOptions o;
+    o.format = ToolFormat::Llama3;
+    const std::string text = "<|python_tag|>print(\"a\xff\xfe b\")";
+    ChatParsed r;
+    ASSERT_NO_THROW(r = chat_parse(text, o, false));
+    ASSERT_EQ(r.tool_calls.size(), 1u);
+    EXPECT_EQ(r.tool_calls[0].name, "python");
+    const auto args = nlohmann::json::parse(r.tool_calls[0].arguments);
+    EXPECT_EQ(args.at("code").get<std::string>(), "print(\"a\xEF\xBF\xBD\xEF\xBF\xBD b\")");
+    ASSERT_NO_THROW(chat_parse(text, o, true));
+}
+
+// The same in Qwen3-Coder's XML parameters, whose values are copied from the reply into the arguments' JSON.
+TEST(ToolCalls, InvalidUtf8InAnXmlParameterIsReplacedNotThrown) {
+    ChatParseOptions o;
+    o.format = ToolFormat::Qwen3Coder;
+    const std::string text =
+        "<tool_call>\n<function=f>\n<parameter=city>\nOs\xfflo\n</parameter>\n</function>\n</tool_call>";
+    ChatParsed r;
+    ASSERT_NO_THROW(r = chat_parse(text, o, false));
+    ASSERT_EQ(r.tool_calls.size(), 1u);
+    const auto args = nlohmann::json::parse(r.tool_calls[0].arguments);
+    EXPECT_EQ(args.at("city").get<std::string>(), "Os\xEF\xBF\xBDlo");
+    ASSERT_NO_THROW(chat_parse(text, o, true));
+}
