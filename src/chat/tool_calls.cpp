@@ -10,8 +10,8 @@ namespace {
 using std::string_view;
 constexpr size_t npos = std::string::npos;
 
-// A model's reply is not always valid UTF-8 (a byte-level vocabulary can emit any byte): text copied into call
-// arguments is written with U+FFFD for the bytes that are not, never thrown on (the fuzzer's finding).
+// A model's reply is not always valid UTF-8 (a byte-level vocabulary can emit any byte): text copied into
+// call arguments is written with U+FFFD for the bytes that are not, never thrown on (the fuzzer's finding).
 std::string json_text(const nlohmann::ordered_json &j) {
     return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

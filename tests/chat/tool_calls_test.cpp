@@ -514,9 +514,9 @@ TEST(ToolGrammar, PrefixRulesLeavesLiteralsAlone) {
               "p-root ::= \"a b\" [a-z] p-x{2,3} # c d\np-x ::= \"\\\"q\" p-root\n");
 }
 
-// A reply is not always valid UTF-8 (a byte-level vocabulary emits any byte): code passed to the python tool keeps
-// its text with U+FFFD for the bad bytes, and the parse neither throws nor drops the call (a fuzzer finding:
-// fuzz/corpus/tool_calls/regression_invalid_utf8).
+// A reply is not always valid UTF-8 (a byte-level vocabulary emits any byte): code passed to the python tool
+// keeps its text with U+FFFD for the bad bytes, and the parse neither throws nor drops the call (a fuzzer
+// finding: fuzz/corpus/tool_calls/regression_invalid_utf8).
 TEST(ToolCalls, InvalidUtf8InAPythonCallIsReplacedNotThrown) {
     ChatParseOptions o;
     o.format = ToolFormat::Llama3;
