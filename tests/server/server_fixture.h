@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,6 +18,45 @@
 #include "server/http_server.h"
 
 namespace lctx::testing {
+
+// A script of tests/server run by node against a server, with the official OpenAI client (npm `openai`)
+// installed by name into the build folder on first use. `skip` says why it cannot run (node or npm missing,
+// the package not installable offline); else `status` and `out` are the script's.
+struct NpmScriptRun {
+    std::string skip;
+    int status = 0;
+    std::string out;
+};
+inline NpmScriptRun run_openai_npm_script(const std::string &script, int port) {
+    NpmScriptRun r;
+    if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0) {
+        r.skip = "node/npm are not installed: the OpenAI client test is skipped";
+        return r;
+    }
+    const std::string dir = std::string(LCTX_BIN_DIR) + "/../npm-openai";
+    if (std::system(("test -d " + dir + "/node_modules/openai").c_str()) != 0 &&
+        std::system(("mkdir -p " + dir + " && cd " + dir +
+                     " && npm install --silent --no-audit --no-fund openai >/dev/null 2>&1")
+                        .c_str()) != 0) {
+        r.skip = "npm could not install the openai package (offline?): the OpenAI client test is skipped";
+        return r;
+    }
+    // The script must resolve `openai` from that folder: run a copy placed there.
+    const std::string cmd = "cp " + std::string(LCTX_TESTS_DIR) + "/server/" + script + " " + dir + "/" +
+                            script + " && node " + dir + "/" + script +
+                            " http://127.0.0.1:" + std::to_string(port) + "/v1 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) {
+        r.status = -1;
+        r.out = "popen failed";
+        return r;
+    }
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    r.status = pclose(p);
+    return r;
+}
 
 inline std::string stories_model() {
     return std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";

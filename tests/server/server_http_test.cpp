@@ -552,28 +552,11 @@ TEST_F(ServerTest, WebPageInHeadlessChromium) {
 // The official OpenAI client library (npm `openai`), installed by name with npm into the build folder on
 // first use. Skipped where node or npm is missing or the package cannot be installed (offline).
 TEST_F(ServerTest, OpenAiNpmClient) {
-    if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0)
-        GTEST_SKIP() << "node/npm are not installed: the OpenAI client test is skipped";
-    const std::string dir = std::string(LCTX_BIN_DIR) + "/../npm-openai";
-    if (std::system(("test -d " + dir + "/node_modules/openai").c_str()) != 0 &&
-        std::system(("mkdir -p " + dir + " && cd " + dir +
-                     " && npm install --silent --no-audit --no-fund openai >/dev/null 2>&1")
-                        .c_str()) != 0)
-        GTEST_SKIP()
-            << "npm could not install the openai package (offline?): the OpenAI client test is skipped";
-    // The script must resolve `openai` from that folder: run a copy placed there.
-    const std::string script = std::string(LCTX_TESTS_DIR) + "/server/openai_client.mjs";
-    const std::string cmd = "cp " + script + " " + dir + "/t.mjs && node " + dir +
-                            "/t.mjs http://127.0.0.1:" + std::to_string(srv->port) + "/v1 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    const int st = pclose(p);
-    EXPECT_EQ(st, 0) << out;
-    EXPECT_NE(out.find("ok"), std::string::npos) << out;
+    const lctx::testing::NpmScriptRun r =
+        lctx::testing::run_openai_npm_script("openai_client.mjs", srv->port);
+    if (!r.skip.empty()) GTEST_SKIP() << r.skip;
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
 }
 
 TEST(ServerOwn, ContextShiftGoesPastAFullSlot) {
