@@ -140,9 +140,13 @@ void register_all() {
                                          [t](benchmark::State &st) { BM_GemmX8(st, t); })
                 ->Args({128, 2048, 1})
                 ->Args({512, 2048, 1})
+                ->Args({512, 2048, 2})
                 ->Args({512, 2048, 4})
+                ->Args({512, 2048, 8})  // batched decode: 8 and 16 sequences, one token each
+                ->Args({512, 2048, 16})
                 ->Args({512, 2048, 64})    // one prompt work item (AMX tiles where the CPU has them)
-                ->Args({32768, 2048, 1});  // weights beyond the L3: memory speed
+                ->Args({32768, 2048, 1})   // weights beyond the L3: memory speed
+                ->Args({32768, 2048, 8});  // the same for a batched decode step of 8 sequences
         benchmark::RegisterBenchmark((std::string("Matmul/") + n).c_str(),
                                      [t](benchmark::State &st) { BM_Matmul(st, t); })
             ->Args({5632, 2048, 1, 1})

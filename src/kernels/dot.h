@@ -91,6 +91,10 @@ GemmFn gemm_avx512(GgmlType weight_type);
 GemmFn gemm_interleaved_avx2(GgmlType weight_type);
 GemmFn gemm_interleaved_avx512(GgmlType weight_type);
 int group_rows_avx512(GgmlType weight_type);
+// Activations one pass over an interleaved integer group serves at each x86 level (its widest tile): a
+// batched decode of up to that many sequences reads every weight block once. 0: no such tile.
+int interleaved_tile_acts_avx2(GgmlType weight_type);
+int interleaved_tile_acts_avx512(GgmlType weight_type);
 GemmFn gemm_interleaved_amx(GgmlType weight_type);
 GemmFn gemm_f16_by_f32_avx2();
 GemmFn gemm_f16_by_f32_avx512();

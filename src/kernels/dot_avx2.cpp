@@ -50,6 +50,9 @@ GemmFn gemm_f16_by_f32_avx2() {
 GemmFn gemm_interleaved_avx2(GgmlType weight_type) {
     return shared_gemm_interleaved_256(weight_type);
 }
+int interleaved_tile_acts_avx2(GgmlType weight_type) {
+    return shared_interleaved_tile_acts<V256>(weight_type);
+}
 #else
 VecDotFn vec_dot_avx2(GgmlType) {
     return nullptr;
@@ -65,6 +68,9 @@ GemmFn gemm_f16_by_f32_avx2() {
 }
 GemmFn gemm_interleaved_avx2(GgmlType) {
     return nullptr;
+}
+int interleaved_tile_acts_avx2(GgmlType) {
+    return 0;
 }
 #endif
 

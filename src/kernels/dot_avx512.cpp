@@ -709,6 +709,9 @@ int group_rows_avx512(GgmlType weight_type) {
         return kGroupRows256;
     return shared_gemm_interleaved_int<V512>(weight_type) ? kGroupRows512 : 0;
 }
+int interleaved_tile_acts_avx512(GgmlType weight_type) {
+    return shared_interleaved_tile_acts<V512>(weight_type);
+}
 // The float types in 512-bit tiles (attention over the KV cache); the others in the 256-bit tiles of the
 // shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across activations, which a
 // 512-bit dot per output cannot.
@@ -744,6 +747,9 @@ GemmFn gemm_interleaved_avx512(GgmlType) {
     return nullptr;
 }
 int group_rows_avx512(GgmlType) {
+    return 0;
+}
+int interleaved_tile_acts_avx512(GgmlType) {
     return 0;
 }
 #endif

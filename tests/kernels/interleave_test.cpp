@@ -145,7 +145,9 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
     uint32_t seed = 11;
     for (int64_t cols : cols_for(t)) {
         for (int64_t rows : {g, 2 * g, 5 * g}) {
-            for (int64_t n_act : {1, 2, 3, 4, 5, 7, 9, 16, 17, 35}) {  // 16+: AMX tiles and their tail
+            // 6, 8: the 512-bit 32-element types' tiles of up to 8 activations (batched decodes); 16+: AMX
+            // tiles and their tail
+            for (int64_t n_act : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 35}) {
                 SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " acts " +
                              std::to_string(n_act));
                 const Mat m = make_mat(t, rows, cols, seed++, g);
@@ -177,6 +179,19 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
             }
         }
     }
+}
+
+// A batched decode step (one token of each of up to 8 sequences) reads each weight group once: the 512-bit
+// tiles of the 32-element integer types take 8 activations (the 256-bit ones 4, all their registers hold).
+TEST(Interleave, BatchedDecodeTilesTakeEightActivations) {
+    if (!isa_at_least(isa_detected(), Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0}) {
+        EXPECT_GE(detail::interleaved_tile_acts_avx2(t), 4) << type_name(t);
+        if (isa_at_least(isa_detected(), Isa::Avx512)) {
+            EXPECT_GE(detail::interleaved_tile_acts_avx512(t), 8) << type_name(t);
+        }
+    }
+    EXPECT_EQ(detail::interleaved_tile_acts_avx512(GgmlType::F16), 0);
 }
 
 // The 512-bit kernels over 16-row groups give every row of an integer type the bits the 256-bit kernels
