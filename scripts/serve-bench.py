@@ -55,12 +55,14 @@ def main():
     ap.add_argument("-b", "--batch-size", type=int, default=0, help="lctx serve -b (0: its default)")
     ap.add_argument("-r", "--rounds", type=int, default=3)
     ap.add_argument("--url")
+    ap.add_argument("--lctx", default=os.path.join(root, "build", "bin", "lctx"),
+                    help="the lctx binary to start (default build/bin/lctx; another build for before/after runs)")
     a = ap.parse_args()
     proc = None
     url = a.url
     if not url:
         s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-        proc = subprocess.Popen([os.path.join(root, "build", "bin", "lctx"), "serve", "-m", a.model, "--port", str(port),
+        proc = subprocess.Popen([a.lctx, "serve", "-m", a.model, "--port", str(port),
                                  "-np", "8", "-c", str(a.ctx), "-t", str(a.threads), "--log-disable"]
                                 + (["-b", str(a.batch_size)] if a.batch_size else []),
                                 stderr=subprocess.DEVNULL)

@@ -1,6 +1,7 @@
 // lctx bench: statistics, bytes per token, a tiny timed run whose JSON has llama-bench's fields, the CLI's
 // --json output, and (when llama.cpp's peer is installed) the peer driving a synthesized model.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,7 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "../../tools/lctx/bench_batched.h"
 #include "../../tools/lctx/bench_core.h"
 #include "../../tools/lctx/bench_peer.h"
 #include "../../tools/lctx/synth_model.h"
@@ -582,6 +587,152 @@ TEST(BenchPeer, LlamaCppRunsFlashAttentionWithAQ8Cache) {
         EXPECT_THROW(PeerProcess(exe, lib, path, s), Error);
     }
     std::filesystem::remove(path);
+}
+
+// ---- batched mode (llama-batched-bench) ----
+
+// B sequences of PP prompt tokens, then TG steps of one token each: every sequence ends at PP + TG - 1, and
+// the speeds are llama-batched-bench's (S_PP = B x PP / T_PP, S_TG = B x TG / T_TG, S = N_KV / T).
+TEST(BenchBatched, SequencesEachGetTheirPromptAndTokens) {
+    std::unique_ptr<Model> m = Model::load(kStories);
+    for (bool shared : {false, true}) {
+        SCOPED_TRACE(shared ? "shared prompt" : "a prompt each");
+        BatchedSettings s;
+        s.n_seq_max = 4;
+        s.n_batch = 8;  // the 4 x 8 prompt tokens in 4 batches
+        s.n_ctx = static_cast<uint32_t>(batched_n_kv(8, 5, 4, shared));
+        EXPECT_EQ(s.n_ctx, shared ? 8u + 4 * 5 : 4u * (8 + 5));
+        BatchedRunner run(*m, s);
+        run.set_threads(1);
+        run.warm_up();
+        const BatchedRow r = run.run(8, 5, 4, shared);
+        EXPECT_EQ(r.n_kv, s.n_ctx);
+        EXPECT_GT(r.t_pp, 0.0);
+        EXPECT_GT(r.t_tg, 0.0);
+        for (int j = 0; j < 4; ++j) EXPECT_EQ(run.context().kv().seq_pos_max(j), 8 + 5 - 1) << j;
+        EXPECT_EQ(run.context().kv().n_tokens(), 4 * (8 + 5));  // shared cells count once per sequence
+        EXPECT_DOUBLE_EQ(r.s_pp(shared), (shared ? 8 : 32) / r.t_pp);
+        EXPECT_DOUBLE_EQ(r.s_tg(), 20 / r.t_tg);
+        EXPECT_DOUBLE_EQ(r.s_total(), static_cast<double>(r.n_kv) / (r.t_pp + r.t_tg));
+        // A second run starts from an empty cache.
+        run.run(8, 5, 4, shared);
+        EXPECT_EQ(run.context().kv().n_tokens(), 4 * (8 + 5));
+    }
+}
+
+TEST(BenchBatched, RunsBeyondTheContextAreRefused) {
+    std::unique_ptr<Model> m = Model::load(kStories);
+    BatchedSettings s;
+    s.n_seq_max = 2;
+    s.n_ctx = 20;
+    BatchedRunner run(*m, s);
+    run.set_threads(1);
+    EXPECT_THROW(run.run(8, 4, 2, false), Error);  // 24 cells
+    EXPECT_THROW(run.run(4, 2, 3, false), Error);  // 3 sequences in a context of 2
+    const BatchedRow r = run.run(8, 4, 2, true);   // 16 cells
+    EXPECT_EQ(r.n_kv, 16);
+}
+
+TEST(BenchBatched, TableHasLlamaBatchedBenchColumnsAndPerSequenceSpeeds) {
+    const std::string head = batched_table_head();
+    size_t at = 0;
+    for (const char *col : {"PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s",
+                            "S t/s", "S_PP/seq", "S_TG/seq"}) {
+        const size_t f = head.find(std::string(" ") + col + " |", at);
+        ASSERT_NE(f, std::string::npos) << col << " in " << head;
+        at = f + 1;
+    }
+    BatchedRow r;
+    r.pp = 128;
+    r.tg = 64;
+    r.pl = 8;
+    r.n_kv = batched_n_kv(128, 64, 8, false);
+    r.t_pp = 2.0;
+    r.t_tg = 4.0;
+    const std::string row = batched_table_row(r, false);
+    // S_PP 8 x 128 / 2, S_TG 8 x 64 / 4, S 1536 / 6; per sequence 128 / 2 and 64 / 4
+    for (const char *cell : {"|   128 |", "|     64 |", "|    8 |", "|   1536 |", "|   512.00 |",
+                             "|   128.00 |", "|   256.00 |", "|    64.00 |", "|    16.00 |"})
+        EXPECT_NE(row.find(cell), std::string::npos) << cell << " in " << row;
+    EXPECT_NE(batched_table_row(r, true).find("|    64.00 |    16.00 |\n"), std::string::npos);
+    const nlohmann::json j = nlohmann::json::parse(batched_json(r, BatchedSettings{}, 2, false, 2048).dump());
+    EXPECT_EQ(j.value("pl", 0), 8);
+    EXPECT_EQ(j.value("n_kv", 0), 1536);
+    EXPECT_DOUBLE_EQ(j.value("speed_tg", 0.0), 128.0);
+    EXPECT_DOUBLE_EQ(j.value("speed_tg_per_seq", 0.0), 16.0);
+    EXPECT_EQ(j.value("n_threads", 0), 2);
+}
+
+// `lctx bench ARGS` on stories260K: exit status, stdout and stderr.
+struct CliRun {
+    int status;
+    std::string out, err;
+};
+CliRun bench_cli(const std::string &lctx, const std::string &args) {
+    const std::string base =
+        (std::filesystem::temp_directory_path() / ("lctx_bench_cli_" + std::to_string(getpid()))).string();
+    const std::string cmd =
+        lctx + " bench -m " + kStories + " " + args + " > " + base + ".out 2> " + base + ".err";
+    const int st = std::system(cmd.c_str());
+    CliRun r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, "", ""};
+    for (auto [path, dst] : {std::pair{base + ".out", &r.out}, {base + ".err", &r.err}}) {
+        std::ifstream in(path);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        *dst = ss.str();
+        std::filesystem::remove(path);
+    }
+    return r;
+}
+
+TEST(BenchBatchedCli, TableAndJsonLines) {
+    const std::string lctx = sibling("lctx");
+    if (lctx.empty()) GTEST_SKIP() << "the lctx binary is not built next to this test";
+    const CliRun md = bench_cli(lctx, "-npp 8,16 -ntg 4 -npl 1,3 -t 1");
+    ASSERT_EQ(md.status, 0) << md.err;
+    EXPECT_NE(md.out.find("is_pp_shared = 0"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("|    PP |     TG |    B |   N_KV |"), std::string::npos) << md.out;
+    for (const char *row : {"|     8 |      4 |    1 |     12 |", "|    16 |      4 |    1 |     20 |",
+                            "|     8 |      4 |    3 |     36 |", "|    16 |      4 |    3 |     60 |"})
+        EXPECT_NE(md.out.find(row), std::string::npos) << row << " in " << md.out;
+
+    const CliRun jl = bench_cli(lctx, "-npp 8 -ntg 4 -npl 1,2,4 -pps -t 1 -o jsonl");
+    ASSERT_EQ(jl.status, 0) << jl.err;
+    std::stringstream lines(jl.out);
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(rows.size(), 3u) << jl.out;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int pl = 1 << i;
+        EXPECT_EQ(rows[i].value("pl", 0), pl);
+        EXPECT_EQ(rows[i].value("is_pp_shared", -1), 1);
+        EXPECT_EQ(rows[i].value("n_kv", 0), 8 + pl * 4);  // one shared prompt
+        EXPECT_GT(rows[i].value("speed_tg", 0.0), 0.0);
+        EXPECT_NEAR(rows[i].value("speed_tg_per_seq", 0.0), rows[i].value("speed_tg", 0.0) / pl, 1e-6);
+    }
+}
+
+TEST(BenchBatchedCli, RefusesWhatDoesNotApply) {
+    const std::string lctx = sibling("lctx");
+    if (lctx.empty()) GTEST_SKIP() << "the lctx binary is not built next to this test";
+    for (auto [args, why] : {std::pair{"-npl 0", "-npl wants positive numbers"},
+                             {"-npp 8,", "-npp wants positive numbers"},
+                             {"-npl 1,300", "-npl: 300 sequences, at most 256"},
+                             {"-npp 8 -p 16", "-p does not apply to batched mode"},
+                             {"-npl 2 -d 64", "-d does not apply to batched mode"},
+                             {"-npl 2 --peer /nowhere", "the peer program has no batched test"},
+                             {"-npl 2 -o csv", "batched mode writes md, json or jsonl"},
+                             {"-npl 2 -ctv q8_0", "flash"}}) {
+        const CliRun r = bench_cli(lctx, std::string(args) + " -t 1");
+        EXPECT_EQ(r.status, 1) << args;
+        EXPECT_NE(r.err.find(why), std::string::npos) << args << ": " << r.err;
+        EXPECT_EQ(r.out, "") << args;
+    }
+    // A run larger than -c is skipped with a note; the others run.
+    const CliRun r = bench_cli(lctx, "-npp 8,32 -ntg 4 -npl 2 -c 40 -t 1 -o jsonl");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("skipped PP 32, TG 4, B 2: needs 72 cells, -c is 40"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
 }  // namespace

@@ -19,9 +19,11 @@
 #include <tuple>
 #include <vector>
 
+#include "context/kv_cache.h"
 #include "kernels/dot.h"
 #include "model/families.h"
 #include "tools/lctx/args.h"
+#include "tools/lctx/bench_batched.h"
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
 #include "tools/lctx/bench_roofline.h"
@@ -73,6 +75,173 @@ struct Test {
     int n_seq = 0;  // embedding mode: sequences of n_prompt tokens per encode
 };
 
+// Batched mode: every (-t, -b, -ub, -fa, -ctk, -ctv) setting gets a header line and a table of the
+// (PP, TG, B) runs, each the median by total time of `reps` runs. One context per B, sized for that B's
+// largest run (or -c), with B sequences.
+int run_batched(const std::vector<std::string> &model_args, const std::string &npp_arg,
+                const std::string &ntg_arg, const std::string &npl_arg, bool pps, uint32_t ctx_size,
+                const std::string &threads_arg, const std::string &batch_arg, const std::string &ubatch_arg,
+                const std::string &fa_arg, const std::string &ctk_arg, const std::string &ctv_arg, int reps,
+                const std::string &output) {
+    std::vector<int> npp, ntg, npl, threads, batches, ubatches, fas;
+    for (auto [name, arg, min, out] :
+         {std::tuple{"-npp", &npp_arg, 1, &npp}, std::tuple{"-ntg", &ntg_arg, 0, &ntg},
+          std::tuple{"-npl", &npl_arg, 1, &npl}, std::tuple{"-t", &threads_arg, 1, &threads},
+          std::tuple{"-b", &batch_arg, 1, &batches}, std::tuple{"-ub", &ubatch_arg, 1, &ubatches},
+          std::tuple{"-fa", &fa_arg, 0, &fas}}) {
+        if (!parse_int_list(*arg, min, out)) {
+            std::fprintf(stderr, "lctx bench: %s wants %s numbers separated by commas, not '%s'\n", name,
+                         min > 0 ? "positive" : "non-negative", arg->c_str());
+            return 1;
+        }
+    }
+    if (std::any_of(fas.begin(), fas.end(), [](int v) { return v > 1; })) {
+        std::fprintf(stderr, "lctx bench: -fa wants 0 or 1 separated by commas, not '%s'\n", fa_arg.c_str());
+        return 1;
+    }
+    const int max_seqs = kMaxSeqs;
+    for (int pl : npl)
+        if (pl > max_seqs) {
+            std::fprintf(stderr, "lctx bench: -npl: %d sequences, at most %d\n", pl, max_seqs);
+            return 1;
+        }
+    std::vector<GgmlType> types_k, types_v;
+    for (auto [name, arg, out] :
+         {std::tuple{"-ctk", &ctk_arg, &types_k}, std::tuple{"-ctv", &ctv_arg, &types_v}}) {
+        std::stringstream ss(*arg);
+        for (std::string item; std::getline(ss, item, ',');) {
+            GgmlType t;
+            if (!type_from_name(item.c_str(), &t)) {
+                std::fprintf(stderr, "lctx bench: %s: unknown type '%s'\n", name, item.c_str());
+                return 1;
+            }
+            out->push_back(t);
+        }
+        if (out->empty() || arg->back() == ',') {
+            std::fprintf(stderr, "lctx bench: %s wants type names separated by commas, not '%s'\n", name,
+                         arg->c_str());
+            return 1;
+        }
+    }
+    for (int fa : fas)
+        for (GgmlType k : types_k)
+            for (GgmlType v : types_v) {
+                const std::string why = bench::check_attention_setting(fa != 0, k, v);
+                if (!why.empty()) {
+                    std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
+                    return 1;
+                }
+            }
+    if (reps < 1 || reps > 1000) {
+        std::fprintf(stderr, "lctx bench: -r: %d is out of range (1 to 1000)\n", reps);
+        return 1;
+    }
+    std::vector<std::string> model_paths;
+    for (const std::string &m : model_args) {
+        std::stringstream ss(m);
+        for (std::string item; std::getline(ss, item, ',');) model_paths.push_back(item);
+        if (m.empty() || m.back() == ',' ||
+            std::find(model_paths.begin(), model_paths.end(), "") != model_paths.end()) {
+            std::fprintf(stderr, "lctx bench: -m wants model files separated by commas, not '%s'\n",
+                         m.c_str());
+            return 1;
+        }
+    }
+    if (model_paths.empty()) model_paths.push_back(default_model_path());
+    const bool tty = isatty(STDERR_FILENO);
+    std::vector<nlohmann::ordered_json> rows;
+    for (const std::string &model_path : model_paths) {
+        std::unique_ptr<Model> model = load_model_or_report(model_path);
+        if (!model) return 1;
+        const Family *family = find_family(model->hparams().arch);
+        if (is_encoder_decoder(*model) || (family && family->encode && !model->weights().output.data)) {
+            std::fprintf(stderr, "lctx bench: batched mode measures decoder-only models; '%s' is %s\n",
+                         model_path.c_str(), model->hparams().arch_name.c_str());
+            return 1;
+        }
+        if (output == "md") std::printf("model: %s\n", bench::model_facts(*model).type.c_str());
+        try {
+            for (int n_batch : batches)
+                for (int n_ubatch : ubatches)
+                    for (int fa : fas)
+                        for (GgmlType k : types_k)
+                            for (GgmlType v : types_v)
+                                for (int t : threads) {
+                                    bench::BatchedSettings s;
+                                    s.n_batch = static_cast<uint32_t>(n_batch);
+                                    s.n_ubatch = static_cast<uint32_t>(n_ubatch);
+                                    s.flash_attn = fa != 0;
+                                    s.type_k = k;
+                                    s.type_v = v;
+                                    bool headed = false;
+                                    for (int pl : npl) {
+                                        int64_t need = 0;
+                                        for (int pp : npp)
+                                            for (int tg : ntg)
+                                                need = std::max(need, bench::batched_n_kv(pp, tg, pl, pps));
+                                        s.n_ctx = ctx_size ? ctx_size : static_cast<uint32_t>(need);
+                                        s.n_seq_max = static_cast<uint32_t>(pl);
+                                        bench::BatchedRunner runner(*model, s);
+                                        runner.set_threads(t);
+                                        runner.warm_up();
+                                        if (output == "md" && !headed) {
+                                            std::printf("\n%s",
+                                                        bench::batched_header(s, t, pps, s.n_ctx).c_str());
+                                            std::printf("%s", bench::batched_table_head().c_str());
+                                            headed = true;
+                                        }
+                                        for (int pp : npp)
+                                            for (int tg : ntg) {
+                                                if (bench::batched_n_kv(pp, tg, pl, pps) > s.n_ctx) {
+                                                    std::fprintf(
+                                                        stderr,
+                                                        "lctx bench: skipped PP %d, TG %d, B %d: needs "
+                                                        "%lld cells, -c is %u\n",
+                                                        pp, tg, pl,
+                                                        static_cast<long long>(
+                                                            bench::batched_n_kv(pp, tg, pl, pps)),
+                                                        s.n_ctx);
+                                                    continue;
+                                                }
+                                                std::vector<bench::BatchedRow> runs;
+                                                for (int rep = 0; rep < reps; ++rep) {
+                                                    if (tty)
+                                                        std::fprintf(
+                                                            stderr,
+                                                            "\r\033[Kbench: PP %d TG %d B %d t=%d rep "
+                                                            "%d/%d",
+                                                            pp, tg, pl, t, rep + 1, reps);
+                                                    runs.push_back(runner.run(pp, tg, pl, pps));
+                                                }
+                                                if (tty) std::fprintf(stderr, "\r\033[K");
+                                                std::sort(runs.begin(), runs.end(),
+                                                          [](const auto &a, const auto &b) {
+                                                              return a.t_pp + a.t_tg < b.t_pp + b.t_tg;
+                                                          });
+                                                const bench::BatchedRow &r = runs[runs.size() / 2];
+                                                if (output == "md") {
+                                                    std::printf("%s",
+                                                                bench::batched_table_row(r, pps).c_str());
+                                                    std::fflush(stdout);
+                                                } else {
+                                                    rows.push_back(
+                                                        bench::batched_json(r, s, t, pps, s.n_ctx));
+                                                    if (output == "jsonl")
+                                                        std::printf("%s\n", rows.back().dump().c_str());
+                                                }
+                                            }
+                                    }
+                                }
+        } catch (const std::exception &e) {
+            if (tty) std::fprintf(stderr, "\n");
+            std::fprintf(stderr, "lctx bench: %s\n", e.what());
+            return 1;
+        }
+    }
+    if (output == "json") std::printf("%s\n", nlohmann::ordered_json(rows).dump(2).c_str());
+    return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char **argv) {
@@ -87,6 +256,10 @@ int cmd_bench(int argc, char **argv) {
     int reps = 5;
     bool json = false, embd_opt = false;
     std::string n_seq_arg = "8";
+    // batched mode (llama-batched-bench)
+    std::string npp_arg, ntg_arg, npl_arg;
+    bool pps = false;
+    uint32_t ctx_size = 0;
     double bw_mib = 1024;
     bool no_peak = false;
     std::string fa_arg = "0", ctk_arg = "f16", ctv_arg = "f16";
@@ -119,6 +292,17 @@ int cmd_bench(int argc, char **argv) {
                  "embedding mode (automatic for an encoder such as bert): --n-seq sequences of -p tokens "
                  "(default 128) per llama_encode");
     app.add_option("--n-seq", n_seq_arg, "embedding mode: sequences per encode, e.g. 1,8");
+    app.add_option("--npp", npp_arg,
+                   "(-npp) batched mode, like llama-batched-bench: prompt tokens per sequence, e.g. 128,512 "
+                   "(default 128)");
+    app.add_option("--ntg", ntg_arg,
+                   "(-ntg) batched mode: generated tokens per sequence, e.g. 128 (default 128)");
+    app.add_option("--npl", npl_arg,
+                   "(-npl) batched mode: parallel sequences, e.g. 1,2,4,8,16,32 (the default)");
+    app.add_flag("--pps", pps, "(-pps) batched mode: one prompt shared by all sequences");
+    app.add_option(
+        "-c,--ctx-size", ctx_size,
+        "batched mode: cache cells (0: what the largest run needs; runs that need more are skipped)");
     // A bare --peer (last, or before another option) means the installed peer.
     std::vector<std::string> args = normalize_args(argc, argv);
     for (size_t i = 1; i < args.size(); ++i)
@@ -137,6 +321,26 @@ int cmd_bench(int argc, char **argv) {
                 "scripts/install-peer.sh for the npm library)\n");
             return 1;
         }
+    }
+
+    const bool batched = !npp_arg.empty() || !ntg_arg.empty() || !npl_arg.empty() || pps || app.count("-c");
+    if (batched) {
+        for (const char *opt :
+             {"-p", "-n", "--pg", "-d", "--embd", "--n-seq", "--peer", "--bw-mib", "--no-peak"})
+            if (app.count(opt)) {
+                std::fprintf(
+                    stderr, "lctx bench: %s does not apply to batched mode (-npp, -ntg, -npl, -pps)%s\n", opt,
+                    std::string(opt) == "--peer" ? ": the peer program has no batched test yet" : "");
+                return 1;
+            }
+        if (output != "md" && output != "jsonl" && output != "json") {
+            std::fprintf(stderr, "lctx bench: -o: batched mode writes md, json or jsonl, not '%s'\n",
+                         output.c_str());
+            return 1;
+        }
+        return run_batched(model_args, npp_arg.empty() ? "128" : npp_arg, ntg_arg.empty() ? "128" : ntg_arg,
+                           npl_arg.empty() ? "1,2,4,8,16,32" : npl_arg, pps, ctx_size, threads_arg, batch_arg,
+                           ubatch_arg, fa_arg, ctk_arg, ctv_arg, app.count("-r") ? reps : 1, output);
     }
 
     std::vector<int> threads, prompts, gens, batches, ubatches, depths;
