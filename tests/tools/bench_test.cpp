@@ -609,6 +609,8 @@ TEST(BenchBatched, SequencesEachGetTheirPromptAndTokens) {
         EXPECT_EQ(r.n_kv, s.n_ctx);
         EXPECT_GT(r.t_pp, 0.0);
         EXPECT_GT(r.t_tg, 0.0);
+        EXPECT_GT(r.cpu_tg, 0.0);  // one thread: at most the wall time (with the clocks' granularity)
+        EXPECT_LE(r.cpu_tg, r.t_tg + 0.01);
         for (int j = 0; j < 4; ++j) EXPECT_EQ(run.context().kv().seq_pos_max(j), 8 + 5 - 1) << j;
         EXPECT_EQ(run.context().kv().n_tokens(), 4 * (8 + 5));  // shared cells count once per sequence
         EXPECT_DOUBLE_EQ(r.s_pp(shared), (shared ? 8 : 32) / r.t_pp);
@@ -708,6 +710,7 @@ TEST(BenchBatchedCli, TableAndJsonLines) {
         EXPECT_EQ(rows[i].value("is_pp_shared", -1), 1);
         EXPECT_EQ(rows[i].value("n_kv", 0), 8 + pl * 4);  // one shared prompt
         EXPECT_GT(rows[i].value("speed_tg", 0.0), 0.0);
+        EXPECT_GT(rows[i].value("cpu_tg", 0.0), 0.0);
         EXPECT_NEAR(rows[i].value("speed_tg_per_seq", 0.0), rows[i].value("speed_tg", 0.0) / pl, 1e-6);
     }
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <ctime>
 
 #include "context/batch_builder.h"
 #include "kernels/dot.h"
@@ -17,6 +18,12 @@ uint64_t now_ns() {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                      std::chrono::steady_clock::now().time_since_epoch())
                                      .count());
+}
+
+double cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 int32_t next_token(uint64_t &state, int32_t n_vocab) {
@@ -97,6 +104,7 @@ BatchedRow BatchedRunner::run(int pp, int tg, int pl, bool shared_prompt) {
         for (int i = 0; i < pp; ++i) prompt.add(next_token(rng_, n_vocab), i, j, i == pp - 1);
     const Batch all = prompt.view();
     const int step = static_cast<int>(ctx_->params().n_batch);
+    const double c0 = cpu_seconds();
     const uint64_t t0 = now_ns();
     for (int i = 0; i < all.n_tokens; i += step) {
         Batch b = all;
@@ -111,6 +119,7 @@ BatchedRow BatchedRunner::run(int pp, int tg, int pl, bool shared_prompt) {
     if (shared_prompt)
         for (int j = 1; j < pl; ++j) ctx_->kv().seq_cp(0, j, -1, -1);
     const uint64_t t1 = now_ns();
+    const double c1 = cpu_seconds();
     BatchBuilder gen;
     for (int i = 0; i < tg; ++i) {
         gen.clear();
@@ -118,6 +127,9 @@ BatchedRow BatchedRunner::run(int pp, int tg, int pl, bool shared_prompt) {
         decode_or_throw(gen.view());
     }
     const uint64_t t2 = now_ns();
+    const double c2 = cpu_seconds();
+    row.cpu_pp = c1 - c0;
+    row.cpu_tg = c2 - c1;
     row.t_pp = static_cast<double>(t1 - t0) / 1e9;
     row.t_tg = static_cast<double>(t2 - t1) / 1e9;
     return row;
@@ -174,6 +186,8 @@ nlohmann::ordered_json batched_json(const BatchedRow &r, const BatchedSettings &
     j["speed"] = r.s_total();
     j["speed_pp_per_seq"] = r.t_pp > 0 ? r.pp / r.t_pp : 0;
     j["speed_tg_per_seq"] = r.t_tg > 0 ? r.tg / r.t_tg : 0;
+    j["cpu_pp"] = r.cpu_pp;
+    j["cpu_tg"] = r.cpu_tg;
     return j;
 }
 

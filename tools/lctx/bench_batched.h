@@ -33,6 +33,9 @@ struct BatchedRow {
     int pp = 0, tg = 0, pl = 0;
     int64_t n_kv = 0;
     double t_pp = 0, t_tg = 0;  // seconds
+    // The process's CPU seconds over the same spans (all its threads): on a machine shared with other work,
+    // a 1-thread run's CPU time is its wall time without the time other processes held the core.
+    double cpu_pp = 0, cpu_tg = 0;
     // llama-batched-bench's speeds: S_PP = (shared ? PP : B x PP) / T_PP, S_TG = B x TG / T_TG, S = N_KV / T.
     double s_pp(bool shared) const { return t_pp > 0 ? (shared ? pp : double(pl) * pp) / t_pp : 0; }
     double s_tg() const { return t_tg > 0 ? double(pl) * tg / t_tg : 0; }
@@ -64,7 +67,8 @@ class BatchedRunner {
 std::string batched_header(const BatchedSettings &s, int n_threads, bool shared_prompt, uint32_t n_ctx);
 std::string batched_table_head();
 std::string batched_table_row(const BatchedRow &r, bool shared_prompt);
-// One JSON line per row (llama-batched-bench's jsonl fields, plus the per-sequence speeds and the threads).
+// One JSON line per row (llama-batched-bench's jsonl fields, plus the per-sequence speeds, the threads and
+// the CPU seconds cpu_pp and cpu_tg).
 nlohmann::ordered_json batched_json(const BatchedRow &r, const BatchedSettings &s, int n_threads,
                                     bool shared_prompt, uint32_t n_ctx);
 
