@@ -35,11 +35,18 @@ inline int32_t load_u32(const void *p) {
 
 // Tiles of many activations (a batched decode: one token of each of 4 to 8 sequences) are the exception: they
 // compute long enough per block that the hardware prefetcher falls behind, and the weights' memory reads then
-// come on top of the compute instead of beside it. They prefetch kBatchedPrefetchBytes ahead: a Q8_0 product
-// of 32768 x 2048 weights by 8 activations at 1 thread took 4.4-4.8 ms without and 2.4-3.3 ms with 4 KiB
-// (the single-token time alone is 1.8-2.7 ms; AMD EPYC Zen 5, avx512 level, shared machine, medians of 3).
+// come on top of the compute instead of beside it. They prefetch kBatchedPrefetchBytes ahead, in the first
+// pass over a group only (a prompt's later passes find the group in the cache): a Q8_0 product of 32768 x
+// 2048 weights by 8 activations at 1 thread took 4.4-4.8 ms without and 2.4-3.3 ms with 4 KiB (the
+// single-token time alone is 1.8-2.7 ms; AMD EPYC Zen 5, avx512 level, shared machine, medians of 3).
 constexpr int kBatchedPrefetchMinC = 4;
 constexpr size_t kBatchedPrefetchBytes = 4096;
+// The K tiles (Q4_K at most 3 activations wide) prefetch from 3 activations on, at the avx512 level only:
+// Q4_K weights beyond the cache by 8 activations went from 128 to 167-172 G multiply-adds/s.
+template <class V>
+constexpr int k_prefetch_min_c() {
+    return V::kLanes == 16 ? 3 : 99;
+}
 template <class Block>
 inline void prefetch_lines_ahead(const Block *x) {
     const char *p = reinterpret_cast<const char *>(x) + kBatchedPrefetchBytes;
@@ -300,14 +307,15 @@ struct NibbleTile {
     using F = typename V::F;
     using K = Codes<V>;
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum, float *y,
-                    int64_t ldy) {
+                    int64_t ldy, bool first_pass) {
         const I ones = V::set1_16(1);
         F acc[C];
         zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const typename K::Block *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
-            if constexpr (C >= kBatchedPrefetchMinC) prefetch_lines_ahead(&x);
+            if constexpr (C >= kBatchedPrefetchMinC)
+                if (first_pass) prefetch_lines_ahead(&x);
             const typename K::Bits bits(x);
             I s32[C];
             zero_all<V, C>(s32);
@@ -355,13 +363,14 @@ struct Q8_0Tile {
     using I = typename V::I;
     using F = typename V::F;
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *asum128,
-                    float *y, int64_t ldy) {
+                    float *y, int64_t ldy, bool first_pass) {
         F acc[C];
         zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const block_q8_0xG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
-            if constexpr (C >= kBatchedPrefetchMinC) prefetch_lines_ahead(&x);
+            if constexpr (C >= kBatchedPrefetchMinC)
+                if (first_pass) prefetch_lines_ahead(&x);
             I s[C];
             zero_all<V, C>(s);
             LCTX_UNROLL
@@ -414,13 +423,15 @@ struct Q4_KTile {
     using I = typename V::I;
     using F = typename V::F;
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *bs4, float *y,
-                    int64_t ldy) {
+                    int64_t ldy, bool first_pass) {
         const I m4 = V::set1_8(0x0f);
         F acc[C];
         zero_all<V, C>(acc);
         const auto *xb = reinterpret_cast<const block_q4_KxG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
+            if constexpr (C >= k_prefetch_min_c<V>())
+                if (first_pass) prefetch_lines_ahead(&x);
             I isum[C];
             zero_all<V, C>(isum);
             for (int j = 0; j < 8; ++j) {
@@ -486,7 +497,7 @@ struct Q6_KTile {
     using I = typename V::I;
     using F = typename V::F;
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
-                    int64_t ldy) {
+                    int64_t ldy, [[maybe_unused]] bool first_pass) {
         const I m4 = V::set1_8(0x0f);
         const I m30 = V::set1_8(0x30);
         const I ones = V::set1_16(1);
@@ -495,6 +506,8 @@ struct Q6_KTile {
         const auto *xb = reinterpret_cast<const block_q6_KxG<V::kLanes> *>(w);
         for (int64_t b = 0; b < nb; ++b) {
             const auto &x = xb[b];
+            if constexpr (C >= k_prefetch_min_c<V>())
+                if (first_pass) prefetch_lines_ahead(&x);
             I isum[C];
             zero_all<V, C>(isum);
             for (int j = 0; j < 8; ++j) {
@@ -575,7 +588,7 @@ inline void prefetch_block_ahead(const Block *x) {
 template <class L, int C>
 struct FloatX8Tile {
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
-                    int64_t ldy) {
+                    int64_t ldy, [[maybe_unused]] bool first_pass) {
         using T = typename L::T;
         using Block = block_x8<T>;
         constexpr int R = C == 1 ? 8 : 4;
@@ -792,8 +805,9 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
     }
 }
 
+// (the last argument: whether this is the first pass over the group, the one that reads it from memory)
 using InterleavedTileFn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, const int32_t *,
-                                   float *, int64_t);
+                                   float *, int64_t, bool);
 constexpr int kTileMaxC = 8;
 
 // The tiles of 1 .. kMaxC activations: fn[c - 1] takes c.
@@ -831,7 +845,7 @@ void gemm_interleaved_tiled(int64_t n, const void *w, size_t ldw, int64_t nr, co
             const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
             TileTableC<Tile, V, kMaxC>::fn[cc - 1](nb, wb + r0 * ldw, ab + c0 * lda, lda,
                                                    sums ? sums + c0 * per_act : nullptr, y + c0 * ldy + r0,
-                                                   ldy);
+                                                   ldy, c0 == 0);
         }
     }
 }
@@ -864,6 +878,13 @@ template <class V>
 constexpr int tile_acts_32() {
     return V::kLanes == 16 ? 8 : 4;
 }
+// The same for the K types, whose tiles keep more registers per activation: 3; Q6_K 4 in zmm (a batched
+// decode's 8 activations in two passes instead of three: 135 -> 163 G multiply-adds/s cache-resident, the
+// same AMD EPYC). Q4_K stays at 3 (its 4-wide tile ran 9% slower per multiply-add on cache-resident weights).
+template <class V>
+constexpr int tile_acts_q6_k() {
+    return V::kLanes == 16 ? 4 : 3;
+}
 
 // The integer types over groups of V::kLanes rows (the float types have their own 8-row kernels).
 template <class V>
@@ -880,7 +901,7 @@ inline GemmFn shared_gemm_interleaved_int(GgmlType t) {
         case GgmlType::Q4_K:
             return &gemm_interleaved_tiled<Q4_KTile, V, ActSums::Q8_KPairs, 256, 3>;
         case GgmlType::Q6_K:
-            return &gemm_interleaved_tiled<Q6_KTile, V, ActSums::None, 256, 3>;
+            return &gemm_interleaved_tiled<Q6_KTile, V, ActSums::None, 256, tile_acts_q6_k<V>()>;
         default:
             return nullptr;
     }
@@ -895,8 +916,9 @@ inline int shared_interleaved_tile_acts(GgmlType t) {
         case GgmlType::Q8_0:
             return tile_acts_32<V>();
         case GgmlType::Q4_K:
-        case GgmlType::Q6_K:
             return 3;
+        case GgmlType::Q6_K:
+            return tile_acts_q6_k<V>();
         default:
             return 0;
     }
