@@ -25,6 +25,7 @@
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
 #include "tools/lctx/bench_roofline.h"
+#include "tools/lctx/bench_spec.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 
@@ -73,6 +74,45 @@ struct Test {
     int n_seq = 0;  // embedding mode: sequences of n_prompt tokens per encode
 };
 
+// lctx bench --spec: the first model, thread count and -n.
+int bench_spec_main(const CLI::App &app, const std::vector<std::string> &model_args,
+                    const std::string &threads_arg, const std::string &gen_arg, int reps,
+                    const std::string &prompt, SpecOptions &spec) {
+    if (const std::string e = check_spec_options(app, spec); !e.empty()) {
+        std::fprintf(stderr, "lctx bench: %s\n", e.c_str());
+        return 1;
+    }
+    std::vector<int> threads, gens;
+    if (!parse_int_list(threads_arg, 1, &threads) || !parse_int_list(gen_arg, 1, &gens)) {
+        std::fprintf(stderr, "lctx bench: --spec: -t and -n want positive numbers\n");
+        return 1;
+    }
+    bench::SpecBenchInputs in;
+    in.model = model_args.empty() ? default_model_path() : model_args.front();
+    in.prompt = prompt;
+    in.n_gen = gens.front();
+    in.threads = threads.front();
+    in.reps = reps;
+    std::string error;
+    const std::vector<bench::SpecBenchRow> rows = bench::run_spec_bench(in, spec, &error);
+    if (!error.empty()) {
+        std::fprintf(stderr, "lctx bench: --spec: %s\n", error.c_str());
+        return 1;
+    }
+    std::printf(
+        "model: %s, %d threads, greedy, -n %d, --draft-max %d, --draft-min %d, --draft-p-min %.2f, "
+        "lookup n-grams %d..%d, %d repetitions\n\n%s",
+        in.model.c_str(), in.threads, in.n_gen, spec.draft_max, spec.draft_min, spec.draft_p_min,
+        spec.ngram_min, spec.ngram_max, in.reps, bench::spec_bench_table(rows).c_str());
+    for (const bench::SpecBenchRow &r : rows)
+        if (!r.same_as_plain) {
+            std::fprintf(stderr, "lctx bench: --spec: %s gave other tokens than plain decoding\n",
+                         r.mode.c_str());
+            return 1;
+        }
+    return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char **argv) {
@@ -119,6 +159,19 @@ int cmd_bench(int argc, char **argv) {
                  "embedding mode (automatic for an encoder such as bert): --n-seq sequences of -p tokens "
                  "(default 128) per llama_encode");
     app.add_option("--n-seq", n_seq_arg, "embedding mode: sequences per encode, e.g. 1,8");
+    bool spec_mode = false;
+    std::string spec_prompt =
+        "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick "
+        "brown fox jumps over the lazy dog. Once upon a time, there was a little girl named Lily. She loved "
+        "to "
+        "play outside. Once upon a time, there was a little girl named Lily. She loved to play outside.";
+    SpecOptions spec;
+    app.add_flag(
+        "--spec", spec_mode,
+        "speculative mode: greedy generation of -n tokens after --spec-prompt, plain against self draft, "
+        "prompt lookup and -md (first -m, -n and -t)");
+    app.add_option("--spec-prompt", spec_prompt, "the prompt of --spec (default: a repetitive text)");
+    add_spec_options(app, spec);
     // A bare --peer (last, or before another option) means the installed peer.
     std::vector<std::string> args = normalize_args(argc, argv);
     for (size_t i = 1; i < args.size(); ++i)
@@ -127,6 +180,7 @@ int cmd_bench(int argc, char **argv) {
             args[i] = "--peer=" + std::string(kInstalledPeer);
     const int st = parse_or_report(app, "bench", args);
     if (st >= 0) return st;
+    if (spec_mode) return bench_spec_main(app, model_args, threads_arg, gen_arg, reps, spec_prompt, spec);
     if (json) output = "json";
     if (peer_dir == kInstalledPeer) {
         peer_dir = bench::default_peer_dir();
