@@ -220,17 +220,23 @@ Speculator::~Speculator() {
 }
 
 std::string Speculator::prefill(const std::vector<llama_token> &history) {
-    const int32_t n = static_cast<int32_t>(history.size()) - 1;
+    // The whole prompt in the batches plain decoding uses, so that its cells hold what plain decoding's
+    // hold (a kernel may round a row of a long batch differently from a short one); the last token's logits
+    // are kept for the first step.
+    const int32_t n = static_cast<int32_t>(history.size());
+    if (n == 0) return "nothing to decode";
     for (int32_t i = 0; i < n; i += n_batch_) {
         const int32_t len = std::min(n_batch_, n - i);
         fill_batch(batch_, history.data() + i, len, i, false);
         if (const int32_t rc = llama_decode(ctx_, batch_); rc != 0) return decode_error(rc);
     }
+    const float *last = llama_get_logits_ith(ctx_, -1);
+    if (!last) return "no logits for the prompt's last token";
+    pending_.assign(last, last + n_vocab_);
     return "";
 }
 
-Dist Speculator::target_dist(int32_t i) {
-    const float *logits = llama_get_logits_ith(ctx_, i);
+Dist Speculator::target_dist(const float *logits) {
     for (int32_t t = 0; t < n_vocab_; ++t) cand_[static_cast<size_t>(t)] = {t, logits[t], 0.0f};
     llama_token_data_array arr{cand_.data(), cand_.size(), -1, false};
     if (sampling_.filters) llama_sampler_apply(sampling_.filters, &arr);
@@ -278,17 +284,28 @@ std::string Speculator::step(std::vector<llama_token> &history, std::vector<llam
             d.q.resize(d.tokens.size());
     }
     const int32_t k = static_cast<int32_t>(d.tokens.size());
+    // Logits row i chooses the token after history + draft[0..i): after prefill the last token's logits are
+    // at hand and only the draft is decoded; else the last token goes first in the batch.
+    const bool pending = !pending_.empty();
     std::vector<llama_token> seq;
     seq.reserve(static_cast<size_t>(k) + 1);
-    seq.push_back(history.back());
+    if (!pending) seq.push_back(history.back());
     seq.insert(seq.end(), d.tokens.begin(), d.tokens.end());
-    fill_batch(batch_, seq.data(), k + 1, n - 1, true);
-    if (const int32_t rc = llama_decode(ctx_, batch_); rc != 0) return decode_error(rc);
-    ++stats_.n_steps;
+    if (!seq.empty()) {
+        fill_batch(batch_, seq.data(), static_cast<int32_t>(seq.size()), pending ? n : n - 1, true);
+        if (const int32_t rc = llama_decode(ctx_, batch_); rc != 0) return decode_error(rc);
+        ++stats_.n_steps;
+    }
+    auto row = [&](int32_t i) -> const float * {
+        if (pending) return i == 0 ? pending_.data() : llama_get_logits_ith(ctx_, i - 1);
+        return llama_get_logits_ith(ctx_, i);
+    };
     stats_.n_drafted += k;
     int32_t accepted = 0;
     for (int32_t i = 0; i <= k; ++i) {
-        const Dist p = target_dist(i);
+        const float *logits = row(i);
+        if (!logits) return "no logits for a draft position";
+        const Dist p = target_dist(logits);
         if (p.empty()) return "the samplers left no token to choose";
         llama_token tok;
         bool ok = false;
@@ -308,6 +325,7 @@ std::string Speculator::step(std::vector<llama_token> &history, std::vector<llam
         ++accepted;
     }
     stats_.n_accepted += accepted;
+    pending_.clear();
     // The cache holds the old history and the accepted draft; the rest of the draft goes.
     if (accepted < k && !llama_kv_cache_seq_rm(ctx_, 0, n + accepted, -1))
         return "the target's cache could not drop the rejected draft tokens";

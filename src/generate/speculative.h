@@ -125,19 +125,20 @@ class Speculator {
     Speculator(const Speculator &) = delete;
     Speculator &operator=(const Speculator &) = delete;
 
-    // Decodes history[0 .. n-2] (positions 0..), leaving the last token for the first step; the cache must
-    // be empty. "" or why it failed.
+    // Decodes the prompt (positions 0.., in batches of n_batch as plain decoding does) and keeps its last
+    // token's logits for the first step; the cache must be empty. "" or why it failed.
     std::string prefill(const std::vector<llama_token> &history);
-    // One target decode: history's last token (not yet in the cache) plus a draft in one batch. Appends the
-    // accepted draft tokens and the target's own next token to `history` and to `out` (at least one token);
-    // afterwards the cache holds every token of history but the last. Needs history.size() < n_ctx: a token
-    // is only chosen for a position that fits the context. "" or why it failed.
+    // One target decode: history's last token (not yet in the cache; after prefill it is) plus a draft in
+    // one batch. Appends the accepted draft tokens and the target's own next token to `history` and to `out`
+    // (at least one token); afterwards the cache holds every token of history but the last. Needs
+    // history.size() < n_ctx: a token is only chosen for a position that fits the context. "" or why it
+    // failed.
     std::string step(std::vector<llama_token> &history, std::vector<llama_token> *out);
 
     const SpecStats &stats() const { return stats_; }
 
   private:
-    Dist target_dist(int32_t i);
+    Dist target_dist(const float *logits);
 
     llama_context *ctx_;
     Drafter *drafter_;
@@ -147,6 +148,7 @@ class Speculator {
     int32_t n_vocab_, n_ctx_, n_batch_;
     llama_batch batch_;
     std::vector<llama_token_data> cand_;
+    std::vector<float> pending_;  // the last prompt token's logits, until the first step uses them
     SpecStats stats_;
 };
 
