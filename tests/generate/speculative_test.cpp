@@ -272,6 +272,36 @@ TEST(SpecGreedy, ContextFullStopsWherePlainDecodingDoes) {
     EXPECT_EQ(out, plain_greedy(m.get(), prompt, static_cast<int>(out.size())));
 }
 
+TEST(SpecSampled, DraftsAreAcceptedAndTheSeedRepeatsTheOutput) {
+    // temperature 0.8 after top-k 40: the filters without a draw; the layer draws with its own seed.
+    ModelPtr m = load(golden_model("stories260K"));
+    ASSERT_TRUE(m);
+    const std::vector<llama_token> prompt = tokenize(m.get(), "Once upon a time, there was a little");
+    auto run = [&](uint32_t seed) {
+        llama_sampler *filters = llama_sampler_chain_init(llama_sampler_chain_default_params());
+        llama_sampler_chain_add(filters, llama_sampler_init_top_k(40));
+        llama_sampler_chain_add(filters, llama_sampler_init_temp(0.8f));
+        ContextPtr ctx = make_ctx(m.get());
+        ContextPtr dctx = make_ctx(m.get());
+        ModelDrafter drafter(dctx.get(), 0.0f);
+        SpecSampling ss;
+        ss.filters = filters;
+        ss.greedy = false;
+        ss.seed = seed;
+        Speculator spec(ctx.get(), &drafter, SpecParams{8, 0}, ss);
+        std::vector<llama_token> history = prompt, out;
+        EXPECT_EQ(spec.prefill(history), "");
+        while (out.size() < 64) EXPECT_EQ(spec.step(history, &out), "");
+        llama_sampler_free(filters);
+        EXPECT_GT(spec.stats().n_accepted, 0);
+        EXPECT_LT(spec.stats().n_accepted, spec.stats().n_drafted);  // a sampled target rejects some
+        return out;
+    };
+    const std::vector<llama_token> a = run(7);
+    EXPECT_EQ(run(7), a);
+    EXPECT_NE(run(8), a);
+}
+
 TEST(SpecRefusal, RecurrentModel) {
     ModelPtr m = load(golden_model("mamba"));
     ASSERT_TRUE(m);
