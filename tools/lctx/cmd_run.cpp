@@ -93,7 +93,7 @@ int run_main(int argc, char **argv, bool infill) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
-    if (const std::string e = check_spec_options(app, spec); !e.empty()) {
+    if (const std::string e = infill ? "" : check_spec_options(app, spec); !e.empty()) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
