@@ -6,25 +6,9 @@
 #include <memory>
 
 #include "generate/speculative.h"
+#include "generate/tokens.h"
 
 namespace lctx::bench {
-
-namespace {
-
-std::vector<llama_token> tokenize(const llama_vocab *v, const std::string &text) {
-    std::vector<llama_token> out(text.size() + 8);
-    int32_t n = llama_tokenize(v, text.c_str(), static_cast<int32_t>(text.size()), out.data(),
-                               static_cast<int32_t>(out.size()), true, true);
-    if (n < 0) {
-        out.resize(static_cast<size_t>(-n));
-        n = llama_tokenize(v, text.c_str(), static_cast<int32_t>(text.size()), out.data(),
-                           static_cast<int32_t>(out.size()), true, true);
-    }
-    out.resize(static_cast<size_t>(std::max(0, n)));
-    return out;
-}
-
-}  // namespace
 
 std::vector<SpecBenchRow> run_spec_bench(const SpecBenchInputs &in, const cli::SpecOptions &s,
                                          std::string *error) {
@@ -60,7 +44,8 @@ std::vector<SpecBenchRow> run_spec_bench(const SpecBenchInputs &in, const cli::S
         *error = cli::spec_load(in.model, mode.opts, n_ctx, 512, 512, in.threads, in.threads, GGML_TYPE_F16,
                                 GGML_TYPE_F16, false, &m);
         if (!error->empty()) return {};
-        const std::vector<llama_token> prompt = tokenize(llama_model_get_vocab(m.target), in.prompt);
+        const std::vector<llama_token> prompt =
+            generate::tokenize(llama_model_get_vocab(m.target), in.prompt, true, true);
         if (prompt.empty()) {
             *error = "the prompt is empty";
             return {};

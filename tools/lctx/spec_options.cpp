@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "generate/tokens.h"
 #include "server/sampler_chain.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/utf8_stream.h"
@@ -169,16 +170,6 @@ std::string spec_load(const std::string &path, const SpecOptions &s, int32_t n_c
 
 namespace {
 
-std::string piece_of(const llama_vocab *v, llama_token t, bool special) {
-    char buf[256];
-    const int32_t n = llama_token_to_piece(v, t, buf, sizeof buf, 0, special);
-    if (n >= 0) return std::string(buf, static_cast<size_t>(n));
-    std::string big(static_cast<size_t>(-n), '\0');
-    const int32_t m = llama_token_to_piece(v, t, big.data(), -n, 0, special);
-    big.resize(static_cast<size_t>(std::max(0, m)));
-    return big;
-}
-
 bool ends_with(const std::string &s, const std::string &tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -197,15 +188,7 @@ int run_speculative(GenOptions &o, const SpecOptions &s, uint32_t seed) {
         return 1;
     }
     const llama_vocab *vocab = llama_model_get_vocab(m.target);
-    std::vector<llama_token> prompt(o.prompt.size() + 8);
-    int32_t np = llama_tokenize(vocab, o.prompt.c_str(), static_cast<int32_t>(o.prompt.size()), prompt.data(),
-                                static_cast<int32_t>(prompt.size()), true, true);
-    if (np < 0) {
-        prompt.resize(static_cast<size_t>(-np));
-        np = llama_tokenize(vocab, o.prompt.c_str(), static_cast<int32_t>(o.prompt.size()), prompt.data(),
-                            static_cast<int32_t>(prompt.size()), true, true);
-    }
-    prompt.resize(static_cast<size_t>(std::max(0, np)));
+    const std::vector<llama_token> prompt = generate::tokenize(vocab, o.prompt, true, true);
     if (prompt.empty()) {
         std::fprintf(stderr, "lctx run: the prompt is empty and the model adds no BOS token\n");
         return 1;
@@ -281,7 +264,7 @@ int run_speculative(GenOptions &o, const SpecOptions &s, uint32_t seed) {
                 break;
             }
             ids.push_back(id);
-            const std::string piece = piece_of(vocab, id, o.special);
+            const std::string piece = generate::token_piece(vocab, id, o.special);
             text += piece;
             if (!o.json) out.write(piece);
             bool reversed = false;
