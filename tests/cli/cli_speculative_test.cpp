@@ -26,7 +26,8 @@ nlohmann::json run_json(const std::string &args) {
     return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
 }
 
-const std::string kPrompt = "-p 'Once upon a time, there was a little girl' -n 40 --temp 0";
+// An F32 KV cache: batched rows then have one-token decodes' bits on every kernel level (README).
+const std::string kPrompt = "-p 'Once upon a time, there was a little girl' -n 40 --temp 0 -ctk f32 -ctv f32";
 
 TEST(CliSpeculative, GreedyOutputIsPlainOutput) {
     const std::string m = "-m " + golden("llama-F16") + " " + kPrompt;
@@ -44,8 +45,8 @@ TEST(CliSpeculative, GreedyOutputIsPlainOutput) {
 }
 
 TEST(CliSpeculative, StopsAtTheEndOfTheContextAsPlainRunDoes) {
-    const std::string m =
-        "-m " + golden("stories260K") + " -p 'Once upon a time' -n 100 -c 32 --no-context-shift --temp 0";
+    const std::string m = "-m " + golden("stories260K") +
+                          " -p 'Once upon a time' -n 100 -c 32 --no-context-shift --temp 0 -ctk f32 -ctv f32";
     const nlohmann::json plain = run_json(m);
     const nlohmann::json s = run_json(m + " -md " + golden("stories260K") + " --draft-p-min 0");
     EXPECT_EQ(s["ids"], plain["ids"]);

@@ -126,8 +126,13 @@ ModelPtr load(const std::string &path) {
     return ModelPtr(llama_model_load_from_file(path.c_str(), llama_model_default_params()));
 }
 
+// An F32 KV cache: every kernel level then gives a batch's rows the bits of one-token decodes (AVX-512's
+// batched attention over F16 keys does not: README, speculative decoding), which token-for-token equality
+// with plain decoding needs on any CPU.
 ContextPtr make_ctx(llama_model *m, uint32_t n_ctx = 256) {
     llama_context_params p = llama_context_default_params();
+    p.type_k = GGML_TYPE_F32;
+    p.type_v = GGML_TYPE_F32;
     p.n_ctx = n_ctx;
     p.n_batch = 64;
     p.n_ubatch = 64;

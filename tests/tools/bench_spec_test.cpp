@@ -20,6 +20,7 @@ TEST(BenchSpec, EveryModeAgainstPlain) {
     in.prompt = "one two three four five one two three four five one two three";
     in.n_gen = 24;
     in.reps = 1;
+    in.type_k = in.type_v = GGML_TYPE_F32;  // batched rows with one-token decodes' bits on every kernel level
     lctx::cli::SpecOptions s;
     s.model_draft = golden("llama-Q2_K");
     s.draft_p_min = 0.0f;

@@ -41,8 +41,8 @@ std::vector<SpecBenchRow> run_spec_bench(const SpecBenchInputs &in, const cli::S
         const int32_t n_ctx = in.n_ctx > 0 ? in.n_ctx
                                            : static_cast<int32_t>(in.prompt.size()) + in.n_gen + s.draft_max +
                                                  64;  // bytes >= tokens
-        *error = cli::spec_load(in.model, mode.opts, n_ctx, 512, 512, in.threads, in.threads, GGML_TYPE_F16,
-                                GGML_TYPE_F16, false, &m);
+        *error = cli::spec_load(in.model, mode.opts, n_ctx, 512, 512, in.threads, in.threads, in.type_k,
+                                in.type_v, false, &m);
         if (!error->empty()) return {};
         const std::vector<llama_token> prompt =
             generate::tokenize(llama_model_get_vocab(m.target), in.prompt, true, true);

@@ -22,7 +22,8 @@ struct SpecBenchRow {
 struct SpecBenchInputs {
     std::string model, prompt;
     int n_gen = 128, threads = 1, reps = 3;
-    int32_t n_ctx = 0;  // 0: prompt + n_gen + the draft, rounded up
+    int32_t n_ctx = 0;                                         // 0: prompt + n_gen + the draft, rounded up
+    ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk / -ctv (one value each)
 };
 
 // Every mode that applies (the draft model only with -md); "" or the error in *error.
