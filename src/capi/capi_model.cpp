@@ -42,7 +42,8 @@ std::vector<lctx::gguf::KeyValue> overrides_from(const llama_model_kv_override *
             case LLAMA_KV_OVERRIDE_TYPE_STR: {
                 const size_t n = strnlen(kvo->val_str, sizeof kvo->val_str);
                 if (n == sizeof kvo->val_str)
-                    throw lctx::Error("kv_overrides: the string value of '" + key + "' is not NUL-terminated");
+                    throw lctx::Error("kv_overrides: the string value of '" + key +
+                                      "' is not NUL-terminated");
                 out.push_back({key, Value::from_string(std::string(kvo->val_str, n))});
                 break;
             }
@@ -279,7 +280,7 @@ llama_token llama_model_decoder_start_token(const struct llama_model *model) {
 
 bool llama_model_is_recurrent(const struct llama_model *model) {
     LCTX_CAPI_REQUIRE(model, false);
-    return false;
+    return hp(model).recurrent;  // mamba: one state per sequence instead of attention cells
 }
 
 // ---- Control vectors (LoRA adapters: capi_lora.cpp) ----

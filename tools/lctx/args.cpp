@@ -32,6 +32,10 @@ std::vector<std::string> normalize_args(int argc, const char *const *argv) {
         {"-co", "--color"},
         {"-sp", "--special"},
         {"-to", "--timeout"},
+        {"-md", "--model-draft"},
+        {"-cd", "--ctx-size-draft"},
+        {"-td", "--threads-draft"},
+        {"-tbd", "--threads-batch-draft"},
     };
     std::vector<std::string> out;
     bool positional_only = false;  // after "--" nothing is an option

@@ -27,6 +27,7 @@
 #include "tools/lctx/bench_core.h"
 #include "tools/lctx/bench_peer.h"
 #include "tools/lctx/bench_roofline.h"
+#include "tools/lctx/bench_spec.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 
@@ -242,6 +243,57 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
     return 0;
 }
 
+// lctx bench --spec: the first model, thread count and -n.
+int bench_spec_main(const CLI::App &app, const std::vector<std::string> &model_args,
+                    const std::string &threads_arg, const std::string &gen_arg, int reps,
+                    const std::string &prompt, const std::string &ctk, const std::string &ctv,
+                    SpecOptions &spec) {
+    if (const std::string e = check_spec_options(app, spec); !e.empty()) {
+        std::fprintf(stderr, "lctx bench: %s\n", e.c_str());
+        return 1;
+    }
+    std::vector<int> threads, gens;
+    if (!parse_int_list(threads_arg, 1, &threads) || !parse_int_list(gen_arg, 1, &gens)) {
+        std::fprintf(stderr, "lctx bench: --spec: -t and -n want positive numbers\n");
+        return 1;
+    }
+    bench::SpecBenchInputs in;
+    in.model = model_args.empty() ? default_model_path() : model_args.front();
+    in.prompt = prompt;
+    in.n_gen = gens.front();
+    in.threads = threads.front();
+    in.reps = reps;
+    GgmlType tk, tv;
+    for (auto [opt, arg, out] : {std::tuple{"-ctk", &ctk, &tk}, std::tuple{"-ctv", &ctv, &tv}})
+        if (const std::string e = kv_cache_type_from_name(*arg, opt, out); !e.empty()) {
+            std::fprintf(stderr, "lctx bench: --spec: %s\n", e.c_str());
+            return 1;
+        }
+    in.type_k = static_cast<ggml_type>(static_cast<int>(tk));
+    in.type_v = static_cast<ggml_type>(static_cast<int>(tv));
+    std::string error;
+    const std::vector<bench::SpecBenchRow> rows = bench::run_spec_bench(in, spec, &error);
+    if (!error.empty()) {
+        std::fprintf(stderr, "lctx bench: --spec: %s\n", error.c_str());
+        return 1;
+    }
+    std::printf(
+        "model: %s, %d threads, KV cache %s/%s, greedy, -n %d, --draft-max %d, --draft-min %d, --draft-p-min "
+        "%.2f, lookup n-grams %d..%d, %d repetitions\n\n%s",
+        in.model.c_str(), in.threads, ctk.c_str(), ctv.c_str(), in.n_gen, spec.draft_max, spec.draft_min,
+        spec.draft_p_min, spec.ngram_min, spec.ngram_max, in.reps, bench::spec_bench_table(rows).c_str());
+    for (const bench::SpecBenchRow &r : rows)
+        if (!r.same_as_plain) {
+            std::printf(
+                "\nnote: %s gave other tokens than plain decoding: this CPU's batched attention rounds "
+                "otherwise than a one-token decode (README: speculative decoding; -ctk f32 -ctv f32 "
+                "avoids it)\n",
+                r.mode.c_str());
+            break;
+        }
+    return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char **argv) {
@@ -303,6 +355,19 @@ int cmd_bench(int argc, char **argv) {
     app.add_option(
         "-c,--ctx-size", ctx_size,
         "batched mode: cache cells (0: what the largest run needs; runs that need more are skipped)");
+    bool spec_mode = false;
+    std::string spec_prompt =
+        "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick "
+        "brown fox jumps over the lazy dog. Once upon a time, there was a little girl named Lily. She loved "
+        "to "
+        "play outside. Once upon a time, there was a little girl named Lily. She loved to play outside.";
+    SpecOptions spec;
+    app.add_flag(
+        "--spec", spec_mode,
+        "speculative mode: greedy generation of -n tokens after --spec-prompt, plain against self draft, "
+        "prompt lookup and -md (first -m, -n and -t)");
+    app.add_option("--spec-prompt", spec_prompt, "the prompt of --spec (default: a repetitive text)");
+    add_spec_options(app, spec);
     // A bare --peer (last, or before another option) means the installed peer.
     std::vector<std::string> args = normalize_args(argc, argv);
     for (size_t i = 1; i < args.size(); ++i)
@@ -311,6 +376,9 @@ int cmd_bench(int argc, char **argv) {
             args[i] = "--peer=" + std::string(kInstalledPeer);
     const int st = parse_or_report(app, "bench", args);
     if (st >= 0) return st;
+    if (spec_mode)
+        return bench_spec_main(app, model_args, threads_arg, gen_arg, reps, spec_prompt, ctk_arg, ctv_arg,
+                               spec);
     if (json) output = "json";
     if (peer_dir == kInstalledPeer) {
         peer_dir = bench::default_peer_dir();

@@ -22,6 +22,7 @@
 #include "tools/lctx/control_vector_options.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/prompt_cache.h"
+#include "tools/lctx/spec_options.h"
 #include "tools/lctx/token_probs.h"
 #include "tools/lctx/utf8_stream.h"
 #include "vocab/vocab.h"
@@ -66,6 +67,8 @@ int run_main(int argc, char **argv, bool infill) {
     add_prompt_cache_options(app, pc_opts);
     int32_t n_probs = 0;
     add_n_probs_option(app, n_probs);
+    SpecOptions spec;
+    if (!infill) add_spec_options(app, spec);
     const int st = parse_or_report(app, cmd, normalize_args(argc, argv));
     if (st >= 0) return st;
     o.prompt_given = app.count("--prompt") > 0;
@@ -90,9 +93,27 @@ int run_main(int argc, char **argv, bool infill) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
+    if (const std::string e = infill ? "" : check_spec_options(app, spec); !e.empty()) {
+        std::fprintf(stderr, "lctx run: %s\n", e.c_str());
+        return 1;
+    }
+    if (spec.enabled()) {
+        std::string e = spec_unsupported_gen_options(o);
+        if (e.empty() && cvec.any())
+            e = "--control-vector: not with speculative decoding (-md, --lookup) yet";
+        if (e.empty() && n_probs > 0) e = "--n-probs: not with speculative decoding (-md, --lookup) yet";
+        if (e.empty() && cache.enabled())
+            e = "--prompt-cache: not with speculative decoding (-md, --lookup) yet";
+        if (!e.empty()) {
+            std::fprintf(stderr, "lctx run: %s\n", e.c_str());
+            return 1;
+        }
+    }
     if (!infill && !resolve_prompt(o, "run", /*stdin_allowed=*/true)) return 1;
     note_compat_options(o, "run");
     const uint32_t seed = resolve_seed(o.sampling);
+    // -md or prompt lookup: the generation layer's speculative decoding, over llama.h.
+    if (spec.enabled()) return run_speculative(o, spec, seed);
 
     std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet, o.overrides);
     if (!model) return 1;

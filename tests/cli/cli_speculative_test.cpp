@@ -1,0 +1,86 @@
+// lctx run with speculative decoding (-md, --lookup): greedy output is the output without it, token for
+// token; a draft model of another vocabulary, a recurrent model and options speculation cannot combine with
+// are refused with a clear error.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_run.h"
+#include "gguf/gguf.h"
+#include "gguf_rewrite.h"
+
+namespace {
+
+using lctx::testing::CliResult;
+using lctx::testing::run_cli;
+
+std::string golden(const std::string &name) {
+    return std::string(LCTX_FIXTURES_DIR) + "/golden/models/" + name + ".gguf";
+}
+
+nlohmann::json run_json(const std::string &args) {
+    const CliResult r = run_cli("run " + args + " --json -t 1");
+    EXPECT_EQ(r.status, 0) << r.out;
+    return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+}
+
+// An F32 KV cache: batched rows then have one-token decodes' bits on every kernel level (README).
+const std::string kPrompt = "-p 'Once upon a time, there was a little girl' -n 40 --temp 0 -ctk f32 -ctv f32";
+
+TEST(CliSpeculative, GreedyOutputIsPlainOutput) {
+    const std::string m = "-m " + golden("llama-F16") + " " + kPrompt;
+    const nlohmann::json plain = run_json(m);
+    ASSERT_EQ(plain["ids"].size(), 40u);
+    // Self draft, a smaller (2-bit) draft of the same model, prompt lookup.
+    for (const std::string &extra : {"-md " + golden("llama-F16") + " --draft-p-min 0",
+                                     "-md " + golden("llama-Q2_K") + " --draft-p-min 0 --draft-min 0 -cd 128",
+                                     std::string("--lookup --lookup-ngram-min 1 --lookup-ngram-max 3")}) {
+        const nlohmann::json s = run_json(m + " " + extra);
+        EXPECT_EQ(s["ids"], plain["ids"]) << extra;
+        EXPECT_EQ(s["stop"], plain["stop"]) << extra;
+        EXPECT_GT(s["speculative"]["drafted"].get<int>(), 0) << extra;
+    }
+}
+
+TEST(CliSpeculative, StopsAtTheEndOfTheContextAsPlainRunDoes) {
+    const std::string m = "-m " + golden("stories260K") +
+                          " -p 'Once upon a time' -n 100 -c 32 --no-context-shift --temp 0 -ctk f32 -ctv f32";
+    const nlohmann::json plain = run_json(m);
+    const nlohmann::json s = run_json(m + " -md " + golden("stories260K") + " --draft-p-min 0");
+    EXPECT_EQ(s["ids"], plain["ids"]);
+    EXPECT_EQ(s["stop"], "context full");
+}
+
+TEST(CliSpeculative, RefusesAnotherVocabulary) {
+    auto f = lctx::gguf::File::open(golden("stories260K"));
+    std::vector<std::string> texts = *f->get_string_array("tokenizer.ggml.tokens");
+    texts[100] = "other";
+    lctx::testing::Rewrite r;
+    r.add = [&](lctx::gguf::Writer &w) { w.set_string_array("tokenizer.ggml.tokens", texts); };
+    const std::string path = lctx::testing::rewrite_gguf(golden("stories260K"), r, "cli-spec-vocab");
+    const CliResult c = run_cli("run -m " + golden("stories260K") + " -md " + path + " -n 4", true);
+    std::remove(path.c_str());
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("cannot draft for"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("token 100"), std::string::npos) << c.out;
+}
+
+TEST(CliSpeculative, RefusesRecurrentModelsAndUnsupportedOptions) {
+    CliResult c = run_cli("run -m " + golden("mamba") + " --lookup -n 4", true);
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("recurrent"), std::string::npos) << c.out;
+    c = run_cli("run -m " + golden("stories260K") + " --lookup --grammar 'root ::= \"a\"' -n 4", true);
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("--grammar: not with speculative decoding"), std::string::npos) << c.out;
+    c = run_cli("run -m " + golden("stories260K") + " --lookup -md " + golden("stories260K") + " -n 4", true);
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("choose one"), std::string::npos) << c.out;
+    c = run_cli("run -m " + golden("stories260K") + " -md " + golden("stories260K") + " --draft-min 20 -n 4",
+                true);
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("--draft-min"), std::string::npos) << c.out;
+}
+
+}  // namespace
