@@ -170,6 +170,16 @@ TEST(ServeProcess, SigtermDrainTimeoutAbortsTheRest) {
     EXPECT_NE(body.rfind("data: [DONE]"), std::string::npos);
 }
 
+// A bad --drain-timeout is one line naming the option, status 1, before anything listens.
+TEST(ServeProcess, DrainTimeoutMistakes) {
+    for (const char *bad : {"-1", "abc", "86401"}) {
+        const CliResult r = run_cli(std::string("serve --port 0 --drain-timeout ") + bad, true);
+        EXPECT_EQ(r.status, 1) << bad << ": " << r.out;
+        EXPECT_NE(r.out.find("--drain-timeout"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+    }
+}
+
 // curl's output for the arguments (status line discarded: -s), or "" when it cannot run.
 std::string curl(const std::string &args) {
     std::string out;
