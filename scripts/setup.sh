@@ -12,6 +12,7 @@ packages=(
   tmux                                    # the test that drives `lctx chat` in a terminal
   libcpp-httplib-dev                      # HTTP server
   curl                                    # the server test that talks to `lctx serve` with curl
+  prometheus                              # the server test that scrapes `lctx serve` with a real Prometheus
   libgtest-dev libgmock-dev               # unit tests
   libbenchmark-dev                        # micro-benchmarks
   clang libclang-rt-14-dev                # sanitizer and fuzzing builds

@@ -84,6 +84,7 @@ struct Engine::Slot {
     llama_sampler *chain = nullptr;
     std::unique_ptr<TextStream> text;
     std::chrono::steady_clock::time_point t_start, t_first;  // assigned; first token sampled
+    std::chrono::steady_clock::time_point t_last;            // the last token sampled
 
     void end_task() {
         if (chain) llama_sampler_free(chain);
@@ -102,6 +103,7 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (opts_.n_slots < 1 || opts_.n_slots > 256) throw std::runtime_error("--parallel must be in 1..256");
     if (opts_.n_ctx < 8 * opts_.n_slots)
         throw std::runtime_error("the context (-c) must hold at least 8 cells per slot");
+    if (opts_.kv_block_size < 1) throw std::runtime_error("--kv-block-size must be at least 1");
     opts_.step_tokens = std::max(opts_.step_tokens, opts_.n_slots);
     // --chat-template takes the names the C API knows (llama_chat_builtin_templates, b4748's heuristics for a
     // template's text), and raw: the one list `lctx chat` takes too.
@@ -176,6 +178,7 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     }
     metrics_.kv_size = static_cast<int64_t>(llama_n_ctx(ctx_));
     metrics_.slots = opts_.n_slots;
+    metrics_.block_size = opts_.kv_block_size;
 }
 
 Engine::~Engine() {
@@ -204,6 +207,7 @@ void Engine::stop() {
         left.swap(queue_);
         metrics_.waiting = 0;
     }
+    metrics_.finished_abort += left.size();
     for (Task &t : left) {
         Event e;
         e.kind = Event::Failed;
@@ -228,7 +232,11 @@ void Engine::submit(std::vector<Task> tasks) {
         if (queue_.size() + tasks.size() > static_cast<size_t>(opts_.max_queue) + free_slots)
             throw ApiError(503, "the server is busy: every slot is taken and the queue is full",
                            "unavailable_error");
-        for (Task &t : tasks) queue_.push_back(std::move(t));
+        const auto now = std::chrono::steady_clock::now();
+        for (Task &t : tasks) {
+            t.t_arrival = now;
+            queue_.push_back(std::move(t));
+        }
         metrics_.waiting = static_cast<int64_t>(queue_.size());
     }
     cv_.notify_all();
@@ -378,6 +386,12 @@ std::vector<SlotInfo> Engine::slots_info() const {
     return out;
 }
 
+bool Engine::idle() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return queue_.empty() &&
+           std::none_of(slots_.begin(), slots_.end(), [](const auto &s) { return s->busy.load(); });
+}
+
 // ---- the decode loop ----
 
 void Engine::loop() {
@@ -399,6 +413,7 @@ void Engine::loop() {
                 release_cells(*s);
                 s->end_task();
                 metrics_.requests_total++;
+                metrics_.finished_abort++;
             }
         assign_waiting();
         step();
@@ -584,6 +599,7 @@ bool Engine::assign_waiting() {
     for (size_t qi = 0; qi < queue_.size();) {
         if (queue_[qi].channel->cancelled()) {
             queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(qi));
+            metrics_.finished_abort++;
             continue;
         }
         // The free slot whose cache shares the longest prefix with the prompt, when that prefix is at
@@ -762,7 +778,16 @@ void Engine::sample_slot(Slot &s, int32_t bi) {
         fail(s, "sampling failed");
         return;
     }
-    if (s.n_generated == 0) s.t_first = std::chrono::steady_clock::now();
+    const auto now = std::chrono::steady_clock::now();
+    using secs = std::chrono::duration<double>;
+    if (s.n_generated == 0) {
+        s.t_first = now;
+        metrics_.request_prompt_tokens += s.task.prompt.size();
+        metrics_.ttft.observe(secs(now - s.task.t_arrival).count());
+    } else {
+        metrics_.inter_token.observe(secs(now - s.t_last).count());
+    }
+    s.t_last = now;
     s.generating = true;
     s.n_generated++;
     metrics_.generated_tokens++;
@@ -838,6 +863,12 @@ void Engine::finish(Slot &s, const char *reason) {
     // Counted before the client can see the end, so a scrape after the response always includes it.
     metrics_.requests_total++;
     metrics_.requests_success++;
+    (done.stop_type == "limit" ? metrics_.finished_length : metrics_.finished_stop)++;
+    {
+        using secs = std::chrono::duration<double>;
+        metrics_.e2e.observe(secs(std::chrono::steady_clock::now() - s.task.t_arrival).count());
+        metrics_.queue_time.observe(secs(s.t_start - s.task.t_arrival).count());
+    }
     std::shared_ptr<Channel> ch = s.task.channel;
     s.end_task();  // the cells stay: the next request may reuse this prefix
     update_kv_metrics();
@@ -851,6 +882,7 @@ void Engine::fail(Slot &s, const std::string &why, int status) {
     e.error = why;
     e.status = status;
     metrics_.requests_total++;
+    if (status == 503) metrics_.finished_abort++;  // ended by the shutdown
     std::shared_ptr<Channel> ch = s.task.channel;
     s.end_task();
     update_kv_metrics();

@@ -12,6 +12,7 @@
 // Only the public C API (llama.h and lctx/lctx_ext.h) is used, plus the chat layer for templates.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -47,6 +48,9 @@ struct EngineOptions {
     // The KV cache (-ctk, -ctv, -fa): llama.cpp's cache types; a block-quantized V needs flash attention.
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     bool flash_attn = false;
+    // Tokens of one KV-cache block (--kv-block-size): vllm:cache_config_info's block_size, and
+    // num_gpu_blocks = n_ctx / kv_block_size.
+    int32_t kv_block_size = 16;
 };
 
 struct TopLogprob {
@@ -112,6 +116,8 @@ struct Task {
     bool cache_prompt = true;   // false: no cached prefix is reused
     // Special tokens whose text the reply keeps (tool-call and reasoning markers); sorted.
     std::vector<int32_t> preserved_tokens;
+    // When the request arrived (Engine::submit sets it): the start of its queue time, TTFT and latency.
+    std::chrono::steady_clock::time_point t_arrival{};
 };
 
 struct SlotInfo {
@@ -170,6 +176,8 @@ class Engine {
     const std::string &eos_text() const { return eos_text_; }
     Metrics &metrics() { return metrics_; }
     std::vector<SlotInfo> slots_info() const;
+    // No request queued or running (a drain waits for it).
+    bool idle() const;
 
     // /slots/{id}?action=save|restore|erase, run on the decode loop between steps (the only thread that
     // touches the context). save and restore take a full path (the HTTP layer checks the file name).

@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "server/apis.h"
-#include "server/generation.h"
 #include "server/chat_reply.h"
+#include "server/generation.h"
 #include "server/http_front.h"
 #include "server/openai_json.h"
 #include "server/web_page.h"
@@ -77,8 +77,9 @@ struct HttpServer::Impl {
     std::unique_ptr<HttpFront> front;
     std::atomic<Engine *> engine{nullptr};
     std::atomic<bool> stopping{false};
-    std::atomic<int> open_streams{0};  // streams not yet ended; stop() lets them write their end first
-    ApiHost host;                      // what the endpoint families (apis.h) reach of this server
+    std::atomic<bool> draining{false};  // drain(): new requests get 503, accepted ones go on
+    std::atomic<int> open_streams{0};   // streams not yet ended; stop() lets them write their end first
+    ApiHost host;                       // what the endpoint families (apis.h) reach of this server
 
     explicit Impl(const ServerOptions &o) : opts(o) {
         host.engine = [this]() -> Engine & { return need_engine(); };
@@ -117,7 +118,7 @@ struct HttpServer::Impl {
     }
 
     Engine &need_engine() {
-        if (stopping) throw ApiError(503, "the server is shutting down", "unavailable_error");
+        if (stopping || draining) throw ApiError(503, "the server is shutting down", "unavailable_error");
         Engine *e = engine.load();
         if (!e) throw ApiError(503, "the model is loading", "unavailable_error");
         return *e;
@@ -416,10 +417,11 @@ void HttpServer::Impl::routes() {
         res.set_content(web_page_html(), "text/html; charset=utf-8");
     });
     svr.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
-        if (!engine.load() || stopping)
-            send_json(res, 503,
-                      error_json(503, stopping ? "the server is shutting down" : "the model is loading",
-                                 "unavailable_error"));
+        if (!engine.load() || stopping || draining)
+            send_json(
+                res, 503,
+                error_json(503, stopping || draining ? "the server is shutting down" : "the model is loading",
+                           "unavailable_error"));
         else
             send_json(res, 200, {{"status", "ok"}});
     });
@@ -562,7 +564,9 @@ void HttpServer::Impl::routes() {
     if (opts.metrics)
         svr.Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
             guarded(res, [&] {
-                Engine &eng = need_engine();
+                // A draining server still reports (its running requests, as they end).
+                Engine *e = draining && !stopping ? engine.load() : nullptr;
+                Engine &eng = e ? *e : need_engine();
                 res.set_content(metrics_text(eng.metrics(), eng.model_name()), "text/plain; version=0.0.4");
             });
         });
@@ -695,6 +699,14 @@ void HttpServer::stop() {
 
 bool HttpServer::stopping() const {
     return impl_->stopping;
+}
+
+void HttpServer::drain() {
+    impl_->draining = true;
+}
+
+bool HttpServer::draining() const {
+    return impl_->draining;
 }
 
 }  // namespace lctx::server

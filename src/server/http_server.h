@@ -69,6 +69,10 @@ class HttpServer {
     void stop();
     // True from stop() on: new requests get 503.
     bool stopping() const;
+    // Starts a drain (server/drain.h): /health and every new request answer 503 with Retry-After, while
+    // the requests already accepted go on and /metrics still answers. stop() ends it.
+    void drain();
+    bool draining() const;
 
   private:
     struct Impl;

@@ -1,8 +1,31 @@
 #include "server/metrics.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 namespace lctx::server {
+
+const double kTtftBounds[22] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                                1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const double kInterTokenBounds[19] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                      0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const double kRequestLatencyBounds[21] = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                          5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                          60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+Histogram::Histogram(const double *bounds, size_t n) : bounds_(bounds), n_(n) {
+    if (n > kMaxBounds) throw std::logic_error("Histogram: too many bounds");
+}
+
+void Histogram::observe(double seconds) {
+    if (!(seconds >= 0.0)) seconds = 0.0;  // a clock step back (or NaN) counts as no time
+    // The first bound at or above the value (Prometheus' buckets are "less than or equal").
+    const size_t i = static_cast<size_t>(std::lower_bound(bounds_, bounds_ + n_, seconds) - bounds_);
+    buckets_[i].fetch_add(1, std::memory_order_relaxed);
+    sum_ns_.fetch_add(static_cast<uint64_t>(std::llround(seconds * 1e9)), std::memory_order_relaxed);
+}
 
 namespace {
 void line(std::string &out, const char *type, const char *name, const char *help, double v,
@@ -23,6 +46,34 @@ std::string escape_label(const std::string &s) {
         o += c;
     }
     return o;
+}
+// A bound as Python's float repr writes it (vLLM's le labels come from prometheus_client): "1.0", "0.025".
+std::string le_text(double v) {
+    char buf[32];
+    if (v == std::floor(v))
+        std::snprintf(buf, sizeof buf, "%.1f", v);
+    else
+        std::snprintf(buf, sizeof buf, "%g", v);  // the bounds have at most 3 significant digits
+    return buf;
+}
+std::string num(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+// One histogram: cumulative buckets, +Inf, _sum and _count (the +Inf bucket's value, so they agree).
+void histogram(std::string &out, const char *name, const char *help, const Histogram &h,
+               const std::string &model_label) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " histogram\n";
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= h.n_bounds(); ++i) {
+        cum += h.bucket(i);
+        const std::string le = i < h.n_bounds() ? le_text(h.bound(i)) : "+Inf";
+        out += std::string(name) + "_bucket{" + model_label + ",le=\"" + le + "\"} " + std::to_string(cum) +
+               "\n";
+    }
+    out += std::string(name) + "_sum{" + model_label + "} " + num(h.sum()) + "\n";
+    out += std::string(name) + "_count{" + model_label + "} " + std::to_string(cum) + "\n";
 }
 }  // namespace
 
@@ -58,12 +109,38 @@ std::string metrics_text(const Metrics &m, const std::string &model_name) {
     line(o, "gauge", "vllm:num_requests_running", "Requests holding a slot.", running, ml);
     line(o, "gauge", "vllm:num_requests_waiting", "Requests waiting for a slot.", waiting, ml);
     line(o, "gauge", "vllm:kv_cache_usage_perc", "KV cache usage (0..1).", frac, ml);
-    line(o, "gauge", "vllm:cache_config_info", "KV cache configuration: one block is one cell.", 1.0,
-         "{block_size=\"1\",num_gpu_blocks=\"" + std::to_string(m.kv_size) + "\"}");
+    const int64_t block = m.block_size > 0 ? m.block_size : 1;
+    line(o, "gauge", "vllm:cache_config_info",
+         "KV cache configuration: a block is --kv-block-size tokens; the context holds num_gpu_blocks.", 1.0,
+         "{block_size=\"" + std::to_string(block) + "\",num_gpu_blocks=\"" +
+             std::to_string(m.kv_size / block) + "\"}");
     line(o, "counter", "vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prompt cache.",
          double(m.prefix_queries.load()), ml);
     line(o, "counter", "vllm:prefix_cache_hits_total", "Prompt tokens found in the prompt cache.",
          double(m.prefix_hits.load()), ml);
+    line(o, "counter", "vllm:prompt_tokens_total",
+         "Prompt tokens of the requests that started generating (cached ones included).",
+         double(m.request_prompt_tokens.load()), ml);
+    line(o, "counter", "vllm:generation_tokens_total", "Tokens generated.", double(m.generated_tokens.load()),
+         ml);
+    {
+        const std::string name = "vllm:request_success_total";
+        o += "# HELP " + name + " Requests finished, by reason (stop, length, abort).\n# TYPE " + name +
+             " counter\n";
+        const std::string base = name + "{model_name=\"" + escape_label(model_name) + "\",finished_reason=\"";
+        o += base + "stop\"} " + num(double(m.finished_stop.load())) + "\n";
+        o += base + "length\"} " + num(double(m.finished_length.load())) + "\n";
+        o += base + "abort\"} " + num(double(m.finished_abort.load())) + "\n";
+    }
+    const std::string hl = "model_name=\"" + escape_label(model_name) + "\"";
+    histogram(o, "vllm:time_to_first_token_seconds", "Time to first token, from the request's arrival.",
+              m.ttft, hl);
+    histogram(o, "vllm:inter_token_latency_seconds", "Time between two tokens of a request.", m.inter_token,
+              hl);
+    histogram(o, "vllm:e2e_request_latency_seconds",
+              "Request latency, from arrival to its end (stop or length).", m.e2e, hl);
+    histogram(o, "vllm:request_queue_time_seconds", "Time a finished request waited for a slot.",
+              m.queue_time, hl);
     // llama-server's names (its /metrics), so that dashboards made for it work: the same counters as above.
     const double prompt_s = double(m.prompt_us.load()) / 1e6, gen_s = double(m.generation_us.load()) / 1e6;
     const double prompt_n = double(m.prompt_tokens.load()), gen_n = double(m.generated_tokens.load());

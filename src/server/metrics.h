@@ -1,11 +1,39 @@
 // The server's counters: written by the decode loop and the HTTP handlers as atomics, read by /metrics
 // without a lock, so a scrape never waits for a decode.
 #pragma once
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace lctx::server {
+
+// A Prometheus histogram of seconds with fixed upper bounds: observe() adds to one bucket, the count of
+// observations and their sum with relaxed atomic increments (no lock), so the decode loop records while a
+// scrape reads. The text derives _count from the buckets it read, so a scrape is always consistent.
+class Histogram {
+  public:
+    static constexpr size_t kMaxBounds = 24;
+    Histogram(const double *bounds, size_t n);
+    void observe(double seconds);
+    size_t n_bounds() const { return n_; }
+    double bound(size_t i) const { return bounds_[i]; }
+    // Observations at or below bound(i) and above bound(i - 1); i == n_bounds(): above the last bound.
+    uint64_t bucket(size_t i) const { return buckets_[i].load(std::memory_order_relaxed); }
+    double sum() const { return static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9; }
+
+  private:
+    const double *bounds_;
+    size_t n_;
+    std::array<std::atomic<uint64_t>, kMaxBounds + 1> buckets_{};
+    std::atomic<uint64_t> sum_ns_{0};
+};
+
+// vLLM's bucket bounds (vllm/v1/metrics/loggers.py, PrometheusStatLogger), in seconds.
+extern const double kTtftBounds[22];            // vllm:time_to_first_token_seconds
+extern const double kInterTokenBounds[19];      // vllm:inter_token_latency_seconds
+extern const double kRequestLatencyBounds[21];  // vllm:e2e_request_latency_seconds, request_queue_time
 
 struct Metrics {
     std::atomic<uint64_t> prompt_tokens{0};     // prompt tokens evaluated (cached ones not counted)
@@ -24,6 +52,16 @@ struct Metrics {
     std::atomic<int64_t> kv_cells{0};          // KV cells in use, the idle slots' prompt caches included
     int64_t kv_size = 0;                       // fixed at start
     int32_t slots = 0;
+    int32_t block_size = 16;  // vllm:cache_config_info: --kv-block-size tokens a block
+
+    // vLLM's request statistics. Prompt tokens count a request's whole prompt (cached ones too) when its
+    // first token is sampled; requests end with stop or length, or abort (client gone, server stopping).
+    std::atomic<uint64_t> request_prompt_tokens{0};
+    std::atomic<uint64_t> finished_stop{0}, finished_length{0}, finished_abort{0};
+    Histogram ttft{kTtftBounds, 22};                  // arrival -> first token
+    Histogram inter_token{kInterTokenBounds, 19};     // between two tokens of a request
+    Histogram e2e{kRequestLatencyBounds, 21};         // arrival -> finished (stop or length)
+    Histogram queue_time{kRequestLatencyBounds, 21};  // arrival -> given a slot (of finished requests)
 };
 
 // Prometheus text exposition (version 0.0.4): lctx's names and the vllm: names the Gateway API

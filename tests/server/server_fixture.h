@@ -19,32 +19,37 @@
 
 namespace lctx::testing {
 
-// A script of tests/server run by node against a server, with the official OpenAI client (npm `openai`)
-// installed by name into the build folder on first use. `skip` says why it cannot run (node or npm missing,
-// the package not installable offline); else `status` and `out` are the script's.
+// A script of tests/server run by node, with npm packages installed by name into a folder of the build
+// folder on first use (`packages`: names separated by spaces; `folder`: that folder's name). `skip` says why
+// it cannot run (node or npm missing, a package not installable offline); else `status` and `out` are the
+// script's (stdout and stderr).
 struct NpmScriptRun {
     std::string skip;
     int status = 0;
     std::string out;
 };
-inline NpmScriptRun run_openai_npm_script(const std::string &script, int port) {
+inline NpmScriptRun run_npm_script(const std::string &script, const std::string &packages,
+                                   const std::string &folder, const std::string &args) {
     NpmScriptRun r;
     if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0) {
-        r.skip = "node/npm are not installed: the OpenAI client test is skipped";
+        r.skip = "node/npm are not installed: the " + script + " test is skipped";
         return r;
     }
-    const std::string dir = std::string(LCTX_BIN_DIR) + "/../npm-openai";
-    if (std::system(("test -d " + dir + "/node_modules/openai").c_str()) != 0 &&
-        std::system(("mkdir -p " + dir + " && cd " + dir +
-                     " && npm install --silent --no-audit --no-fund openai >/dev/null 2>&1")
+    const std::string dir = std::string(LCTX_BIN_DIR) + "/../" + folder;
+    bool installed = true;
+    std::istringstream names(packages);
+    for (std::string name; names >> name;)
+        installed = installed && std::system(("test -d " + dir + "/node_modules/" + name).c_str()) == 0;
+    if (!installed &&
+        std::system(("mkdir -p " + dir + " && cd " + dir + " && npm install --silent --no-audit --no-fund " +
+                     packages + " >/dev/null 2>&1")
                         .c_str()) != 0) {
-        r.skip = "npm could not install the openai package (offline?): the OpenAI client test is skipped";
+        r.skip = "npm could not install " + packages + " (offline?): the " + script + " test is skipped";
         return r;
     }
-    // The script must resolve `openai` from that folder: run a copy placed there.
+    // The script must resolve the packages from that folder: run a copy placed there.
     const std::string cmd = "cp " + std::string(LCTX_TESTS_DIR) + "/server/" + script + " " + dir + "/" +
-                            script + " && node " + dir + "/" + script +
-                            " http://127.0.0.1:" + std::to_string(port) + "/v1 2>&1";
+                            script + " && node " + dir + "/" + script + " " + args + " 2>&1";
     FILE *p = popen(cmd.c_str(), "r");
     if (!p) {
         r.status = -1;
@@ -56,6 +61,11 @@ inline NpmScriptRun run_openai_npm_script(const std::string &script, int port) {
     while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
     r.status = pclose(p);
     return r;
+}
+
+// A script of tests/server run by node against a server, with the official OpenAI client (npm `openai`).
+inline NpmScriptRun run_openai_npm_script(const std::string &script, int port) {
+    return run_npm_script(script, "openai", "npm-openai", "http://127.0.0.1:" + std::to_string(port) + "/v1");
 }
 
 inline std::string stories_model() {

@@ -451,7 +451,7 @@ TEST_F(ServerTest, MetricsText) {
     EXPECT_EQ(r->status, 200);
     for (const char *name :
          {"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc",
-          "vllm:cache_config_info{block_size=\"1\",num_gpu_blocks=\"2048\"}",
+          "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"128\"}",
           "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "lctx:prompt_tokens_total",
           "lctx:tokens_predicted_total", "lctx:prompt_seconds_total"})
         EXPECT_NE(r->body.find(name), std::string::npos) << name;

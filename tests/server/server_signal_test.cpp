@@ -17,6 +17,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/cli_run.h"
 
@@ -24,7 +25,9 @@ namespace lctx::testing {
 namespace {
 
 TEST(ServeProcess, SigtermWithAnOpenStreamExitsCleanly) {
-    CliProcess p({"serve", "--port", "0", "-c", "8192", "-np", "2", "-t", "1", "--log-disable"});
+    // --drain-timeout 0: no drain, the open stream is ended at once.
+    CliProcess p({"serve", "--port", "0", "-c", "8192", "-np", "2", "-t", "1", "--log-disable",
+                  "--drain-timeout", "0"});
     ASSERT_TRUE(p.started());
     ASSERT_TRUE(p.wait_for("open http://", 0, 30)) << p.output();
     std::smatch m;
@@ -68,6 +71,113 @@ TEST(ServeProcess, SigtermWithAnOpenStreamExitsCleanly) {
     const size_t done = body.rfind("data: [DONE]");
     ASSERT_NE(done, std::string::npos) << body.substr(body.size() > 400 ? body.size() - 400 : 0);
     EXPECT_NE(body.find("shutting down"), std::string::npos);
+}
+
+// A stream of `max_tokens` tokens (end of text banned) on a server started by `args`; SIGTERM once it has
+// started. The drain's checks run right after the signal: /health and a new request get 503 (with
+// Retry-After). Returns the stream's body; `status` and `secs` are the process's exit status and time from
+// the signal to its exit.
+std::string stream_then_sigterm(const std::vector<std::string> &args, int max_tokens, int *status,
+                                double *secs, std::string *log) {
+    CliProcess p(args);
+    EXPECT_TRUE(p.started());
+    EXPECT_TRUE(p.wait_for("open http://", 0, 30)) << p.output();
+    std::smatch m;
+    const std::string out = p.output();
+    if (!std::regex_search(out, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/"))) {
+        ADD_FAILURE() << out;
+        return "";
+    }
+    const int port = std::stoi(m[1]);
+    std::atomic<int> chunks{0};
+    std::string body;
+    std::thread client([&] {
+        httplib::Client sc("127.0.0.1", port);
+        sc.set_read_timeout(60, 0);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body = R"({"prompt":"Once upon a time","stream":true,"temperature":0.8,"logit_bias":{"2":-100},)"
+                   R"("max_tokens":)" +
+                   std::to_string(max_tokens) + "}";
+        req.set_header("Content-Type", "application/json");
+        req.content_receiver = [&](const char *d, size_t n, uint64_t, uint64_t) {
+            body.append(d, n);
+            ++chunks;
+            return true;
+        };
+        sc.send(req);
+    });
+    for (int i = 0; i < 1000 && chunks < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_GE(chunks.load(), 3) << "the stream did not start";
+    const auto t0 = std::chrono::steady_clock::now();
+    p.signal(SIGTERM);
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(10, 0);
+    int health = -1;
+    bool retry_after = false;
+    for (int i = 0; i < 200; ++i) {
+        auto h = c.Get("/health");
+        if (!h) break;
+        health = h->status;
+        retry_after = h->has_header("Retry-After");
+        if (health == 503) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(health, 503) << "/health did not turn 503 on SIGTERM";
+    EXPECT_TRUE(retry_after);
+    auto r = c.Post("/v1/completions", R"({"prompt":"Hi","max_tokens":2})", "application/json");
+    EXPECT_TRUE(r && r->status == 503) << (r ? r->body : "no answer");
+    *status = p.wait_exit(30);
+    *secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    client.join();
+    *log = p.output();
+    return body;
+}
+
+// SIGTERM drains: the running stream goes on to its end (finish_reason length, then [DONE]) while /health and
+// new requests get 503, then the process exits 0.
+TEST(ServeProcess, SigtermDrainsTheRunningRequests) {
+    int status = -1;
+    double secs = 0;
+    std::string log;
+    const std::string body = stream_then_sigterm(
+        {"serve", "--port", "0", "-c", "65536", "-np", "1", "-t", "1", "--drain-timeout", "30"}, 6000,
+        &status, &secs, &log);
+    EXPECT_EQ(status, 0) << log;
+    EXPECT_LT(secs, 30.0);
+    EXPECT_NE(log.find("SIGTERM, draining"), std::string::npos) << log;
+    EXPECT_NE(log.find("lctx serve: drained"), std::string::npos) << log;
+    EXPECT_NE(body.find("\"finish_reason\":\"length\""), std::string::npos)
+        << body.substr(body.size() > 400 ? body.size() - 400 : 0);
+    EXPECT_EQ(body.find("shutting down"), std::string::npos);
+    EXPECT_NE(body.rfind("data: [DONE]"), std::string::npos);
+}
+
+// A drain that runs out of time aborts the rest (the stream gets an error chunk and [DONE]) and exits 0.
+TEST(ServeProcess, SigtermDrainTimeoutAbortsTheRest) {
+    int status = -1;
+    double secs = 0;
+    std::string log;
+    const std::string body = stream_then_sigterm(
+        {"serve", "--port", "0", "-c", "65536", "-np", "1", "-t", "1", "--drain-timeout", "1"}, 65000,
+        &status, &secs, &log);
+    EXPECT_EQ(status, 0) << log;
+    EXPECT_GE(secs, 1.0);
+    EXPECT_LT(secs, 10.0);
+    EXPECT_NE(log.find("drain ended with requests running"), std::string::npos) << log;
+    EXPECT_NE(body.find("shutting down"), std::string::npos);
+    EXPECT_NE(body.rfind("data: [DONE]"), std::string::npos);
+}
+
+// A bad --drain-timeout is one line naming the option, status 1, before anything listens.
+TEST(ServeProcess, DrainTimeoutMistakes) {
+    for (const char *bad : {"-1", "abc", "86401"}) {
+        const CliResult r = run_cli(std::string("serve --port 0 --drain-timeout ") + bad, true);
+        EXPECT_EQ(r.status, 1) << bad << ": " << r.out;
+        EXPECT_NE(r.out.find("--drain-timeout"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+    }
 }
 
 // curl's output for the arguments (status line discarded: -s), or "" when it cannot run.

@@ -1,6 +1,9 @@
 // lctx serve: an OpenAI-compatible HTTP server with continuous batching over one context (src/server/).
-// The listener starts first (/health answers 503 while the model loads); SIGINT / SIGTERM stop accepting,
-// end the open requests (streams get an error chunk and [DONE]) and leave with status 0.
+// The listener starts first (/health answers 503 while the model loads); SIGTERM drains (/health and new
+// requests get 503 at once, the running requests finish within --drain-timeout), then SIGTERM's and
+// SIGINT's shutdown stops accepting, ends the open requests (streams get an error chunk and [DONE]) and
+// leaves with status 0. A second signal during the drain ends it at once.
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 
 #include "chat/jinja_eval.h"
 #include "chat/tool_calls.h"
+#include "server/drain.h"
 #include "server/engine.h"
 #include "server/http_server.h"
 #include "tools/lctx/args.h"
@@ -104,6 +108,12 @@ int cmd_serve(int argc, char **argv) {
     app.add_flag("--no-metrics", no_metrics, "do not serve /metrics");
     app.add_flag(
         "--log-disable", [&](int64_t) { so.log = false; }, "no request log");
+    // Scale-out (docs/SCALE-OUT.md): a rolling update's graceful termination.
+    int drain_timeout_s = 30;
+    app.add_option("--drain-timeout", drain_timeout_s,
+                   "on SIGTERM, seconds the running requests get to finish while /health and new requests "
+                   "answer 503; then they are aborted (0: abort at once)")
+        ->check(CLI::Range(0, 86400));
     std::string ctk = "f16", ctv = "f16";
     app.add_option("--cache-type-k", ctk,
                    "KV cache type of K (-ctk): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1");
@@ -203,6 +213,16 @@ int cmd_serve(int argc, char **argv) {
     std::thread waiter([&] {
         int sig = 0;
         while (read(g_signal_pipe[0], &sig, sizeof sig) < 0 && errno == EINTR) {
+        }
+        server::Engine *const eng = running.load();
+        if (sig == SIGTERM && eng && drain_timeout_s > 0) {
+            std::fprintf(stderr, "lctx serve: SIGTERM, draining (up to %d s)\n", drain_timeout_s);
+            const bool done = server::drain(http, *eng, drain_timeout_s * 1000, [] {
+                pollfd p{g_signal_pipe[0], POLLIN, 0};  // a second signal ends the drain
+                return poll(&p, 1, 0) > 0;
+            });
+            std::fprintf(stderr, "lctx serve: %s\n",
+                         done ? "drained" : "drain ended with requests running: they are aborted");
         }
         if (sig != 0)  // 0: the server ends by itself (the model did not load)
             std::fprintf(stderr, "lctx serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
