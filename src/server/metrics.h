@@ -24,6 +24,9 @@ struct Metrics {
     std::atomic<int64_t> kv_cells{0};          // KV cells in use, the idle slots' prompt caches included
     int64_t kv_size = 0;                       // fixed at start
     int32_t slots = 0;
+
+    // KV-cache events that did not fit the publisher's queue (--kv-events), dropped.
+    std::atomic<uint64_t> kv_events_dropped{0};
 };
 
 // Prometheus text exposition (version 0.0.4): lctx's names and the vllm: names the Gateway API
