@@ -31,6 +31,7 @@ import threading
 import time
 import urllib.request
 
+sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llmd_index  # noqa: E402
 
@@ -153,7 +154,11 @@ def complete(base, prompt, max_tokens, cache_prompt=True):
     ttft = None
     text = ""
     usage = None
-    with urllib.request.urlopen(req, timeout=120) as r:
+    try:
+        resp = urllib.request.urlopen(req, timeout=120)
+    except urllib.error.HTTPError as e:
+        raise RuntimeError("%s: %d %s" % (base, e.code, e.read().decode(errors="replace"))) from None
+    with resp as r:
         for raw in r:
             line = raw.decode().strip()
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -220,7 +225,15 @@ def run_policy(policy, args, systems, convs, binary, model, log_dir):
         tok_base = replicas[0].base
         sys_tokens = [tokenize(tok_base, s, True) for s in systems]
 
+        errors = []
+
         def user(conv_ids):
+            try:
+                converse(conv_ids)
+            except Exception as e:  # the run fails with it
+                errors.append(e)
+
+        def converse(conv_ids):
             for c in conv_ids:
                 si, turns = convs[c]
                 prompt = list(sys_tokens[si])
@@ -241,6 +254,8 @@ def run_policy(policy, args, systems, convs, binary, model, log_dir):
             threads.append(th)
         for th in threads:
             th.join()
+        if errors:
+            raise RuntimeError("a request failed: %s" % (errors[0],))
         wall = time.perf_counter() - t0
         time.sleep(0.2)
         scraper.stop_flag.set()
@@ -289,10 +304,10 @@ def main():
     ap.add_argument("--conversations", type=int, default=24)
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--systems", type=int, default=4, help="distinct system prompts the conversations share")
-    ap.add_argument("--system-words", type=int, default=90)
-    ap.add_argument("--user-words", type=int, default=12)
+    ap.add_argument("--system-words", type=int, default=60)
+    ap.add_argument("--user-words", type=int, default=8)
     ap.add_argument("--users", type=int, default=6, help="conversations in flight at once")
-    ap.add_argument("--max-tokens", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--slots", type=int, default=2, help="--parallel of each replica")
     ap.add_argument("--slot-ctx", type=int, default=512, help="cells per slot")
     ap.add_argument("--threads", type=int, default=1, help="-t of each replica")
@@ -321,10 +336,12 @@ def main():
     for policy, res in results.items():
         for rec in res["records"]:
             if alone[tuple(rec[2])] != rec[3]:
-                mismatches.append((policy, rec[0], rec[1], rec[3], alone[tuple(rec[2])]))
+                mismatches.append((policy, rec[0], rec[1], rec[3], alone[tuple(rec[2])], rec[2], rec[5]))
     rows = [summary(p, results[p]) for p in ("round-robin", "prefix-aware")]
     out = {"rows": rows, "answers_checked": sum(len(r["records"]) for r in results.values()),
            "answers_differing": len(mismatches), "seconds": time.time() - t_start,
+           "differing": [{"policy": m[0], "conversation": m[1], "turn": m[2], "answer": m[3], "alone": m[4],
+                          "prompt": m[5], "cached_tokens": m[6]} for m in mismatches],
            "workload": {k: getattr(args, k) for k in ("conversations", "turns", "systems", "system_words",
                                                       "user_words", "users", "max_tokens", "slots", "slot_ctx",
                                                       "threads", "block_size", "key_hash", "seed")},
@@ -344,7 +361,7 @@ def main():
             json.dump(out, f, indent=1)
     ok = True
     for m in mismatches[:5]:
-        print("DIFFERENT (%s, conversation %d, turn %d): %r vs alone %r" % m, file=sys.stderr)
+        print("DIFFERENT (%s, conversation %d, turn %d): %r vs alone %r" % m[:5], file=sys.stderr)
         ok = False
     rr, pa = rows
     if not pa["cached_share"] > rr["cached_share"]:
