@@ -308,7 +308,7 @@ def main():
     ap.add_argument("--user-words", type=int, default=8)
     ap.add_argument("--users", type=int, default=6, help="conversations in flight at once")
     ap.add_argument("--max-tokens", type=int, default=16)
-    ap.add_argument("--slots", type=int, default=2, help="--parallel of each replica")
+    ap.add_argument("--slots", type=int, default=4, help="--parallel of each replica")
     ap.add_argument("--slot-ctx", type=int, default=512, help="cells per slot")
     ap.add_argument("--threads", type=int, default=1, help="-t of each replica")
     ap.add_argument("--block-size", type=int, default=16)
@@ -318,7 +318,7 @@ def main():
     ap.add_argument("--time-limit", type=float, default=0, help="fail when the whole run takes longer (s)")
     args = ap.parse_args()
     if args.short:
-        args.conversations, args.turns, args.users, args.max_tokens = 9, 3, 3, 12
+        args.conversations, args.turns, args.users, args.max_tokens, args.system_words = 12, 3, 3, 12, 90
         args.time_limit = args.time_limit or 60
     t_start = time.time()
     if not os.access(args.bin, os.X_OK):
@@ -364,8 +364,9 @@ def main():
         print("DIFFERENT (%s, conversation %d, turn %d): %r vs alone %r" % m[:5], file=sys.stderr)
         ok = False
     rr, pa = rows
-    if not pa["cached_share"] > rr["cached_share"]:
-        print("FAIL: prefix-aware cached share %.3f is not above round robin's %.3f" % (
+    # Markedly higher: 5 points at least (the short form measures 14 to 26 points more).
+    if not pa["cached_share"] >= rr["cached_share"] + 0.05:
+        print("FAIL: prefix-aware cached share %.3f is not markedly above round robin's %.3f" % (
             pa["cached_share"], rr["cached_share"]), file=sys.stderr)
         ok = False
     if rr["events"] == 0 or pa["events"] == 0:
