@@ -13,6 +13,7 @@
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
 #include "lctx/lctx_ext.h"
+#include "server/kv_events.h"
 #include "server/sampler_chain.h"
 #include "server/text_stream.h"
 
@@ -914,6 +915,10 @@ void Engine::sync_blocks(Slot &s, size_t n) {
             key = KvBlockTracker::block_hash(key ^ (i + 1), reinterpret_cast<const int32_t *>(&bits), 1);
         }
     kv_blocks_->set_slot(s.id, s.cache.data(), n, key, lora_id);
+}
+
+std::string Engine::kv_events_topic() const {
+    return kv_pub_ ? kv_pub_->topic() : std::string();
 }
 
 void Engine::flush_kv_events() {

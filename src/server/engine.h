@@ -24,11 +24,13 @@
 
 #include "generate/fim_prompt.h"
 #include "llama.h"
-#include "server/kv_events.h"
 #include "server/metrics.h"
 #include "server/request.h"
 
 namespace lctx::server {
+
+class KvBlockTracker;  // kv_events.h
+class KvEventPublisher;
 
 struct EngineOptions {
     std::string model_path;
@@ -162,7 +164,7 @@ class Engine {
     int32_t max_queue() const { return opts_.max_queue; }
     int32_t kv_block_size() const { return opts_.kv_block_size; }  // --kv-block-size (vllm:cache_config_info)
     // The topic KV-cache events go out under (kv@POD@MODEL); "" when --kv-events is off.
-    std::string kv_events_topic() const { return kv_pub_ ? kv_pub_->topic() : std::string(); }
+    std::string kv_events_topic() const;
     const std::string &model_name() const { return model_name_; }
     const std::string &model_path() const { return opts_.model_path; }
     // The template chat messages go through: the model's own, or the built-in format's name.

@@ -222,7 +222,7 @@ struct KvEventPublisher::Zmq {
 };
 
 KvEventPublisher::KvEventPublisher(const std::string &endpoint, std::string topic,
-                                   std::atomic<uint64_t> *dropped, size_t max_batches)
+                                   std::atomic<uint64_t> *dropped, size_t max_batches, bool start_sender)
     : topic_(std::move(topic)), dropped_(dropped), max_batches_(std::max<size_t>(max_batches, 1)) {
     parse_kv_endpoint(endpoint);
     zmq_ = std::make_unique<Zmq>();
@@ -233,7 +233,11 @@ KvEventPublisher::KvEventPublisher(const std::string &endpoint, std::string topi
     } catch (const zmq::error_t &e) {
         throw std::runtime_error("--kv-events '" + endpoint + "': cannot bind: " + e.what());
     }
-    thread_ = std::thread([this] { run(); });
+    if (start_sender) start();
+}
+
+void KvEventPublisher::start() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
 }
 
 KvEventPublisher::~KvEventPublisher() {
@@ -298,8 +302,8 @@ void KvEventPublisher::run() {
 #else
 struct KvEventPublisher::Zmq {};
 
-KvEventPublisher::KvEventPublisher(const std::string &endpoint, std::string, std::atomic<uint64_t> *,
-                                   size_t) {
+KvEventPublisher::KvEventPublisher(const std::string &endpoint, std::string, std::atomic<uint64_t> *, size_t,
+                                   bool) {
     parse_kv_endpoint(endpoint);
     throw std::runtime_error(
         "--kv-events: this build has no ZMQ and msgpack (libzmq3-dev, cppzmq-dev and "
@@ -312,6 +316,7 @@ bool KvEventPublisher::publish(std::vector<KvEvent>) {
 bool KvEventPublisher::take_resync() {
     return false;
 }
+void KvEventPublisher::start() {}
 void KvEventPublisher::run() {}
 #endif
 

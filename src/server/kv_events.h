@@ -96,9 +96,11 @@ class KvBlockTracker {
 class KvEventPublisher {
   public:
     // Binds a PUB socket to the endpoint; throws std::runtime_error when it cannot. `dropped` counts the
-    // events of batches that did not fit the queue.
+    // events of batches that did not fit the queue. The sender starts at once, or at start() when
+    // `start_sender` is false (tests fill the queue first).
     KvEventPublisher(const std::string &endpoint, std::string topic, std::atomic<uint64_t> *dropped,
-                     size_t max_batches = 1024);
+                     size_t max_batches = 1024, bool start_sender = true);
+    void start();
     // Sends what is queued (the socket lingers up to a second for slow subscribers), then closes.
     ~KvEventPublisher();
     KvEventPublisher(const KvEventPublisher &) = delete;

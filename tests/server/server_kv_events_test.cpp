@@ -452,6 +452,38 @@ TEST(KvEvents, ContextShiftAnnouncesTheMovedBlocks) {
     EXPECT_EQ(sub.ever.size(), 6u);
 }
 
+TEST(KvEvents, AFullQueueDropsCountsAndResynchronizes) {
+    const int zport = free_port();
+    ASSERT_GT(zport, 0);
+    const std::string ep = "tcp://127.0.0.1:" + std::to_string(zport);
+    std::atomic<uint64_t> dropped{0};
+    server::KvBlockTracker t(4, 1);
+    // A queue of 2 batches whose sender has not started yet: the third batch does not fit.
+    server::KvEventPublisher pub(ep, "kv@pod@m", &dropped, 2, /*start_sender=*/false);
+    Subscriber sub(ep);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const Tokens a = some_tokens(12, 4);
+    t.clear_all();
+    EXPECT_TRUE(pub.publish(t.take()));  // sequence 0
+    t.set_slot(0, a.data(), 8, 0, std::nullopt);
+    EXPECT_TRUE(pub.publish(t.take()));  // 1: two blocks
+    t.set_slot(0, a.data(), 12, 0, std::nullopt);
+    EXPECT_FALSE(pub.publish(t.take()));  // 2: the third block, dropped
+    EXPECT_EQ(dropped.load(), 1u);
+    EXPECT_TRUE(pub.take_resync());
+    EXPECT_FALSE(pub.take_resync());
+    // The next batch starts over: AllBlocksCleared, then every block held.
+    t.resync();
+    pub.start();
+    ASSERT_TRUE(sub.read_until([&] { return sub.msgs.size() == 2; }));  // the queue is empty again
+    EXPECT_TRUE(pub.publish(t.take()));                                 // 3
+    const std::set<Tokens> want = expected_blocks(a, 4);
+    EXPECT_TRUE(sub.read_until([&] { return sub.prefixes() == want && sub.clears == 1; }));
+    std::vector<uint64_t> seqs;
+    for (const Msg &m : sub.msgs) seqs.push_back(m.seq);
+    EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 3}));  // the dropped one is a gap a subscriber can see
+}
+
 TEST(KvEvents, DroppedCounterIsAMetric) {
     server::EngineOptions eo;
     eo.n_ctx = 256;

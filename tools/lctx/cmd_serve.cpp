@@ -15,6 +15,7 @@
 #include "chat/tool_calls.h"
 #include "server/engine.h"
 #include "server/http_server.h"
+#include "server/kv_events.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
@@ -234,6 +235,9 @@ int cmd_serve(int argc, char **argv) {
         std::fprintf(stderr, "lctx serve: model %s, %d slots of %d cells; open http://%s:%d/\n",
                      engine->model_name().c_str(), engine->n_slots(), engine->slot_ctx(), so.host.c_str(),
                      port);
+        if (!eo.kv_events.empty())
+            std::fprintf(stderr, "lctx serve: KV-cache events on %s (topic %s, blocks of %d tokens)\n",
+                         eo.kv_events.c_str(), engine->kv_events_topic().c_str(), engine->kv_block_size());
     } catch (const std::exception &e) {
         std::fprintf(stderr, "lctx serve: %s\n", e.what());
         status = 1;
