@@ -11,6 +11,9 @@ packages=(
   libreadline-dev                         # line editing and history in `lctx chat` on a terminal
   tmux                                    # the test that drives `lctx chat` in a terminal
   libcpp-httplib-dev                      # HTTP server
+  libzmq3-dev cppzmq-dev                  # the server's KV-cache events (--kv-events): ZMQ PUB
+  libmsgpack-cxx-dev                      # ... their msgpack encoding
+  python3-zmq python3-msgpack python3-cbor2   # the routing harness (tests/scaleout/, /usr/bin/python3)
   curl                                    # the server test that talks to `lctx serve` with curl
   prometheus                              # the server test that scrapes `lctx serve` with a real Prometheus
   libgtest-dev libgmock-dev               # unit tests

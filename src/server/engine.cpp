@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
 #include "lctx/lctx_ext.h"
+#include "server/kv_events.h"
 #include "server/sampler_chain.h"
 #include "server/text_stream.h"
 
@@ -76,11 +78,12 @@ struct Engine::Slot {
     int32_t n_cached = 0;  // prompt tokens found in the cache
     int32_t n_generated = 0;
     bool generating = false;
-    int32_t next_token = -1;  // sampled, not yet decoded
-    int32_t i_batch = -1;     // this step's logits row, or -1
-    bool in_step = false;     // has tokens in this step's batch
-    uint64_t last_step = 0;   // the step that last decoded its tokens
-    std::vector<float> lora;  // the adapter scales its cached K/V were computed with
+    int32_t next_token = -1;    // sampled, not yet decoded
+    int32_t i_batch = -1;       // this step's logits row, or -1
+    bool in_step = false;       // has tokens in this step's batch
+    uint64_t last_step = 0;     // the step that last decoded its tokens
+    std::vector<float> lora;    // the adapter scales its cached K/V were computed with
+    size_t n_block_tokens = 0;  // the first cache tokens that are prompt tokens (KV-cache events' blocks)
     llama_sampler *chain = nullptr;
     std::unique_ptr<TextStream> text;
     std::chrono::steady_clock::time_point t_start, t_first;  // assigned; first token sampled
@@ -103,8 +106,11 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (opts_.n_slots < 1 || opts_.n_slots > 256) throw std::runtime_error("--parallel must be in 1..256");
     if (opts_.n_ctx < 8 * opts_.n_slots)
         throw std::runtime_error("the context (-c) must hold at least 8 cells per slot");
-    if (opts_.kv_block_size < 1) throw std::runtime_error("--kv-block-size must be at least 1");
     opts_.step_tokens = std::max(opts_.step_tokens, opts_.n_slots);
+    if (opts_.kv_block_size < 1 || opts_.kv_block_size > 65536)
+        throw std::runtime_error("--kv-block-size must be in 1..65536");
+    std::optional<KvEndpoint> kv_endpoint;
+    if (!opts_.kv_events.empty()) kv_endpoint = parse_kv_endpoint(opts_.kv_events);
     // --chat-template takes the names the C API knows (llama_chat_builtin_templates, b4748's heuristics for a
     // template's text), and raw: the one list `lctx chat` takes too.
     if (!opts_.chat_template.empty() && opts_.chat_template != "raw") {
@@ -179,6 +185,22 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     metrics_.kv_size = static_cast<int64_t>(llama_n_ctx(ctx_));
     metrics_.slots = opts_.n_slots;
     metrics_.block_size = opts_.kv_block_size;
+    if (kv_endpoint && !embedding_only_) {
+        const std::string pod = opts_.kv_events_pod.empty()
+                                    ? kv_endpoint->host + ":" + std::to_string(kv_endpoint->port)
+                                    : opts_.kv_events_pod;
+        try {
+            kv_pub_ = std::make_unique<KvEventPublisher>(opts_.kv_events, "kv@" + pod + "@" + model_name_,
+                                                         &metrics_.kv_events_dropped);
+        } catch (...) {
+            llama_batch_free(batch_);
+            llama_free(ctx_);
+            llama_model_free(model_);
+            throw;
+        }
+        kv_blocks_ = std::make_unique<KvBlockTracker>(opts_.kv_block_size, opts_.n_slots);
+        kv_blocks_->clear_all();  // a (re)started replica holds nothing: subscribers drop what it held before
+    }
 }
 
 Engine::~Engine() {
@@ -396,6 +418,7 @@ bool Engine::idle() const {
 
 void Engine::loop() {
     std::deque<std::function<void()>> cmds;
+    flush_kv_events();  // the start's AllBlocksCleared
     for (;;) {
         {
             std::unique_lock<std::mutex> lk(mu_);
@@ -407,6 +430,7 @@ void Engine::loop() {
         }
         for (auto &c : cmds) c();
         cmds.clear();
+        flush_kv_events();
         // A client gone frees its slot and cells before anything else.
         for (auto &s : slots_)
             if (s->busy && s->task.channel->cancelled()) {
@@ -417,10 +441,13 @@ void Engine::loop() {
             }
         assign_waiting();
         step();
+        flush_kv_events();
     }
     for (auto &s : slots_)
         if (s->busy) fail(*s, "the server is shutting down", 503);
     update_kv_metrics();
+    if (kv_blocks_) kv_blocks_->clear_all();  // a stopped replica holds nothing
+    flush_kv_events();
     // Slot actions that arrived too late still get an answer (each takes the mutex to hand it over).
     {
         std::lock_guard<std::mutex> lk(mu_);
@@ -483,6 +510,7 @@ nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const 
         if (action == "erase") {
             out["n_erased"] = s.cache.size();
             release_cells(s);
+            if (kv_blocks_ && kv_blocks_->n_blocks() == 0) kv_blocks_->clear_all();  // nothing left anywhere
         } else if (action == "save") {
             const size_t n =
                 llama_state_seq_save_file(ctx_, path.c_str(), s.id, s.cache.data(), s.cache.size());
@@ -505,6 +533,7 @@ nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const 
             toks.resize(n_tok);
             s.cache = std::move(toks);
             s.lora = lora_scales_for(nullptr);  // taken as computed with the global adapter scales
+            sync_blocks(s, s.cache.size());
             out["filename"] = std::filesystem::path(path).filename().string();
             out["n_restored"] = s.cache.size();
             out["n_read"] = n;
@@ -648,6 +677,7 @@ bool Engine::assign_waiting() {
         }
         s.cache.resize(keep);
         s.lora = s.task.lora;
+        sync_blocks(s, keep);
         s.n_cached = static_cast<int32_t>(keep);
         s.n_generated = 0;
         s.generating = false;
@@ -749,6 +779,9 @@ void Engine::step() {
         update_kv_metrics();
         return;
     }
+    // The prompt tokens just evaluated may complete blocks (a generating slot's prompt part does not change).
+    for (Slot *sp : prompting)
+        if (sp->in_step) sync_blocks(*sp, std::min(sp->cache.size(), sp->task.prompt.size()));
     for (auto &sp : slots_)
         if (sp->busy && sp->i_batch >= 0) sample_slot(*sp, sp->i_batch);
     update_kv_metrics();
@@ -827,6 +860,9 @@ void Engine::shift(Slot &s) {
     llama_kv_cache_seq_rm(ctx_, s.id, n_keep, n_keep + n_discard);
     llama_kv_cache_seq_add(ctx_, s.id, n_keep + n_discard, n_past, -n_discard);
     s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
+    // The prompt tokens after the dropped ones moved down with the rest.
+    const size_t p = s.n_block_tokens, k = static_cast<size_t>(n_keep), d = static_cast<size_t>(n_discard);
+    sync_blocks(s, p > k + d ? p - d : std::min(p, k));
 }
 
 void Engine::finish(Slot &s, const char *reason) {
@@ -892,6 +928,35 @@ void Engine::fail(Slot &s, const std::string &why, int status) {
 void Engine::release_cells(Slot &s) {
     llama_kv_cache_seq_rm(ctx_, s.id, -1, -1);
     s.cache.clear();
+    sync_blocks(s, 0);
+}
+
+void Engine::sync_blocks(Slot &s, size_t n) {
+    n = std::min(n, s.cache.size());
+    s.n_block_tokens = n;
+    if (!kv_blocks_) return;
+    // The adapters the cells were computed with: none, or a key of their scales (lora_id: the first one).
+    uint64_t key = 0;
+    std::optional<int32_t> lora_id;
+    for (size_t i = 0; i < s.lora.size(); ++i)
+        if (s.lora[i] != 0.0f) {
+            if (!lora_id) lora_id = static_cast<int32_t>(i);
+            uint32_t bits;
+            std::memcpy(&bits, &s.lora[i], sizeof bits);
+            key = KvBlockTracker::block_hash(key ^ (i + 1), reinterpret_cast<const int32_t *>(&bits), 1);
+        }
+    kv_blocks_->set_slot(s.id, s.cache.data(), n, key, lora_id);
+}
+
+std::string Engine::kv_events_topic() const {
+    return kv_pub_ ? kv_pub_->topic() : std::string();
+}
+
+void Engine::flush_kv_events() {
+    if (!kv_pub_) return;
+    if (kv_pub_->take_resync()) kv_blocks_->resync();
+    std::vector<KvEvent> ev = kv_blocks_->take();
+    if (!ev.empty()) kv_pub_->publish(std::move(ev));
 }
 
 void Engine::update_kv_metrics() {

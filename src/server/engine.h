@@ -30,6 +30,9 @@
 
 namespace lctx::server {
 
+class KvBlockTracker;  // kv_events.h
+class KvEventPublisher;
+
 struct EngineOptions {
     std::string model_path;
     int32_t n_ctx = 2048;        // the whole context; each slot gets n_ctx / n_slots cells
@@ -48,9 +51,12 @@ struct EngineOptions {
     // The KV cache (-ctk, -ctv, -fa): llama.cpp's cache types; a block-quantized V needs flash attention.
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     bool flash_attn = false;
-    // Tokens of one KV-cache block (--kv-block-size): vllm:cache_config_info's block_size, and
-    // num_gpu_blocks = n_ctx / kv_block_size.
+    // KV-cache events (kv_events.h): the ZMQ endpoint to publish on ("" = off), the tokens of one block,
+    // and the topic's POD part ("" = the endpoint's HOST:PORT; lctx serve passes its HTTP address).
+    std::string kv_events;
+    // Also vllm:cache_config_info's block_size (num_gpu_blocks = n_ctx / kv_block_size).
     int32_t kv_block_size = 16;
+    std::string kv_events_pod;
 };
 
 struct TopLogprob {
@@ -160,6 +166,9 @@ class Engine {
     int32_t slot_ctx() const { return slot_ctx_; }
     int32_t n_slots() const { return opts_.n_slots; }
     int32_t max_queue() const { return opts_.max_queue; }
+    int32_t kv_block_size() const { return opts_.kv_block_size; }  // --kv-block-size (vllm:cache_config_info)
+    // The topic KV-cache events go out under (kv@POD@MODEL); "" when --kv-events is off.
+    std::string kv_events_topic() const;
     const std::string &model_name() const { return model_name_; }
     const std::string &model_path() const { return opts_.model_path; }
     // The template chat messages go through: the model's own, or the built-in format's name.
@@ -215,6 +224,9 @@ class Engine {
     void release_cells(Slot &s);
     void shift(Slot &s);
     void update_kv_metrics();
+    // The slot's first n cache tokens are prompt tokens: its KV blocks for the events (a no-op without them).
+    void sync_blocks(Slot &s, size_t n);
+    void flush_kv_events();
     void apply_lora(const std::vector<float> &scales);  // on the context, when not already set
 
     EngineOptions opts_;
@@ -230,6 +242,8 @@ class Engine {
     std::string model_name_, model_template_, bos_text_, eos_text_;
     std::string chat_builtin_;  // the built-in format --chat-template names ("" for raw or none)
     Metrics metrics_;
+    std::unique_ptr<KvBlockTracker> kv_blocks_;  // with --kv-events: the loop's view of the slots' blocks
+    std::unique_ptr<KvEventPublisher> kv_pub_;
 
     std::vector<llama_adapter_lora *> lora_;  // --lora's adapters (owned by model_)
     std::vector<float> lora_scales_;          // global scales (guarded by mu_)

@@ -105,6 +105,8 @@ std::string metrics_text(const Metrics &m, const std::string &model_name) {
     line(o, "gauge", "lctx:kv_cache_used_cells", "KV cache cells held by running requests.", used);
     line(o, "gauge", "lctx:kv_cache_tokens", "KV cache cells in use, prompt caches of idle slots included.",
          static_cast<double>(m.kv_cells.load()));
+    line(o, "counter", "lctx_kv_events_dropped_total", "KV-cache events dropped (the queue was full).",
+         double(m.kv_events_dropped.load()));
     const std::string ml = "{model_name=\"" + escape_label(model_name) + "\"}";
     line(o, "gauge", "vllm:num_requests_running", "Requests holding a slot.", running, ml);
     line(o, "gauge", "vllm:num_requests_waiting", "Requests waiting for a slot.", waiting, ml);

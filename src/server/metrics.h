@@ -62,6 +62,9 @@ struct Metrics {
     Histogram inter_token{kInterTokenBounds, 19};     // between two tokens of a request
     Histogram e2e{kRequestLatencyBounds, 21};         // arrival -> finished (stop or length)
     Histogram queue_time{kRequestLatencyBounds, 21};  // arrival -> given a slot (of finished requests)
+
+    // KV-cache events that did not fit the publisher's queue (--kv-events), dropped.
+    std::atomic<uint64_t> kv_events_dropped{0};
 };
 
 // Prometheus text exposition (version 0.0.4): lctx's names and the vllm: names the Gateway API

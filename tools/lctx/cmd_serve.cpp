@@ -19,6 +19,7 @@
 #include "server/drain.h"
 #include "server/engine.h"
 #include "server/http_server.h"
+#include "server/kv_events.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
@@ -106,6 +107,12 @@ int cmd_serve(int argc, char **argv) {
     app.add_option("--slot-save-path", so.slot_save_path, "folder for /slots/{id}?action=save|restore files");
     app.add_flag("--metrics", so.metrics, "serve /metrics (on by default)");
     app.add_flag("--no-metrics", no_metrics, "do not serve /metrics");
+    app.add_option(
+        "--kv-events", eo.kv_events,
+        "publish KV-cache events (vLLM's, for llm-d) on a ZMQ PUB socket bound to tcp://HOST:PORT");
+    app.add_option("--kv-block-size", eo.kv_block_size,
+                   "tokens in one KV-cache block of --kv-events (default 16)")
+        ->check(CLI::Range(1, 65536));
     app.add_flag(
         "--log-disable", [&](int64_t) { so.log = false; }, "no request log");
     // Scale-out (docs/SCALE-OUT.md): a rolling update's graceful termination.
@@ -147,6 +154,14 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     if (no_metrics) so.metrics = false;
+    if (!eo.kv_events.empty()) {
+        try {
+            server::parse_kv_endpoint(eo.kv_events);  // a malformed endpoint fails before anything starts
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "lctx serve: %s\n", e.what());
+            return 1;
+        }
+    }
     if (timeout_s > 0) {
         const int head = so.head_timeout_ms, body = so.body_timeout_ms;
         server::apply_timeout(so, timeout_s);
@@ -204,6 +219,7 @@ int cmd_serve(int argc, char **argv) {
         std::fprintf(stderr, "lctx serve: cannot listen on %s:%d\n", so.host.c_str(), so.port);
         return 1;
     }
+    eo.kv_events_pod = so.host + ":" + std::to_string(port);  // the events' topic names this replica
     std::fprintf(stderr, "lctx serve: listening on http://%s:%d/ (loading %s)\n", so.host.c_str(), port,
                  eo.model_path.c_str());
     std::thread listener([&] { http.listen(); });
@@ -239,6 +255,9 @@ int cmd_serve(int argc, char **argv) {
         std::fprintf(stderr, "lctx serve: model %s, %d slots of %d cells; open http://%s:%d/\n",
                      engine->model_name().c_str(), engine->n_slots(), engine->slot_ctx(), so.host.c_str(),
                      port);
+        if (!eo.kv_events.empty())
+            std::fprintf(stderr, "lctx serve: KV-cache events on %s (topic %s, blocks of %d tokens)\n",
+                         eo.kv_events.c_str(), engine->kv_events_topic().c_str(), engine->kv_block_size());
     } catch (const std::exception &e) {
         std::fprintf(stderr, "lctx serve: %s\n", e.what());
         status = 1;
