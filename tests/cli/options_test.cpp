@@ -183,8 +183,9 @@ TEST(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
 }
 
 // Mirostat v1 estimates the Zipf exponent from the top m = 100 candidates (b4748). Logits that follow
-// exponent 1.1 over the first 50 ranks and fall steeply after them give an estimate near 1.1 from 50 candidates
-// (k over a hundred) and a large one from 100 (k of one or two), so a chain with another m picks other tokens.
+// exponent 1.1 over the first 50 ranks and fall steeply after them give an estimate near 1.1 from 50
+// candidates (k over a hundred) and a large one from 100 (k of one or two), so a chain with another m picks
+// other tokens.
 TEST(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
     const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
     const int32_t n_vocab = model->vocab().n_tokens();
