@@ -9,7 +9,8 @@
 # The corpus is kept: each run starts from fuzz/corpus/<harness> (committed) and merges into it what it found
 # that reaches new code (libFuzzer -merge=1, so the corpus stays minimal for its coverage); commit it.
 # LCTX_FUZZ_KEEP=0 leaves fuzz/corpus untouched (CI). scripts/fuzz.sh --minimize rewrites each committed
-# corpus as the smallest subset with the same coverage.
+# corpus as the smallest subset with the same coverage. Harnesses run side by side, LCTX_FUZZ_JOBS at once
+# (default: one per core).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 long=0
@@ -79,47 +80,72 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Findings libFuzzer left in a folder (not its slow-unit reports).
 count_findings() { find "$1" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
   -o -name 'oom-*' \) | wc -l; }
-failed=()
-summary=()
-for h in "${harnesses[@]}"; do
-  bin="$build/fuzz/fuzz_$h"
-  seeds="$root/fuzz/corpus/$h"
-  work="$build/corpus/$h"
-  findings="$build/findings/$h"
+# One harness: its run, the merge of what it found into the committed corpus, and a summary line and exit
+# status in files (harnesses run side by side, each in a subshell).
+fuzz_one() {
+  local h=$1
+  local bin="$build/fuzz/fuzz_$h"
+  local seeds="$root/fuzz/corpus/$h"
+  local work="$build/corpus/$h"
+  local findings="$build/findings/$h"
   mkdir -p "$work" "$findings" "$seeds"
   if [ $minimize = 1 ]; then
     # The smallest subset of the committed corpus with its coverage, in place of it.
-    fresh="$build/corpus-min/$h"
+    local fresh="$build/corpus-min/$h"
     rm -rf "$fresh" && mkdir -p "$fresh"
     "$bin" -merge=1 ${extra[$h]} "$fresh" "$seeds" >"$build/fuzz_${h}_minimize.log" 2>&1
     rm -rf "$seeds" && mv "$fresh" "$seeds"
-    echo "== fuzz_$h corpus minimized: $(ls "$seeds" | wc -l) inputs, $(du -sh "$seeds" | cut -f1)"
-    continue
+    echo "fuzz_$h corpus minimized: $(ls "$seeds" | wc -l) inputs, $(du -sh "$seeds" | cut -f1)" >"$build/fuzz_$h.summary"
+    echo 0 >"$build/fuzz_$h.status"
+    return 0
   fi
+  local before crashes_before
   before=$(ls "$seeds" | wc -l)
   crashes_before=$(count_findings "$findings")
-  echo "== fuzz_$h for ${seconds}s"
   # New inputs go to the work corpus; the committed seeds are read, and merged into below.
-  mode=()
+  local mode=()
   [ $long = 1 ] && mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
-  status=0
+  local status=0
   "$bin" "$work" "$seeds" "${mode[@]}" -max_total_time="$seconds" -timeout=25 ${extra[$h]} \
       -artifact_prefix="$findings/" -print_final_stats=1 >"$build/fuzz_$h.log" 2>&1 || status=$?
-  crashes=$(( $(count_findings "$findings") - crashes_before ))
+  local crashes=$(( $(count_findings "$findings") - crashes_before ))
   if [ "$keep" = 1 ]; then
     "$bin" -merge=1 ${extra[$h]} "$seeds" "$work" >"$build/fuzz_${h}_merge.log" 2>&1 || true
   fi
-  added=$(( $(ls "$seeds" | wc -l) - before ))
+  local added=$(( $(ls "$seeds" | wc -l) - before ))
   # The run count: the final stats, or in fork mode the last status line's #N.
+  local execs
   execs=$( (grep -E "^stat::number_of_executed_units" "$build/fuzz_$h.log" || true) | tail -1 | awk '{print $2}')
   [ -n "$execs" ] || execs=$( (grep -oE "^#[0-9]+" "$build/fuzz_$h.log" || true) | tail -1 | tr -d '#')
-  summary+=("fuzz_$h: ${seconds}s, ${execs:-?} runs, $crashes finding(s), corpus $before -> $((before + added))")
-  if [ $status != 0 ] || [ $crashes -gt 0 ]; then
-    tail -n 60 "$build/fuzz_$h.log"
-    failed+=("$h")
+  echo "fuzz_$h: ${seconds}s, ${execs:-?} runs, $crashes finding(s), corpus $before -> $((before + added))" \
+      >"$build/fuzz_$h.summary"
+  if [ $status != 0 ] || [ $crashes -gt 0 ]; then echo 1; else echo 0; fi >"$build/fuzz_$h.status"
+}
+# Harnesses run side by side, one per core (LCTX_FUZZ_JOBS): each fuzzes on one thread, so a smoke run of
+# every harness takes its seconds times the harness count over the cores.
+run_jobs=${LCTX_FUZZ_JOBS:-$(nproc)}
+running=0
+for h in "${harnesses[@]}"; do
+  rm -f "$build/fuzz_$h.status" "$build/fuzz_$h.summary"
+  if [ $minimize = 0 ]; then echo "== fuzz_$h for ${seconds}s"; fi
+  fuzz_one "$h" &
+  running=$((running + 1))
+  if [ $running -ge "$run_jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
   fi
 done
-[ $minimize = 1 ] && exit 0
+wait || true
+failed=()
+summary=()
+for h in "${harnesses[@]}"; do
+  if [ "$(cat "$build/fuzz_$h.status" 2>/dev/null || echo 1)" != 0 ]; then
+    [ -f "$build/fuzz_$h.log" ] && tail -n 60 "$build/fuzz_$h.log"
+    failed+=("$h")
+  fi
+  summary+=("$(cat "$build/fuzz_$h.summary" 2>/dev/null || echo "fuzz_$h: no result (the run stopped early)")")
+done
+[ $minimize = 1 ] && { printf '%s\n' "${summary[@]}"; exit 0; }
 printf '%s\n' "${summary[@]}"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: findings in: ${failed[*]} (reproducers in $build/findings/)" >&2

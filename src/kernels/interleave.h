@@ -28,6 +28,7 @@
 //         then reads one stream per thread instead of one per row of a tile: TinyLlama F32 tg at 2 threads
 //         read its weights 14% faster that way (AMD EPYC, avx2 level), where a plain row alone is one chain
 //         of dependent FMAs (32 bytes per FMA latency) and two or four rows side by side are as many streams.
+#pragma once
 #include <cstddef>
 #include <cstdint>
 

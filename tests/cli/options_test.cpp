@@ -1,8 +1,10 @@
 // The CLI's option helpers: llama.cpp spellings, escapes, --logit-bias, and the range checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -178,6 +180,46 @@ TEST(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
         const Token a = chain->sample(logits.data(), n_vocab);
         ASSERT_EQ(a, want.sample(logits.data(), n_vocab)) << "step " << step;
     }
+}
+
+// Mirostat v1 estimates the Zipf exponent from the top m = 100 candidates (b4748). Logits that follow
+// exponent 1.1 over the first 50 ranks and fall steeply after them give an estimate near 1.1 from 50
+// candidates (k over a hundred) and a large one from 100 (k of one or two), so a chain with another m picks
+// other tokens.
+TEST(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
+    const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
+    const int32_t n_vocab = model->vocab().n_tokens();
+    ASSERT_GT(n_vocab, 200);
+    SamplingOptions o;
+    o.mirostat = 1;
+    o.seed = 99;
+    o.temp = 1.0f;
+    o.mirostat_ent = 5.0f;
+    const std::unique_ptr<SamplerChain> chain = make_sampler_chain(o, model->vocab(), 256);
+    SamplerChain want;
+    want.add(std::make_unique<TempSampler>(1.0f));
+    want.add(std::make_unique<MirostatSampler>(n_vocab, 99u, o.mirostat_ent, o.mirostat_lr, 100));
+    SamplerChain fifty;  // what the chain must not be
+    fifty.add(std::make_unique<TempSampler>(1.0f));
+    fifty.add(std::make_unique<MirostatSampler>(n_vocab, 99u, o.mirostat_ent, o.mirostat_lr, 50));
+    std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::mt19937 rng(11);
+    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    int differs_from_fifty = 0;
+    for (int step = 0; step < 32; ++step) {
+        std::shuffle(ids.begin(), ids.end(), rng);
+        float l = 0.0f;
+        for (size_t rank = 0; rank < ids.size(); ++rank) {
+            l = rank < 50 ? -1.1f * std::log(static_cast<float>(rank + 1)) : l - 3.0f;
+            logits[static_cast<size_t>(ids[rank])] = l;
+        }
+        const Token a = chain->sample(logits.data(), n_vocab);
+        ASSERT_EQ(a, want.sample(logits.data(), n_vocab)) << "step " << step;
+        if (a != fifty.sample(logits.data(), n_vocab)) ++differs_from_fifty;
+    }
+    // The logits do tell the two apart (else this test could not fail for a chain built with m = 50).
+    EXPECT_GT(differs_from_fifty, 8);
 }
 
 TEST(Seed, MinusOneBecomesARandomSeedAndOthersStay) {
