@@ -66,7 +66,7 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n, std::mt19937 &rng, Scal
         return x;
     }
     for (uint8_t &b : x) b = static_cast<uint8_t>(rng());
-    ptrdiff_t od, om;
+    ptrdiff_t od = 0, om = 0;
     test::scale_offsets(t, &od, &om);
     const size_t bsz = type_traits(t).type_size;
     for (size_t off = 0; off < x.size(); off += bsz) {
