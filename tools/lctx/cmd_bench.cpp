@@ -53,6 +53,46 @@ bool parse_int_list(const std::string &s, int min, std::vector<int> *out) {
     return !out->empty() && s.back() != ',';
 }
 
+// -ctk / -ctv: comma-separated cache type names. False (after saying why) when malformed.
+bool parse_cache_types(const std::string &ctk_arg, const std::string &ctv_arg, std::vector<GgmlType> *types_k,
+                       std::vector<GgmlType> *types_v) {
+    for (auto [name, arg, out] :
+         {std::tuple{"-ctk", &ctk_arg, types_k}, std::tuple{"-ctv", &ctv_arg, types_v}}) {
+        std::stringstream ss(*arg);
+        for (std::string item; std::getline(ss, item, ',');) {
+            GgmlType t;
+            if (!type_from_name(item.c_str(), &t)) {
+                std::fprintf(stderr, "lctx bench: %s: unknown type '%s'\n", name, item.c_str());
+                return false;
+            }
+            out->push_back(t);
+        }
+        if (out->empty() || arg->back() == ',') {
+            std::fprintf(stderr, "lctx bench: %s wants type names separated by commas, not '%s'\n", name,
+                         arg->c_str());
+            return false;
+        }
+    }
+    return true;
+}
+
+// llama-bench's models: -m A -m B, or -m A,B; none means the default model. False (after saying why) when
+// malformed.
+bool parse_model_list(const std::vector<std::string> &model_args, std::vector<std::string> *model_paths) {
+    for (const std::string &m : model_args) {
+        std::stringstream ss(m);
+        for (std::string item; std::getline(ss, item, ',');) model_paths->push_back(item);
+        if (m.empty() || m.back() == ',' ||
+            std::find(model_paths->begin(), model_paths->end(), "") != model_paths->end()) {
+            std::fprintf(stderr, "lctx bench: -m wants model files separated by commas, not '%s'\n",
+                         m.c_str());
+            return false;
+        }
+    }
+    if (model_paths->empty()) model_paths->push_back(default_model_path());
+    return true;
+}
+
 // printf onto the end of *out.
 [[gnu::format(printf, 2, 3)]] void appendf(std::string *out, const char *fmt, ...) {
     va_list ap, ap2;
@@ -107,23 +147,7 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
             return 1;
         }
     std::vector<GgmlType> types_k, types_v;
-    for (auto [name, arg, out] :
-         {std::tuple{"-ctk", &ctk_arg, &types_k}, std::tuple{"-ctv", &ctv_arg, &types_v}}) {
-        std::stringstream ss(*arg);
-        for (std::string item; std::getline(ss, item, ',');) {
-            GgmlType t;
-            if (!type_from_name(item.c_str(), &t)) {
-                std::fprintf(stderr, "lctx bench: %s: unknown type '%s'\n", name, item.c_str());
-                return 1;
-            }
-            out->push_back(t);
-        }
-        if (out->empty() || arg->back() == ',') {
-            std::fprintf(stderr, "lctx bench: %s wants type names separated by commas, not '%s'\n", name,
-                         arg->c_str());
-            return 1;
-        }
-    }
+    if (!parse_cache_types(ctk_arg, ctv_arg, &types_k, &types_v)) return 1;
     for (int fa : fas)
         for (GgmlType k : types_k)
             for (GgmlType v : types_v) {
@@ -138,17 +162,7 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
         return 1;
     }
     std::vector<std::string> model_paths;
-    for (const std::string &m : model_args) {
-        std::stringstream ss(m);
-        for (std::string item; std::getline(ss, item, ',');) model_paths.push_back(item);
-        if (m.empty() || m.back() == ',' ||
-            std::find(model_paths.begin(), model_paths.end(), "") != model_paths.end()) {
-            std::fprintf(stderr, "lctx bench: -m wants model files separated by commas, not '%s'\n",
-                         m.c_str());
-            return 1;
-        }
-    }
-    if (model_paths.empty()) model_paths.push_back(default_model_path());
+    if (!parse_model_list(model_args, &model_paths)) return 1;
     const bool tty = isatty(STDERR_FILENO);
     std::vector<nlohmann::ordered_json> rows;
     for (const std::string &model_path : model_paths) {
@@ -437,23 +451,7 @@ int cmd_bench(int argc, char **argv) {
         return 1;
     }
     std::vector<GgmlType> types_k, types_v;
-    for (auto [name, arg, out] :
-         {std::tuple{"-ctk", &ctk_arg, &types_k}, std::tuple{"-ctv", &ctv_arg, &types_v}}) {
-        std::stringstream ss(*arg);
-        for (std::string item; std::getline(ss, item, ',');) {
-            GgmlType t;
-            if (!type_from_name(item.c_str(), &t)) {
-                std::fprintf(stderr, "lctx bench: %s: unknown type '%s'\n", name, item.c_str());
-                return 1;
-            }
-            out->push_back(t);
-        }
-        if (out->empty() || arg->back() == ',') {
-            std::fprintf(stderr, "lctx bench: %s wants type names separated by commas, not '%s'\n", name,
-                         arg->c_str());
-            return 1;
-        }
-    }
+    if (!parse_cache_types(ctk_arg, ctv_arg, &types_k, &types_v)) return 1;
     struct Attn {
         bool fa;
         GgmlType k, v;
@@ -514,17 +512,7 @@ int cmd_bench(int argc, char **argv) {
 
     // llama-bench runs each model (-m A -m B, or -m A,B) with every setting, in one table.
     std::vector<std::string> model_paths;
-    for (const std::string &m : model_args) {
-        std::stringstream ss(m);
-        for (std::string item; std::getline(ss, item, ',');) model_paths.push_back(item);
-        if (m.empty() || m.back() == ',' ||
-            std::find(model_paths.begin(), model_paths.end(), "") != model_paths.end()) {
-            std::fprintf(stderr, "lctx bench: -m wants model files separated by commas, not '%s'\n",
-                         m.c_str());
-            return 1;
-        }
-    }
-    if (model_paths.empty()) model_paths.push_back(default_model_path());
+    if (!parse_model_list(model_args, &model_paths)) return 1;
     const std::vector<Test> all_tests = tests;
     const std::vector<int> prompt_sizes = prompts;
     // Per model below: embedding mode replaces the tests and the prompt sizes.
