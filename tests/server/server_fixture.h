@@ -3,6 +3,7 @@
 #pragma once
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -36,20 +37,22 @@ inline NpmScriptRun run_npm_script(const std::string &script, const std::string 
         return r;
     }
     const std::string dir = std::string(LCTX_BIN_DIR) + "/../" + folder;
-    bool installed = true;
-    std::istringstream names(packages);
-    for (std::string name; names >> name;)
-        installed = installed && std::system(("test -d " + dir + "/node_modules/" + name).c_str()) == 0;
-    if (!installed &&
-        std::system(("mkdir -p " + dir + " && cd " + dir + " && npm install --silent --no-audit --no-fund " +
-                     packages + " >/dev/null 2>&1")
-                        .c_str()) != 0) {
+    // Tests that share a folder run side by side under ctest -j: one installs while the others wait on the
+    // folder's lock, and a marker written after a whole install (not the presence of node_modules/NAME, which
+    // a half-done install already has) says the packages are there.
+    const std::string install = "mkdir -p " + dir + " && cd " + dir + " && flock .install.lock sh -c '" +
+                                "test -f .installed || { npm install --silent --no-audit --no-fund " + packages +
+                                " >/dev/null 2>&1 && echo \"" + packages + "\" > .installed; }' && grep -qxF \"" +
+                                packages + "\" .installed";
+    if (std::system(install.c_str()) != 0) {
         r.skip = "npm could not install " + packages + " (offline?): the " + script + " test is skipped";
         return r;
     }
-    // The script must resolve the packages from that folder: run a copy placed there.
-    const std::string cmd = "cp " + std::string(LCTX_TESTS_DIR) + "/server/" + script + " " + dir + "/" +
-                            script + " && node " + dir + "/" + script + " " + args + " 2>&1";
+    // The script must resolve the packages from that folder: run a copy placed there, one per process (a
+    // test beside it may be copying its own).
+    const std::string copy = dir + "/" + std::to_string(getpid()) + "-" + script;
+    const std::string cmd = "cp " + std::string(LCTX_TESTS_DIR) + "/server/" + script + " " + copy +
+                            " && node " + copy + " " + args + " 2>&1; s=$?; rm -f " + copy + "; exit $s";
     FILE *p = popen(cmd.c_str(), "r");
     if (!p) {
         r.status = -1;

@@ -149,8 +149,9 @@ TEST(Prometheus, ScrapesEveryVllmSeriesDuringALoad) {
     ASSERT_TRUE(prom.started());
     ASSERT_TRUE(prom.ready(15)) << prom.log();
 
-    // The load: three clients asking one after the other for 3 s (a shared system-like prefix, so the
-    // prefix cache is hit too).
+    // The load: three clients asking one after the other (a shared system-like prefix, so the prefix
+    // cache is hit too). Each request generates 160 tokens whatever the model says, so that the two slots
+    // are busy nearly all the time and a 1 s scrape catches a running request.
     std::atomic<bool> stop{false};
     std::atomic<int> done{0}, failed{0};
     std::vector<std::thread> clients;
@@ -160,7 +161,8 @@ TEST(Prometheus, ScrapesEveryVllmSeriesDuringALoad) {
                 auto [st, body] = srv.post(
                     "/v1/completions",
                     {{"prompt", "Once upon a time, a little girl named " + std::to_string(c * 100 + i)},
-                     {"max_tokens", 24},
+                     {"max_tokens", 160},
+                     {"ignore_eos", true},
                      {"temperature", 0.7},
                      {"seed", i}});
                 (st == 200 ? done : failed)++;
@@ -179,20 +181,25 @@ TEST(Prometheus, ScrapesEveryVllmSeriesDuringALoad) {
                                              "vllm:inter_token_latency_seconds_bucket",
                                              "vllm:e2e_request_latency_seconds_bucket",
                                              "vllm:request_queue_time_seconds_bucket"};
-    // During the load: Prometheus holds every series (the scrape parsed: up is 1).
+    // During the load (at least 3 s): Prometheus holds every series (the scrape parsed: up is 1) and one
+    // scrape saw a request running. A scrape samples the gauge at one instant, so on a loaded machine the
+    // load goes on until one did, for 12 s at most.
     std::vector<std::string> missing = series;
-    const auto load_end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    while (std::chrono::steady_clock::now() < load_end || !missing.empty()) {
-        if (std::chrono::steady_clock::now() > load_end + std::chrono::seconds(5)) break;
+    double running_peak = -1;
+    const auto load_begin = std::chrono::steady_clock::now();
+    for (;;) {
+        const auto elapsed = std::chrono::steady_clock::now() - load_begin;
+        if (elapsed > std::chrono::seconds(12)) break;
         std::vector<std::string> still;
         for (const std::string &s : missing) {
             json r = prom.query(s);
             if (!r.is_array() || r.empty()) still.push_back(s);
         }
         missing.swap(still);
+        running_peak = prom.value("max_over_time(vllm:num_requests_running[1m])");
+        if (elapsed >= std::chrono::seconds(3) && missing.empty() && running_peak >= 1) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
-    const double running_peak = prom.value("max_over_time(vllm:num_requests_running[1m])");
     stop = true;
     for (auto &t : clients) t.join();
     EXPECT_TRUE(missing.empty()) << "not in Prometheus: " << json(missing).dump() << "\n" << prom.log();
