@@ -53,7 +53,7 @@ run_ctest() {
   return $rc
 }
 # The three builds compile in unity batches (LCTX_UNITY, CMakeLists.txt): fewer, larger translation units, so the
-# shared headers are parsed once per batch (README, "Speed of the test script"). LCTX_UNITY=OFF turns it off.
+# shared headers are parsed once per batch (README, the measured cut). LCTX_UNITY=OFF turns it off.
 unity=${LCTX_UNITY:-ON}
 stage "release build"
 "$root/scripts/build.sh" -DLCTX_UNITY="$unity"
