@@ -134,3 +134,5 @@ void ThreadPool::worker_loop(int ith) {
 }
 
 }  // namespace lctx::kernels
+
+#undef LCTX_PAUSE  // a unity batch goes on after this file

@@ -13,56 +13,47 @@ namespace lctx::server {
 namespace {
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string &field, const std::string &what) {
-    throw ApiError(400, "'" + field + "' " + what, "invalid_request_error", field);
-}
-
-const json *field(const json &body, const char *name) {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return nullptr;  // null: as if absent (OpenAI clients send it)
-    return &*it;
-}
-
 float get_float(const json &body, const char *name, float def, float lo, float hi) {
-    const json *v = field(body, name);
+    const json *v = find_field(body, name);
     if (!v) return def;
-    if (!v->is_number()) bad(name, "must be a number");
+    if (!v->is_number()) bad_field(name, "must be a number");
     const double d = v->get<double>();
     if (!std::isfinite(d) || d < lo || d > hi)
-        bad(name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+        bad_field(name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
     return static_cast<float>(d);
 }
 
 int64_t get_int(const json &body, const char *name, int64_t def, int64_t lo, int64_t hi) {
-    const json *v = field(body, name);
+    const json *v = find_field(body, name);
     if (!v) return def;
-    if (!v->is_number_integer() && !v->is_number_unsigned()) bad(name, "must be an integer");
+    if (!v->is_number_integer() && !v->is_number_unsigned()) bad_field(name, "must be an integer");
     if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-        bad(name, "is out of range");
+        bad_field(name, "is out of range");
     const int64_t i = v->get<int64_t>();
-    if (i < lo || i > hi) bad(name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    if (i < lo || i > hi)
+        bad_field(name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
     return i;
 }
 
 bool get_bool(const json &body, const char *name, bool def) {
-    const json *v = field(body, name);
+    const json *v = find_field(body, name);
     if (!v) return def;
-    if (!v->is_boolean()) bad(name, "must be a boolean");
+    if (!v->is_boolean()) bad_field(name, "must be a boolean");
     return v->get<bool>();
 }
 
 std::string get_string(const json &body, const char *name, const std::string &def) {
-    const json *v = field(body, name);
+    const json *v = find_field(body, name);
     if (!v) return def;
-    if (!v->is_string()) bad(name, "must be a string");
+    if (!v->is_string()) bad_field(name, "must be a string");
     return v->get<std::string>();
 }
 
 int32_t token_id(const json &v, const char *name, int32_t n_vocab) {
-    if (!v.is_number_integer() && !v.is_number_unsigned()) bad(name, "must hold token ids (integers)");
+    if (!v.is_number_integer() && !v.is_number_unsigned()) bad_field(name, "must hold token ids (integers)");
     const int64_t t = v.get<int64_t>();
     if (t < 0 || (n_vocab > 0 && t >= n_vocab) || t > INT32_MAX)
-        bad(name, "holds token " + std::to_string(t) + ", outside the vocabulary");
+        bad_field(name, "holds token " + std::to_string(t) + ", outside the vocabulary");
     return static_cast<int32_t>(t);
 }
 
@@ -84,14 +75,14 @@ std::string canonical_sampler(const std::string &n) {
 void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     r.model = get_string(body, "model", "");
     // max_completion_tokens is the chat endpoint's newer name; n_predict is llama-server's.
-    const char *mt_name = field(body, "max_completion_tokens") ? "max_completion_tokens"
-                          : field(body, "n_predict")           ? "n_predict"
-                                                               : "max_tokens";
+    const char *mt_name = find_field(body, "max_completion_tokens") ? "max_completion_tokens"
+                          : find_field(body, "n_predict")           ? "n_predict"
+                                                                    : "max_tokens";
     r.max_tokens = static_cast<int32_t>(get_int(body, mt_name, -1, 1, lim.max_tokens));
     r.n = static_cast<int32_t>(get_int(body, "n", 1, 1, lim.max_n));
     r.stream = get_bool(body, "stream", false);
-    if (const json *so = field(body, "stream_options")) {
-        if (!so->is_object()) bad("stream_options", "must be an object");
+    if (const json *so = find_field(body, "stream_options")) {
+        if (!so->is_object()) bad_field("stream_options", "must be an object");
         r.include_usage = get_bool(*so, "include_usage", false);
     }
 
@@ -100,22 +91,22 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     r.cache_prompt = get_bool(body, "cache_prompt", true);
     r.id_slot = static_cast<int32_t>(get_int(body, "id_slot", -1, -1, 1 << 20));
     if (lim.n_slots > 0 && r.id_slot >= lim.n_slots)
-        bad("id_slot", "must be -1 or a slot id below " + std::to_string(lim.n_slots));
+        bad_field("id_slot", "must be -1 or a slot id below " + std::to_string(lim.n_slots));
     // Native fields lctx does not do: refused unless neutral.
     if (get_int(body, "n_keep", 0, -1, 1 << 30) != 0)
-        bad("n_keep", "is not supported: a full slot keeps its first token (--context-shift) or ends");
-    if (get_int(body, "n_indent", 0, 0, 1 << 20) != 0) bad("n_indent", "is not supported (send 0)");
+        bad_field("n_keep", "is not supported: a full slot keeps its first token (--context-shift) or ends");
+    if (get_int(body, "n_indent", 0, 0, 1 << 20) != 0) bad_field("n_indent", "is not supported (send 0)");
     if (get_int(body, "t_max_predict_ms", 0, 0, INT64_MAX) != 0)
-        bad("t_max_predict_ms", "is not supported (send 0; n_predict bounds a reply)");
+        bad_field("t_max_predict_ms", "is not supported (send 0; n_predict bounds a reply)");
     if (get_bool(body, "timings_per_token", false))
-        bad("timings_per_token", "is not supported: timings come with each choice's end");
-    if (const json *rf = field(body, "response_fields"))
-        if (!rf->is_array() || !rf->empty()) bad("response_fields", "is not supported");
-    if (const json *img = field(body, "image_data"))
+        bad_field("timings_per_token", "is not supported: timings come with each choice's end");
+    if (const json *rf = find_field(body, "response_fields"))
+        if (!rf->is_array() || !rf->empty()) bad_field("response_fields", "is not supported");
+    if (const json *img = find_field(body, "image_data"))
         if (!img->is_array() || !img->empty())
-            bad("image_data", "is not supported: this server reads no images");
+            bad_field("image_data", "is not supported: this server reads no images");
     if (get_bool(body, "post_sampling_probs", false))
-        bad("post_sampling_probs", "is not supported: probabilities are the model's, before sampling");
+        bad_field("post_sampling_probs", "is not supported: probabilities are the model's, before sampling");
     // An absent field keeps the endpoint's default (r.sampling as the caller set it).
     SamplingParams &s = r.sampling;
     s.temperature = get_float(body, "temperature", s.temperature, 0.0f, 2.0f);
@@ -134,13 +125,13 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     s.dry_base = get_float(body, "dry_base", 1.75f, 1.0f, 1e6f);
     s.dry_allowed_length = static_cast<int32_t>(get_int(body, "dry_allowed_length", 2, 0, 1 << 20));
     s.dry_penalty_last_n = static_cast<int32_t>(get_int(body, "dry_penalty_last_n", -1, -1, 1 << 30));
-    if (const json *br = field(body, "dry_sequence_breakers")) {
+    if (const json *br = find_field(body, "dry_sequence_breakers")) {
         if (!br->is_array() || br->empty() || br->size() > 64)
-            bad("dry_sequence_breakers", "must be an array of 1 to 64 strings");
+            bad_field("dry_sequence_breakers", "must be an array of 1 to 64 strings");
         s.dry_sequence_breakers.clear();
         for (const json &x : *br) {
             if (!x.is_string() || x.get<std::string>().empty() || x.get<std::string>().size() > 256)
-                bad("dry_sequence_breakers", "must hold non-empty strings (at most 256 bytes)");
+                bad_field("dry_sequence_breakers", "must hold non-empty strings (at most 256 bytes)");
             s.dry_sequence_breakers.push_back(x.get<std::string>());
         }
     }
@@ -149,7 +140,7 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     s.min_keep = static_cast<int32_t>(get_int(body, "min_keep", 0, 0, 1 << 20));
     s.dynatemp_range = get_float(body, "dynatemp_range", 0.0f, 0.0f, 2.0f);
     s.dynatemp_exponent = get_float(body, "dynatemp_exponent", 1.0f, 0.0f, 100.0f);
-    if (const json *sm = field(body, "samplers")) {
+    if (const json *sm = find_field(body, "samplers")) {
         // An array of names, or llama-server's string of letters (k top_k, y typ_p, p top_p, m min_p, x xtc,
         // t temperature, d dry, e penalties).
         static const char *kLetters = "kypmxtde";
@@ -159,36 +150,37 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
             for (char c : sm->get<std::string>()) {
                 const char *at = std::strchr(kLetters, c);
                 if (c == '\0' || !at)
-                    bad("samplers", std::string("has an unknown sampler letter '") + c + "'");
+                    bad_field("samplers", std::string("has an unknown sampler letter '") + c + "'");
                 s.samplers.push_back(kNames[at - kLetters]);
             }
         } else if (sm->is_array()) {
             for (const json &x : *sm) {
-                if (!x.is_string()) bad("samplers", "must be an array of sampler names");
+                if (!x.is_string()) bad_field("samplers", "must be an array of sampler names");
                 const std::string n = canonical_sampler(x.get<std::string>());
                 if (n.empty())
-                    bad("samplers", "has an unknown sampler '" + x.get<std::string>() +
-                                        "' (top_k, typ_p, top_p, min_p, xtc, temperature, dry, penalties)");
+                    bad_field("samplers",
+                              "has an unknown sampler '" + x.get<std::string>() +
+                                  "' (top_k, typ_p, top_p, min_p, xtc, temperature, dry, penalties)");
                 s.samplers.push_back(n);
             }
         } else {
-            bad("samplers", "must be an array of sampler names or a string of sampler letters");
+            bad_field("samplers", "must be an array of sampler names or a string of sampler letters");
         }
-        if (s.samplers.size() > 32) bad("samplers", "may name at most 32 samplers");
+        if (s.samplers.size() > 32) bad_field("samplers", "may name at most 32 samplers");
     }
-    if (const json *v = field(body, "seed")) {
-        if (!v->is_number_integer() && !v->is_number_unsigned()) bad("seed", "must be an integer");
+    if (const json *v = find_field(body, "seed")) {
+        if (!v->is_number_integer() && !v->is_number_unsigned()) bad_field("seed", "must be an integer");
         // Any 64-bit seed is accepted (clients send large ones); the sampler takes its low 32 bits.
         s.seed = static_cast<uint32_t>(v->is_number_unsigned() ? v->get<uint64_t>()
                                                                : static_cast<uint64_t>(v->get<int64_t>()));
     }
-    if (const json *lb = field(body, "logit_bias")) {
+    if (const json *lb = find_field(body, "logit_bias")) {
         // OpenAI: {"token id": bias}; llama-server also takes [[id, bias], ...].
         auto add = [&](int32_t tok, const json &b) {
-            if (!b.is_number()) bad("logit_bias", "values must be numbers");
+            if (!b.is_number()) bad_field("logit_bias", "values must be numbers");
             const double d = b.get<double>();
             if (!std::isfinite(d) || d < -100.0 || d > 100.0)
-                bad("logit_bias", "values must be in [-100, 100]");
+                bad_field("logit_bias", "values must be in [-100, 100]");
             s.logit_bias.emplace_back(tok, static_cast<float>(d));
         };
         if (lb->is_object()) {
@@ -201,75 +193,76 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
                 } catch (const std::exception &) {
                     used = 0;
                 }
-                if (k.empty() || used != k.size()) bad("logit_bias", "keys must be token ids");
+                if (k.empty() || used != k.size()) bad_field("logit_bias", "keys must be token ids");
                 token_id(json(id), "logit_bias", lim.n_vocab);
                 add(static_cast<int32_t>(id), it.value());
             }
         } else if (lb->is_array()) {
             for (const json &p : *lb) {
-                if (!p.is_array() || p.size() != 2) bad("logit_bias", "entries must be [token, bias] pairs");
+                if (!p.is_array() || p.size() != 2)
+                    bad_field("logit_bias", "entries must be [token, bias] pairs");
                 add(token_id(p[0], "logit_bias", lim.n_vocab), p[1]);
             }
         } else {
-            bad("logit_bias", "must be an object mapping token ids to biases");
+            bad_field("logit_bias", "must be an object mapping token ids to biases");
         }
     }
 
-    if (const json *st = field(body, "stop")) {
+    if (const json *st = find_field(body, "stop")) {
         if (st->is_string()) {
             r.stop.push_back(st->get<std::string>());
         } else if (st->is_array()) {
             if (st->size() > static_cast<size_t>(lim.max_stop))
-                bad("stop", "may hold at most " + std::to_string(lim.max_stop) + " strings");
+                bad_field("stop", "may hold at most " + std::to_string(lim.max_stop) + " strings");
             for (const json &x : *st) {
-                if (!x.is_string()) bad("stop", "must be a string or an array of strings");
+                if (!x.is_string()) bad_field("stop", "must be a string or an array of strings");
                 r.stop.push_back(x.get<std::string>());
             }
         } else {
-            bad("stop", "must be a string or an array of strings");
+            bad_field("stop", "must be a string or an array of strings");
         }
         for (const std::string &x : r.stop)
-            if (x.empty()) bad("stop", "strings must not be empty");
+            if (x.empty()) bad_field("stop", "strings must not be empty");
     }
 
     // Constrained output: response_format (OpenAI), or llama-server's grammar / json_schema fields.
     std::string grammar = get_string(body, "grammar", "");
     auto from_schema = [&](const json &schema, const char *name) {
-        if (!schema.is_object() && !schema.is_boolean()) bad(name, "must be a JSON schema object");
+        if (!schema.is_object() && !schema.is_boolean()) bad_field(name, "must be a JSON schema object");
         try {
             return grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema.dump()));
         } catch (const grammar::SchemaError &e) {
-            bad(name, std::string("is not a usable JSON schema: ") + e.what());
+            bad_field(name, std::string("is not a usable JSON schema: ") + e.what());
         }
     };
-    if (const json *js = field(body, "json_schema")) {
-        if (!grammar.empty()) bad("json_schema", "cannot be combined with 'grammar'");
+    if (const json *js = find_field(body, "json_schema")) {
+        if (!grammar.empty()) bad_field("json_schema", "cannot be combined with 'grammar'");
         grammar = from_schema(*js, "json_schema");
     }
-    if (const json *rf = field(body, "response_format")) {
-        if (!rf->is_object()) bad("response_format", "must be an object");
+    if (const json *rf = find_field(body, "response_format")) {
+        if (!rf->is_object()) bad_field("response_format", "must be an object");
         const std::string type = get_string(*rf, "type", "text");
         if (type == "json_object") {
             // llama-server's form: {"type":"json_object","schema":{...}} constrains to that schema.
-            if (const json *sc = field(*rf, "schema"))
+            if (const json *sc = find_field(*rf, "schema"))
                 grammar = from_schema(*sc, "response_format.schema");
             else
                 grammar = json_object_grammar();
         } else if (type == "json_schema") {
-            const json *wrap = field(*rf, "json_schema");
-            if (!wrap || !wrap->is_object()) bad("response_format.json_schema", "must be an object");
-            const json *sc = field(*wrap, "schema");
-            if (!sc) bad("response_format.json_schema.schema", "is required");
+            const json *wrap = find_field(*rf, "json_schema");
+            if (!wrap || !wrap->is_object()) bad_field("response_format.json_schema", "must be an object");
+            const json *sc = find_field(*wrap, "schema");
+            if (!sc) bad_field("response_format.json_schema.schema", "is required");
             grammar = from_schema(*sc, "response_format.json_schema.schema");
         } else if (type != "text") {
-            bad("response_format.type", "must be 'text', 'json_object' or 'json_schema'");
+            bad_field("response_format.type", "must be 'text', 'json_object' or 'json_schema'");
         }
     }
     if (!grammar.empty()) {
         try {
             grammar::parse_gbnf(grammar);
         } catch (const grammar::GrammarError &e) {
-            bad("grammar", std::string("is not a valid GBNF grammar: ") + e.what());
+            bad_field("grammar", std::string("is not a valid GBNF grammar: ") + e.what());
         }
     }
     r.grammar = std::move(grammar);
@@ -282,16 +275,16 @@ std::string message_content(const json &c, size_t i) {
         // Content parts: the text ones are joined; images and audio are refused.
         std::string out;
         for (const json &part : c) {
-            if (!part.is_object()) bad(name, "parts must be objects");
-            if (get_string(part, "type", "") != "text") bad(name, "parts must be of type 'text'");
-            const json *t = field(part, "text");
-            if (!t || !t->is_string()) bad(name, "text parts need a string 'text'");
+            if (!part.is_object()) bad_field(name, "parts must be objects");
+            if (get_string(part, "type", "") != "text") bad_field(name, "parts must be of type 'text'");
+            const json *t = find_field(part, "text");
+            if (!t || !t->is_string()) bad_field(name, "text parts need a string 'text'");
             if (!out.empty()) out += "\n";
             out += t->get<std::string>();
         }
         return out;
     }
-    bad(name, "must be a string or an array of text parts");
+    bad_field(name, "must be a string or an array of text parts");
 }
 }  // namespace
 
@@ -319,7 +312,7 @@ const std::string &json_object_grammar() {
 namespace {
 // A prompt given as an array of pieces: token ids and strings.
 PromptInput prompt_pieces(const json &a, int32_t n_vocab) {
-    if (a.empty()) bad("prompt", "must not hold an empty list");
+    if (a.empty()) bad_field("prompt", "must not hold an empty list");
     PromptInput p;
     for (const json &x : a) {
         if (x.is_string())
@@ -333,36 +326,37 @@ PromptInput prompt_pieces(const json &a, int32_t n_vocab) {
 // Every choice takes a slot or a place in the queue: more than both hold could never be served.
 void check_choices(const GenRequest &r, const RequestLimits &lim) {
     if (static_cast<int64_t>(r.prompts.size()) * r.n > lim.max_choices)
-        bad(r.prompts.size() > 1 ? "prompt" : "n",
-            "asks for " + std::to_string(r.prompts.size() * static_cast<size_t>(r.n)) +
-                " choices (prompts times n); the server can hold " + std::to_string(lim.max_choices));
+        bad_field(r.prompts.size() > 1 ? "prompt" : "n",
+                  "asks for " + std::to_string(r.prompts.size() * static_cast<size_t>(r.n)) +
+                      " choices (prompts times n); the server can hold " + std::to_string(lim.max_choices));
 }
 
 // `prompt`: a string, token ids (with strings among them), or a list of such prompts.
 void parse_prompts(const json &body, const RequestLimits &lim, GenRequest &r) {
-    const json *p = field(body, "prompt");
-    if (!p) bad("prompt", "is required");
+    const json *p = find_field(body, "prompt");
+    if (!p) bad_field("prompt", "is required");
     if (p->is_string()) {
         r.prompts.push_back({{false, -1, p->get<std::string>()}});
     } else if (p->is_array()) {
-        if (p->empty()) bad("prompt", "must not be empty");
+        if (p->empty()) bad_field("prompt", "must not be empty");
         const bool one = std::any_of(p->begin(), p->end(), [](const json &x) { return x.is_number(); });
         if (one) {
             r.prompts.push_back(prompt_pieces(*p, lim.n_vocab));
         } else {
             if (p->size() > static_cast<size_t>(lim.max_prompts))
-                bad("prompt", "may hold at most " + std::to_string(lim.max_prompts) + " prompts");
+                bad_field("prompt", "may hold at most " + std::to_string(lim.max_prompts) + " prompts");
             for (const json &x : *p) {
                 if (x.is_string())
                     r.prompts.push_back({{false, -1, x.get<std::string>()}});
                 else if (x.is_array())
                     r.prompts.push_back(prompt_pieces(x, lim.n_vocab));
                 else
-                    bad("prompt", "must be a string, an array of token ids, or an array of such prompts");
+                    bad_field("prompt",
+                              "must be a string, an array of token ids, or an array of such prompts");
             }
         }
     } else {
-        bad("prompt", "must be a string, an array of token ids, or an array of such prompts");
+        bad_field("prompt", "must be a string, an array of token ids, or an array of such prompts");
     }
     // The first prompt in the older fields, when it is all text or all tokens.
     const PromptInput &first = r.prompts[0];
@@ -381,9 +375,9 @@ GenRequest parse_completion_request(const json &body, const RequestLimits &lim) 
     parse_prompts(body, lim, r);
     parse_common(body, lim, r);
     if (get_int(body, "n_probs", 0, 0, 1 << 20) != 0)
-        bad("n_probs", "is /completion's: here use 'logprobs' (the number of alternatives)");
+        bad_field("n_probs", "is /completion's: here use 'logprobs' (the number of alternatives)");
     // Completions take logprobs as the number of alternatives (OpenAI allows up to 5; llama-server more).
-    if (const json *lp = field(body, "logprobs")) {
+    if (const json *lp = find_field(body, "logprobs")) {
         if (lp->is_boolean()) {
             r.logprobs = lp->get<bool>();
         } else {
@@ -393,8 +387,8 @@ GenRequest parse_completion_request(const json &body, const RequestLimits &lim) 
     }
     r.echo = get_bool(body, "echo", false);
     if (r.echo && r.logprobs)
-        bad("echo",
-            "cannot be combined with 'logprobs' (the prompt's tokens have no log-probabilities here)");
+        bad_field("echo",
+                  "cannot be combined with 'logprobs' (the prompt's tokens have no log-probabilities here)");
     check_choices(r, lim);
     return r;
 }
@@ -410,8 +404,8 @@ GenRequest parse_native_completion_request(const json &body, const RequestLimits
     r.sampling.repeat_last_n = 64;
     if (infill) {
         // /infill: the prompt is optional (it goes after the FIM middle token) and one text at most.
-        if (const json *p = field(body, "prompt")) {
-            if (!p->is_string()) bad("prompt", "must be a string (the text after the middle token)");
+        if (const json *p = find_field(body, "prompt")) {
+            if (!p->is_string()) bad_field("prompt", "must be a string (the text after the middle token)");
             r.prompt = p->get<std::string>();
         }
         r.prompts.push_back({{false, -1, r.prompt}});
@@ -421,10 +415,11 @@ GenRequest parse_native_completion_request(const json &body, const RequestLimits
     parse_common(body, lim, r);
     r.n_probs = static_cast<int32_t>(get_int(body, "n_probs", 0, 0, 100));
     r.return_tokens = get_bool(body, "return_tokens", false);
-    if (field(body, "logprobs")) bad("logprobs", "is the OpenAI endpoints': /completion takes 'n_probs'");
+    if (find_field(body, "logprobs"))
+        bad_field("logprobs", "is the OpenAI endpoints': /completion takes 'n_probs'");
     if (get_bool(body, "echo", false))
-        bad("echo", "is /v1/completions': /completion returns the prompt as 'prompt'");
-    if (r.n != 1) bad("n", "must be 1 on /completion (send several prompts instead)");
+        bad_field("echo", "is /v1/completions': /completion returns the prompt as 'prompt'");
+    if (r.n != 1) bad_field("n", "must be 1 on /completion (send several prompts instead)");
     check_choices(r, lim);
     return r;
 }
@@ -433,15 +428,15 @@ InfillInput parse_infill_input(const json &body) {
     InfillInput in;
     in.prefix = get_string(body, "input_prefix", "");
     in.suffix = get_string(body, "input_suffix", "");
-    if (const json *ex = field(body, "input_extra")) {
+    if (const json *ex = find_field(body, "input_extra")) {
         if (!ex->is_array() || ex->size() > 256)
-            bad("input_extra", "must be an array of {filename, text} objects");
+            bad_field("input_extra", "must be an array of {filename, text} objects");
         for (size_t i = 0; i < ex->size(); ++i) {
             const json &c = (*ex)[i];
             const std::string name = "input_extra[" + std::to_string(i) + "]";
-            if (!c.is_object()) bad(name, "must be an object {filename, text}");
-            const json *t = field(c, "text");
-            if (!t || !t->is_string()) bad(name + ".text", "must be a string");
+            if (!c.is_object()) bad_field(name, "must be an object {filename, text}");
+            const json *t = find_field(c, "text");
+            if (!t || !t->is_string()) bad_field(name + ".text", "must be a string");
             in.extra.push_back({get_string(c, "filename", ""), t->get<std::string>()});
         }
     }
@@ -451,38 +446,38 @@ InfillInput parse_infill_input(const json &body) {
 GenRequest parse_chat_request(const json &body, const RequestLimits &lim) {
     GenRequest r;
     r.endpoint = Endpoint::Chat;
-    const json *m = field(body, "messages");
-    if (!m) bad("messages", "is required");
-    if (!m->is_array() || m->empty()) bad("messages", "must be a non-empty array");
+    const json *m = find_field(body, "messages");
+    if (!m) bad_field("messages", "is required");
+    if (!m->is_array() || m->empty()) bad_field("messages", "must be a non-empty array");
     for (size_t i = 0; i < m->size(); ++i) {
         const json &msg = (*m)[i];
         const std::string name = "messages[" + std::to_string(i) + "]";
-        if (!msg.is_object()) bad(name, "must be an object");
-        const json *role = field(msg, "role");
-        if (!role || !role->is_string()) bad(name + ".role", "must be a string");
-        const json *content = field(msg, "content");
+        if (!msg.is_object()) bad_field(name, "must be an object");
+        const json *role = find_field(msg, "role");
+        if (!role || !role->is_string()) bad_field(name + ".role", "must be a string");
+        const json *content = find_field(msg, "content");
         ChatTurn t;
         t.role = role->get<std::string>();
         if (t.role != "system" && t.role != "user" && t.role != "assistant" && t.role != "developer" &&
             t.role != "tool")
-            bad(name + ".role", "must be system, developer, user, assistant or tool");
+            bad_field(name + ".role", "must be system, developer, user, assistant or tool");
         if (t.role == "developer") t.role = "system";  // OpenAI's newer name for the system turn
         // Only an assistant turn may go without content (one that made tool calls); any other turn without
         // it is a mistake in the request, not an empty message.
         if (!content && t.role != "assistant")
-            bad(name + ".content", "is required for a " + t.role + " message");
+            bad_field(name + ".content", "is required for a " + t.role + " message");
         t.content = content ? message_content(*content, i) : "";
         r.messages.push_back(std::move(t));
     }
     parse_common(body, lim, r);
     if (get_int(body, "n_probs", 0, 0, 1 << 20) != 0)
-        bad("n_probs", "is /completion's: here use 'logprobs' and 'top_logprobs'");
+        bad_field("n_probs", "is /completion's: here use 'logprobs' and 'top_logprobs'");
     std::vector<std::string> contents;
     for (const ChatTurn &t : r.messages) contents.push_back(t.content);
     r.tools = parse_tool_request(body, contents);
     r.logprobs = get_bool(body, "logprobs", false);
     r.top_logprobs = static_cast<int32_t>(get_int(body, "top_logprobs", 0, 0, 20));
-    if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "needs 'logprobs': true");
+    if (r.top_logprobs > 0 && !r.logprobs) bad_field("top_logprobs", "needs 'logprobs': true");
     return r;
 }
 

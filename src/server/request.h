@@ -29,6 +29,16 @@ class ApiError : public std::runtime_error {
     std::string param;  // the offending field, or ""
 };
 
+// The request parsers' shared pieces: the 400 that names a field that is wrong, and a field's value, or null
+// when it is absent or null (OpenAI clients send null for "not set").
+[[noreturn]] inline void bad_field(const std::string &field, const std::string &what) {
+    throw ApiError(400, "'" + field + "' " + what, "invalid_request_error", field);
+}
+inline const nlohmann::json *find_field(const nlohmann::json &body, const char *name) {
+    auto it = body.find(name);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
 struct SamplingParams {
     float temperature = 1.0f;  // OpenAI's default; 0 is greedy
     float top_p = 1.0f;

@@ -10,16 +10,6 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-[[noreturn]] void bad(const std::string &field, const std::string &what) {
-    throw ApiError(400, "'" + field + "' " + what, "invalid_request_error", field);
-}
-
-const json *field(const json &j, const char *name) {
-    auto it = j.find(name);
-    if (it == j.end() || it->is_null()) return nullptr;
-    return &*it;
-}
-
 // OpenAI's rule for function names: letters, digits, '_' and '-', at most 64.
 bool valid_function_name(const std::string &n) {
     if (n.empty() || n.size() > 64) return false;
@@ -33,28 +23,31 @@ ojson to_ordered(const json &j) {
 }
 
 ojson parse_tools(const json &t) {
-    if (!t.is_array()) bad("tools", "must be an array of {\"type\": \"function\", \"function\": {...}}");
+    if (!t.is_array())
+        bad_field("tools", "must be an array of {\"type\": \"function\", \"function\": {...}}");
     ojson out = ojson::array();
     std::set<std::string> names;
     for (size_t i = 0; i < t.size(); ++i) {
         const std::string at = "tools[" + std::to_string(i) + "]";
         const json &tool = t[i];
-        if (!tool.is_object()) bad(at, "must be an object");
-        const json *type = field(tool, "type");
-        if (!type || !type->is_string() || *type != "function") bad(at + ".type", "must be \"function\"");
-        const json *fn = field(tool, "function");
-        if (!fn || !fn->is_object()) bad(at + ".function", "must be an object");
-        const json *name = field(*fn, "name");
+        if (!tool.is_object()) bad_field(at, "must be an object");
+        const json *type = find_field(tool, "type");
+        if (!type || !type->is_string() || *type != "function")
+            bad_field(at + ".type", "must be \"function\"");
+        const json *fn = find_field(tool, "function");
+        if (!fn || !fn->is_object()) bad_field(at + ".function", "must be an object");
+        const json *name = find_field(*fn, "name");
         if (!name || !name->is_string() || !valid_function_name(name->get<std::string>()))
-            bad(at + ".function.name", "must be a name of letters, digits, '_', '-' or '.' (at most 64)");
+            bad_field(at + ".function.name",
+                      "must be a name of letters, digits, '_', '-' or '.' (at most 64)");
         if (!names.insert(name->get<std::string>()).second)
-            bad(at + ".function.name", "repeats the name of another tool");
-        if (const json *d = field(*fn, "description"); d && !d->is_string())
-            bad(at + ".function.description", "must be a string");
-        if (const json *p = field(*fn, "parameters"); p && !p->is_object())
-            bad(at + ".function.parameters", "must be a JSON schema object");
-        if (const json *s = field(*fn, "strict"); s && !s->is_boolean())
-            bad(at + ".function.strict", "must be a boolean");
+            bad_field(at + ".function.name", "repeats the name of another tool");
+        if (const json *d = find_field(*fn, "description"); d && !d->is_string())
+            bad_field(at + ".function.description", "must be a string");
+        if (const json *p = find_field(*fn, "parameters"); p && !p->is_object())
+            bad_field(at + ".function.parameters", "must be a JSON schema object");
+        if (const json *s = find_field(*fn, "strict"); s && !s->is_boolean())
+            bad_field(at + ".function.strict", "must be a boolean");
         out.push_back(to_ordered(tool));
     }
     return out;
@@ -64,9 +57,9 @@ ojson parse_tools(const json &t) {
 
 ToolRequest parse_tool_request(const json &body, const std::vector<std::string> &contents) {
     ToolRequest r;
-    if (const json *t = field(body, "tools")) r.tools = parse_tools(*t);
+    if (const json *t = find_field(body, "tools")) r.tools = parse_tools(*t);
 
-    if (const json *c = field(body, "tool_choice")) {
+    if (const json *c = find_field(body, "tool_choice")) {
         if (c->is_string()) {
             const std::string s = c->get<std::string>();
             if (s == "auto")
@@ -76,14 +69,15 @@ ToolRequest parse_tool_request(const json &body, const std::vector<std::string> 
             else if (s == "required")
                 r.choice = ToolRequest::Choice::Required;
             else
-                bad("tool_choice",
-                    "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}");
+                bad_field("tool_choice",
+                          "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}");
         } else if (c->is_object()) {
-            const json *type = field(*c, "type");
-            const json *fn = field(*c, "function");
-            const json *name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+            const json *type = find_field(*c, "type");
+            const json *fn = find_field(*c, "function");
+            const json *name = fn && fn->is_object() ? find_field(*fn, "name") : nullptr;
             if (!type || *type != "function" || !name || !name->is_string())
-                bad("tool_choice",
+                bad_field(
+                    "tool_choice",
                     "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
                     "{\"name\": "
                     "...}}");
@@ -91,24 +85,24 @@ ToolRequest parse_tool_request(const json &body, const std::vector<std::string> 
             r.named = name->get<std::string>();
             bool found = false;
             for (const ojson &t : r.tools) found = found || t["function"]["name"] == r.named;
-            if (!found) bad("tool_choice.function.name", "names no tool of 'tools'");
+            if (!found) bad_field("tool_choice.function.name", "names no tool of 'tools'");
         } else {
-            bad("tool_choice", "must be a string or an object");
+            bad_field("tool_choice", "must be a string or an object");
         }
         if ((r.choice == ToolRequest::Choice::Required || r.choice == ToolRequest::Choice::Named) &&
             r.tools.empty())
-            bad("tool_choice", "asks for a tool call but 'tools' is empty");
+            bad_field("tool_choice", "asks for a tool call but 'tools' is empty");
     }
-    if (const json *p = field(body, "parallel_tool_calls")) {
-        if (!p->is_boolean()) bad("parallel_tool_calls", "must be a boolean");
+    if (const json *p = find_field(body, "parallel_tool_calls")) {
+        if (!p->is_boolean()) bad_field("parallel_tool_calls", "must be a boolean");
         r.parallel = p->get<bool>();
     }
-    if (const json *k = field(body, "chat_template_kwargs")) {
-        if (!k->is_object()) bad("chat_template_kwargs", "must be an object");
+    if (const json *k = find_field(body, "chat_template_kwargs")) {
+        if (!k->is_object()) bad_field("chat_template_kwargs", "must be an object");
         r.template_kwargs = to_ordered(*k);
     }
 
-    const json *msgs = field(body, "messages");
+    const json *msgs = find_field(body, "messages");
     if (!msgs || !msgs->is_array()) return r;
     for (size_t i = 0; i < msgs->size() && i < contents.size(); ++i) {
         const json &m = (*msgs)[i];
@@ -116,34 +110,35 @@ ToolRequest parse_tool_request(const json &body, const std::vector<std::string> 
         std::string role = m.value("role", "");
         if (role == "developer") role = "system";
         ojson out = {{"role", role}, {"content", contents[i]}};
-        if (const json *calls = field(m, "tool_calls")) {
-            if (role != "assistant") bad(at + ".tool_calls", "is only allowed in an assistant message");
-            if (!calls->is_array()) bad(at + ".tool_calls", "must be an array");
+        if (const json *calls = find_field(m, "tool_calls")) {
+            if (role != "assistant") bad_field(at + ".tool_calls", "is only allowed in an assistant message");
+            if (!calls->is_array()) bad_field(at + ".tool_calls", "must be an array");
             ojson list = ojson::array();
             for (size_t j = 0; j < calls->size(); ++j) {
                 const std::string ct = at + ".tool_calls[" + std::to_string(j) + "]";
                 const json &c = (*calls)[j];
-                if (!c.is_object()) bad(ct, "must be an object");
-                const json *id = field(c, "id");
-                if (id && !id->is_string()) bad(ct + ".id", "must be a string");
-                if (const json *type = field(c, "type"); type && *type != "function")
-                    bad(ct + ".type", "must be \"function\"");
-                const json *fn = field(c, "function");
-                if (!fn || !fn->is_object()) bad(ct + ".function", "must be an object");
-                const json *name = field(*fn, "name");
+                if (!c.is_object()) bad_field(ct, "must be an object");
+                const json *id = find_field(c, "id");
+                if (id && !id->is_string()) bad_field(ct + ".id", "must be a string");
+                if (const json *type = find_field(c, "type"); type && *type != "function")
+                    bad_field(ct + ".type", "must be \"function\"");
+                const json *fn = find_field(c, "function");
+                if (!fn || !fn->is_object()) bad_field(ct + ".function", "must be an object");
+                const json *name = find_field(*fn, "name");
                 if (!name || !name->is_string() || name->get<std::string>().empty())
-                    bad(ct + ".function.name", "must be a non-empty string");
+                    bad_field(ct + ".function.name", "must be a non-empty string");
                 std::string args = "{}";
-                if (const json *a = field(*fn, "arguments")) {
+                if (const json *a = find_field(*fn, "arguments")) {
                     if (a->is_string()) {
                         args = a->get<std::string>();
                         const json parsed = json::parse(args, nullptr, false);
                         if (parsed.is_discarded() || !parsed.is_object())
-                            bad(ct + ".function.arguments", "must be a JSON object written as a string");
+                            bad_field(ct + ".function.arguments",
+                                      "must be a JSON object written as a string");
                     } else if (a->is_object()) {
                         args = a->dump();
                     } else {
-                        bad(ct + ".function.arguments", "must be a JSON object written as a string");
+                        bad_field(ct + ".function.arguments", "must be a JSON object written as a string");
                     }
                 }
                 ojson call = {{"id", id ? id->get<std::string>() : ""},
@@ -156,12 +151,12 @@ ToolRequest parse_tool_request(const json &body, const std::vector<std::string> 
                 r.tool_turns = true;
             }
         }
-        if (const json *id = field(m, "tool_call_id")) {
-            if (!id->is_string()) bad(at + ".tool_call_id", "must be a string");
+        if (const json *id = find_field(m, "tool_call_id")) {
+            if (!id->is_string()) bad_field(at + ".tool_call_id", "must be a string");
             out["tool_call_id"] = id->get<std::string>();
         }
-        if (const json *n = field(m, "name")) {
-            if (!n->is_string()) bad(at + ".name", "must be a string");
+        if (const json *n = find_field(m, "name")) {
+            if (!n->is_string()) bad_field(at + ".name", "must be a string");
             out["name"] = n->get<std::string>();
         }
         if (role == "tool") r.tool_turns = true;

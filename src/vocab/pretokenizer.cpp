@@ -208,9 +208,12 @@ std::vector<std::string> pre_regexes(PreType type) {
 
 // ---- rules ----------------------------------------------------------------------------------------
 
-namespace {
-
+// Outside the anonymous namespace: PreTokenizer::Rule (declared in the header) holds one, and a class with
+// external linkage whose field's type has internal linkage draws -Wsubobject-linkage wherever this file is
+// not the main file (a unity build).
 enum class RuleKind { kGpt2, kLlama3, kTrailingSpace, kCollapsed, kUtf };
+
+namespace {
 
 // The byte each category collapses to, and the ASCII members of that category, as class contents.
 struct CollapsedClass {

@@ -11,23 +11,23 @@ namespace lctx {
 
 namespace {
 
-struct Symbol {
+struct SpmSymbol {
     int32_t prev;  // -1: none
     int32_t next;
     size_t begin;  // byte range in the text
     size_t len;    // 0 once merged into its left neighbour
 };
 
-struct Bigram {
+struct SpmBigram {
     int32_t left;
     int32_t right;
     float score;
     size_t len;  // byte length of the pair when it was queued (stale entries no longer match)
 };
 
-struct BigramOrder {
+struct SpmBigramOrder {
     // priority_queue keeps the "largest" on top: highest score, then leftmost
-    bool operator()(const Bigram &a, const Bigram &b) const {
+    bool operator()(const SpmBigram &a, const SpmBigram &b) const {
         return a.score < b.score || (a.score == b.score && a.left > b.left);
     }
 };
@@ -36,7 +36,7 @@ struct BigramOrder {
 
 void Vocab::tokenize_spm(std::string_view text, std::vector<int32_t> &out) const {
     if (text.empty()) return;
-    std::vector<Symbol> syms;  // a doubly linked list over the characters
+    std::vector<SpmSymbol> syms;  // a doubly linked list over the characters
     syms.reserve(text.size());
     for (size_t off = 0; off < text.size();) {
         const size_t len = std::min(unicode::utf8_len(uint8_t(text[off])), text.size() - off);
@@ -45,7 +45,7 @@ void Vocab::tokenize_spm(std::string_view text, std::vector<int32_t> &out) const
         off += len;
     }
 
-    std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+    std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmBigramOrder> queue;
     const auto try_pair = [&](int32_t l, int32_t r) {
         if (l < 0 || r < 0) return;
         const std::string_view pair =
@@ -57,10 +57,10 @@ void Vocab::tokenize_spm(std::string_view text, std::vector<int32_t> &out) const
     for (int32_t i = 1; i < int32_t(syms.size()); ++i) try_pair(i - 1, i);
 
     while (!queue.empty()) {
-        const Bigram b = queue.top();
+        const SpmBigram b = queue.top();
         queue.pop();
-        Symbol &l = syms[size_t(b.left)];
-        Symbol &r = syms[size_t(b.right)];
+        SpmSymbol &l = syms[size_t(b.left)];
+        SpmSymbol &r = syms[size_t(b.right)];
         if (l.len == 0 || r.len == 0 || l.len + r.len != b.len) continue;  // stale
         l.len += r.len;
         r.len = 0;

@@ -18,8 +18,8 @@ namespace lctx {
 
 namespace {
 
-constexpr const char kSpaceMarker[] = "\xE2\x96\x81";  // U+2581
-constexpr float kUnknownPenalty = 10.0f;               // SentencePiece's kUnkPenalty
+using unicode::kSpaceMarker;
+constexpr float kUnknownPenalty = 10.0f;  // SentencePiece's kUnkPenalty
 
 // One darts-clone unit: a node's label and child offset, or a leaf's value.
 struct DartsUnit {

@@ -13,6 +13,8 @@ namespace lctx::unicode {
 
 constexpr uint32_t kReplacement = 0xFFFD;
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+// U+2581 in UTF-8: SentencePiece's visible space (SPM and unigram vocabularies write spaces as it).
+inline constexpr char kSpaceMarker[] = "\xE2\x96\x81";
 
 // Byte length of the UTF-8 sequence a lead byte announces (1 for ASCII and for stray continuation
 // bytes, 4 for 0xF0..0xFF). Callers clamp it to the bytes that are left.

@@ -12,7 +12,7 @@ namespace lctx {
 
 namespace {
 
-const char *const kSpaceMarker = "▁";  // U+2581, SentencePiece's visible space
+using unicode::kSpaceMarker;
 
 std::string merge_key(std::string_view left, std::string_view right) {
     // length-prefixed so that pieces containing spaces cannot collide

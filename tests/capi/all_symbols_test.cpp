@@ -11,6 +11,7 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+namespace all_symbols_test {
 namespace {
 using AnyFn = void (*)();
 struct Fn {
@@ -221,6 +222,7 @@ const Fn kAll[] = {
     LCTX_FN(ggml_backend_load_all),
     LCTX_FN(ggml_time_us),
 };
+#undef LCTX_FN
 }  // namespace
 #pragma GCC diagnostic pop
 
@@ -247,3 +249,4 @@ TEST(CapiSymbols, EveryDeclaredFunctionIsExportedByTheSharedLibrary) {
     ASSERT_FALSE(exported.empty()) << "cannot list the symbols of " << lib << " (nm -D)";
     for (const Fn &f : kAll) EXPECT_EQ(exported.count(f.name), 1u) << f.name << " not exported by " << lib;
 }
+}  // namespace all_symbols_test

@@ -11,6 +11,7 @@
 #include "kernels/isa_request.h"
 #include "lctx/lctx_ext.h"
 
+namespace capi_behaviour_test {
 using namespace capi_test;
 
 namespace {
@@ -590,3 +591,4 @@ TEST_F(Capi, LogCallbackReceivesMessages) {
 }
 
 }  // namespace
+}  // namespace capi_behaviour_test

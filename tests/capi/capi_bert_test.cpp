@@ -15,6 +15,7 @@
 #include "../../tools/lctx/synth_model.h"
 #include "llama.h"
 
+namespace capi_bert_test {
 namespace {
 
 const std::string kBert = std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf";
@@ -169,3 +170,4 @@ TEST(CapiBert, RankGivesOneScorePerSequence) {
 }
 
 }  // namespace
+}  // namespace capi_bert_test

@@ -10,6 +10,7 @@
 
 #include "llama.h"
 
+namespace capi_encoder_cache_test {
 namespace {
 
 const std::string kBert = std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf";
@@ -160,3 +161,4 @@ TEST(CapiEncoderCache, ABatchLargerThanAMicroBatchIsRefused) {
 }
 
 }  // namespace
+}  // namespace capi_encoder_cache_test

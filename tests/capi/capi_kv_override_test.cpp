@@ -10,6 +10,7 @@
 #include "capi_test_util.h"
 #include "llama.h"
 
+namespace capi_kv_override_test {
 namespace {
 
 llama_model_kv_override kv_int(const char *key, int64_t v) {
@@ -93,3 +94,4 @@ TEST(CapiKvOverride, AnUnknownTagOrUnterminatedKeyIsRefused) {
     std::memset(unterminated.key, 'k', sizeof unterminated.key);
     EXPECT_EQ(load_with({unterminated}), nullptr);
 }
+}  // namespace capi_kv_override_test

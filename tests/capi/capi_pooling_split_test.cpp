@@ -10,6 +10,7 @@
 #include "capi/capi_test_util.h"
 #include "llama.h"
 
+namespace capi_pooling_split_test {
 namespace {
 
 // Two sequences of 10 tokens back to back; every token an output (pooling reads them all).
@@ -86,3 +87,4 @@ TEST(CapiPoolingSplit, PooledVectorIsTheSingleMicroBatchOne) {
 }
 
 }  // namespace
+}  // namespace capi_pooling_split_test

@@ -14,6 +14,7 @@
 #include "../gguf_rewrite.h"
 #include "llama.h"
 
+namespace capi_rope_test {
 namespace {
 
 std::string fixture(const std::string &name) {
@@ -267,3 +268,4 @@ TEST(CapiNCtx, PaddingPicksPhi3sTable) {
 }
 
 }  // namespace
+}  // namespace capi_rope_test

@@ -7,6 +7,7 @@
 
 #include "capi/capi_test_util.h"
 
+namespace capi_sampler_test {
 using namespace capi_test;
 
 namespace {
@@ -258,3 +259,4 @@ TEST_F(CapiSampler, MisuseIsReportedNotFatal) {
 }
 
 }  // namespace
+}  // namespace capi_sampler_test

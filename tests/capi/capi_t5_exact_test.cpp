@@ -11,6 +11,7 @@
 #include "capi/capi_test_util.h"
 #include "llama.h"
 
+namespace capi_t5_exact_test {
 namespace {
 
 struct T5 {
@@ -127,3 +128,4 @@ TEST(CapiT5Exact, ControlVectorAppliesInEncoderAndDecoder) {
 }
 
 }  // namespace
+}  // namespace capi_t5_exact_test

@@ -12,6 +12,7 @@
 #include "capi/capi_test_util.h"
 #include "llama.h"
 
+namespace capi_t5_test {
 namespace {
 
 std::string t5_dir() {
@@ -86,3 +87,4 @@ TEST(CapiT5, EncodeThenGreedyDecodeMatchesLlamaCpp) {
 }
 
 }  // namespace
+}  // namespace capi_t5_test

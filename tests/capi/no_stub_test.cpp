@@ -18,6 +18,7 @@
 
 namespace fs = std::filesystem;
 
+namespace no_stub_test {
 namespace {
 
 std::mutex g_log_mutex;
@@ -79,8 +80,6 @@ std::vector<float> logits_of(llama_context *ctx, const llama_model *m) {
     const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m));
     return l ? std::vector<float>(l, l + n_vocab) : std::vector<float>{};
 }
-
-}  // namespace
 
 TEST_F(NoStub, LoraAdapters) {
     llama_model *m = load(golden_model("llama-F16.gguf"));
@@ -203,3 +202,6 @@ TEST_F(NoStub, MetadataAndRopeOverrides) {
     llama_free(plain_ctx);
     llama_model_free(m);
 }
+
+}  // namespace
+}  // namespace no_stub_test

@@ -17,6 +17,7 @@
 
 namespace fs = std::filesystem;
 
+namespace c_compile_test {
 namespace {
 
 // CMake defines LCTX_FIXTURES_DIR as <source root>/fixtures.
@@ -247,3 +248,4 @@ TEST_F(CapiHeaderCompile, CppHelpersRefuseC) {
 }
 
 }  // namespace
+}  // namespace c_compile_test

@@ -6,6 +6,7 @@
 
 #include "llama-cpp.h"
 
+namespace cpp_helpers_test {
 namespace {
 
 static_assert(std::is_same_v<llama_model_ptr, std::unique_ptr<llama_model, llama_model_deleter>>);
@@ -24,3 +25,4 @@ static_assert(sizeof(llama_model_ptr) == sizeof(llama_model *));
 static_assert(sizeof(llama_sampler_ptr) == sizeof(llama_sampler *));
 
 }  // namespace
+}  // namespace cpp_helpers_test

@@ -9,6 +9,7 @@
 
 #include "llama.h"
 
+namespace layout_test {
 namespace {
 
 // Field type always; field offset only on the ABI the reference table was measured on (x86-64 LP64).
@@ -414,3 +415,4 @@ TEST(CapiEnums, GgmlLogLevelAndNuma) {
 }
 
 }  // namespace
+}  // namespace layout_test

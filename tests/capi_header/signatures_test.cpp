@@ -9,6 +9,7 @@
 
 #include "llama.h"
 
+namespace signatures_test {
 namespace {
 
 struct SignatureCheck {
@@ -308,3 +309,4 @@ static_assert(std::is_trivially_copyable_v<llama_batch>);
 static_assert(std::is_trivially_copyable_v<llama_sampler_chain_params>);
 
 }  // namespace
+}  // namespace signatures_test

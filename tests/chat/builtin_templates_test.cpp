@@ -14,7 +14,7 @@
 #include "chat/chat_template.h"
 #include "llama.h"
 
-namespace lctx::chat {
+namespace lctx::chat::builtin_templates_test {
 namespace {
 
 const std::string kDir = std::string(LCTX_FIXTURES_DIR);
@@ -158,4 +158,4 @@ TEST(ChatRender, UsesTheModelsTemplateElseABuiltIn) {
 }
 
 }  // namespace
-}  // namespace lctx::chat
+}  // namespace lctx::chat::builtin_templates_test

@@ -2,7 +2,7 @@
 
 #include "chat/chat_format.h"
 
-namespace lctx {
+namespace lctx::chat_format_test {
 namespace {
 
 const std::vector<ChatMessage> kConv = {{"system", "Be brief."}, {"user", "Hello!"}};
@@ -46,4 +46,4 @@ TEST(ChatFormat, RenderingIsAPrefixAsTheConversationGrows) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::chat_format_test

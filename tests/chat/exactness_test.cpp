@@ -10,7 +10,7 @@
 #include "chat/chat_template.h"
 #include "llama.h"
 
-namespace lctx::chat {
+namespace lctx::chat::exactness_test {
 namespace {
 
 const std::string kDir = std::string(LCTX_FIXTURES_DIR);
@@ -94,4 +94,4 @@ TEST(ChatExactness, GptOssFinalAssistantTurnEndsWithEnd) {
 }
 
 }  // namespace
-}  // namespace lctx::chat
+}  // namespace lctx::chat::exactness_test

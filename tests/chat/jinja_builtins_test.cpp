@@ -6,7 +6,7 @@
 #include "chat/chat_template.h"
 #include "chat/jinja_eval.h"
 
-namespace lctx::jinja {
+namespace lctx::jinja::jinja_builtins_test {
 namespace {
 
 const nlohmann::ordered_json kCtx = {
@@ -307,4 +307,4 @@ TEST(JinjaGlobals, All) {
 }
 
 }  // namespace
-}  // namespace lctx::jinja
+}  // namespace lctx::jinja::jinja_builtins_test

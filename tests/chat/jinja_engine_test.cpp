@@ -5,7 +5,7 @@
 #include "chat/chat_template.h"
 #include "chat/jinja_eval.h"
 
-namespace lctx::jinja {
+namespace lctx::jinja::jinja_engine_test {
 namespace {
 
 std::string render(const std::string &src,
@@ -255,4 +255,4 @@ TEST(JinjaEngine, HostileTemplatesAreBounded) {
 }
 
 }  // namespace
-}  // namespace lctx::jinja
+}  // namespace lctx::jinja::jinja_engine_test

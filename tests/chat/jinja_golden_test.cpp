@@ -20,7 +20,7 @@
 
 #include "chat/chat_template.h"
 
-namespace lctx::chat {
+namespace lctx::chat::jinja_golden_test {
 namespace {
 
 const std::string kDir = std::string(LCTX_FIXTURES_DIR);
@@ -167,4 +167,4 @@ TEST(JinjaGolden, CapabilityDetectionAgreesWithLlamaCpp) {
 }
 
 }  // namespace
-}  // namespace lctx::chat
+}  // namespace lctx::chat::jinja_golden_test

@@ -14,8 +14,10 @@
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 
-using namespace lctx::chat;
 using ojson = nlohmann::ordered_json;
+
+namespace tool_calls_test {
+using namespace lctx::chat;
 
 namespace {
 
@@ -543,3 +545,4 @@ TEST(ToolCalls, InvalidUtf8InAnXmlParameterIsReplacedNotThrown) {
     EXPECT_EQ(args.at("city").get<std::string>(), "Os\xEF\xBF\xBDlo");
     ASSERT_NO_THROW(chat_parse(text, o, true));
 }
+}  // namespace tool_calls_test

@@ -13,6 +13,7 @@
 
 #include "cli/cli_run.h"
 
+namespace chat_tty_test {
 namespace {
 
 std::string sh(const std::string &cmd) {
@@ -164,3 +165,4 @@ TEST_F(TmuxChat, QuitCommandLeavesNormally) {
 }
 
 }  // namespace
+}  // namespace chat_tty_test

@@ -9,7 +9,7 @@
 
 #include "cli_run.h"
 
-namespace lctx::testing {
+namespace lctx::testing::cli_families_test {
 namespace {
 
 class SynthFamily : public ::testing::TestWithParam<const char *> {};
@@ -72,4 +72,4 @@ TEST(CliT5, RunEncodesThePromptAndGeneratesGreedily) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::cli_families_test

@@ -10,6 +10,7 @@
 
 #include "cli/cli_run.h"
 
+namespace cli_habits_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -157,3 +158,4 @@ TEST(CliHabits, DirectoriesGivenAsFilesAreOneLineNamingThem) {
 }
 
 }  // namespace
+}  // namespace cli_habits_test

@@ -10,6 +10,7 @@
 
 #include "cli/cli_run.h"
 
+namespace cli_kv_types_test {
 namespace {
 
 using lctx::testing::run_cli;
@@ -136,3 +137,4 @@ TEST(CliKvTypes, ServeStartsWithAQuantizedCache) {
 }
 
 }  // namespace
+}  // namespace cli_kv_types_test

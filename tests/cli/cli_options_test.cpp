@@ -16,7 +16,7 @@
 #include "cli_run.h"
 #include "tools/lctx/gen_extra_options.h"
 
-namespace lctx::testing {
+namespace lctx::testing::cli_options_test {
 namespace {
 
 const std::string kPrompt = "-p 'Once upon a time there was a little girl' ";
@@ -629,4 +629,4 @@ TEST(GenExtraOptions, RopeOverridesFromOptions) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::cli_options_test

@@ -11,6 +11,7 @@
 
 #include "cli/cli_run.h"
 
+namespace cli_output_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,3 +175,4 @@ TEST(CliOutput, StdoutWriteErrorsFail) {
 }
 
 }  // namespace
+}  // namespace cli_output_test

@@ -13,6 +13,7 @@
 
 #include "cli/cli_run.h"
 
+namespace cli_robust_test {
 namespace {
 
 using lctx::testing::CliProcess;
@@ -346,3 +347,4 @@ TEST(CliChat, NPredictMinusTwoStopsAtAFullContext) {
 }
 
 }  // namespace
+}  // namespace cli_robust_test

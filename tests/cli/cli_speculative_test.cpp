@@ -11,6 +11,7 @@
 #include "gguf/gguf.h"
 #include "gguf_rewrite.h"
 
+namespace cli_speculative_test {
 namespace {
 
 using lctx::testing::CliResult;
@@ -84,3 +85,4 @@ TEST(CliSpeculative, RefusesRecurrentModelsAndUnsupportedOptions) {
 }
 
 }  // namespace
+}  // namespace cli_speculative_test

@@ -8,6 +8,7 @@
 #include "cli/cli_run.h"
 #include "golden_runner.h"
 
+namespace cli_test {
 namespace {
 
 using Result = lctx::testing::CliResult;
@@ -127,3 +128,4 @@ TEST(Cli, ChatRendersTheModelsOwnTemplateThroughJinja) {
 }
 
 }  // namespace
+}  // namespace cli_test

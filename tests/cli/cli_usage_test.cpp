@@ -15,6 +15,7 @@
 #include "llama.h"
 #include "tools/lctx/bench_core.h"
 
+namespace cli_usage_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -346,3 +347,4 @@ TEST(CliUsage, HelpListsEveryCommandOnOneLine) {
 }
 
 }  // namespace
+}  // namespace cli_usage_test

@@ -13,7 +13,7 @@
 
 #include "cli_run.h"
 
-namespace lctx::testing {
+namespace lctx::testing::embed_cli_test {
 namespace {
 
 const std::string kBert = std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf";
@@ -266,4 +266,4 @@ TEST(EmbedCli, RankScoresEachText) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::embed_cli_test

@@ -14,6 +14,7 @@
 #include "cli/cli_run.h"
 #include "grammar/gbnf.h"
 
+namespace grammar_cli_test {
 namespace {
 
 std::string grammar_dir() {
@@ -148,3 +149,4 @@ TEST(CliGrammar, ChatWithAJsonSchemaAnswersEachTurnWithMatchingJson) {
 }
 
 }  // namespace
+}  // namespace grammar_cli_test

@@ -16,7 +16,7 @@
 #include "tools/lctx/common.h"
 #include "vocab/vocab.h"
 
-namespace lctx::cli {
+namespace lctx::cli::options_test {
 namespace {
 
 std::vector<std::string> norm(std::vector<const char *> v) {
@@ -233,4 +233,4 @@ TEST(Seed, MinusOneBecomesARandomSeedAndOthersStay) {
 }
 
 }  // namespace
-}  // namespace lctx::cli
+}  // namespace lctx::cli::options_test

@@ -7,6 +7,7 @@
 
 #include "cli_run.h"
 
+namespace serve_options_test {
 using namespace lctx::testing;
 
 namespace {
@@ -51,3 +52,4 @@ TEST(ServeOptions, ReasoningOptionsTakeTheirValuesOnly) {
     EXPECT_NE(b.status, 0);
     EXPECT_TRUE(has(b.out, "--reasoning-budget")) << b.out;
 }
+}  // namespace serve_options_test

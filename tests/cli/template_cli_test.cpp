@@ -12,6 +12,7 @@
 
 #include "gguf/gguf.h"
 
+namespace template_cli_test {
 namespace {
 
 struct Result {
@@ -109,3 +110,4 @@ TEST(CliTemplate, ErrorsExitOneWithTheLocation) {
 }
 
 }  // namespace
+}  // namespace template_cli_test

@@ -9,7 +9,7 @@
 #include "context/context.h"
 #include "model/model.h"
 
-namespace lctx {
+namespace lctx::batch_positions_test {
 namespace {
 
 const Model &llama() {
@@ -85,4 +85,4 @@ TEST(BatchPositions, EmptyCacheStartsAtZeroAndRemovedCellsDoNotCount) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::batch_positions_test

@@ -10,7 +10,7 @@
 #include "model/model.h"
 #include "state_snapshot.h"
 
-namespace lctx {
+namespace lctx::batching_test {
 namespace {
 
 std::unique_ptr<Model> stories() {
@@ -205,9 +205,9 @@ TEST(Abort, StopsBetweenMicroBatchesAndLeavesTheCacheAsBefore) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::batching_test
 
-namespace lctx {
+namespace lctx::batching_test {
 namespace {
 
 TEST(Mask, NonCausalAttentionSeesLaterTokensOfTheSequence) {
@@ -240,4 +240,4 @@ TEST(Mask, NonCausalAttentionSeesLaterTokensOfTheSequence) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::batching_test

@@ -20,6 +20,7 @@
 #include "kernels/threadpool.h"
 #include "llama.h"
 
+namespace context_b4748_test {
 namespace {
 
 using capi_test::decode_seq;
@@ -621,3 +622,4 @@ TEST(ControlVector, AddsToTheResidualStreamOfTheLayersInRange) {
 }
 
 }  // namespace
+}  // namespace context_b4748_test

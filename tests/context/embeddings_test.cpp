@@ -7,7 +7,7 @@
 #include "context/context.h"
 #include "model/model.h"
 
-namespace lctx {
+namespace lctx::embeddings_test {
 namespace {
 
 std::unique_ptr<Model> stories() { return Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf"); }
@@ -138,4 +138,4 @@ TEST(ContextShift, LongGenerationContinuesPastTheContextSize) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::embeddings_test

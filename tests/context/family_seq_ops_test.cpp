@@ -12,7 +12,7 @@
 #include "context/context.h"
 #include "model/model.h"
 
-namespace lctx {
+namespace lctx::family_seq_ops_test {
 namespace {
 
 const std::string kQwen2 = std::string(LCTX_FIXTURES_DIR) + "/golden/models/qwen2.gguf";
@@ -130,4 +130,4 @@ TEST(Qwen2SeqOps, CopyAndRemoveThenContinueAsFreshDecodes) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::family_seq_ops_test

@@ -15,7 +15,7 @@
 #include "gguf_rewrite.h"
 #include "model/model.h"
 
-namespace lctx {
+namespace lctx::gemma2_bloom_context_test {
 namespace {
 
 std::string fixture(const std::string &name) {
@@ -221,4 +221,4 @@ TEST(Gemma2Context, WindowHidesEightPositionsBack) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::gemma2_bloom_context_test

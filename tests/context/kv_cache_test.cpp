@@ -8,7 +8,7 @@
 #include "context/state.h"
 #include "model/model.h"
 
-namespace lctx {
+namespace lctx::kv_cache_test {
 namespace {
 
 std::unique_ptr<Model> stories() {
@@ -176,4 +176,4 @@ TEST(KvCache, PlacementBySequenceKeepsEachSequenceTogether) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::kv_cache_test

@@ -18,7 +18,7 @@
 #include "tensor/types.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::kv_cache_types_test {
 namespace {
 
 // Every cache type but f32 (the reference).
@@ -265,4 +265,4 @@ TEST(CacheTypeRefusals, HeadsMustBeWholeBlocksAndTheTypeACacheType) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::kv_cache_types_test

@@ -16,7 +16,7 @@
 #include "model/model.h"
 #include "state_snapshot.h"
 
-namespace lctx {
+namespace lctx::mamba_context_test {
 namespace {
 
 const std::string kMamba = std::string(LCTX_FIXTURES_DIR) + "/golden/models/mamba.gguf";
@@ -327,4 +327,4 @@ TEST(MambaContext, AnAbortedDecodePutsTheStatesBack) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::mamba_context_test

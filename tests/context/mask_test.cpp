@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-namespace lctx {
+namespace lctx::mask_test {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -120,4 +120,4 @@ TEST(Mask, LargePositions) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::mask_test

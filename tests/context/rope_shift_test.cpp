@@ -19,7 +19,7 @@
 #include "tensor/fp16.h"
 #include "tensor/types.h"
 
-namespace lctx {
+namespace lctx::rope_shift_test {
 namespace {
 
 std::string fixture(const std::string &name) {
@@ -238,4 +238,4 @@ TEST_P(RopeMagnitudeShift, LogitsAfterShiftsEqualADirectDecode) {
 INSTANTIATE_TEST_SUITE_P(Files, RopeMagnitudeShift, ::testing::Values("yarn", "longrope"));
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::rope_shift_test

@@ -8,7 +8,7 @@
 #include "model/model.h"
 #include "state_snapshot.h"
 
-namespace lctx {
+namespace lctx::snapshot_test {
 namespace {
 
 std::unique_ptr<Model> stories() {
@@ -97,4 +97,4 @@ TEST(Snapshot, SeesPooledEmbeddings) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::snapshot_test

@@ -20,7 +20,7 @@
 #include "llama.h"
 #include "util/error.h"
 
-namespace lctx::testing {
+namespace lctx::testing::control_vector_test {
 namespace {
 
 using generate::ControlVector;
@@ -420,4 +420,4 @@ TEST(ControlVectorCli, RunTakesTheFileOptions) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::control_vector_test

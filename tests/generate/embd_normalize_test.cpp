@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-namespace lctx::generate {
+namespace lctx::generate::embd_normalize_test {
 namespace {
 
 std::vector<float> normalized(std::vector<float> v, int kind) {
@@ -45,4 +45,4 @@ TEST(EmbdNormalize, Cosine) {
 }
 
 }  // namespace
-}  // namespace lctx::generate
+}  // namespace lctx::generate::embd_normalize_test

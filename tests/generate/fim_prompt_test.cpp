@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace lctx::generate {
+namespace lctx::generate::fim_prompt_test {
 namespace {
 
 // One token per byte, the byte's value + 1000 (apart from the special ids below).
@@ -77,4 +77,4 @@ TEST(FimPrompt, ExtraFiles) {
 }
 
 }  // namespace
-}  // namespace lctx::generate
+}  // namespace lctx::generate::fim_prompt_test

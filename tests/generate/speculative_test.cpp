@@ -17,6 +17,7 @@
 #include "gguf_rewrite.h"
 #include "llama.h"
 
+namespace speculative_test {
 namespace {
 
 using lctx::generate::Dist;
@@ -356,3 +357,4 @@ TEST(SpecRefusal, IncompatibleVocabulary) {
 }
 
 }  // namespace
+}  // namespace speculative_test

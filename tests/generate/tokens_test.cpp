@@ -5,6 +5,7 @@
 
 #include <string>
 
+namespace tokens_test {
 namespace {
 
 TEST(GenerateTokens, TokenizeAndPiecesRoundTrip) {
@@ -30,3 +31,4 @@ TEST(GenerateTokens, TokenizeAndPiecesRoundTrip) {
 }
 
 }  // namespace
+}  // namespace tokens_test

@@ -14,7 +14,7 @@
 
 #include "gguf/gguf.h"
 
-namespace lctx::gguf {
+namespace lctx::gguf::gguf_hostile_test {
 namespace {
 
 constexpr uint64_t kU64Max = ~uint64_t{0};
@@ -451,4 +451,4 @@ TEST(GgufHostile, RandomCorruption) {
 }
 
 }  // namespace
-}  // namespace lctx::gguf
+}  // namespace lctx::gguf::gguf_hostile_test

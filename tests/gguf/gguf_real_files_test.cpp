@@ -7,7 +7,7 @@
 
 #include "gguf/gguf.h"
 
-namespace lctx::gguf {
+namespace lctx::gguf::gguf_real_files_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -99,9 +99,9 @@ TEST(GgufRealFiles, VocabFiles) {
 }
 
 }  // namespace
-}  // namespace lctx::gguf
+}  // namespace lctx::gguf::gguf_real_files_test
 
-namespace lctx::gguf {
+namespace lctx::gguf::gguf_real_files_test {
 namespace {
 
 // Re-writing a file made by llama.cpp's converter reproduces it byte for byte: our writer lays files out
@@ -130,4 +130,4 @@ TEST(GgufRealFiles, RewriteIsByteIdentical) {
 }
 
 }  // namespace
-}  // namespace lctx::gguf
+}  // namespace lctx::gguf::gguf_real_files_test

@@ -11,7 +11,7 @@
 
 #include "gguf/gguf.h"
 
-namespace lctx::gguf {
+namespace lctx::gguf::gguf_roundtrip_test {
 namespace {
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
@@ -327,4 +327,4 @@ TEST(GgufGetters, TypeMismatchesThrowAndNameTheKey) {
 }
 
 }  // namespace
-}  // namespace lctx::gguf
+}  // namespace lctx::gguf::gguf_roundtrip_test

@@ -16,7 +16,7 @@
 #include "llama.h"
 #include "sampling/grammar_sampler.h"
 
-namespace lctx {
+namespace lctx::exactness_test {
 namespace {
 
 std::shared_ptr<TokenTexts> texts_of(const std::vector<std::string> &pieces) {
@@ -132,8 +132,9 @@ TEST(GrammarExactness, EmptyClassesAreSets) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::exactness_test
 
+namespace exactness_test {
 namespace {
 
 using capi_test::quiet_log;
@@ -216,8 +217,9 @@ TEST(GrammarExactnessCapi, TokenReferencesUseTheVocabulary) {
 }
 
 }  // namespace
+}  // namespace exactness_test
 
-namespace lctx {
+namespace lctx::exactness_test {
 namespace {
 
 // `<[id]>` matches exactly that token, `<think>` the token whose text is exactly "<think>", `!<...>` any
@@ -294,4 +296,4 @@ TEST(GrammarTokenReferences, ParseErrorsNameTheReference) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::exactness_test

@@ -14,7 +14,7 @@
 #include "grammar/matcher.h"
 #include "vocab/unicode.h"
 
-namespace lctx::grammar {
+namespace lctx::grammar::gbnf_test {
 namespace {
 
 std::string fixture_dir() {
@@ -125,4 +125,4 @@ TEST(Gbnf, RepetitionBoundsExpandExactly) {
 }
 
 }  // namespace
-}  // namespace lctx::grammar
+}  // namespace lctx::grammar::gbnf_test

@@ -18,6 +18,7 @@
 #include "grammar/matcher.h"
 #include "llama.h"
 
+namespace grammar_sampler_test {
 namespace {
 
 using capi_test::quiet_log;
@@ -199,8 +200,9 @@ TEST(GrammarSampler, CloneKeepsTheParseState) {
 }
 
 }  // namespace
+}  // namespace grammar_sampler_test
 
-namespace lctx {
+namespace lctx::grammar_sampler_test {
 namespace {
 
 // A character split over two tokens: the first token's lone lead byte is allowed when some completion
@@ -285,4 +287,4 @@ TEST(GrammarSamplerBytes, RememberedStatesAllowWhatTheMatcherTakes) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::grammar_sampler_test

@@ -16,7 +16,7 @@
 #include "grammar/matcher.h"
 #include "vocab/unicode.h"
 
-namespace lctx::grammar {
+namespace lctx::grammar::json_schema_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -350,4 +350,4 @@ TEST(JsonSchema, SchemasThatExpandTooFarAreRefusedNotBuilt) {
 }
 
 }  // namespace
-}  // namespace lctx::grammar
+}  // namespace lctx::grammar::json_schema_test

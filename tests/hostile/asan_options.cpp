@@ -14,3 +14,4 @@ extern "C" const char *__asan_default_options() {
     return "allocator_may_return_null=1";
 }
 #endif
+#undef LCTX_HOSTILE_ASAN  // a unity batch goes on after this file

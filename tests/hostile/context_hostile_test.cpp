@@ -13,7 +13,7 @@
 #include "model/model.h"
 #include "state_snapshot.h"
 
-namespace lctx {
+namespace lctx::context_hostile_test {
 namespace {
 
 using hostile::expect_error;
@@ -320,4 +320,4 @@ TEST(HostileBatch, SequenceShiftsNearInt32LimitsDoNotOverflow) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::context_hostile_test

@@ -13,7 +13,7 @@
 #include "model/model.h"
 #include "vocab/vocab.h"
 
-namespace lctx {
+namespace lctx::model_hostile_test {
 namespace {
 
 using hostile::expect_error;
@@ -298,4 +298,4 @@ TEST(HostileModel, TokenizerArraysAndIdsOutOfRange) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::model_hostile_test

@@ -11,9 +11,10 @@
 #include "hostile/hostile_util.h"
 #include "llama.h"
 
-namespace {
-
+namespace state_hostile_test {
 using namespace capi_test;
+
+namespace {
 
 class HostileState : public ::testing::Test {
   protected:
@@ -166,3 +167,4 @@ TEST_F(HostileState, PathsThatAreNotStateFilesAreRefused) {
 }
 
 }  // namespace
+}  // namespace state_hostile_test

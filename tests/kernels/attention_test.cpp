@@ -23,7 +23,7 @@
 
 #include "tensor/types.h"
 
-namespace lctx::kernels {
+namespace lctx::kernels::attention_test {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -528,4 +528,4 @@ TEST(AttentionTest, AlibiSlopesOfOneKeepTheBits) {
 }
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::attention_test

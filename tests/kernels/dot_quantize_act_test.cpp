@@ -15,7 +15,7 @@
 #include "kernels/dot.h"
 #include "tensor/types.h"
 
-namespace lctx::kernels {
+namespace lctx::kernels::dot_quantize_act_test {
 namespace {
 
 constexpr GgmlType kActTypes[] = {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K,
@@ -143,4 +143,4 @@ INSTANTIATE_TEST_SUITE_P(FloatActTypes, FloatActTest,
                          param_name);
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::dot_quantize_act_test

@@ -29,7 +29,7 @@
 #include "tensor/types.h"
 #include "util/error.h"
 
-namespace lctx::kernels {
+namespace lctx::kernels::dot_test {
 namespace {
 
 using test::TermSum;
@@ -399,4 +399,4 @@ TEST(DotDispatch, AmxLevelSharesEverythingButInterleavedTiles) {
 }
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::dot_test

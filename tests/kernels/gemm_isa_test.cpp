@@ -23,7 +23,7 @@
 #include "tensor/fp16.h"
 #include "tensor/types.h"
 
-namespace lctx::kernels {
+namespace lctx::kernels::gemm_isa_test {
 namespace {
 
 using test::is_float_type;
@@ -242,4 +242,4 @@ INSTANTIATE_TEST_SUITE_P(AllLevels, GemmF16ByF32Test, ::testing::ValuesIn(test::
                          [](const ::testing::TestParamInfo<Isa> &info) { return isa_name(info.param); });
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::gemm_isa_test

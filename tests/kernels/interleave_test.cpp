@@ -19,7 +19,7 @@
 #include "tensor/types.h"
 #include "util/error.h"
 
-namespace lctx::kernels {
+namespace lctx::kernels::interleave_test {
 namespace {
 
 struct Mat {
@@ -431,4 +431,4 @@ TEST(Interleave, PaddedLastGroupAndSharedInput) {
 }
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::interleave_test

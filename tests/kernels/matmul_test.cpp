@@ -14,7 +14,7 @@
 #include "kernels/dot.h"
 #include "tensor/types.h"
 
-namespace lctx::kernels {
+namespace lctx::kernels::matmul_test {
 namespace {
 
 using test::is_float_type;
@@ -172,4 +172,4 @@ TEST(MatmulMisc, WeightRowToF32) {
 }
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::matmul_test

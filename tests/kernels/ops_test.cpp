@@ -14,7 +14,7 @@
 #include "kernels/threadpool.h"
 #include "tensor/fp16.h"
 
-namespace lctx::kernels {
+namespace lctx::kernels::ops_test {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -540,4 +540,4 @@ TEST(OpsTest, AddScaleMul) {
 }
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::ops_test

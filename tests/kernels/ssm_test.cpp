@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-namespace lctx::kernels {
+namespace lctx::kernels::ssm_test {
 namespace {
 
 std::vector<float> random(size_t n, float lo, float hi, uint32_t seed) {
@@ -178,4 +178,4 @@ TEST(SsmKernels, InterleavedSequencesAndThreadCountsGiveTheSameBits) {
 }
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::ssm_test

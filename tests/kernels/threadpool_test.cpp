@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace lctx::kernels {
+namespace lctx::kernels::threadpool_test {
 namespace {
 
 TEST(ThreadPoolTest, RunCallsEveryIndexOnce) {
@@ -207,4 +207,4 @@ TEST(ThreadPoolTest, DestroyWhileIdleAndAfterUse) {
 }
 
 }  // namespace
-}  // namespace lctx::kernels
+}  // namespace lctx::kernels::threadpool_test

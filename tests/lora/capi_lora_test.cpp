@@ -7,6 +7,7 @@
 
 #include "llama.h"
 
+namespace capi_lora_test {
 namespace {
 
 std::string fixture(const std::string &rel) {
@@ -129,3 +130,4 @@ TEST_F(CapiLora, MismatchIsNullWithTheReason) {
 }
 
 }  // namespace
+}  // namespace capi_lora_test

@@ -5,7 +5,7 @@
 
 #include "cli/cli_run.h"
 
-namespace lctx::testing {
+namespace lctx::testing::lora_cli_test {
 namespace {
 
 std::string fx(const std::string &rel) {
@@ -55,4 +55,4 @@ TEST(LoraCli, BadAdapterIsOneLine) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::lora_cli_test

@@ -5,7 +5,7 @@
 
 #include "golden_runner.h"
 
-namespace lctx {
+namespace lctx::lora_golden_test {
 namespace {
 
 struct LoraCase {
@@ -75,4 +75,4 @@ TEST(GoldenLora, AdapterCasesDifferFromNone) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::lora_golden_test

@@ -17,7 +17,7 @@
 #include "tensor/types.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::lora_test {
 namespace {
 
 std::string golden(const std::string &rel) {
@@ -407,4 +407,4 @@ TEST(Lora, RefusalChangesNothing) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::lora_test

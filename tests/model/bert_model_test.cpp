@@ -18,7 +18,7 @@
 #include "tensor/types.h"
 #include "vocab/vocab.h"
 
-namespace lctx {
+namespace lctx::bert_model_test {
 namespace {
 
 const std::string kBert = std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf";
@@ -217,4 +217,4 @@ TEST(Bert, RankScoresTheClsStateThroughTheHead) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::bert_model_test

@@ -12,7 +12,7 @@
 #include "model/model.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::gemma2_bloom_model_test {
 namespace {
 
 std::string fixture(const std::string &name) {
@@ -142,4 +142,4 @@ TEST(BloomModel, TiedOutputWithoutOutputMatrix) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::gemma2_bloom_model_test

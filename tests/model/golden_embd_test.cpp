@@ -10,7 +10,7 @@
 
 #include "golden_runner.h"
 
-namespace lctx {
+namespace lctx::golden_embd_test {
 namespace {
 
 // The synthetic bert.gguf has F32 matrices (F16 only in the embedding table, whose lookup is exact) and an
@@ -101,4 +101,4 @@ INSTANTIATE_TEST_SUITE_P(Bert, GoldenEmbeddings,
                          });
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::golden_embd_test

@@ -6,7 +6,7 @@
 #include "golden_runner.h"
 #include "vocab/vocab.h"
 
-namespace lctx {
+namespace lctx::golden_greedy_test {
 namespace {
 
 constexpr float kForkGap = 0.05f;  // FORMAT.md: "Small gaps (<0.05) are where an engine ... may fork"
@@ -55,4 +55,4 @@ INSTANTIATE_TEST_SUITE_P(Stories, GoldenGreedy,
                          ::testing::Values("stories_greedy_0", "stories_greedy_1", "stories_greedy_2"));
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::golden_greedy_test

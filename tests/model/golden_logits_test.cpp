@@ -6,7 +6,7 @@
 
 #include "golden_runner.h"
 
-namespace lctx {
+namespace lctx::golden_logits_test {
 namespace {
 
 struct Tolerance {
@@ -117,4 +117,4 @@ INSTANTIATE_TEST_SUITE_P(Families, GoldenLogits, ::testing::ValuesIn(kTolerances
                          });
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::golden_logits_test

@@ -16,7 +16,7 @@
 #include "model/reference_compare.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::mamba_model_test {
 namespace {
 
 const std::string kMamba = std::string(LCTX_FIXTURES_DIR) + "/golden/models/mamba.gguf";
@@ -215,4 +215,4 @@ TEST(MambaModel, RefusesBadFiles) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::mamba_model_test

@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "reference_compare.h"
 
-namespace lctx {
+namespace lctx::model_bias_test {
 namespace {
 
 const std::string kStories = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
@@ -201,4 +201,4 @@ TEST(ModelBias, AllBiasesTogetherAndRepackedOrNot) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::model_bias_test

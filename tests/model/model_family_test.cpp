@@ -21,7 +21,7 @@
 #include "model/model.h"
 #include "reference_compare.h"
 
-namespace lctx {
+namespace lctx::model_family_test {
 namespace {
 
 const std::string kQwen2 = std::string(LCTX_FIXTURES_DIR) + "/golden/models/qwen2.gguf";
@@ -606,4 +606,4 @@ TEST_F(Phi3LongRope, PartialRotaryDimsTakeTablesOfHalfTheHead) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::model_family_test

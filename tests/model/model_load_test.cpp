@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "vocab/vocab.h"
 
-namespace lctx {
+namespace lctx::model_load_test {
 namespace {
 
 const std::string kStories = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
@@ -349,4 +349,4 @@ TEST(ModelDesc, SizeClassFromTheLayerCountAndDeclaredFileType) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::model_load_test

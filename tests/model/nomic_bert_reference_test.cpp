@@ -24,7 +24,7 @@
 #include "model/model.h"
 #include "tensor/fp16.h"
 
-namespace lctx {
+namespace lctx::nomic_bert_reference_test {
 namespace {
 
 // A tensor of the file as rows of floats: row r holds ne[0] values.
@@ -219,4 +219,4 @@ TEST(NomicBertReference, EveryTokenMatchesAStraightforwardImplementation) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::nomic_bert_reference_test

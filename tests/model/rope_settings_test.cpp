@@ -13,7 +13,7 @@
 #include "model/model.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::rope_settings_test {
 namespace {
 
 const std::string kLlama = std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-F16.gguf";
@@ -164,4 +164,4 @@ TEST(ContextRope, RefusesWhatIsNotASetting) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::rope_settings_test

@@ -9,7 +9,7 @@
 #include "golden_runner.h"
 #include "vocab/vocab.h"
 
-namespace lctx {
+namespace lctx::t5_golden_test {
 namespace {
 
 std::string t5_dir() {
@@ -244,4 +244,4 @@ TEST(T5Golden, DecodeBeforeEncodeIsRefused) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::t5_golden_test

@@ -12,7 +12,7 @@
 #include "model/families.h"
 #include "tensor/types.h"
 
-namespace lctx {
+namespace lctx::t5_model_test {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -234,4 +234,4 @@ TEST(T5Load, BadFilesAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::t5_model_test

@@ -19,7 +19,7 @@
 #include "llama.h"
 #include "tools/lctx/perplexity_plot.h"
 
-namespace lctx::testing {
+namespace lctx::testing::perplexity_test {
 namespace {
 
 using cli::PerplexityPlan;
@@ -365,4 +365,4 @@ TEST(PerplexityCli, WarnsWhenTheWindowExceedsTheTrainingContext) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::perplexity_test

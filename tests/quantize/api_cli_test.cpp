@@ -17,7 +17,7 @@
 #include "quantize/file_types.h"
 #include "quantize/model_quantizer.h"
 
-namespace lctx::quantize {
+namespace lctx::quantize::api_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -253,4 +253,4 @@ TEST(QuantizeCli, BadArgumentsAndRefusalsExitOneLeavingNothing) {
 }
 
 }  // namespace
-}  // namespace lctx::quantize
+}  // namespace lctx::quantize::api_cli_test

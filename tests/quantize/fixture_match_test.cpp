@@ -16,7 +16,7 @@
 #include "sha256.h"
 #include "tensor/types.h"
 
-namespace lctx::quantize {
+namespace lctx::quantize::fixture_match_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -159,4 +159,4 @@ TEST(QuantizeWholeFile, StoriesQ4KMIsByteIdentical) {
 }
 
 }  // namespace
-}  // namespace lctx::quantize
+}  // namespace lctx::quantize::fixture_match_test

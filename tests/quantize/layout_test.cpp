@@ -13,7 +13,7 @@
 #include "quantize/row_quantizer.h"
 #include "util/error.h"
 
-namespace lctx::quantize {
+namespace lctx::quantize::layout_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -95,4 +95,4 @@ TEST(QuantizeLayout, ExpertsAreQuantizedEachWithItsImportance) {
 }
 
 }  // namespace
-}  // namespace lctx::quantize
+}  // namespace lctx::quantize::layout_test

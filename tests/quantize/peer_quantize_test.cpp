@@ -21,7 +21,7 @@
 #include "quantize/model_quantizer.h"
 #include "vocab/vocab.h"
 
-namespace lctx::quantize {
+namespace lctx::quantize::peer_quantize_test {
 namespace {
 
 std::string run(const std::string &cmd) {
@@ -154,4 +154,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace lctx::quantize
+}  // namespace lctx::quantize::peer_quantize_test

@@ -20,7 +20,7 @@
 #include "quantize/weighted_quants.h"
 #include "util/error.h"
 
-namespace lctx::quantize {
+namespace lctx::quantize::weighted_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -223,4 +223,4 @@ TEST(Imatrix, QuantizedModelLoadsAndRuns) {
 }
 
 }  // namespace
-}  // namespace lctx::quantize
+}  // namespace lctx::quantize::weighted_test

@@ -10,7 +10,7 @@
 #include "sampling/candidates.h"
 #include "sampling_test_util.h"
 
-namespace lctx {
+namespace lctx::test_candidates {
 namespace {
 
 using test::Cands;
@@ -237,4 +237,4 @@ TEST(Candidates, ExplicitSeedIsKeptDefaultSeedIsDrawn) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::test_candidates

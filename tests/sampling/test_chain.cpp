@@ -9,7 +9,7 @@
 #include "sampling_test_util.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::test_chain {
 namespace {
 
 using test::Cands;
@@ -258,4 +258,4 @@ TEST(Sample, LargeVocabularyTopKChain) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::test_chain

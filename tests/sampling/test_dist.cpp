@@ -7,7 +7,7 @@
 #include "sampling/samplers.h"
 #include "sampling_test_util.h"
 
-namespace lctx {
+namespace lctx::test_dist {
 namespace {
 
 using test::Cands;
@@ -236,4 +236,4 @@ TEST(Mirostat, MuSettlesNearTau) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::test_dist

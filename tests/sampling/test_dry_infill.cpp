@@ -13,7 +13,7 @@
 #include "sampling/dry.h"
 #include "sampling/infill.h"
 
-namespace lctx {
+namespace lctx::test_dry_infill {
 namespace {
 
 std::vector<TokenData> flat(int n) {
@@ -218,4 +218,4 @@ TEST(Infill, ThroughTheCApi) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::test_dry_infill

@@ -7,7 +7,7 @@
 #include "sampling/samplers.h"
 #include "sampling_test_util.h"
 
-namespace lctx {
+namespace lctx::test_samplers {
 namespace {
 
 using test::Cands;
@@ -555,4 +555,4 @@ TEST(AllSamplers, EmptyArrayIsHarmless) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::test_samplers

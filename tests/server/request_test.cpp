@@ -6,7 +6,7 @@
 
 #include "server/text_stream.h"
 
-namespace lctx::server {
+namespace lctx::server::request_test {
 namespace {
 
 using json = nlohmann::json;
@@ -151,4 +151,4 @@ TEST(ServerTextStream, NeverSplitsAUtf8Character) {
 }
 
 }  // namespace
-}  // namespace lctx::server
+}  // namespace lctx::server::request_test

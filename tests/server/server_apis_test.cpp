@@ -5,7 +5,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_apis_test {
 namespace {
 using json = nlohmann::json;
 
@@ -218,4 +218,4 @@ TEST(ServerResponses, StreamSendsResponsesEvents) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_apis_test

@@ -4,7 +4,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_bounds_test {
 namespace {
 
 using json = nlohmann::json;
@@ -31,4 +31,4 @@ TEST(ServerBounds, TokenIdsUpToTheVocabularyEnd) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_bounds_test

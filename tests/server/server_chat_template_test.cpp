@@ -10,7 +10,7 @@
 #include "server/engine.h"
 #include "server_fixture.h"
 
-namespace lctx {
+namespace lctx::server_chat_template_test {
 namespace {
 
 TEST(ServerChatTemplate, EveryBuiltinNameOfTheCApiRendersAsLlamaChatApplyTemplate) {
@@ -56,4 +56,4 @@ TEST(ServerChatTemplate, AnUnknownNameListsEveryName) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::server_chat_template_test

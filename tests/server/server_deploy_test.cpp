@@ -11,7 +11,7 @@
 
 #include "server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_deploy_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -61,4 +61,4 @@ TEST(Deploy, ABrokenManifestFails) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_deploy_test

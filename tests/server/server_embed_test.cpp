@@ -9,7 +9,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_embed_test {
 namespace {
 
 using json = nlohmann::json;
@@ -248,4 +248,4 @@ TEST(EmbedServerOwn, GenerationModelRefusesEmbeddings) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_embed_test

@@ -20,7 +20,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_guard_test {
 namespace {
 
 using json = nlohmann::json;
@@ -493,9 +493,9 @@ TEST(ServerGuard, KeepAliveAndPipelining) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_guard_test
 
-namespace lctx::testing {
+namespace lctx::testing::server_guard_test {
 namespace {
 
 // llama-server's own surface: --alias, /props, --api-key-file with several keys, slot actions without a body.
@@ -667,4 +667,4 @@ TEST(ServerSurface, SlotActionsWithoutABody) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_guard_test

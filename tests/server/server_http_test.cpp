@@ -13,7 +13,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_http_test {
 namespace {
 
 using json = nlohmann::json;
@@ -748,4 +748,4 @@ TEST(ServerOwn, ClientGoneBeforeANonStreamedAnswerFreesCells) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_http_test

@@ -20,6 +20,7 @@
 #include <msgpack.hpp>
 #include <zmq.hpp>
 
+namespace server_kv_events_test {
 namespace {
 
 using lctx::testing::LocalServer;
@@ -506,3 +507,4 @@ TEST(KvEvents, RefusedWithoutZmq) {
     }
 }
 #endif
+}  // namespace server_kv_events_test

@@ -8,7 +8,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_lora_test {
 namespace {
 
 using json = nlohmann::json;
@@ -149,4 +149,4 @@ TEST(ServerLora, BadAdapterStopsTheEngine) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_lora_test

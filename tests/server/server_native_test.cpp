@@ -16,7 +16,7 @@
 #include "gguf_rewrite.h"
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_native_test {
 namespace {
 using json = nlohmann::json;
 
@@ -470,4 +470,4 @@ TEST(ServerNative, TimeoutBoundsTheBody) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_native_test

@@ -25,7 +25,7 @@
 
 extern char **environ;
 
-namespace lctx::testing {
+namespace lctx::testing::server_prometheus_test {
 namespace {
 
 using nlohmann::json;
@@ -239,4 +239,4 @@ TEST(Prometheus, ScrapesEveryVllmSeriesDuringALoad) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_prometheus_test

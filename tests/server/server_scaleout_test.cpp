@@ -15,7 +15,7 @@
 #include "server/metrics.h"
 #include "server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_scaleout_test {
 namespace {
 
 using nlohmann::json;
@@ -261,4 +261,4 @@ TEST(Drain, InterruptEndsTheWait) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_scaleout_test

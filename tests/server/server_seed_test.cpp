@@ -6,7 +6,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_seed_test {
 namespace {
 
 using json = nlohmann::json;
@@ -46,4 +46,4 @@ TEST(ServerSeeds, NChoicesDifferAndEachIsItsDerivedSeedsText) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_seed_test

@@ -21,7 +21,7 @@
 
 #include "cli/cli_run.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_signal_test {
 namespace {
 
 TEST(ServeProcess, SigtermWithAnOpenStreamExitsCleanly) {
@@ -283,4 +283,4 @@ TEST(ServeProcess, BadModelFailsWithAMessage) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_signal_test

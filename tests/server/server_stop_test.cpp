@@ -6,7 +6,7 @@
 
 #include "server/server_fixture.h"
 
-namespace lctx::testing {
+namespace lctx::testing::server_stop_test {
 namespace {
 
 double stop_ms(std::unique_ptr<LocalServer> &srv) {
@@ -45,4 +45,4 @@ TEST(ServerStop, StopsInMillisecondsAfterAGeneration) {
 }
 
 }  // namespace
-}  // namespace lctx::testing
+}  // namespace lctx::testing::server_stop_test

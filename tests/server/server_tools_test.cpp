@@ -12,9 +12,11 @@
 #include "cli/cli_run.h"
 #include "server_fixture.h"
 
+using json = nlohmann::json;
+
+namespace server_tools_test {
 using namespace lctx;
 using namespace lctx::testing;
-using json = nlohmann::json;
 
 namespace {
 
@@ -98,8 +100,6 @@ class ToolServer : public ::testing::Test {
     static LocalServer *srv;
 };
 LocalServer *ToolServer::srv = nullptr;
-
-}  // namespace
 
 TEST_F(ToolServer, RequiredToolChoiceGivesAToolCall) {
     auto [st, j] = srv->post("/v1/chat/completions", tool_request("required"));
@@ -415,3 +415,6 @@ TEST(ServerTools, ServeProcessTakesAChatTemplateFile) {
     p.signal(SIGINT);
     EXPECT_EQ(p.wait_exit(15), 0) << p.output();
 }
+
+}  // namespace
+}  // namespace server_tools_test

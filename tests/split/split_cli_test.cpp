@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 using lctx::testing::run_cli;
 using nlohmann::json;
 
+namespace split_cli_test {
 namespace {
 
 std::string model_path() {
@@ -269,3 +270,4 @@ TEST_F(SplitCli, InfoOnASplitModel) {
 }
 
 }  // namespace
+}  // namespace split_cli_test

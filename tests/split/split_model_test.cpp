@@ -19,6 +19,8 @@
 #include "model/model.h"
 
 namespace fs = std::filesystem;
+
+namespace split_model_test {
 using namespace lctx;
 
 namespace {
@@ -442,3 +444,4 @@ TEST_F(SplitTest, PlanRefusesImpossibleLimits) {
 }
 
 }  // namespace
+}  // namespace split_model_test

@@ -8,6 +8,7 @@
 #include "gguf/gguf_split.h"
 #include "llama.h"
 
+namespace split_path_test {
 namespace {
 
 TEST(SplitPath, WritesTheNumberedName) {
@@ -74,3 +75,4 @@ TEST(SplitPrefix, InternalHelpersAgree) {
 }
 
 }  // namespace
+}  // namespace split_path_test

@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "state_snapshot.h"
 
-namespace lctx {
+namespace lctx::gemma2_bloom_state_test {
 namespace {
 
 std::string fixture(const std::string &name) {
@@ -139,4 +139,4 @@ TEST_P(FamilyState, SequenceStateRoundTrip) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, FamilyState, ::testing::Values("gemma2", "bloom"));
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::gemma2_bloom_state_test

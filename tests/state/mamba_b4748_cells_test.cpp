@@ -16,6 +16,7 @@
 #include "llama.h"
 #include "state/state_layout.h"
 
+namespace mamba_b4748_cells_test {
 namespace {
 
 struct ModelDeleter {
@@ -121,3 +122,4 @@ TEST(MambaB4748Cells, BranchedSequencesSitInB4748sCellOrder) {
 }
 
 }  // namespace
+}  // namespace mamba_b4748_cells_test

@@ -11,6 +11,7 @@
 #include "capi/capi_test_util.h"
 #include "state/state_layout.h"
 
+namespace mamba_state_test {
 namespace {
 
 using capi_test::quiet_log;
@@ -214,3 +215,4 @@ TEST(MambaState, SequenceOperationsKeepTheRecurrentRules) {
 }
 
 }  // namespace
+}  // namespace mamba_state_test

@@ -11,6 +11,7 @@
 #include "capi/capi_test_util.h"
 #include "state/state_layout.h"
 
+namespace state_cache_types_test {
 using namespace capi_test;
 
 namespace {
@@ -137,3 +138,4 @@ INSTANTIATE_TEST_SUITE_P(Types, StateCacheTypes, ::testing::ValuesIn(kTypes),
                          });
 
 }  // namespace
+}  // namespace state_cache_types_test

@@ -9,6 +9,7 @@
 #include "capi/capi_test_util.h"
 #include "state/state_layout.h"
 
+namespace state_corrupt_test {
 using namespace capi_test;
 using namespace state_test;
 
@@ -319,3 +320,4 @@ TEST_F(StateCorrupt, SequenceFileWithTrailingDataIsRefused) {
 }
 
 }  // namespace
+}  // namespace state_corrupt_test

@@ -10,6 +10,7 @@
 #include "capi/capi_test_util.h"
 #include "llama.h"
 
+namespace state_embeddings_test {
 namespace {
 
 struct ModelDeleter {
@@ -80,3 +81,4 @@ TEST(StateEmbeddings, RestoreGivesBackEveryOutputsEmbedding) {
 }
 
 }  // namespace
+}  // namespace state_embeddings_test

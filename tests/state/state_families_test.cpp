@@ -9,6 +9,7 @@
 
 #include "capi/capi_test_util.h"
 
+namespace state_families_test {
 namespace {
 
 using capi_test::decode_seq;
@@ -114,3 +115,4 @@ TEST(StateFamilies, AStateOfAnotherFamilyIsRefused) {
 }
 
 }  // namespace
+}  // namespace state_families_test

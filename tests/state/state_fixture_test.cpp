@@ -10,6 +10,7 @@
 #include "capi/capi_test_util.h"
 #include "state/state_layout.h"
 
+namespace state_fixture_test {
 using namespace capi_test;
 using namespace state_test;
 
@@ -187,3 +188,4 @@ TEST_F(StateFixture, OwnSessionFileMatchesLlamaCppLayout) {
 }
 
 }  // namespace
+}  // namespace state_fixture_test

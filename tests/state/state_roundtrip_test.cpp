@@ -8,6 +8,7 @@
 #include "capi/capi_test_util.h"
 #include "state/state_layout.h"
 
+namespace state_roundtrip_test {
 using namespace capi_test;
 
 namespace {
@@ -243,3 +244,4 @@ TEST_F(StateRoundTrip, PendingShiftIsAppliedBeforeSaving) {
 }
 
 }  // namespace
+}  // namespace state_roundtrip_test

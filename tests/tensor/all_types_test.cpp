@@ -12,7 +12,7 @@
 #include "tensor/types.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::all_types_test {
 namespace {
 
 std::vector<GgmlType> compute_types() {
@@ -123,4 +123,4 @@ INSTANTIATE_TEST_SUITE_P(Table, AllTypes, ::testing::ValuesIn(compute_types()),
                          });
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::all_types_test

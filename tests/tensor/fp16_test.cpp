@@ -16,7 +16,7 @@
 #define LCTX_TEST_HAVE_X86 1
 #endif
 
-namespace lctx {
+namespace lctx::fp16_test {
 namespace {
 
 bool is_half_nan(uint16_t h) {
@@ -250,4 +250,6 @@ TEST(Bf16, EdgeCases) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::fp16_test
+
+#undef LCTX_TEST_HAVE_X86  // a unity batch goes on after this file

@@ -20,7 +20,7 @@
 #include "tensor/types.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::model_files_test {
 namespace {
 
 std::string model_path(const std::string &type) {
@@ -205,4 +205,4 @@ INSTANTIATE_TEST_SUITE_P(Llama, LegacyModelFile, ::testing::ValuesIn(kLegacy),
                          });
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::model_files_test

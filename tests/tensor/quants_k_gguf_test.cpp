@@ -21,7 +21,7 @@
 #include "tensor/fp16.h"
 #include "tensor/quants_k.h"
 
-namespace lctx {
+namespace lctx::quants_k_gguf_test {
 namespace {
 
 constexpr int QK = 256;
@@ -188,4 +188,4 @@ INSTANTIATE_TEST_SUITE_P(LlamaFixtures, QuantsKFile, ::testing::ValuesIn(kFiles)
                          });
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::quants_k_gguf_test

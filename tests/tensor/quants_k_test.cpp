@@ -18,7 +18,7 @@
 #include "tensor/fp16.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::quants_k_test {
 namespace {
 
 constexpr int QK = 256;
@@ -588,4 +588,4 @@ TEST(QuantsKDotExact, Q4KMinCorrectionUsesBsums) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::quants_k_test

@@ -19,7 +19,7 @@
 #include "tensor/types.h"
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::quants_legacy_test {
 namespace {
 
 using test::check_round_trip;
@@ -656,4 +656,4 @@ TEST(Dispatch, EveryComputeTypeCanBeQuantizedAndDequantized) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::quants_legacy_test

@@ -11,7 +11,7 @@
 #include "../../tools/lctx/synth_model.h"
 #include "kernels/dot.h"
 
-namespace lctx::bench {
+namespace lctx::bench::bench_roofline_test {
 namespace {
 
 const std::string kStories = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
@@ -94,4 +94,4 @@ TEST(BenchRoofline, PromptRowsReportTheirFractionOfThePeak) {
 }
 
 }  // namespace
-}  // namespace lctx::bench
+}  // namespace lctx::bench::bench_roofline_test

@@ -8,6 +8,7 @@
 
 #include "cli/cli_run.h"
 
+namespace bench_spec_test {
 namespace {
 
 std::string golden(const std::string &name) {
@@ -59,3 +60,4 @@ TEST(BenchSpec, CommandLine) {
 }
 
 }  // namespace
+}  // namespace bench_spec_test

@@ -19,7 +19,7 @@
 #include "../../tools/lctx/bench_peer.h"
 #include "../../tools/lctx/synth_model.h"
 
-namespace lctx::bench {
+namespace lctx::bench::bench_test {
 namespace {
 
 const std::string kStories = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
@@ -272,9 +272,9 @@ TEST(BenchPeer, LlamaCppEncodesABertModel) {
 }
 
 }  // namespace
-}  // namespace lctx::bench
+}  // namespace lctx::bench::bench_test
 
-namespace lctx::bench {
+namespace lctx::bench::bench_test {
 namespace {
 
 Result fake(const std::string &engine, int n_prompt, int n_gen, std::vector<uint64_t> samples) {
@@ -399,9 +399,9 @@ TEST(BenchCli, ListsFormatsAndTheBatchThatRan) {
 }
 
 }  // namespace
-}  // namespace lctx::bench
+}  // namespace lctx::bench::bench_test
 
-namespace lctx::bench {
+namespace lctx::bench::bench_test {
 namespace {
 
 // `lctx bench --peer` without a folder prefers the native build of install-peer.sh --native over the npm
@@ -433,9 +433,9 @@ TEST(BenchPeerChoice, NativeBuildFirstThenNpmThenNone) {
 }
 
 }  // namespace
-}  // namespace lctx::bench
+}  // namespace lctx::bench::bench_test
 
-namespace lctx::bench {
+namespace lctx::bench::bench_test {
 namespace {
 
 TEST(BenchMarkdown, RatioPerBatchSettingNamedOnlyWhenThereAreSeveral) {
@@ -455,9 +455,9 @@ TEST(BenchMarkdown, RatioPerBatchSettingNamedOnlyWhenThereAreSeveral) {
 }
 
 }  // namespace
-}  // namespace lctx::bench
+}  // namespace lctx::bench::bench_test
 
-namespace lctx::bench {
+namespace lctx::bench::bench_test {
 namespace {
 
 // -fa, -ctk and -ctv take lists and every combination runs; the JSON says what ran, and a type that is not a
@@ -739,4 +739,4 @@ TEST(BenchBatchedCli, RefusesWhatDoesNotApply) {
 }
 
 }  // namespace
-}  // namespace lctx::bench
+}  // namespace lctx::bench::bench_test

@@ -19,7 +19,7 @@
 #include "model/model.h"
 #include "vocab/vocab.h"
 
-namespace lctx {
+namespace lctx::peer_embed_test {
 namespace {
 
 std::string peer_exe() {
@@ -118,4 +118,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::peer_embed_test

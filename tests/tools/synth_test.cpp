@@ -14,7 +14,7 @@
 #include "context/context.h"
 #include "model/model.h"
 
-namespace lctx::synth {
+namespace lctx::synth::synth_test {
 namespace {
 
 std::string vocab_path(const Shape &s) {
@@ -358,9 +358,9 @@ TEST(SynthErrors, UnknownNamesAndMissingVocab) {
 }
 
 }  // namespace
-}  // namespace lctx::synth
+}  // namespace lctx::synth::synth_test
 
-namespace lctx::synth {
+namespace lctx::synth::synth_test {
 namespace {
 
 // A write that fails at its last step (the rename onto a directory) leaves no partial file behind.
@@ -381,9 +381,9 @@ TEST(SynthFailure, FailedWriteRemovesThePartialFile) {
 }
 
 }  // namespace
-}  // namespace lctx::synth
+}  // namespace lctx::synth::synth_test
 
-namespace lctx::synth {
+namespace lctx::synth::synth_test {
 namespace {
 
 const TensorPlan *planned(const std::vector<TensorPlan> &plan, const std::string &name) {
@@ -493,4 +493,4 @@ TEST(SynthFamilies, TinyMambaLoadsAndDecodes) {
 }
 
 }  // namespace
-}  // namespace lctx::synth
+}  // namespace lctx::synth::synth_test

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace lctx {
+namespace lctx::page_buffer_test {
 namespace {
 
 TEST(PageBufferTest, ZeroFilledAndAligned) {
@@ -45,4 +45,4 @@ TEST(PageBufferTest, MoveTransfersOwnership) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::page_buffer_test

@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 
-namespace lctx {
+namespace lctx::pretokenizer_test {
 namespace {
 
 using Words = std::vector<std::string>;
@@ -122,4 +122,4 @@ TEST(PreTokenizer, BadPatternIsAnError) {
 }
 
 }  // namespace
-}  // namespace lctx
+}  // namespace lctx::pretokenizer_test

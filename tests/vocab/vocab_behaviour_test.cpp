@@ -9,7 +9,7 @@
 #include "util/error.h"
 #include "vocab/vocab_test_util.h"
 
-namespace lctx::test {
+namespace lctx::test::vocab_behaviour_test {
 namespace {
 
 const char *const kSpmSets[] = {"llama-spm", "phi-3"};
@@ -407,4 +407,4 @@ TEST(VocabLoad, BadMetadataIsAnError) {
 }
 
 }  // namespace
-}  // namespace lctx::test
+}  // namespace lctx::test::vocab_behaviour_test

@@ -8,7 +8,7 @@
 #include "util/error.h"
 #include "vocab/vocab_test_util.h"
 
-namespace lctx::test {
+namespace lctx::test::vocab_fixtures_test {
 namespace {
 
 const char *const kSets[] = {"bert-bge", "deepseek-coder", "deepseek-llm", "falcon",   "gpt-2", "llama-spm",
@@ -113,4 +113,4 @@ TEST(VocabFixtureSets, T5BadCharsmapIsRefusedByName) {
 }
 
 }  // namespace
-}  // namespace lctx::test
+}  // namespace lctx::test::vocab_fixtures_test

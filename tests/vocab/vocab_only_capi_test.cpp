@@ -15,6 +15,7 @@
 #include "llama.h"
 #include "vocab/vocab_test_util.h"
 
+namespace vocab_only_capi_test {
 namespace {
 
 const char *const kSets[] = {"bert-bge", "deepseek-coder", "deepseek-llm", "falcon",    "gpt-2", "llama-spm",
@@ -141,3 +142,4 @@ TEST(CapiVocabOnly, T5NewlineTokenIsThePadId) {
 }
 
 }  // namespace
+}  // namespace vocab_only_capi_test

@@ -28,7 +28,7 @@ int from_schema(const std::string &path) {
         return 1;
     }
     try {
-        const std::string gbnf = grammar::json_schema_to_gbnf(text);
+        const std::string gbnf = grammar::json_schema_to_gbnf(std::string_view(text));
         std::fwrite(gbnf.data(), 1, gbnf.size(), stdout);
         return 0;
     } catch (const std::exception &e) {

@@ -29,14 +29,6 @@
 
 namespace lctx::cli {
 
-namespace {
-
-bool ends_with(const std::string &s, const std::string &tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-}  // namespace
-
 // run, or with infill = true llama-infill: the prompt is the model's fill-in-the-middle tokens around
 // --in-prefix and --in-suffix, and the output is the middle.
 int run_main(int argc, char **argv, bool infill) {
@@ -315,7 +307,7 @@ int run_main(int argc, char **argv, bool infill) {
         ++pos;
         cache_tokens.push_back(id);
         bool reversed = false;
-        for (const std::string &r : o.reverse_prompts) reversed = reversed || ends_with(text, r);
+        for (const std::string &r : o.reverse_prompts) reversed = reversed || text.ends_with(r);
         if (reversed) {
             stop = "reverse prompt";
             break;

@@ -168,14 +168,6 @@ std::string spec_load(const std::string &path, const SpecOptions &s, int32_t n_c
     return "";
 }
 
-namespace {
-
-bool ends_with(const std::string &s, const std::string &tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-}  // namespace
-
 int run_speculative(GenOptions &o, const SpecOptions &s, uint32_t seed) {
     const int n_threads = resolved_threads(o.n_threads);
     SpecModels m;
@@ -268,7 +260,7 @@ int run_speculative(GenOptions &o, const SpecOptions &s, uint32_t seed) {
             text += piece;
             if (!o.json) out.write(piece);
             bool reversed = false;
-            for (const std::string &r : o.reverse_prompts) reversed = reversed || ends_with(text, r);
+            for (const std::string &r : o.reverse_prompts) reversed = reversed || text.ends_with(r);
             if (reversed) {
                 stop = "reverse prompt";
                 done = true;
