@@ -166,6 +166,18 @@ TEST(RopeMetadata, DimensionCountIsEvenAndWithinTheHead) {
                        "rope.dimension_count " + std::to_string(bad), kQwen2);
 }
 
+// llama rotates the whole head: b4748 refuses a llama file whose rope.dimension_count is not the head size
+// ("invalid n_rot"), even an even one below it, which qwen2 takes (above).
+TEST(RopeMetadata, LlamaRotatesTheWholeHead) {
+    const uint32_t head = Model::load(kLlama)->hparams().n_embd_head_k;
+    ASSERT_GE(head, 4u);
+    EXPECT_EQ(load_with([&](gguf::Writer &w) { w.set_u32("llama.rope.dimension_count", head); }, "llama-head")
+                  .rope.n_rot,
+              static_cast<int>(head));
+    expect_refused([&](gguf::Writer &w) { w.set_u32("llama.rope.dimension_count", head - 2); },
+                   "llama-partial", "rope.dimension_count " + std::to_string(head - 2));
+}
+
 TEST(ContextRope, RefusesWhatIsNotASetting) {
     const HParams hp = load_with([](gguf::Writer &) {}, "plain");
     const std::vector<std::function<void(RopeOverrides &)>> bad = {
