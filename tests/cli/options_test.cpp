@@ -222,9 +222,11 @@ TEST(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
     EXPECT_GT(differs_from_fifty, 8);
 }
 
-// --temp 0 (or below) is greedy (`--temp`'s help): after the logit changers (penalties, DRY) the chain picks
-// the most likely token; the truncating samplers and the random draw do not run, so top-k, typical-p and
-// XTC, which can take the most likely token out, change nothing.
+// --temp 0 (or below) is greedy (`--temp`'s help, and the server's rule): after the logit changers
+// (penalties, DRY) the chain picks the most likely token; the truncating samplers and the random draw do not
+// run, so top-k, typical-p and XTC, which can take the most likely token out, change nothing. This is lctx's
+// rule, llama.cpp's before its PR 9897; b4748 builds its whole chain at any temperature, with a temperature
+// sampler that keeps only the top token of what reaches it (docs/MUTATION.md, cli_greedy_at_temp_zero).
 TEST(SamplerChainFromOptions, TempZeroIsGreedy) {
     const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
     const int32_t n_vocab = model->vocab().n_tokens();
