@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Mutation testing: applies each small change of tests/mutations/*.mut (see its README.md) to the source,
-# rebuilds the test binary it names, runs its filter, and restores the file. A mutation the tests do not
-# notice (they still pass) survives: the summary lists the survivors, and the script fails when there are any.
+# rebuilds the test binary it names, runs its filter, and restores the file; at the end the binaries used are
+# built again from the restored sources. A mutation the tests do not notice (they still pass) survives: the
+# summary lists the survivors, and the script fails when there are any.
 # Needs a configured build/ (scripts/build.sh). Runs in place: the file is restored on every exit (error,
 # Ctrl-C, TERM, HUP); a run killed outright (SIGKILL, power) is repaired by the next run, which restores
 # what build/mutate/pending names before it starts.
@@ -17,7 +18,7 @@ work="$build/mutate"
 pending="$work/pending"
 jobs=${MUTATE_JOBS:-2}
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 layers=()
 names=()
 list_only=0
@@ -180,6 +181,21 @@ for n in "${names[@]}"; do
   restore
 done
 trap - EXIT
+# Each test binary was last built with a mutation applied: build the ones this run touched again from the
+# restored sources, so that tests run after this script test the real code.
+rebuilt=()
+for n in "${names[@]}"; do
+  t=$(field target "$root/tests/mutations/$n.mut")
+  case " ${rebuilt[*]} " in *" $t "*) continue ;; esac
+  rebuilt+=("$t")
+done
+if [ ${#rebuilt[@]} -gt 0 ]; then
+  targets=()
+  for t in "${rebuilt[@]}"; do targets+=(--target "$t"); done
+  if ! cmake --build "$build" -j"$jobs" "${targets[@]}" >"$work/rebuild.log" 2>&1; then
+    echo "mutate.sh: rebuilding ${rebuilt[*]} from the restored sources failed: see $work/rebuild.log" >&2
+  fi
+fi
 echo "mutate.sh: ${#killed[@]} killed, ${#survived[@]} survived, ${#uncompiled[@]} do not compile," \
   "${#buildfail[@]} build failures, ${#stale[@]} stale (table rows: $report)"
 for s in "${survived[@]}"; do echo "  survivor: $s"; done

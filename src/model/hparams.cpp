@@ -409,6 +409,10 @@ HParams HParams::load(const gguf::File &f) {
         hp.rope.n_rot > 1024)
         throw Error("rope.dimension_count " + std::to_string(hp.rope.n_rot) + " does not fit head size " +
                     std::to_string(hp.n_embd_head_k));
+    // b4748 requires llama to rotate the whole head ("invalid n_rot"); other families may rotate a part.
+    if (hp.arch == Arch::Llama && hp.rope.n_rot != static_cast<int>(hp.n_embd_head_k))
+        throw Error("rope.dimension_count " + std::to_string(hp.rope.n_rot) +
+                    ": llama rotates the whole head (head size " + std::to_string(hp.n_embd_head_k) + ")");
     hp.rope.freq_base = get_f32(f, p + "rope.freq_base", 10000.0f);
     if (!(hp.rope.freq_base > 0.0f) || !std::isfinite(hp.rope.freq_base))
         throw Error("model metadata '" + p + "rope.freq_base' = " + std::to_string(hp.rope.freq_base) +

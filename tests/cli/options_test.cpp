@@ -222,6 +222,49 @@ TEST(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
     EXPECT_GT(differs_from_fifty, 8);
 }
 
+// --temp 0 (or below) is greedy (`--temp`'s help, and the server's rule): after the logit changers
+// (penalties, DRY) the chain picks the most likely token; the truncating samplers and the random draw do not
+// run, so top-k, typical-p and XTC, which can take the most likely token out, change nothing. This is lctx's
+// rule, llama.cpp's before its PR 9897; b4748 builds its whole chain at any temperature, with a temperature
+// sampler that keeps only the top token of what reaches it (docs/MUTATION.md, cli_greedy_at_temp_zero).
+TEST(SamplerChainFromOptions, TempZeroIsGreedy) {
+    const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
+    const int32_t n_vocab = model->vocab().n_tokens();
+    SamplingOptions o;
+    o.seed = 5;
+    o.top_k = 3;
+    o.typical_p = 0.2f;
+    o.xtc_probability = 1.0f;  // always cut the tokens above the threshold but the least likely of them
+    o.xtc_threshold = 0.01f;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> d(0.0f, 2.0f);
+    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    for (float temp : {0.0f, -1.0f}) {
+        o.temp = temp;
+        const std::unique_ptr<SamplerChain> chain = make_sampler_chain(o, model->vocab(), 256);
+        ASSERT_EQ(chain->size(), 1) << "temp " << temp;
+        EXPECT_STREQ(chain->get(0)->name(), "greedy") << "temp " << temp;
+        for (int step = 0; step < 32; ++step) {
+            for (float &l : logits) l = d(rng);
+            const Token best =
+                static_cast<Token>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            ASSERT_EQ(chain->sample(logits.data(), n_vocab), best) << "temp " << temp << ", step " << step;
+        }
+    }
+    // The same options at a small positive temperature do take the most likely token out (else this test
+    // could not tell a greedy chain from the full one).
+    o.temp = 0.01f;
+    const std::unique_ptr<SamplerChain> full = make_sampler_chain(o, model->vocab(), 256);
+    int other = 0;
+    for (int step = 0; step < 32; ++step) {
+        for (float &l : logits) l = d(rng);
+        const Token best =
+            static_cast<Token>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        if (full->sample(logits.data(), n_vocab) != best) ++other;
+    }
+    EXPECT_GT(other, 16);
+}
+
 TEST(Seed, MinusOneBecomesARandomSeedAndOthersStay) {
     SamplingOptions o;
     const uint32_t s = resolve_seed(o);

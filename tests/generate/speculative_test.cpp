@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -95,6 +96,10 @@ TEST(NgramDrafter, DraftsWhatFollowedTheLatestMatch) {
     // ... 7 8 9 | 1 2 3 4 5 | 7 8 9 ->  1 2 3 4
     d.draft({7, 8, 9, 1, 2, 3, 4, 5, 7, 8, 9}, 4, &out);
     EXPECT_EQ(out.tokens, (std::vector<llama_token>{1, 2, 3, 4}));
+    // Two earlier matches of the same n-gram: the latest one's continuation.
+    // 7 1 2 | 3 | 7 1 2 | 4 | 7 1 2  ->  4 7 1 2, not 3 7 1 2
+    d.draft({7, 1, 2, 3, 7, 1, 2, 4, 7, 1, 2}, 4, &out);
+    EXPECT_EQ(out.tokens, (std::vector<llama_token>{4, 7, 1, 2}));
     // A repetition drafts itself periodically past the end of the history.
     d.draft({5, 1, 2, 1, 2}, 5, &out);
     EXPECT_EQ(out.tokens, (std::vector<llama_token>{1, 2, 1, 2, 1}));
@@ -276,6 +281,93 @@ TEST(SpecGreedy, ContextFullStopsWherePlainDecodingDoes) {
     EXPECT_EQ(history.size(), n_ctx);
     EXPECT_EQ(spec.step(history, &out), "the context is full");
     EXPECT_EQ(out, plain_greedy(m.get(), prompt, static_cast<int>(out.size())));
+}
+
+// A drafter that proposes what plain greedy decoding continues `full` with, then `bad`, then a valid id: as a
+// draft model whose vocabulary is larger than the target's (spec_vocab_check allows 128 more tokens) can.
+class OracleThenBad : public lctx::generate::Drafter {
+  public:
+    OracleThenBad(std::vector<llama_token> full, llama_token bad) : full_(std::move(full)), bad_(bad) {}
+    void draft(const std::vector<llama_token> &history, int32_t n_max, Draft *out) override {
+        out->tokens.clear();
+        out->q.clear();
+        if (history.size() < full_.size()) out->tokens.push_back(full_[history.size()]);
+        out->tokens.push_back(bad_);
+        out->tokens.push_back(1);
+        if (static_cast<int32_t>(out->tokens.size()) > n_max) out->tokens.resize(static_cast<size_t>(n_max));
+    }
+
+  private:
+    std::vector<llama_token> full_;
+    llama_token bad_;
+};
+
+// The draft ends before its first id outside the target's vocabulary (n_vocab itself, beyond it, negative):
+// the target never decodes it, the output is plain decoding's, and only the ids before it count as drafted.
+TEST(SpecGreedy, DraftIdsOutsideTheTargetVocabularyEndTheDraft) {
+    ModelPtr m = load(golden_model("stories260K"));
+    ASSERT_TRUE(m);
+    const llama_token n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m.get()));
+    const std::vector<llama_token> prompt = tokenize(m.get(), "Once upon a time, there was a little");
+    const int n = 16;
+    const std::vector<llama_token> want = plain_greedy(m.get(), prompt, n + 8);
+    std::vector<llama_token> full = prompt;
+    full.insert(full.end(), want.begin(), want.end());
+    for (llama_token bad : {n_vocab, n_vocab + 1, n_vocab + 127, llama_token{-1}}) {
+        OracleThenBad drafter(full, bad);
+        const SpecRun got = spec_greedy(m.get(), &drafter, prompt, n);
+        EXPECT_EQ(got.out, std::vector<llama_token>(want.begin(), want.begin() + n)) << "bad id " << bad;
+        // One valid id a step, each the target's own choice: all accepted.
+        EXPECT_GT(got.stats.n_drafted, 0) << "bad id " << bad;
+        EXPECT_EQ(got.stats.n_accepted, got.stats.n_drafted) << "bad id " << bad;
+        EXPECT_EQ(got.stats.n_drafted, got.stats.n_steps) << "bad id " << bad;
+    }
+}
+
+// --draft-p-min: the draft model drafts its most likely token while that token's probability (its softmax,
+// computed here in double the same way) is at least p_min, and stops at the first one below it.
+TEST(ModelDrafterPMin, StopsAtTheFirstTokenLessLikelyThanPMin) {
+    ModelPtr m = load(golden_model("stories260K"));
+    ASSERT_TRUE(m);
+    const std::vector<llama_token> prompt = tokenize(m.get(), "Once upon a time, there was a little");
+    const int k = 8;
+    // The greedy path and the probability of each of its tokens.
+    std::vector<double> p;
+    {
+        ContextPtr ctx = make_ctx(m.get());
+        std::vector<llama_token> toks = prompt;
+        llama_batch b = llama_batch_get_one(toks.data(), static_cast<int32_t>(toks.size()));
+        ASSERT_EQ(llama_decode(ctx.get(), b), 0);
+        const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m.get()));
+        for (int i = 0; i < k; ++i) {
+            const float *l = llama_get_logits_ith(ctx.get(), -1);
+            llama_token best = 0;
+            for (llama_token t = 1; t < n_vocab; ++t)
+                if (l[t] > l[best]) best = t;
+            double sum = 0;
+            for (llama_token t = 0; t < n_vocab; ++t) sum += std::exp(static_cast<double>(l[t] - l[best]));
+            p.push_back(1.0 / sum);
+            b = llama_batch_get_one(&best, 1);
+            ASSERT_EQ(llama_decode(ctx.get(), b), 0);
+        }
+    }
+    std::vector<double> sorted = p;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_LT(sorted[0], sorted[k - 1]);
+    const std::vector<llama_token> greedy = plain_greedy(m.get(), prompt, k);
+    for (size_t j = 1; j < sorted.size(); ++j) {
+        if (!(sorted[j - 1] < sorted[j])) continue;
+        const float p_min = static_cast<float>(0.5 * (sorted[j - 1] + sorted[j]));  // between two of them
+        size_t want = 0;
+        while (want < p.size() && p[want] >= p_min) ++want;
+        ContextPtr dctx = make_ctx(m.get());
+        ModelDrafter drafter(dctx.get(), p_min);
+        Draft out;
+        drafter.draft(prompt, k, &out);
+        EXPECT_EQ(out.tokens,
+                  std::vector<llama_token>(greedy.begin(), greedy.begin() + static_cast<long>(want)))
+            << "p_min " << p_min;
+    }
 }
 
 TEST(SpecSampled, DraftsAreAcceptedAndTheSeedRepeatsTheOutput) {

@@ -196,9 +196,9 @@ TEST(HostileModel, HyperParametersAtTheEdgesOfTheirTypes) {
         {"key_length 2^32-1",
          [](gguf::Writer &w) { w.set_u32("llama.attention.key_length", 0xffffffffu); },
          {"rope"}},
-        {"key_length 2^20",
+        {"key_length 2^20",  // the file's rope.dimension_count (8) no longer rotates a llama head whole
          [](gguf::Writer &w) { w.set_u32("llama.attention.key_length", 1u << 20); },
-         {"attn_q.weight", "shape"}},
+         {"rope.dimension_count 8", "head size 1048576"}},
         {"value_length 2^32-1",
          [](gguf::Writer &w) { w.set_u32("llama.attention.value_length", 0xffffffffu); },
          {"shape"}},

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,41 @@ std::string temp_model_path(const std::string &tag) {
     return (std::filesystem::temp_directory_path() /
             ("lctx-bert-" + std::to_string(::getpid()) + "-" + tag + ".gguf"))
         .string();
+}
+
+// bert.pooling_type holds one of b4748's five pooling types (0 none, 1 mean, 2 cls, 3 last, 4 rank): each
+// loads as itself; any other value (b4748 aborts on it when it builds the graph) is refused when the model
+// loads, naming the key and the value.
+TEST(Bert, PoolingTypeIsOneOfTheFiveOrRefused) {
+    auto with_pooling = [](const std::string &tag, const std::function<void(gguf::Writer &)> &set) {
+        auto f = gguf::File::open(kBert);
+        gguf::Writer w;
+        for (const gguf::KeyValue &kv : f->metadata()) w.set(kv.key, kv.value);
+        set(w);
+        for (const gguf::TensorInfo &t : f->tensors())
+            w.add_tensor(t.name, t.type, t.ne, f->tensor_data(t), t.nbytes);
+        const std::string path = temp_model_path("pooling-" + tag);
+        w.write_file(path);
+        return path;
+    };
+    for (uint32_t type = 0; type <= 4; ++type) {
+        const std::string path = with_pooling(std::to_string(type),
+                                              [&](gguf::Writer &w) { w.set_u32("bert.pooling_type", type); });
+        EXPECT_EQ(Model::load(path)->hparams().pooling_type, static_cast<int32_t>(type));
+        std::filesystem::remove(path);
+    }
+    for (int32_t bad : {5, 6, -1, 1000}) {
+        const std::string path = with_pooling("bad" + std::to_string(bad + 1),
+                                              [&](gguf::Writer &w) { w.set_i32("bert.pooling_type", bad); });
+        try {
+            Model::load(path);
+            ADD_FAILURE() << "pooling_type " << bad << " loaded";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find("pooling_type' = " + std::to_string(bad)), std::string::npos)
+                << e.what();
+        }
+        std::filesystem::remove(path);
+    }
 }
 
 std::vector<double> tensor_f64(const gguf::File &f, const std::string &name) {

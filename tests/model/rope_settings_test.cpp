@@ -17,12 +17,14 @@ namespace lctx::rope_settings_test {
 namespace {
 
 const std::string kLlama = std::string(LCTX_FIXTURES_DIR) + "/golden/models/llama-F16.gguf";
+const std::string kQwen2 = std::string(LCTX_FIXTURES_DIR) + "/golden/models/qwen2.gguf";
 
-// The hyper-parameters of llama-F16.gguf with metadata set by `kv`.
-HParams load_with(const std::function<void(gguf::Writer &)> &kv, const std::string &tag) {
+// The hyper-parameters of `model` (llama-F16.gguf by default) with metadata set by `kv`.
+HParams load_with(const std::function<void(gguf::Writer &)> &kv, const std::string &tag,
+                  const std::string &model = kLlama) {
     testing::Rewrite r;
     r.add = kv;
-    const std::string path = testing::rewrite_gguf(kLlama, r, "rope-settings-" + tag);
+    const std::string path = testing::rewrite_gguf(model, r, "rope-settings-" + tag);
     struct Remove {
         std::string p;
         ~Remove() { std::filesystem::remove(p); }
@@ -31,9 +33,9 @@ HParams load_with(const std::function<void(gguf::Writer &)> &kv, const std::stri
 }
 
 void expect_refused(const std::function<void(gguf::Writer &)> &kv, const std::string &tag,
-                    const std::string &what) {
+                    const std::string &what, const std::string &model = kLlama) {
     try {
-        load_with(kv, tag);
+        load_with(kv, tag, model);
         ADD_FAILURE() << "loaded; expected an error naming " << what;
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
@@ -145,6 +147,35 @@ TEST(ContextRope, ResolvesAsB4748) {
     const HParams zero = load_with(
         [](gguf::Writer &w) { w.set_u32("llama.rope.scaling.original_context_length", 0); }, "orig0");
     EXPECT_EQ(context_rope(zero, {}).n_ctx_orig, static_cast<int>(zero.n_ctx_train));
+}
+
+// rope.dimension_count is the rotated part of each head, taken in pairs: an odd count (ggml's rope asserts
+// an even one only when the graph runs) or one wider than the head is refused when the model loads, naming
+// the key; an even count below the head (partial rotary) loads. qwen2, because b4748 lets its count differ
+// from the head (it requires count == head for llama, deci and falcon only).
+TEST(RopeMetadata, DimensionCountIsEvenAndWithinTheHead) {
+    const uint32_t head = Model::load(kQwen2)->hparams().n_embd_head_k;
+    ASSERT_GE(head, 4u);
+    auto with_count = [](uint32_t n) {
+        return [n](gguf::Writer &w) { w.set_u32("qwen2.rope.dimension_count", n); };
+    };
+    EXPECT_EQ(load_with(with_count(head - 2), "even", kQwen2).rope.n_rot, static_cast<int>(head - 2));
+    EXPECT_EQ(load_with(with_count(2), "two", kQwen2).rope.n_rot, 2);
+    for (uint32_t bad : {head - 1, 1u, 3u, head + 2, 0u})
+        expect_refused(with_count(bad), "bad-" + std::to_string(bad),
+                       "rope.dimension_count " + std::to_string(bad), kQwen2);
+}
+
+// llama rotates the whole head: b4748 refuses a llama file whose rope.dimension_count is not the head size
+// ("invalid n_rot"), even an even one below it, which qwen2 takes (above).
+TEST(RopeMetadata, LlamaRotatesTheWholeHead) {
+    const uint32_t head = Model::load(kLlama)->hparams().n_embd_head_k;
+    ASSERT_GE(head, 4u);
+    EXPECT_EQ(load_with([&](gguf::Writer &w) { w.set_u32("llama.rope.dimension_count", head); }, "llama-head")
+                  .rope.n_rot,
+              static_cast<int>(head));
+    expect_refused([&](gguf::Writer &w) { w.set_u32("llama.rope.dimension_count", head - 2); },
+                   "llama-partial", "rope.dimension_count " + std::to_string(head - 2));
 }
 
 TEST(ContextRope, RefusesWhatIsNotASetting) {

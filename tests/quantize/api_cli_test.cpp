@@ -108,6 +108,60 @@ TEST(QuantizeCApi, RefusalsReturnOneAndLeaveNothing) {
     EXPECT_EQ(dir.n_entries(), 1u);
 }
 
+// quantize_output_tensor off (llama-quantize's --leave-output-tensor): output.weight keeps its type and
+// bytes, the other matrices are quantized; by the C API and the CLI alike.
+TEST(QuantizeCApi, LeaveOutputTensorKeepsItAsItWas) {
+    TempDir dir("leave_output");
+    llama_model_quantize_params p = llama_model_quantize_default_params();
+    p.ftype = LLAMA_FTYPE_MOSTLY_Q8_0;
+    p.quantize_output_tensor = false;
+    ASSERT_EQ(llama_model_quantize(golden("llama-F16.gguf").c_str(), dir.file("c.gguf").c_str(), &p), 0u);
+    const testing::CliResult r = testing::run_cli(
+        "quantize --leave-output-tensor " + golden("llama-F16.gguf") + " " + dir.file("l.gguf") + " Q8_0",
+        true);
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::unique_ptr<gguf::File> in = gguf::File::open(golden("llama-F16.gguf"));
+    const gguf::TensorInfo *src = in->find_tensor("output.weight");
+    ASSERT_NE(src, nullptr);
+    ASSERT_EQ(src->type, GgmlType::F16);
+    for (const char *name : {"c.gguf", "l.gguf"}) {
+        std::unique_ptr<gguf::File> f = gguf::File::open(dir.file(name));
+        const gguf::TensorInfo *t = f->find_tensor("output.weight");
+        ASSERT_NE(t, nullptr) << name;
+        EXPECT_EQ(t->type, GgmlType::F16) << name;
+        ASSERT_EQ(t->nbytes, src->nbytes) << name;
+        EXPECT_EQ(std::memcmp(f->tensor_data(*t), in->tensor_data(*src), src->nbytes), 0) << name;
+        EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->type, GgmlType::Q8_0) << name;
+    }
+}
+
+// Each part of a split model is refused (lctx quantizes whole files: `lctx split --merge` first), by the C
+// API and the CLI alike, naming the problem and writing nothing.
+TEST(QuantizeCApi, OnePartOfASplitModelIsRefused) {
+    TempDir dir("split_in");
+    TempDir parts("split_parts");
+    const size_t n_tensors = gguf::File::open(golden("llama-F16.gguf"))->tensors().size();
+    ASSERT_GE(n_tensors, 2u);
+    const testing::CliResult s =
+        testing::run_cli("split --split-max-tensors " + std::to_string((n_tensors + 1) / 2) + " " +
+                             golden("llama-F16.gguf") + " " + parts.file("m"),
+                         true);
+    ASSERT_EQ(s.status, 0) << s.out;
+    ASSERT_EQ(parts.n_entries(), 2u);
+    for (const std::string &part :
+         {parts.file("m-00001-of-00002.gguf"), parts.file("m-00002-of-00002.gguf")}) {
+        ASSERT_EQ(gguf::File::open(part)->get_int("split.count"), 2) << part;
+        llama_model_quantize_params p = llama_model_quantize_default_params();
+        p.ftype = LLAMA_FTYPE_MOSTLY_Q8_0;
+        EXPECT_EQ(llama_model_quantize(part.c_str(), dir.file("q.gguf").c_str(), &p), 1u) << part;
+        const testing::CliResult r =
+            testing::run_cli("quantize " + part + " " + dir.file("q.gguf") + " Q8_0", true);
+        EXPECT_EQ(r.status, 1) << r.out;
+        EXPECT_NE(r.out.find("one part of a split model"), std::string::npos) << r.out;
+        EXPECT_EQ(dir.n_entries(), 0u) << part;
+    }
+}
+
 // only_copy (`COPY`): every tensor as it was, general.file_type the input's.
 TEST(QuantizeCApi, OnlyCopyKeepsEveryTensor) {
     TempDir dir("copy");

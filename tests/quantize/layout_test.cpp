@@ -11,6 +11,7 @@
 #include "quantize/file_types.h"
 #include "quantize/model_quantizer.h"
 #include "quantize/row_quantizer.h"
+#include "quantize/tensor_type_rules.h"
 #include "util/error.h"
 
 namespace lctx::quantize::layout_test {
@@ -90,6 +91,56 @@ TEST(QuantizeLayout, ExpertsAreQuantizedEachWithItsImportance) {
     // An importance entry of the wrong size is refused.
     im["blk.0.ffn_up_exps.weight"].resize(256);
     EXPECT_THROW(quantize_model(in, out, o), Error);
+    fs::remove(in);
+    fs::remove(out);
+}
+
+// Which tensors b4748's llama-quantize quantizes at all (llama_model_quantize_impl): weights of two or more
+// dimensions, except norms (any name with "_norm.weight", whatever its shape) and, with
+// quantize_output_tensor off (--leave-output-tensor), output.weight. What it leaves keeps its type and bytes.
+TEST(QuantizeLayout, NormsAndALeftOutputKeepTheirTypeAndBytes) {
+    EXPECT_TRUE(is_quantizable("blk.0.attn_q.weight", 2, true));
+    EXPECT_FALSE(is_quantizable("blk.0.attn_q.weight", 1, true));
+    EXPECT_FALSE(is_quantizable("blk.0.attn_norm.weight", 2, true));
+    EXPECT_FALSE(is_quantizable("blk.0.ffn_norm.weight", 3, true));
+    EXPECT_TRUE(is_quantizable("output.weight", 2, true));
+    EXPECT_FALSE(is_quantizable("output.weight", 2, false));
+    EXPECT_TRUE(is_quantizable("blk.0.output.weight", 2, false));  // only the model's output matrix
+
+    gguf::Writer w;
+    w.set_string("general.architecture", "llama");
+    w.set_u32("llama.block_count", 1);
+    w.set_u32("llama.attention.head_count", 4);
+    const std::vector<float> q = random_floats(256 * 3, 3), norm2 = random_floats(256 * 2, 4),
+                             norm1 = random_floats(256, 5), out_w = random_floats(256 * 4, 6);
+    w.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {256, 3}, q.data(), q.size() * 4);
+    w.add_tensor("blk.0.attn_q_norm.weight", GgmlType::F32, {256, 2}, norm2.data(), norm2.size() * 4);
+    w.add_tensor("blk.0.attn_norm.weight", GgmlType::F32, {256}, norm1.data(), norm1.size() * 4);
+    w.add_tensor("output.weight", GgmlType::F32, {256, 4}, out_w.data(), out_w.size() * 4);
+    const std::string in = temp_file("norms.gguf"), out = temp_file("norms_q.gguf");
+    w.write_file(in);
+    std::unique_ptr<gguf::File> src = gguf::File::open(in);
+    auto same_as_input = [&](const gguf::File &f, const std::string &name) {
+        const gguf::TensorInfo *a = src->find_tensor(name), *b = f.find_tensor(name);
+        return a && b && b->type == a->type && b->nbytes == a->nbytes &&
+               std::memcmp(f.tensor_data(*b), src->tensor_data(*a), a->nbytes) == 0;
+    };
+    for (bool quantize_output : {true, false}) {
+        Options o;
+        o.ftype = kFtypeQ8_0;
+        o.quantize_output_tensor = quantize_output;
+        quantize_model(in, out, o);
+        std::unique_ptr<gguf::File> f = gguf::File::open(out);
+        ASSERT_NE(f->find_tensor("blk.0.attn_q.weight"), nullptr);
+        EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->type, GgmlType::Q8_0);
+        EXPECT_TRUE(same_as_input(*f, "blk.0.attn_q_norm.weight")) << "a 2-D norm is not quantized";
+        EXPECT_TRUE(same_as_input(*f, "blk.0.attn_norm.weight"));
+        ASSERT_NE(f->find_tensor("output.weight"), nullptr);
+        if (quantize_output)
+            EXPECT_EQ(f->find_tensor("output.weight")->type, GgmlType::Q8_0);
+        else
+            EXPECT_TRUE(same_as_input(*f, "output.weight")) << "quantize_output_tensor off";
+    }
     fs::remove(in);
     fs::remove(out);
 }

@@ -28,7 +28,10 @@ class StateCorrupt : public ::testing::Test {
   protected:
     void SetUp() override {
         ASSERT_NE(model(), nullptr);
-        quiet_log();
+        // Refusals log their reason: kept, for the tests that check it names the problem.
+        llama_log_set(
+            [](ggml_log_level, const char *text, void *log) { *static_cast<std::string *>(log) += text; },
+            &log_);
         // The source: the fixture run on sequence 0 of a 2-sequence context.
         CtxOptions o;
         o.n_seq_max = 2;
@@ -63,19 +66,42 @@ class StateCorrupt : public ::testing::Test {
         std::memcpy(copy.get(), bytes.data(), n);
         return llama_state_seq_set_data(dst_, copy.get(), n, dest);
     }
-    void expect_refused(const std::vector<uint8_t> &bytes, const char *what) {
+    // `reason`, when given, must be in what the refusal logs.
+    void expect_refused(const std::vector<uint8_t> &bytes, const char *what, const std::string &reason = "") {
+        log_.clear();
         EXPECT_EQ(load(bytes, bytes.size()), 0u) << what;
         EXPECT_EQ(state_bytes(dst_), before_) << what;
+        if (!reason.empty()) {
+            EXPECT_NE(log_.find(reason), std::string::npos) << what << ": " << log_;
+        }
     }
-    void expect_seq_refused(const std::vector<uint8_t> &bytes, const char *what) {
+    void expect_seq_refused(const std::vector<uint8_t> &bytes, const char *what,
+                            const std::string &reason = "") {
+        log_.clear();
         EXPECT_EQ(load_seq(bytes, bytes.size(), 0), 0u) << what;
         EXPECT_EQ(state_bytes(dst_), before_) << what;
+        if (!reason.empty()) {
+            EXPECT_NE(log_.find(reason), std::string::npos) << what << ": " << log_;
+        }
     }
 
     llama_context *src_ = nullptr, *dst_ = nullptr;
     std::vector<uint8_t> good_, good_seq_, before_;
     Layout layout_, seq_layout_;
+    std::string log_;
 };
+
+// `bytes` (layout `l`) as a model of one layer less would have saved it: the last layer's K and V blocks left
+// out and n_layer one less, every other byte as it was.
+std::vector<uint8_t> without_last_layer(const std::vector<uint8_t> &bytes, const Layout &l) {
+    const uint32_t n = l.n_layer;
+    std::vector<uint8_t> out(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(l.k_type_off[n - 1]));
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(l.v_type_off[0]),
+               bytes.begin() + static_cast<std::ptrdiff_t>(l.v_type_off[n - 1]));
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(l.end), bytes.end());
+    poke<uint32_t>(out, l.n_layer_off, n - 1);
+    return out;
+}
 
 TEST_F(StateCorrupt, ValidStateLoads) {
     // The control case: the untouched bytes load, so the refusals below are due to the corruption.
@@ -121,11 +147,32 @@ TEST_F(StateCorrupt, ForeignArchitectureIsRefused) {
 }
 
 TEST_F(StateCorrupt, OtherLayerCountIsRefused) {
+    const std::string n = std::to_string(layout_.n_layer);
     std::vector<uint8_t> bad = good_;
     poke<uint32_t>(bad, layout_.n_layer_off, layout_.n_layer - 1);
-    expect_refused(bad, "fewer layers");
+    expect_refused(bad, "fewer layers",
+                   "state has " + std::to_string(layout_.n_layer - 1) + " layers, this model has " + n);
     poke<uint32_t>(bad, layout_.n_layer_off, layout_.n_layer + 1);
-    expect_refused(bad, "more layers");
+    expect_refused(bad, "more layers",
+                   "state has " + std::to_string(layout_.n_layer + 1) + " layers, this model has " + n);
+}
+
+// A state saved by a model of one layer less (the same architecture, every block well formed) is refused
+// before anything changes, naming both layer counts: whole-context and sequence states alike.
+TEST_F(StateCorrupt, WellFormedStateOfFewerLayersIsRefused) {
+    ASSERT_GE(layout_.n_layer, 2u);
+    const std::string reason = "state has " + std::to_string(layout_.n_layer - 1) +
+                               " layers, this model has " + std::to_string(layout_.n_layer);
+    const std::vector<uint8_t> fewer = without_last_layer(good_, layout_);
+    const Layout l = parse_layout(fewer.data(), fewer.size(), false);  // well formed for n_layer - 1
+    EXPECT_EQ(l.n_layer, layout_.n_layer - 1);
+    EXPECT_EQ(l.end, fewer.size());
+    expect_refused(fewer, "whole-context state of fewer layers", reason);
+    const std::vector<uint8_t> fewer_seq = without_last_layer(good_seq_, seq_layout_);
+    const Layout ls = parse_layout(fewer_seq.data(), fewer_seq.size(), true);
+    EXPECT_EQ(ls.n_layer, seq_layout_.n_layer - 1);
+    EXPECT_EQ(ls.end, fewer_seq.size());
+    expect_seq_refused(fewer_seq, "sequence state of fewer layers", reason);
 }
 
 TEST_F(StateCorrupt, OtherVLayoutIsRefused) {
@@ -241,6 +288,46 @@ TEST_F(StateCorrupt, BadOutputsAreRefused) {
     bad = good_;
     poke<uint32_t>(bad, layout_.n_outputs_off, 100000);
     expect_refused(bad, "n_outputs > n_batch");
+}
+
+// Each output of a state belongs to its own batch index: a state that maps two outputs to one index (no
+// save writes one) is refused before anything changes, naming the index. The state of a batch with two
+// outputs loads as it is (the control).
+TEST_F(StateCorrupt, TwoOutputsOfOneBatchIndexAreRefused) {
+    CtxOptions o;
+    o.n_seq_max = 2;
+    llama_context *two = make_ctx(o);
+    ASSERT_NE(two, nullptr);
+    const std::vector<llama_token> tokens = tokenize("One day, a little dog");
+    ASSERT_GE(tokens.size(), 3u);
+    llama_batch b = llama_batch_init(static_cast<int32_t>(tokens.size()), 0, 1);
+    b.n_tokens = static_cast<int32_t>(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        b.token[i] = tokens[i];
+        b.pos[i] = static_cast<llama_pos>(i);
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = i + 2 >= tokens.size();  // the last two
+    }
+    ASSERT_EQ(llama_decode(two, b), 0);
+    llama_batch_free(b);
+    const std::vector<uint8_t> good = state_bytes(two);
+    llama_free(two);
+    const Layout l = parse_layout(good.data(), good.size(), false);
+    ASSERT_EQ(l.n_outputs, 2u);
+    const size_t ids = l.n_outputs_off + sizeof(uint32_t);
+    const int32_t first = peek<int32_t>(good, ids), second = peek<int32_t>(good, ids + sizeof(int32_t));
+    ASSERT_NE(first, second);
+    std::vector<uint8_t> bad = good;
+    poke<int32_t>(bad, ids + sizeof(int32_t), first);
+    expect_refused(bad, "second output on the first's index",
+                   "state maps two outputs to batch index " + std::to_string(first));
+    bad = good;
+    poke<int32_t>(bad, ids, second);
+    expect_refused(bad, "first output on the second's index",
+                   "state maps two outputs to batch index " + std::to_string(second));
+    EXPECT_EQ(load(good, good.size()), good.size());
+    EXPECT_EQ(state_bytes(dst_), good);
 }
 
 TEST_F(StateCorrupt, SequenceStateWithSequenceIdsIsRefused) {

@@ -74,6 +74,30 @@ TEST(VocabFixtureSets, T5AppendsEos) {
     EXPECT_EQ(plain, (std::vector<int32_t>{37, 629, 19, 1627, 5}));  // FORMAT-T5.md's encoder text
 }
 
+// Detokenizing with remove_special takes off the EOS that tokenizing with add_special appended (b4748's
+// llama_detokenize: the last token, when it is EOS and the vocabulary adds EOS), and that one token only.
+// With unparse_special a kept EOS would show as its text.
+TEST(VocabFixtureSets, T5RemoveSpecialDropsTheTrailingEos) {
+    const Vocab &v = fixture_vocab("t5");
+    ASSERT_TRUE(v.add_eos());
+    const std::vector<int32_t> plain = v.tokenize("The house is wonderful.", false, false);
+    std::vector<int32_t> with = v.tokenize("The house is wonderful.", true, false);
+    ASSERT_EQ(with.size(), plain.size() + 1);
+    ASSERT_EQ(with.back(), v.eos());
+    const std::string text = v.detokenize(plain, false, true);
+    const std::string eos_text = v.token_to_piece(v.eos(), true);
+    ASSERT_FALSE(eos_text.empty());
+    EXPECT_EQ(v.detokenize(with, true, true), text);
+    EXPECT_EQ(v.detokenize(with, false, true), text + eos_text);  // kept without remove_special
+    // Two at the end: only the last goes. One in the middle stays.
+    with.push_back(v.eos());
+    EXPECT_EQ(v.detokenize(with, true, true), text + eos_text);
+    std::vector<int32_t> middle = {v.eos()};
+    middle.insert(middle.end(), plain.begin(), plain.end());
+    EXPECT_EQ(v.detokenize(middle, true, true), v.detokenize(middle, false, true));
+    EXPECT_EQ(v.detokenize({v.eos()}, true, true), "");
+}
+
 // A charsmap whose size field points past its end is refused by name; one that is valid but empty of the
 // double array's entries for a text still tokenizes (characters kept as they are), ids in range.
 TEST(VocabFixtureSets, T5BadCharsmapIsRefusedByName) {
