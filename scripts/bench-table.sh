@@ -121,6 +121,37 @@ for key in sorted(by):
 PY
 }
 
+batched_table() {  # markdown rows of one lctx bench batched JSON-lines file (both engines)
+    python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+by = {}
+for r in rows:
+    by.setdefault((r['n_threads'], r['pp'], r['tg'], r['pl']), {})[r['engine']] = r
+peer = next((r for r in rows if r['engine'] == 'llama.cpp'), None)
+if peer:
+    print(f"llama.cpp's CPU backend: {peer.get('isa') or 'unknown'} ({peer.get('cpu_features', '')}).\n")
+# Speeds from wall time (as llama-batched-bench) and, for the ratios, also from each process's CPU time (on a
+# shared machine, at 1 thread, CPU time leaves out the time other processes held the core).
+def cpu(r, span):
+    n = (r['pp'] if r['is_pp_shared'] else r['pl'] * r['pp']) if span == 'pp' else r['pl'] * r['tg']
+    return n / r['cpu_' + span] if r['cpu_' + span] > 0 else 0
+print("| threads | B | S_PP t/s, lctx / llama.cpp | ratio | from CPU time | ratio | S_TG t/s, lctx / llama.cpp "
+      "| ratio | from CPU time | ratio |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for key in sorted(by):
+    th, pp, tg, pl = key
+    a, b = by[key].get('lctx'), by[key].get('llama.cpp')
+    if not (a and b):
+        continue
+    cols = [str(th), str(pl)]
+    for x, y in ((a['speed_pp'], b['speed_pp']), (cpu(a, 'pp'), cpu(b, 'pp')), (a['speed_tg'], b['speed_tg']),
+                 (cpu(a, 'tg'), cpu(b, 'tg'))):
+        cols += [f"{x:.1f} / {y:.1f}", f"**{x / y:.2f}**" if y > 0 else "-"]
+    print("| " + " | ".join(cols) + " |")
+PY
+}
+
 for shape in $shapes; do
     for type in $types; do
         model=$(synth "$shape" "$type")
@@ -155,29 +186,10 @@ if [[ -n $batched_types ]]; then
     for type in $batched_types; do
         model=$(synth "$batched_shape" "$type")
         heading "$batched_shape $type, batched: $npp-token prompts, $ntg generated tokens per sequence"
-        json="$dir/$batched_shape-$type.batched.${level}.json"
+        json="$dir/$batched_shape-$type.batched.${level}.jsonl"
         "$lctx" bench -m "$model" -npp "$npp" -ntg "$ntg" -npl "$npl" -t "$batched_threads" -r "$reps" \
-            --peer "$peer" -o json >"$json"
-        python3 - "$json" <<'PY' | tee -a "$out"
-import json, sys
-rows = json.load(open(sys.argv[1]))
-by = {}
-for r in rows:
-    by.setdefault((r['n_threads'], r['pp'], r['tg'], r['pl']), {})[r['engine']] = r
-peer = next((r for r in rows if r['engine'] == 'llama.cpp'), None)
-if peer:
-    print(f"llama.cpp's CPU backend: {peer.get('isa') or 'unknown'} ({peer.get('cpu_features', '')})\n")
-print("| threads | B | lctx S_PP t/s | llama.cpp S_PP t/s | ratio | lctx S_TG t/s | llama.cpp S_TG t/s | ratio "
-      "| S ratio |")
-print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for key in sorted(by):
-    th, pp, tg, pl = key
-    a, b = by[key].get('lctx'), by[key].get('llama.cpp')
-    ratio = lambda f: f"**{a[f] / b[f]:.2f}**" if a and b and b[f] > 0 else "-"
-    cell = lambda r, f: f"{r[f]:.1f}" if r else "-"
-    print(f"| {th} | {pl} | {cell(a, 'speed_pp')} | {cell(b, 'speed_pp')} | {ratio('speed_pp')} | "
-          f"{cell(a, 'speed_tg')} | {cell(b, 'speed_tg')} | {ratio('speed_tg')} | {ratio('speed')} |")
-PY
+            --peer "$peer" -o jsonl >"$json"
+        batched_table "$json" | tee -a "$out"
     done
 fi
 

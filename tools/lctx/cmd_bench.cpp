@@ -252,9 +252,9 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
                         if (peer) {
                             const std::string level = bench::peer_isa_level(peer->cpu_features());
                             std::printf(
-                                "llama.cpp: %s (build %s); isa = %s (CPU backend: %s); its cache: a stream "
-                                "of "
-                                "PP + TG cells per sequence (kv_unified off, as llama-batched-bench's)\n",
+                                "llama.cpp: %s (build %s); isa = %s (CPU backend: %s); "
+                                "its cache: a stream of PP + TG cells per sequence (kv_unified off, as "
+                                "llama-batched-bench's)\n",
                                 bench::describe_peer(peer_lib).c_str(), peer->build().commit.c_str(),
                                 level.empty() ? "unknown" : level.c_str(),
                                 peer->cpu_features().empty() ? "features not reported"
