@@ -674,6 +674,17 @@ TEST(BenchBatched, TableHasLlamaBatchedBenchColumnsAndPerSequenceSpeeds) {
     slower.t_tg = 5.0;  // S_TG 0.8 of r's
     EXPECT_EQ(batched_ratio_line(r, slower, false),
               "PP 128, TG 64, B 8: lctx / llama.cpp S_PP 2.00x, S_TG 1.25x, S 1.50x\n");
+    // Beyond 20x either way a row is flagged, each speed on its own.
+    EXPECT_EQ(batched_ratio_warning(r, slower, false, 2), "");
+    BatchedRow stalled = r;
+    stalled.t_tg = 4.0 * 25;  // S_TG 1/25 of r's, S_PP the same
+    EXPECT_EQ(batched_ratio_warning(r, stalled, false, 2),
+              "PP 128, TG 64, B 8 @ 2 threads: lctx / llama.cpp S_TG = 25.00 is implausible (a broken or "
+              "mismatched peer, or a busy machine?)");
+    stalled.t_pp = 2.0 / 21;  // S_PP 21x r's
+    EXPECT_NE(batched_ratio_warning(r, stalled, false, 2).find("S_PP = 0.05 is implausible"),
+              std::string::npos);
+    EXPECT_NE(batched_ratio_warning(r, stalled, false, 2).find("\nPP 128"), std::string::npos);
 }
 
 // The peer's kernel level, named from the features llama.cpp's CPU backend reports.

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
+#include <tuple>
 
 #include "context/batch_builder.h"
 #include "kernels/dot.h"
@@ -172,6 +173,20 @@ std::string batched_ratio_line(const BatchedRow &mine, const BatchedRow &theirs,
                          mine.pl, ratio(mine.s_pp(shared_prompt), theirs.s_pp(shared_prompt)).c_str(),
                          mine.tg > 0 ? ratio(mine.s_tg(), theirs.s_tg()).c_str() : "-",
                          ratio(mine.s_total(), theirs.s_total()).c_str());
+}
+
+std::string batched_ratio_warning(const BatchedRow &mine, const BatchedRow &theirs, bool shared_prompt,
+                                  int n_threads) {
+    std::string w;
+    for (auto [name, a, b] : {std::tuple{"S_PP", mine.s_pp(shared_prompt), theirs.s_pp(shared_prompt)},
+                              std::tuple{"S_TG", mine.s_tg(), theirs.s_tg()}}) {
+        if (a <= 0 || b <= 0 || (a / b <= 20.0 && a / b >= 1.0 / 20.0)) continue;
+        w += printf_string(
+            "%sPP %d, TG %d, B %d @ %d threads: lctx / llama.cpp %s = %.2f is implausible (a broken "
+            "or mismatched peer, or a busy machine?)",
+            w.empty() ? "" : "\n", mine.pp, mine.tg, mine.pl, n_threads, name, a / b);
+    }
+    return w;
 }
 
 nlohmann::ordered_json batched_json(const BatchedRow &r, const BatchedSettings &s, int n_threads,

@@ -198,6 +198,7 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
     }
     const bool tty = isatty(STDERR_FILENO);
     std::vector<nlohmann::ordered_json> rows;
+    std::vector<std::string> warnings;
     for (const std::string &model_path : model_paths) {
         std::unique_ptr<Model> model = load_model_or_report(model_path);
         if (!model) return 1;
@@ -285,6 +286,10 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
                             return v[v.size() / 2];
                         };
                         const bench::BatchedRow r = median(mine);
+                        if (peer) {
+                            const std::string w = bench::batched_ratio_warning(r, median(theirs), pps, t);
+                            if (!w.empty()) warnings.push_back(w);
+                        }
                         if (output == "md") {
                             std::printf("%s",
                                         bench::batched_table_row(r, pps, peer ? "lctx" : nullptr).c_str());
@@ -324,6 +329,7 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
     if (output == "json") std::printf("%s\n", nlohmann::ordered_json(rows).dump(2).c_str());
     if (!peer_lib.empty() && output != "md")
         std::fprintf(stderr, "lctx bench: llama.cpp: %s\n", bench::describe_peer(peer_lib).c_str());
+    for (const std::string &w : warnings) std::fprintf(stderr, "lctx bench: warning: %s\n", w.c_str());
     return 0;
 }
 
