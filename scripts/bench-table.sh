@@ -2,12 +2,15 @@
 # The speed tables of docs/BENCH.md: for each shape and weight type, synthesizes the model (once, into DIR,
 # default ~/.cache/lctx/models) and runs `lctx bench` against the native llama.cpp peer, 1 and 2 threads, pp512
 # and tg128 on an empty cache; then the long-context table: the --depth-types models at depth N (default 4096)
-# with flash attention off and on, F16 K/V and (flash attention on) Q8_0 K/V.
+# with flash attention off and on, F16 K/V and (flash attention on) Q8_0 K/V; then the batched-decoding table
+# (`lctx bench -npp 128 -ntg 32 -npl 1,2,4,8,16,32 --peer`, as llama-batched-bench: total S_PP and S_TG of both
+# engines and their ratios) of the --batched-types models.
 # Usage: scripts/bench-table.sh [-r REPS] [--shapes "smollm-135m tinyllama-1.1b"] [--types "F32 F16 ..."]
-#        [--depth N] [--depth-shape tinyllama-1.1b] [--depth-types "Q4_0 Q8_0"] [--depth-threads 1,2] [--doc]
-#        [DIR]
-#   --depth 0 skips the long-context table; --types "" skips the empty-cache one (with --doc, a run of one part
-#   writes a section of its own, beside the other part's).
+#        [--depth N] [--depth-shape tinyllama-1.1b] [--depth-types "Q4_0 Q8_0"] [--depth-threads 1,2]
+#        [--batched-shape tinyllama-1.1b] [--batched-types "Q4_0 Q8_0"] [--batched-threads 1,2]
+#        [--npp 128] [--ntg 32] [--npl 1,2,4,8,16,32] [--doc] [DIR]
+#   --depth 0 skips the long-context table, --types "" the empty-cache one, --batched-types "" the batched one
+#   (with --doc, a run of some of the parts writes a section of its own, beside the other parts').
 # The peer is llama.cpp built for this machine (scripts/install-peer.sh --native); with the kernels capped below
 # AVX-512 on an AVX-512 machine (LCTX_ISA=avx2), llama.cpp built for AVX2 (--native-avx2), so that both engines
 # run at the same level. Either is built on first use (about 10 minutes on 2 cores).
@@ -24,6 +27,12 @@ depth=4096
 depth_shape="tinyllama-1.1b"
 depth_types="Q4_0 Q8_0"
 depth_threads="1,2"
+batched_shape="tinyllama-1.1b"
+batched_types="Q4_0 Q8_0"
+batched_threads="1,2"
+npp=128
+ntg=32
+npl="1,2,4,8,16,32"
 doc=0
 args=$(printf '%q ' "$@")  # for the header, quoted as given
 args=${args% }
@@ -36,6 +45,12 @@ while [[ $# -gt 0 ]]; do
         --depth-shape) depth_shape=$2; shift 2 ;;
         --depth-types) depth_types=$2; shift 2 ;;
         --depth-threads) depth_threads=$2; shift 2 ;;
+        --batched-shape) batched_shape=$2; shift 2 ;;
+        --batched-types) batched_types=$2; shift 2 ;;
+        --batched-threads) batched_threads=$2; shift 2 ;;
+        --npp) npp=$2; shift 2 ;;
+        --ntg) ntg=$2; shift 2 ;;
+        --npl) npl=$2; shift 2 ;;
         --doc) doc=1; shift ;;
         *) break ;;
     esac
@@ -106,6 +121,37 @@ for key in sorted(by):
 PY
 }
 
+batched_table() {  # markdown rows of one lctx bench batched JSON-lines file (both engines)
+    python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+by = {}
+for r in rows:
+    by.setdefault((r['n_threads'], r['pp'], r['tg'], r['pl']), {})[r['engine']] = r
+peer = next((r for r in rows if r['engine'] == 'llama.cpp'), None)
+if peer:
+    print(f"llama.cpp's CPU backend: {peer.get('isa') or 'unknown'} ({peer.get('cpu_features', '')}).\n")
+# Speeds from wall time (as llama-batched-bench) and, for the ratios, also from each process's CPU time (on a
+# shared machine, at 1 thread, CPU time leaves out the time other processes held the core).
+def cpu(r, span):
+    n = (r['pp'] if r['is_pp_shared'] else r['pl'] * r['pp']) if span == 'pp' else r['pl'] * r['tg']
+    return n / r['cpu_' + span] if r['cpu_' + span] > 0 else 0
+print("| threads | B | S_PP t/s, lctx / llama.cpp | ratio | from CPU time | ratio | S_TG t/s, lctx / llama.cpp "
+      "| ratio | from CPU time | ratio |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for key in sorted(by):
+    th, pp, tg, pl = key
+    a, b = by[key].get('lctx'), by[key].get('llama.cpp')
+    if not (a and b):
+        continue
+    cols = [str(th), str(pl)]
+    for x, y in ((a['speed_pp'], b['speed_pp']), (cpu(a, 'pp'), cpu(b, 'pp')), (a['speed_tg'], b['speed_tg']),
+                 (cpu(a, 'tg'), cpu(b, 'tg'))):
+        cols += [f"{x:.1f} / {y:.1f}", f"**{x / y:.2f}**" if y > 0 else "-"]
+    print("| " + " | ".join(cols) + " |")
+PY
+}
+
 for shape in $shapes; do
     for type in $types; do
         model=$(synth "$shape" "$type")
@@ -134,11 +180,30 @@ if [[ $depth -gt 0 ]]; then
     done
 fi
 
+if [[ -n $batched_types ]]; then
+    # S_PP and S_TG of both engines from one `lctx bench` batched run per model: the engines alternate run by
+    # run (-r REPS runs of each row, the median by total time kept).
+    for type in $batched_types; do
+        model=$(synth "$batched_shape" "$type")
+        heading "$batched_shape $type, batched: $npp-token prompts, $ntg generated tokens per sequence"
+        json="$dir/$batched_shape-$type.batched.${level}.jsonl"
+        "$lctx" bench -m "$model" -npp "$npp" -ntg "$ntg" -npl "$npl" -t "$batched_threads" -r "$reps" \
+            --peer "$peer" -o jsonl >"$json"
+        batched_table "$json" | tee -a "$out"
+    done
+fi
+
 if [[ $doc == 1 ]]; then
-    # A run of one part (--depth 0, or --types "") has a section of its own beside the other part's.
+    # A run of some parts (--depth 0, --types "", --batched-types "") has a section of its own beside the
+    # others'.
+    ran=()
+    [[ -n $types ]] && ran+=("empty cache")
+    [[ $depth -gt 0 ]] && ran+=("depth $depth")
+    [[ -n $batched_types ]] && ran+=("batched")
     part=""
-    [[ $depth -le 0 ]] && part=" / empty cache"
-    [[ -z $types ]] && part=" / depth $depth"
+    if [[ ${#ran[@]} -lt 3 ]]; then
+        part=" / $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g')"
+    fi
     python3 - "$root/docs/BENCH.md" "${cpu:-unknown CPU} / ${level:-unknown}$part" "$out" <<'PY'
 import sys
 path, kind, table = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().rstrip("\n")

@@ -12,7 +12,15 @@
 //   cache first, untimed, then a prompt of P tokens and G generated ones; -pg and -d of llama-bench) with
 //   {"test":"pg",...,"ns":NANOSECONDS}; "quit" or end of input stops it. With --embd S (an embedding model:
 //   embeddings on, the model's pooling, S sequences, n_batch = n_ubatch = N_CTX) it answers "embd S L T" (S
-//   sequences of L tokens in one llama_encode) with {"test":"embd",...,"ns":NANOSECONDS}.
+//   sequences of L tokens in one llama_encode) with {"test":"embd",...,"ns":NANOSECONDS}. With --batched B
+//   (llama-batched-bench's context: n_seq_max B, one cache stream of N_CTX / B cells per sequence) it answers
+//   "warmup T" (16 tokens of sequence 0, untimed) with {"test":"warmup"} and "batched PP TG PL S T" (PL
+//   sequences of PP prompt tokens, or with S = 1 one prompt copied to all, in calls of n_batch tokens; then
+//   TG steps of one token for every sequence) with {"test":"batched",...,"pp_tokens":..,"tg_tokens":..,
+//   "pos_min":[..],"pos_max":[..],"ns_pp":..,"ns_tg":..,"cpu_ns_pp":..,"cpu_ns_tg":..} (the tokens decoded in
+//   each span, each sequence's first and last cache positions after the run, wall and process CPU nanoseconds
+//   of each span). The ready line names the CPU backend's features ("cpu_features": "AVX2 AVX512 ..."), what
+//   it runs at.
 // Grammar: lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]
 //   times llama.cpp's grammar sampler writing TEXT token by token (apply over the whole vocabulary, then
 //   accept), a new sampler for each of r documents after a warm-up, and prints
@@ -126,6 +134,8 @@ typedef void (*log_cb_t)(int level, const char *text, void *user);
 
 static struct {
     void (*backend_load_all_from_path)(const char *);
+    void *(*backend_reg_by_name)(const char *);                   // optional: the CPU features
+    void *(*backend_reg_get_proc_address)(void *, const char *);  // optional: the CPU features
     void (*ggml_log_set)(log_cb_t, void *);
     void (*log_set)(log_cb_t, void *);
     void (*backend_init)(void);
@@ -146,6 +156,10 @@ static struct {
     llama_memory_t (*get_memory)(const struct llama_context *);
     void (*memory_clear)(llama_memory_t, bool);
     bool (*memory_seq_rm)(llama_memory_t, int32_t, int32_t, int32_t);
+    void (*memory_seq_cp)(llama_memory_t, int32_t, int32_t, int32_t, int32_t);  // batched mode
+    int32_t (*memory_seq_pos_min)(llama_memory_t, int32_t);                     // batched mode
+    int32_t (*memory_seq_pos_max)(llama_memory_t, int32_t);                     // batched mode
+    uint32_t (*n_ctx_seq)(const struct llama_context *);                        // batched mode, optional
     const struct llama_vocab *(*model_get_vocab)(const struct llama_model *);
     int32_t (*vocab_n_tokens)(const struct llama_vocab *);
     uint64_t (*model_size)(const struct llama_model *);
@@ -218,6 +232,13 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+// The process's CPU time (all its threads), as lctx bench's batched mode reports beside the wall time.
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 // The same token generator as lctx bench: only ordinary token ids matter, not which.
 static uint64_t g_rng = 1234;
 static int32_t next_token(int32_t n_vocab) {
@@ -234,6 +255,7 @@ struct bench {
     int32_t step;  // tokens per decode call of a prompt
     int threads;
     int kept_depth;  // the cache holds exactly positions [0, kept_depth) of sequence 0 plus the last test's
+    struct llama_batch big;  // batched mode: n_ctx tokens, all prompts of a run
 };
 
 static void make_context(struct bench *b) {
@@ -322,6 +344,106 @@ static uint64_t run_embd(struct bench *b, int n_seq, int n) {
     if (rc != 0) fail("llama_encode returned %d", rc);
     L.synchronize(b->ctx);
     return now_ns() - t0;
+}
+
+// Decodes tokens [0, n) of b->big in calls of b->step tokens (llama-batched-bench's decode helper),
+// synchronizing after each call when asked.
+static void decode_big(struct bench *b, int32_t n, bool sync_each) {
+    for (int32_t i = 0; i < n; i += b->step) {
+        struct llama_batch view = b->big;
+        view.n_tokens = n - i < b->step ? n - i : b->step;
+        view.token += i;
+        view.pos += i;
+        view.n_seq_id += i;
+        view.seq_id += i;
+        view.logits += i;
+        const int32_t rc = L.decode(b->ctx, view);
+        if (rc != 0) fail("llama_decode returned %d", rc);
+        if (sync_each) L.synchronize(b->ctx);
+    }
+}
+
+static void big_add(struct bench *b, int32_t k, int32_t pos, int32_t seq, bool logits) {
+    b->big.token[k] = next_token(b->n_vocab);
+    b->big.pos[k] = pos;
+    b->big.n_seq_id[k] = 1;
+    b->big.seq_id[k][0] = seq;
+    b->big.logits[k] = logits;
+}
+
+// llama-batched-bench's warm-up: 16 tokens of sequence 0 (fewer when n_batch is smaller), then an empty
+// cache.
+static void batched_warm_up(struct bench *b) {
+    const int32_t n = b->step < 16 ? b->step : 16;
+    L.memory_clear(L.get_memory(b->ctx), false);
+    for (int32_t i = 0; i < n; ++i) big_add(b, i, i, 0, false);
+    decode_big(b, n, true);
+    L.memory_clear(L.get_memory(b->ctx), false);
+}
+
+struct batched_result {
+    uint64_t ns_pp, ns_tg, cpu_pp, cpu_tg;
+    int64_t pp_tokens, tg_tokens;  // decoded in each span
+};
+
+// llama-batched-bench's run on an empty cache: pl prompts of pp tokens (shared: one, copied to every
+// sequence), the last token of each with logits, in calls of n_batch tokens (timed together: T_PP); then tg
+// steps that each decode one token of every sequence, all with logits (T_TG). A shared prompt's copy is
+// applied by one untimed token of sequence 0 that is removed again, as llama-batched-bench does with a cache
+// of one stream per sequence.
+static struct batched_result run_batched(struct bench *b, int pp, int tg, int pl, bool shared) {
+    struct batched_result r;
+    memset(&r, 0, sizeof r);
+    llama_memory_t mem = L.get_memory(b->ctx);
+    L.memory_clear(mem, false);
+    int32_t k = 0;
+    for (int j = 0; j < (shared ? 1 : pl); ++j)
+        for (int i = 0; i < pp; ++i) big_add(b, k++, i, j, i == pp - 1);
+    r.pp_tokens = k;
+    const uint64_t c0 = cpu_ns(), t0 = now_ns();
+    decode_big(b, k, false);
+    L.synchronize(b->ctx);
+    const uint64_t t1 = now_ns(), c1 = cpu_ns();
+    if (shared && pl > 1) {
+        for (int j = 1; j < pl; ++j) L.memory_seq_cp(mem, 0, j, -1, -1);
+        big_add(b, 0, pp, 0, true);
+        decode_big(b, 1, true);
+        L.memory_seq_rm(mem, 0, pp, -1);
+    }
+    const uint64_t c2 = cpu_ns(), t2 = now_ns();
+    for (int i = 0; i < tg; ++i) {
+        for (int j = 0; j < pl; ++j) big_add(b, j, pp + i, j, true);
+        decode_big(b, pl, true);
+        r.tg_tokens += pl;
+    }
+    const uint64_t t3 = now_ns(), c3 = cpu_ns();
+    r.ns_pp = t1 - t0;
+    r.ns_tg = t3 - t2;
+    r.cpu_pp = c1 - c0;
+    r.cpu_tg = c3 - c2;
+    return r;
+}
+
+// The CPU backend's feature flags that are on ("AVX2 AVX512 AVX512_VNNI ..."), or "" when the library does
+// not tell. ggml_backend_feature is { const char *name; const char *value; }, the list ends with a NULL name.
+static void cpu_features(char *out, size_t cap) {
+    out[0] = 0;
+    if (!L.backend_reg_by_name || !L.backend_reg_get_proc_address) return;
+    void *reg = L.backend_reg_by_name("CPU");
+    if (!reg) return;
+    struct feature {
+        const char *name, *value;
+    };
+    struct feature *(*get)(void *) = NULL;
+    *(void **)&get = L.backend_reg_get_proc_address(reg, "ggml_backend_get_features");
+    if (!get) return;
+    size_t n = 0;
+    for (const struct feature *f = get(reg); f && f->name; ++f) {
+        if (!f->value || !strcmp(f->value, "0") || !*f->value) continue;
+        const int w = snprintf(out + n, cap - n, "%s%s", n ? " " : "", f->name);
+        if (w < 0 || (size_t)w >= cap - n) break;
+        n += (size_t)w;
+    }
 }
 
 static uint64_t run_pp(struct bench *b, int n) {
@@ -513,14 +635,13 @@ static void run_generate(struct llama_model *model, const char *text, int n_gen)
 }
 
 static void usage(void) {
-    fprintf(
-        stderr,
-        "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
-        "                       [-b 2048] [-ub 512] [-fa 0|1] [-ctk f16] [-ctv f16] [--seed S]\n"
-        "                       [--embd N_SEQ (with --serve)] [--verbose]\n"
-        "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n"
-        "       lctx-peer-bench --lib DIR -m MODEL.gguf --embed TEXT [--pooling P]\n"
-        "       lctx-peer-bench --lib DIR -m MODEL.gguf --generate TEXT [-n 16] (greedy token ids)\n");
+    fprintf(stderr,
+            "usage: lctx-peer-bench --lib DIR -m FILE [--serve] [-p 512] [-n 128] [-t 1] [-r 5] [-c N_CTX]\n"
+            "                       [-b 2048] [-ub 512] [-fa 0|1] [-ctk f16] [-ctv f16] [--seed S]\n"
+            "                       [--embd N_SEQ | --batched N_SEQ (with --serve)] [--verbose]\n"
+            "       lctx-peer-bench --lib DIR -m VOCAB.gguf --grammar GBNF_FILE --text TEXT [-r 5]\n"
+            "       lctx-peer-bench --lib DIR -m MODEL.gguf --embed TEXT [--pooling P]\n"
+            "       lctx-peer-bench --lib DIR -m MODEL.gguf --generate TEXT [-n 16] (greedy token ids)\n");
 }
 
 int main(int argc, char **argv) {
@@ -529,7 +650,8 @@ int main(int argc, char **argv) {
     int pooling = -1;  // --embed: LLAMA_POOLING_TYPE_UNSPECIFIED
     int n_prompt = 512, n_gen = 128, threads = 1, reps = 5, n_ctx = 0, n_batch = 2048, n_ubatch = 512;
     int flash_attn = 0, type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
-    int n_embd_seq = 0;  // > 0: embedding mode with this many sequences
+    int n_embd_seq = 0;     // > 0: embedding mode with this many sequences
+    int n_batched_seq = 0;  // > 0: batched mode (llama-batched-bench) with this many sequences
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -549,6 +671,7 @@ int main(int argc, char **argv) {
         INT_OPT("-ub", n_ubatch)
         INT_OPT("-fa", flash_attn)
         INT_OPT("--embd", n_embd_seq)
+        INT_OPT("--batched", n_batched_seq)
         INT_OPT("--pooling", pooling)
 #undef INT_OPT
         if (!strcmp(a, "--seed") && v) {
@@ -586,7 +709,8 @@ int main(int argc, char **argv) {
     }
     if (!lib_dir || !model_path || !grammar_path != !text || threads < 1 || reps < 1 || n_prompt < 0 ||
         n_gen < 0 || n_batch < 1 || n_ubatch < 1 || flash_attn < 0 || flash_attn > 1 || type_k < 0 ||
-        type_v < 0 || n_embd_seq < 0 || (n_embd_seq > 0 && !g_serve)) {
+        type_v < 0 || n_embd_seq < 0 || (n_embd_seq > 0 && !g_serve) || n_batched_seq < 0 ||
+        n_batched_seq > 256 || (n_batched_seq > 0 && (!g_serve || n_embd_seq > 0))) {
         usage();
         return 2;
     }
@@ -601,6 +725,8 @@ int main(int argc, char **argv) {
     if (!llama) llama = open_lib(lib_dir, "libllama.so", true);
     L.ggml_log_set = (void (*)(log_cb_t, void *))sym(base, "ggml_log_set", false);
     L.backend_load_all_from_path = (void (*)(const char *))sym(ggml, "ggml_backend_load_all_from_path", true);
+    *(void **)&L.backend_reg_by_name = sym(ggml, "ggml_backend_reg_by_name", false);
+    *(void **)&L.backend_reg_get_proc_address = sym(ggml, "ggml_backend_reg_get_proc_address", false);
 #define REQ(field, name) *(void **)&L.field = sym(llama, name, true)
     REQ(backend_init, "llama_backend_init");
     REQ(model_default_params, "llama_model_default_params");
@@ -623,6 +749,10 @@ int main(int argc, char **argv) {
     REQ(model_free, "llama_model_free");
 #undef REQ
     *(void **)&L.log_set = sym(llama, "llama_log_set", false);
+    *(void **)&L.memory_seq_cp = sym(llama, "llama_memory_seq_cp", n_batched_seq > 0);
+    *(void **)&L.memory_seq_pos_min = sym(llama, "llama_memory_seq_pos_min", n_batched_seq > 0);
+    *(void **)&L.memory_seq_pos_max = sym(llama, "llama_memory_seq_pos_max", n_batched_seq > 0);
+    *(void **)&L.n_ctx_seq = sym(llama, "llama_n_ctx_seq", false);
     const bool embed = embed_text != NULL;
     *(void **)&L.encode = sym(llama, "llama_encode", n_embd_seq > 0 || embed);
     *(void **)&L.get_embeddings_seq = sym(llama, "llama_get_embeddings_seq", embed);
@@ -697,11 +827,20 @@ int main(int argc, char **argv) {
         cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
         n_batch = n_ctx;
     }
+    if (n_batched_seq > 0) {  // llama-batched-bench's context: a cache stream of its own for each sequence
+        cp.n_seq_max = (uint32_t)n_batched_seq;
+        cp.kv_unified = false;
+    }
     b.cparams = cp;
     b.threads = threads;
     make_context(&b);
     b.step = n_batch < n_ctx ? n_batch : n_ctx;  // llama.cpp clamps n_batch to n_ctx
     b.batch = L.batch_init(b.step, 0, 1);
+    if (n_batched_seq > 0) b.big = L.batch_init(n_ctx, 0, 1);
+    // Cells per sequence: llama.cpp rounds n_ctx and each stream's share of it up to multiples of 256.
+    const int seq_cells = n_batched_seq == 0 ? n_ctx
+                          : L.n_ctx_seq      ? (int)L.n_ctx_seq(b.ctx)
+                                             : n_ctx / n_batched_seq;
 
     char desc[256] = "?";
     if (L.model_desc) L.model_desc(b.model, desc, sizeof desc);
@@ -722,7 +861,11 @@ int main(int argc, char **argv) {
                (unsigned long long)L.model_size(b.model), (unsigned long long)L.model_n_params(b.model),
                b.n_vocab);
         json_string(stdout, commit);
-        printf(",\"build_number\":%d}\n", build_number);
+        char features[512];
+        cpu_features(features, sizeof features);
+        printf(",\"build_number\":%d,\"cpu_features\":", build_number);
+        json_string(stdout, features);
+        printf("}\n");
         fflush(stdout);
         char line[256];
         while (fgets(line, sizeof line, stdin)) {
@@ -741,6 +884,42 @@ int main(int argc, char **argv) {
                 ns = run_embd(&b, n_seq, n);
                 printf("{\"test\":\"embd\",\"n_seq\":%d,\"n\":%d,\"threads\":%d,\"ns\":%llu}\n", n_seq, n, t,
                        (unsigned long long)ns);
+                fflush(stdout);
+                continue;
+            }
+            if (!strncmp(line, "warmup ", 7) || !strncmp(line, "batched ", 8)) {
+                if (n_batched_seq == 0) fail("%.8s needs --batched", line);
+                if (line[0] == 'w') {
+                    if (sscanf(line, "warmup %d", &t) != 1 || t < 1) fail("bad command: %s", line);
+                    set_threads(&b, t);
+                    batched_warm_up(&b);
+                    printf("{\"test\":\"warmup\",\"threads\":%d}\n", t);
+                    fflush(stdout);
+                    continue;
+                }
+                int pl = 0, shared = 0;
+                if (sscanf(line, "batched %d %d %d %d %d", &n, &n_tg, &pl, &shared, &t) != 5 || n < 1 ||
+                    n_tg < 0 || pl < 1 || shared < 0 || shared > 1 || t < 1)
+                    fail("bad command: %s", line);
+                // A shared prompt's copy is applied by one more token of sequence 0 (removed again).
+                const int per_seq = n + (shared && pl > 1 && n_tg == 0 ? 1 : n_tg);
+                if (pl > n_batched_seq || per_seq > seq_cells || (shared ? n : pl * n) > n_ctx)
+                    fail("%d sequences of %d tokens do not fit (--batched %d: %d cells per sequence)", pl,
+                         per_seq, n_batched_seq, seq_cells);
+                set_threads(&b, t);
+                const struct batched_result r = run_batched(&b, n, n_tg, pl, shared != 0);
+                printf(
+                    "{\"test\":\"batched\",\"pp\":%d,\"tg\":%d,\"pl\":%d,\"shared\":%d,\"threads\":%d,"
+                    "\"n_ctx\":%d,\"n_ctx_seq\":%d,\"pp_tokens\":%lld,\"tg_tokens\":%lld,\"pos_min\":[",
+                    n, n_tg, pl, shared, t, n_ctx, seq_cells, (long long)r.pp_tokens, (long long)r.tg_tokens);
+                for (int j = 0; j < pl; ++j)
+                    printf("%s%d", j ? "," : "", L.memory_seq_pos_min(L.get_memory(b.ctx), j));
+                printf("],\"pos_max\":[");
+                for (int j = 0; j < pl; ++j)
+                    printf("%s%d", j ? "," : "", L.memory_seq_pos_max(L.get_memory(b.ctx), j));
+                printf("],\"ns_pp\":%llu,\"ns_tg\":%llu,\"cpu_ns_pp\":%llu,\"cpu_ns_tg\":%llu}\n",
+                       (unsigned long long)r.ns_pp, (unsigned long long)r.ns_tg, (unsigned long long)r.cpu_pp,
+                       (unsigned long long)r.cpu_tg);
                 fflush(stdout);
                 continue;
             }
@@ -803,6 +982,7 @@ int main(int argc, char **argv) {
         }
     }
     L.batch_free(b.batch);
+    if (n_batched_seq > 0) L.batch_free(b.big);
     L.free_ctx(b.ctx);
     L.model_free(b.model);
     return 0;

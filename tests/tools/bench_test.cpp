@@ -663,6 +663,86 @@ TEST(BenchBatched, TableHasLlamaBatchedBenchColumnsAndPerSequenceSpeeds) {
     EXPECT_DOUBLE_EQ(j.value("speed_tg", 0.0), 128.0);
     EXPECT_DOUBLE_EQ(j.value("speed_tg_per_seq", 0.0), 16.0);
     EXPECT_EQ(j.value("n_threads", 0), 2);
+    EXPECT_EQ(j.value("engine", ""), "lctx");
+
+    // With --peer: an engine column, and a ratio line per row (lctx / llama.cpp of S_PP, S_TG and S).
+    EXPECT_NE(batched_table_head(true).find("| S_TG/seq | engine    |\n|"), std::string::npos);
+    EXPECT_EQ(batched_table_head(false).find("engine"), std::string::npos);
+    EXPECT_NE(batched_table_row(r, false, "llama.cpp").find("|    16.00 | llama.cpp |\n"), std::string::npos);
+    BatchedRow slower = r;
+    slower.t_pp = 4.0;  // S_PP half of r's
+    slower.t_tg = 5.0;  // S_TG 0.8 of r's
+    EXPECT_EQ(batched_ratio_line(r, slower, false),
+              "PP 128, TG 64, B 8: lctx / llama.cpp S_PP 2.00x, S_TG 1.25x, S 1.50x\n");
+    // Beyond 20x either way a row is flagged, each speed on its own.
+    EXPECT_EQ(batched_ratio_warning(r, slower, false, 2), "");
+    BatchedRow stalled = r;
+    stalled.t_tg = 4.0 * 25;  // S_TG 1/25 of r's, S_PP the same
+    EXPECT_EQ(batched_ratio_warning(r, stalled, false, 2),
+              "PP 128, TG 64, B 8 @ 2 threads: lctx / llama.cpp S_TG = 25.00 is implausible (a broken or "
+              "mismatched peer, or a busy machine?)");
+    stalled.t_pp = 2.0 / 21;  // S_PP 21x r's
+    EXPECT_NE(batched_ratio_warning(r, stalled, false, 2).find("S_PP = 0.05 is implausible"),
+              std::string::npos);
+    EXPECT_NE(batched_ratio_warning(r, stalled, false, 2).find("\nPP 128"), std::string::npos);
+}
+
+// The peer's kernel level, named from the features llama.cpp's CPU backend reports.
+TEST(BenchBatched, PeerIsaLevelFromItsCpuFeatures) {
+    EXPECT_EQ(peer_isa_level("SSE3 SSSE3 AVX AVX2 F16C FMA BMI2 AVX512 AVX512_VBMI AVX512_VNNI AVX512_BF16 "
+                             "AMX_INT8 OPENMP REPACK"),
+              "amx");
+    EXPECT_EQ(peer_isa_level("AVX AVX2 AVX512 AVX512_VNNI AVX512_BF16 LLAMAFILE"), "avx512");
+    EXPECT_EQ(peer_isa_level("AVX AVX2 F16C FMA"), "avx2");
+    EXPECT_EQ(peer_isa_level("AVX512_VNNI"), "");  // a word of its own, not a prefix
+    EXPECT_EQ(peer_isa_level(""), "");
+}
+
+// llama.cpp's batched mode (lctx-peer-bench --batched) against lctx's on the same model: every run decodes
+// the same tokens (B prompts of PP, or one shared, then B x TG) and leaves every sequence holding positions
+// 0 to PP + TG - 1, as lctx's run does; a run beyond a sequence's cells is refused. Skipped without the peer.
+TEST(BenchBatchedPeer, LlamaCppRunsTheSameBatchedRowsAsLctx) {
+    const std::string lib = default_peer_dir();
+    const std::string exe = sibling("lctx-peer-bench");
+    if (lib.empty() || exe.empty())
+        GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
+    std::unique_ptr<Model> m = Model::load(kStories);
+    for (bool shared : {false, true}) {
+        SCOPED_TRACE(shared ? "shared prompt" : "a prompt each");
+        BatchedSettings s;
+        s.n_seq_max = 4;
+        s.n_batch = 8;  // the 4 x 8 prompt tokens in 4 calls
+        s.n_ctx = static_cast<uint32_t>(batched_n_kv(8, 5, 4, shared));
+        BatchedRunner run(*m, s);
+        run.set_threads(1);
+        run.warm_up();
+        BatchedSettings ps = s;
+        ps.n_ctx = 4 * (8 + 5);
+        PeerProcess peer(exe, lib, kStories, ps);
+        EXPECT_NE(peer_isa_level(peer.cpu_features()), "") << peer.cpu_features();
+        peer.warm_up_batched(1);
+        for (int rep = 0; rep < 2; ++rep) {  // the second run starts from an empty cache too
+            const BatchedRow mine = run.run(8, 5, 4, shared);
+            const PeerBatchedRun theirs = peer.run_batched(8, 5, 4, shared, 1);
+            EXPECT_EQ(theirs.row.n_kv, mine.n_kv);
+            EXPECT_EQ(theirs.pp_tokens, shared ? 8 : 32);
+            EXPECT_NEAR(theirs.pp_tokens, mine.s_pp(shared) * mine.t_pp, 1e-6);  // lctx's S_PP counts as many
+            EXPECT_EQ(theirs.tg_tokens, 4 * 5);
+            EXPECT_NEAR(theirs.tg_tokens, mine.s_tg() * mine.t_tg, 1e-6);
+            ASSERT_EQ(theirs.pos_min.size(), 4u);
+            ASSERT_EQ(theirs.pos_max.size(), 4u);
+            for (int j = 0; j < 4; ++j) {
+                EXPECT_EQ(theirs.pos_min[j], 0) << j;  // the prompt (or its copy) is there
+                EXPECT_EQ(theirs.pos_min[j], run.context().kv().seq_pos_min(j)) << j;
+                EXPECT_EQ(theirs.pos_max[j], 8 + 5 - 1) << j;
+                EXPECT_EQ(theirs.pos_max[j], run.context().kv().seq_pos_max(j)) << j;
+            }
+            EXPECT_GT(theirs.row.t_pp, 0.0);
+            EXPECT_GT(theirs.row.t_tg, 0.0);
+            EXPECT_GT(theirs.row.cpu_tg, 0.0);
+        }
+        EXPECT_THROW(peer.run_batched(8, 300, 4, shared, 1), Error);  // beyond a sequence's 256 cells
+    }
 }
 
 // `lctx bench ARGS` on stories260K: exit status, stdout and stderr.
@@ -723,7 +803,7 @@ TEST(BenchBatchedCli, RefusesWhatDoesNotApply) {
                              {"-npl 1,300", "-npl: 300 sequences, at most 256"},
                              {"-npp 8 -p 16", "-p does not apply to batched mode"},
                              {"-npl 2 -d 64", "-d does not apply to batched mode"},
-                             {"-npl 2 --peer /nowhere", "the peer program has no batched test"},
+                             {"-npl 2 --peer /nowhere", "no libllama in '/nowhere'"},
                              {"-npl 2 -o csv", "batched mode writes md, json or jsonl"},
                              {"-npl 2 -ctv q8_0", "flash"}}) {
         const CliRun r = bench_cli(lctx, std::string(args) + " -t 1");
@@ -736,6 +816,54 @@ TEST(BenchBatchedCli, RefusesWhatDoesNotApply) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("skipped PP 32, TG 4, B 2: needs 72 cells, -c is 40"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// `lctx bench -npp .. -ntg .. -npl .. --peer`: both engines' rows, row by row the same (PP, TG, B, N_KV), the
+// peer's build and kernel level named, a ratio line per row. Skipped without the peer.
+TEST(BenchBatchedCli, PeerRowsBesideLctxRows) {
+    const std::string lctx = sibling("lctx");
+    const std::string lib = default_peer_dir();
+    if (lctx.empty() || lib.empty() || sibling("lctx-peer-bench").empty())
+        GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
+    const CliRun jl = bench_cli(lctx, "-npp 8,16 -ntg 4 -npl 1,3 -t 1 -r 2 --peer " + lib + " -o jsonl");
+    ASSERT_EQ(jl.status, 0) << jl.err;
+    std::stringstream lines(jl.out);
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(rows.size(), 8u) << jl.out;
+    for (size_t i = 0; i < rows.size(); i += 2) {
+        const nlohmann::json &a = rows[i], &b = rows[i + 1];
+        EXPECT_EQ(a.value("engine", ""), "lctx");
+        EXPECT_EQ(b.value("engine", ""), "llama.cpp");
+        for (const char *f : {"pp", "tg", "pl", "n_kv", "n_threads", "n_batch", "is_pp_shared"})
+            EXPECT_EQ(a.at(f), b.at(f)) << f << ": " << a.dump() << " / " << b.dump();
+        EXPECT_EQ(a.value("n_kv", 0), a.value("pl", 0) * (a.value("pp", 0) + 4));
+        EXPECT_GT(b.value("speed_tg", 0.0), 0.0);
+        EXPECT_GT(b.value("cpu_tg", 0.0), 0.0);
+        EXPECT_NE(b.value("isa", ""), "");
+        EXPECT_NE(b.value("peer", "").find(lib), std::string::npos) << b.dump();
+        // llama.cpp's cache: a stream of the largest PP + TG cells for each of the B sequences
+        EXPECT_EQ(b.value("n_kv_max", 0), b.value("pl", 0) * (16 + 4)) << b.dump();
+    }
+    EXPECT_NE(jl.err.find("lctx bench: llama.cpp: "), std::string::npos) << jl.err;
+
+    const CliRun md = bench_cli(lctx, "-npp 8 -ntg 4 -npl 1,2 -pps -t 1 --peer " + lib);
+    ASSERT_EQ(md.status, 0) << md.err;
+    EXPECT_NE(md.out.find("llama.cpp: " + describe_peer(lib)), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("; isa = "), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| S_TG/seq | engine    |"), std::string::npos) << md.out;
+    for (const char *row : {"|     8 |      4 |    1 |     12 |", "|     8 |      4 |    2 |     16 |"}) {
+        const size_t at = md.out.find(row);
+        ASSERT_NE(at, std::string::npos) << row << " in " << md.out;
+        const size_t eol = md.out.find('\n', at);
+        EXPECT_NE(md.out.substr(at, eol - at).find("| lctx      |"), std::string::npos) << md.out;
+        const size_t next = md.out.find('\n', eol + 1);
+        EXPECT_EQ(md.out.substr(eol + 1, next - eol - 1).rfind(row, 0), 0u) << md.out;  // then llama.cpp's
+        EXPECT_NE(md.out.substr(eol + 1, next - eol - 1).find("| llama.cpp |"), std::string::npos) << md.out;
+    }
+    for (const char *ratio :
+         {"PP 8, TG 4, B 1: lctx / llama.cpp S_PP ", "PP 8, TG 4, B 2: lctx / llama.cpp S_PP "})
+        EXPECT_NE(md.out.find(ratio), std::string::npos) << ratio << " in " << md.out;
 }
 
 }  // namespace

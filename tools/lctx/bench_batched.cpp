@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
+#include <tuple>
 
 #include "context/batch_builder.h"
 #include "kernels/dot.h"
@@ -144,27 +145,54 @@ std::string batched_header(const BatchedSettings &s, int n_threads, bool shared_
         type_name(s.type_k), type_name(s.type_v), kernels::isa_name(kernels::isa_active()));
 }
 
-std::string batched_table_head() {
-    return "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S "
-           "t/s "
-           "| S_PP/seq | S_TG/seq |\n"
-           "|-------|--------|------|--------|----------|----------|----------|----------|----------|--------"
+std::string batched_table_head(bool engine_column) {
+    return std::string(
+               "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s "
+               "|    S t/s | S_PP/seq | S_TG/seq |") +
+           (engine_column ? " engine    |" : "") +
+           "\n|-------|--------|------|--------|----------|----------|----------|----------|----------|------"
            "--"
-           "|----------|----------|\n";
+           "--|----------|----------|" +
+           (engine_column ? "-----------|" : "") + "\n";
 }
 
-std::string batched_table_row(const BatchedRow &r, bool shared_prompt) {
+std::string batched_table_row(const BatchedRow &r, bool shared_prompt, const char *engine) {
     const double pp_seq = r.t_pp > 0 ? r.pp / r.t_pp : 0;  // each sequence's prompt came in T_PP
     const double tg_seq = r.t_tg > 0 ? r.tg / r.t_tg : 0;
-    return printf_string(
-        "| %5d | %6d | %4d | %6lld | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f | %8.2f | %8.2f |\n", r.pp,
+    std::string row = printf_string(
+        "| %5d | %6d | %4d | %6lld | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f | %8.2f | %8.2f |", r.pp,
         r.tg, r.pl, static_cast<long long>(r.n_kv), r.t_pp, r.s_pp(shared_prompt), r.t_tg, r.s_tg(),
         r.t_pp + r.t_tg, r.s_total(), pp_seq, tg_seq);
+    if (engine) row += printf_string(" %-9s |", engine);
+    return row + "\n";
+}
+
+std::string batched_ratio_line(const BatchedRow &mine, const BatchedRow &theirs, bool shared_prompt) {
+    auto ratio = [](double a, double b) { return b > 0 ? printf_string("%.2fx", a / b) : std::string("-"); };
+    return printf_string("PP %d, TG %d, B %d: lctx / llama.cpp S_PP %s, S_TG %s, S %s\n", mine.pp, mine.tg,
+                         mine.pl, ratio(mine.s_pp(shared_prompt), theirs.s_pp(shared_prompt)).c_str(),
+                         mine.tg > 0 ? ratio(mine.s_tg(), theirs.s_tg()).c_str() : "-",
+                         ratio(mine.s_total(), theirs.s_total()).c_str());
+}
+
+std::string batched_ratio_warning(const BatchedRow &mine, const BatchedRow &theirs, bool shared_prompt,
+                                  int n_threads) {
+    std::string w;
+    for (auto [name, a, b] : {std::tuple{"S_PP", mine.s_pp(shared_prompt), theirs.s_pp(shared_prompt)},
+                              std::tuple{"S_TG", mine.s_tg(), theirs.s_tg()}}) {
+        if (a <= 0 || b <= 0 || (a / b <= 20.0 && a / b >= 1.0 / 20.0)) continue;
+        w += printf_string(
+            "%sPP %d, TG %d, B %d @ %d threads: lctx / llama.cpp %s = %.2f is implausible (a broken "
+            "or mismatched peer, or a busy machine?)",
+            w.empty() ? "" : "\n", mine.pp, mine.tg, mine.pl, n_threads, name, a / b);
+    }
+    return w;
 }
 
 nlohmann::ordered_json batched_json(const BatchedRow &r, const BatchedSettings &s, int n_threads,
                                     bool shared_prompt, uint32_t n_ctx) {
     nlohmann::ordered_json j;
+    j["engine"] = "lctx";
     j["n_kv_max"] = n_ctx;
     j["n_batch"] = s.n_batch;
     j["n_ubatch"] = s.n_ubatch;

@@ -63,12 +63,20 @@ class BatchedRunner {
     uint64_t rng_;
 };
 
-// The header line and table rows, as llama-batched-bench prints them, plus S_PP and S_TG per sequence.
+// The header line and table rows, as llama-batched-bench prints them, plus S_PP and S_TG per sequence; with
+// `engine` (lctx bench --peer) a last column names the engine of each row.
 std::string batched_header(const BatchedSettings &s, int n_threads, bool shared_prompt, uint32_t n_ctx);
-std::string batched_table_head();
-std::string batched_table_row(const BatchedRow &r, bool shared_prompt);
-// One JSON line per row (llama-batched-bench's jsonl fields, plus the per-sequence speeds, the threads and
-// the CPU seconds cpu_pp and cpu_tg).
+std::string batched_table_head(bool engine_column = false);
+std::string batched_table_row(const BatchedRow &r, bool shared_prompt, const char *engine = nullptr);
+// One line of the ratios lctx / llama.cpp of a row's S_PP, S_TG and S (printed under a --peer table).
+std::string batched_ratio_line(const BatchedRow &mine, const BatchedRow &theirs, bool shared_prompt);
+// A warning when a row's S_PP or S_TG ratio lctx / llama.cpp is beyond 20x either way (a broken or mismatched
+// peer, or a machine so busy that one engine's run stalled), as the other tests warn; empty otherwise.
+std::string batched_ratio_warning(const BatchedRow &mine, const BatchedRow &theirs, bool shared_prompt,
+                                  int n_threads);
+// One JSON line per row (llama-batched-bench's jsonl fields, plus the per-sequence speeds, the threads, the
+// CPU seconds cpu_pp and cpu_tg, and "engine": "lctx"; the caller changes it, and "isa" and "n_kv_max", for a
+// llama.cpp row).
 nlohmann::ordered_json batched_json(const BatchedRow &r, const BatchedSettings &s, int n_threads,
                                     bool shared_prompt, uint32_t n_ctx);
 

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -79,15 +80,27 @@ std::string find_peer_binary() {
     return fs::exists(p, ec) ? p.string() : "";
 }
 
+std::string peer_isa_level(const std::string &cpu_features) {
+    std::vector<std::string> have;
+    std::string word;
+    for (size_t i = 0; i <= cpu_features.size(); ++i) {
+        if (i == cpu_features.size() || cpu_features[i] == ' ') {
+            if (!word.empty()) have.push_back(word);
+            word.clear();
+        } else {
+            word.push_back(cpu_features[i]);
+        }
+    }
+    auto has = [&](const char *f) { return std::find(have.begin(), have.end(), f) != have.end(); };
+    if (has("AMX_INT8")) return "amx";
+    if (has("AVX512")) return "avx512";
+    if (has("AVX2")) return "avx2";
+    if (has("NEON")) return "neon";
+    return "";
+}
+
 PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, const std::string &model,
                          const Settings &s) {
-    int in_pipe[2], out_pipe[2];  // in: parent -> child stdin; out: child stdout -> parent
-    if (pipe(in_pipe) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
-    if (pipe(out_pipe) != 0) {
-        close(in_pipe[0]);
-        close(in_pipe[1]);
-        throw Error(std::string("pipe: ") + std::strerror(errno));
-    }
     std::vector<std::string> args = {exe,      "--serve",
                                      "--lib",  lib_dir,
                                      "-m",     model,
@@ -101,6 +114,33 @@ PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, con
     if (s.n_seq > 0) {
         args.push_back("--embd");
         args.push_back(std::to_string(s.n_seq));
+    }
+    start(std::move(args), model);
+}
+
+PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, const std::string &model,
+                         const BatchedSettings &s) {
+    start({exe,         "--serve",
+           "--lib",     lib_dir,
+           "-m",        model,
+           "-c",        std::to_string(s.n_ctx),
+           "-b",        std::to_string(s.n_batch),
+           "-ub",       std::to_string(s.n_ubatch),
+           "--seed",    std::to_string(s.seed),
+           "-fa",       s.flash_attn ? "1" : "0",
+           "-ctk",      type_name(s.type_k),
+           "-ctv",      type_name(s.type_v),
+           "--batched", std::to_string(std::max<uint32_t>(1, s.n_seq_max))},
+          model);
+}
+
+void PeerProcess::start(std::vector<std::string> args, const std::string &model) {
+    int in_pipe[2], out_pipe[2];  // in: parent -> child stdin; out: child stdout -> parent
+    if (pipe(in_pipe) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    if (pipe(out_pipe) != 0) {
+        close(in_pipe[0]);
+        close(in_pipe[1]);
+        throw Error(std::string("pipe: ") + std::strerror(errno));
     }
     std::vector<char *> argv;
     for (std::string &a : args) argv.push_back(a.data());
@@ -133,6 +173,7 @@ PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, con
     facts_.n_vocab = ready.value("n_vocab", 0);
     build_.commit = ready.value("build_commit", std::string("unknown"));
     build_.number = ready.value("build_number", 0);
+    cpu_features_ = ready.value("cpu_features", std::string());
 }
 
 PeerProcess::~PeerProcess() {
@@ -158,25 +199,51 @@ nlohmann::json PeerProcess::read_reply() {
     return j;
 }
 
-uint64_t PeerProcess::run(const char *test, int n, int n_threads) {
-    if (std::fprintf(to_, "%s %d %d\n", test, n, n_threads) < 0 || std::fflush(to_) != 0)
+void PeerProcess::send(const std::string &line) {
+    if (std::fputs((line + "\n").c_str(), to_) < 0 || std::fflush(to_) != 0)
         throw Error("lctx-peer-bench is gone (write failed)");
-    const nlohmann::json j = read_reply();
-    return j.at("ns").get<uint64_t>();
+}
+
+uint64_t PeerProcess::run(const char *test, int n, int n_threads) {
+    send(std::string(test) + " " + std::to_string(n) + " " + std::to_string(n_threads));
+    return read_reply().at("ns").get<uint64_t>();
 }
 
 uint64_t PeerProcess::run_embd(int n_seq, int n, int n_threads) {
-    if (std::fprintf(to_, "embd %d %d %d\n", n_seq, n, n_threads) < 0 || std::fflush(to_) != 0)
-        throw Error("lctx-peer-bench is gone (write failed)");
-    const nlohmann::json j = read_reply();
-    return j.at("ns").get<uint64_t>();
+    send("embd " + std::to_string(n_seq) + " " + std::to_string(n) + " " + std::to_string(n_threads));
+    return read_reply().at("ns").get<uint64_t>();
 }
 
 uint64_t PeerProcess::run_pg(int n_pp, int n_tg, int depth, int n_threads) {
-    if (std::fprintf(to_, "pg %d %d %d %d\n", n_pp, n_tg, n_threads, depth) < 0 || std::fflush(to_) != 0)
-        throw Error("lctx-peer-bench is gone (write failed)");
+    send("pg " + std::to_string(n_pp) + " " + std::to_string(n_tg) + " " + std::to_string(n_threads) + " " +
+         std::to_string(depth));
+    return read_reply().at("ns").get<uint64_t>();
+}
+
+void PeerProcess::warm_up_batched(int n_threads) {
+    send("warmup " + std::to_string(n_threads));
+    if (read_reply().value("test", "") != "warmup") throw Error("lctx-peer-bench: no answer to its warm-up");
+}
+
+PeerBatchedRun PeerProcess::run_batched(int pp, int tg, int pl, bool shared_prompt, int n_threads) {
+    send("batched " + std::to_string(pp) + " " + std::to_string(tg) + " " + std::to_string(pl) + " " +
+         (shared_prompt ? "1 " : "0 ") + std::to_string(n_threads));
     const nlohmann::json j = read_reply();
-    return j.at("ns").get<uint64_t>();
+    // The row as the peer says it ran (the caller compares it with lctx's).
+    PeerBatchedRun r;
+    r.row.pp = j.at("pp").get<int>();
+    r.row.tg = j.at("tg").get<int>();
+    r.row.pl = j.at("pl").get<int>();
+    r.row.n_kv = batched_n_kv(r.row.pp, r.row.tg, r.row.pl, j.at("shared").get<int>() != 0);
+    r.row.t_pp = static_cast<double>(j.at("ns_pp").get<uint64_t>()) / 1e9;
+    r.row.t_tg = static_cast<double>(j.at("ns_tg").get<uint64_t>()) / 1e9;
+    r.row.cpu_pp = static_cast<double>(j.at("cpu_ns_pp").get<uint64_t>()) / 1e9;
+    r.row.cpu_tg = static_cast<double>(j.at("cpu_ns_tg").get<uint64_t>()) / 1e9;
+    r.pp_tokens = j.at("pp_tokens").get<int64_t>();
+    r.tg_tokens = j.at("tg_tokens").get<int64_t>();
+    r.pos_min = j.at("pos_min").get<std::vector<int>>();
+    r.pos_max = j.at("pos_max").get<std::vector<int>>();
+    return r;
 }
 
 }  // namespace lctx::bench

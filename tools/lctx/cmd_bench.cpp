@@ -30,6 +30,7 @@
 #include "tools/lctx/bench_spec.h"
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
+#include "util/error.h"
 
 namespace lctx::cli {
 
@@ -118,12 +119,14 @@ struct Test {
 
 // Batched mode: every (-t, -b, -ub, -fa, -ctk, -ctv) setting gets a header line and a table of the
 // (PP, TG, B) runs, each the median by total time of `reps` runs. One context per B, sized for that B's
-// largest run (or -c), with B sequences.
+// largest run (or -c), with B sequences. With a peer (`peer_dir`), llama.cpp runs every row too, in a process
+// and context of its own per B (a cache stream per sequence, as llama-batched-bench's), the engines
+// alternating run by run; each table has both engines' rows and a ratio line per row under it.
 int run_batched(const std::vector<std::string> &model_args, const std::string &npp_arg,
                 const std::string &ntg_arg, const std::string &npl_arg, bool pps, uint32_t ctx_size,
                 const std::string &threads_arg, const std::string &batch_arg, const std::string &ubatch_arg,
                 const std::string &fa_arg, const std::string &ctk_arg, const std::string &ctv_arg, int reps,
-                const std::string &output) {
+                const std::string &output, const std::string &peer_dir) {
     std::vector<int> npp, ntg, npl, threads, batches, ubatches, fas;
     for (auto [name, arg, min, out] :
          {std::tuple{"-npp", &npp_arg, 1, &npp}, std::tuple{"-ntg", &ntg_arg, 0, &ntg},
@@ -148,23 +151,54 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
         }
     std::vector<GgmlType> types_k, types_v;
     if (!parse_cache_types(ctk_arg, ctv_arg, &types_k, &types_v)) return 1;
-    for (int fa : fas)
-        for (GgmlType k : types_k)
-            for (GgmlType v : types_v) {
-                const std::string why = bench::check_attention_setting(fa != 0, k, v);
-                if (!why.empty()) {
-                    std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
-                    return 1;
-                }
-            }
+    // Every combination of the settings, in the order the tables come.
+    std::vector<std::pair<bench::BatchedSettings, int>> settings;  // (settings, threads)
+    for (int n_batch : batches)
+        for (int n_ubatch : ubatches)
+            for (int fa : fas)
+                for (GgmlType k : types_k)
+                    for (GgmlType v : types_v) {
+                        const std::string why = bench::check_attention_setting(fa != 0, k, v);
+                        if (!why.empty()) {
+                            std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
+                            return 1;
+                        }
+                        bench::BatchedSettings s;
+                        s.n_batch = static_cast<uint32_t>(n_batch);
+                        s.n_ubatch = static_cast<uint32_t>(n_ubatch);
+                        s.flash_attn = fa != 0;
+                        s.type_k = k;
+                        s.type_v = v;
+                        for (int t : threads) settings.push_back({s, t});
+                    }
     if (reps < 1 || reps > 1000) {
         std::fprintf(stderr, "lctx bench: -r: %d is out of range (1 to 1000)\n", reps);
         return 1;
     }
     std::vector<std::string> model_paths;
     if (!parse_model_list(model_args, &model_paths)) return 1;
+    std::string peer_lib, peer_exe;
+    if (!peer_dir.empty()) {
+        peer_lib = bench::resolve_peer_lib_dir(peer_dir);
+        if (peer_lib.empty()) {
+            std::fprintf(
+                stderr,
+                "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
+                "prints)\n",
+                peer_dir.c_str());
+            return 1;
+        }
+        peer_exe = bench::find_peer_binary();
+        if (peer_exe.empty()) {
+            std::fprintf(
+                stderr,
+                "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench target)\n");
+            return 1;
+        }
+    }
     const bool tty = isatty(STDERR_FILENO);
     std::vector<nlohmann::ordered_json> rows;
+    std::vector<std::string> warnings;
     for (const std::string &model_path : model_paths) {
         std::unique_ptr<Model> model = load_model_or_report(model_path);
         if (!model) return 1;
@@ -176,77 +210,116 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
         }
         if (output == "md") std::printf("model: %s\n", bench::model_facts(*model).type.c_str());
         try {
-            for (int n_batch : batches)
-                for (int n_ubatch : ubatches)
-                    for (int fa : fas)
-                        for (GgmlType k : types_k)
-                            for (GgmlType v : types_v)
-                                for (int t : threads) {
-                                    bench::BatchedSettings s;
-                                    s.n_batch = static_cast<uint32_t>(n_batch);
-                                    s.n_ubatch = static_cast<uint32_t>(n_ubatch);
-                                    s.flash_attn = fa != 0;
-                                    s.type_k = k;
-                                    s.type_v = v;
-                                    bool headed = false;
-                                    for (int pl : npl) {
-                                        int64_t need = 0;
-                                        for (int pp : npp)
-                                            for (int tg : ntg)
-                                                need = std::max(need, bench::batched_n_kv(pp, tg, pl, pps));
-                                        s.n_ctx = ctx_size ? ctx_size : static_cast<uint32_t>(need);
-                                        s.n_seq_max = static_cast<uint32_t>(pl);
-                                        bench::BatchedRunner runner(*model, s);
-                                        runner.set_threads(t);
-                                        runner.warm_up();
-                                        if (output == "md" && !headed) {
-                                            std::printf("\n%s",
-                                                        bench::batched_header(s, t, pps, s.n_ctx).c_str());
-                                            std::printf("%s", bench::batched_table_head().c_str());
-                                            headed = true;
-                                        }
-                                        for (int pp : npp)
-                                            for (int tg : ntg) {
-                                                if (bench::batched_n_kv(pp, tg, pl, pps) > s.n_ctx) {
-                                                    std::fprintf(
-                                                        stderr,
-                                                        "lctx bench: skipped PP %d, TG %d, B %d: needs "
-                                                        "%lld cells, -c is %u\n",
-                                                        pp, tg, pl,
-                                                        static_cast<long long>(
-                                                            bench::batched_n_kv(pp, tg, pl, pps)),
-                                                        s.n_ctx);
-                                                    continue;
-                                                }
-                                                std::vector<bench::BatchedRow> runs;
-                                                for (int rep = 0; rep < reps; ++rep) {
-                                                    if (tty)
-                                                        std::fprintf(
-                                                            stderr,
-                                                            "\r\033[Kbench: PP %d TG %d B %d t=%d rep "
-                                                            "%d/%d",
-                                                            pp, tg, pl, t, rep + 1, reps);
-                                                    runs.push_back(runner.run(pp, tg, pl, pps));
-                                                }
-                                                if (tty) std::fprintf(stderr, "\r\033[K");
-                                                std::sort(runs.begin(), runs.end(),
-                                                          [](const auto &a, const auto &b) {
-                                                              return a.t_pp + a.t_tg < b.t_pp + b.t_tg;
-                                                          });
-                                                const bench::BatchedRow &r = runs[runs.size() / 2];
-                                                if (output == "md") {
-                                                    std::printf("%s",
-                                                                bench::batched_table_row(r, pps).c_str());
-                                                    std::fflush(stdout);
-                                                } else {
-                                                    rows.push_back(
-                                                        bench::batched_json(r, s, t, pps, s.n_ctx));
-                                                    if (output == "jsonl")
-                                                        std::printf("%s\n", rows.back().dump().c_str());
-                                                }
-                                            }
-                                    }
-                                }
+            for (auto [s, t] : settings) {
+                bool headed = false;
+                std::string ratio_lines;
+                for (int pl : npl) {
+                    // The rows that fit, and the cells they need: lctx's context holds them all (or -c);
+                    // llama.cpp's gives each sequence a stream of its own, as llama-batched-bench's does.
+                    int64_t need = 0, per_seq = 0;
+                    std::vector<std::pair<int, int>> runs_of_pl;  // (PP, TG)
+                    for (int pp : npp)
+                        for (int tg : ntg) {
+                            const int64_t n_kv = bench::batched_n_kv(pp, tg, pl, pps);
+                            if (ctx_size && n_kv > ctx_size) {
+                                std::fprintf(
+                                    stderr,
+                                    "lctx bench: skipped PP %d, TG %d, B %d: needs %lld cells, -c is "
+                                    "%u\n",
+                                    pp, tg, pl, static_cast<long long>(n_kv), ctx_size);
+                                continue;
+                            }
+                            runs_of_pl.push_back({pp, tg});
+                            need = std::max(need, n_kv);
+                            // a shared prompt's copy takes llama.cpp one more cell of sequence 0
+                            per_seq = std::max<int64_t>(per_seq, pp + std::max(tg, pps && pl > 1 ? 1 : 0));
+                        }
+                    if (runs_of_pl.empty()) continue;
+                    s.n_ctx = ctx_size ? ctx_size : static_cast<uint32_t>(need);
+                    s.n_seq_max = static_cast<uint32_t>(pl);
+                    bench::BatchedRunner runner(*model, s);
+                    runner.set_threads(t);
+                    std::unique_ptr<bench::PeerProcess> peer;
+                    bench::BatchedSettings peer_s = s;
+                    if (!peer_exe.empty()) {
+                        peer_s.n_ctx = static_cast<uint32_t>(per_seq * pl);
+                        peer = std::make_unique<bench::PeerProcess>(peer_exe, peer_lib, model_path, peer_s);
+                    }
+                    // One untimed warm-up each, then every run alternates the engines.
+                    runner.warm_up();
+                    if (peer) peer->warm_up_batched(t);
+                    if (output == "md" && !headed) {
+                        std::printf("\n%s", bench::batched_header(s, t, pps, s.n_ctx).c_str());
+                        if (peer) {
+                            const std::string level = bench::peer_isa_level(peer->cpu_features());
+                            std::printf(
+                                "llama.cpp: %s (build %s); isa = %s (CPU backend: %s); "
+                                "its cache: a stream of PP + TG cells per sequence (kv_unified off, as "
+                                "llama-batched-bench's)\n",
+                                bench::describe_peer(peer_lib).c_str(), peer->build().commit.c_str(),
+                                level.empty() ? "unknown" : level.c_str(),
+                                peer->cpu_features().empty() ? "features not reported"
+                                                             : peer->cpu_features().c_str());
+                        }
+                        std::printf("%s", bench::batched_table_head(peer != nullptr).c_str());
+                        headed = true;
+                    }
+                    for (auto [pp, tg] : runs_of_pl) {
+                        std::vector<bench::BatchedRow> mine, theirs;
+                        for (int rep = 0; rep < reps; ++rep) {
+                            if (tty)
+                                std::fprintf(stderr, "\r\033[Kbench: PP %d TG %d B %d t=%d rep %d/%d", pp, tg,
+                                             pl, t, rep + 1, reps);
+                            mine.push_back(runner.run(pp, tg, pl, pps));
+                            if (!peer) continue;
+                            theirs.push_back(peer->run_batched(pp, tg, pl, pps, t).row);
+                            const bench::BatchedRow &a = mine.back(), &b = theirs.back();
+                            if (a.pp != b.pp || a.tg != b.tg || a.pl != b.pl || a.n_kv != b.n_kv)
+                                throw Error("llama.cpp ran another row than lctx's PP " + std::to_string(pp) +
+                                            ", TG " + std::to_string(tg) + ", B " + std::to_string(pl));
+                        }
+                        if (tty) std::fprintf(stderr, "\r\033[K");
+                        auto median = [](std::vector<bench::BatchedRow> &v) {
+                            std::sort(v.begin(), v.end(), [](const auto &a, const auto &b) {
+                                return a.t_pp + a.t_tg < b.t_pp + b.t_tg;
+                            });
+                            return v[v.size() / 2];
+                        };
+                        const bench::BatchedRow r = median(mine);
+                        if (peer) {
+                            const std::string w = bench::batched_ratio_warning(r, median(theirs), pps, t);
+                            if (!w.empty()) warnings.push_back(w);
+                        }
+                        if (output == "md") {
+                            std::printf("%s",
+                                        bench::batched_table_row(r, pps, peer ? "lctx" : nullptr).c_str());
+                            if (peer) {
+                                const bench::BatchedRow p = median(theirs);
+                                std::printf("%s", bench::batched_table_row(p, pps, "llama.cpp").c_str());
+                                ratio_lines += bench::batched_ratio_line(r, p, pps);
+                            }
+                            std::fflush(stdout);
+                            continue;
+                        }
+                        rows.push_back(bench::batched_json(r, s, t, pps, s.n_ctx));
+                        if (peer) {
+                            nlohmann::ordered_json j =
+                                bench::batched_json(median(theirs), peer_s, t, pps, peer_s.n_ctx);
+                            j["engine"] = "llama.cpp";
+                            j["isa"] = bench::peer_isa_level(peer->cpu_features());
+                            j["cpu_features"] = peer->cpu_features();
+                            j["build_commit"] = peer->build().commit;
+                            j["peer"] = bench::describe_peer(peer_lib);
+                            rows.push_back(j);
+                        }
+                        if (output == "jsonl")
+                            for (size_t i = rows.size() - (peer ? 2 : 1); i < rows.size(); ++i)
+                                std::printf("%s\n", rows[i].dump().c_str());
+                        std::fflush(stdout);
+                    }
+                }
+                if (output == "md" && !ratio_lines.empty()) std::printf("\n%s", ratio_lines.c_str());
+            }
         } catch (const std::exception &e) {
             if (tty) std::fprintf(stderr, "\n");
             std::fprintf(stderr, "lctx bench: %s\n", e.what());
@@ -254,6 +327,9 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
         }
     }
     if (output == "json") std::printf("%s\n", nlohmann::ordered_json(rows).dump(2).c_str());
+    if (!peer_lib.empty() && output != "md")
+        std::fprintf(stderr, "lctx bench: llama.cpp: %s\n", bench::describe_peer(peer_lib).c_str());
+    for (const std::string &w : warnings) std::fprintf(stderr, "lctx bench: warning: %s\n", w.c_str());
     return 0;
 }
 
@@ -407,12 +483,10 @@ int cmd_bench(int argc, char **argv) {
 
     const bool batched = !npp_arg.empty() || !ntg_arg.empty() || !npl_arg.empty() || pps || app.count("-c");
     if (batched) {
-        for (const char *opt :
-             {"-p", "-n", "--pg", "-d", "--embd", "--n-seq", "--peer", "--bw-mib", "--no-peak"})
+        for (const char *opt : {"-p", "-n", "--pg", "-d", "--embd", "--n-seq", "--bw-mib", "--no-peak"})
             if (app.count(opt)) {
-                std::fprintf(
-                    stderr, "lctx bench: %s does not apply to batched mode (-npp, -ntg, -npl, -pps)%s\n", opt,
-                    std::string(opt) == "--peer" ? ": the peer program has no batched test yet" : "");
+                std::fprintf(stderr,
+                             "lctx bench: %s does not apply to batched mode (-npp, -ntg, -npl, -pps)\n", opt);
                 return 1;
             }
         if (output != "md" && output != "jsonl" && output != "json") {
@@ -422,7 +496,8 @@ int cmd_bench(int argc, char **argv) {
         }
         return run_batched(model_args, npp_arg.empty() ? "128" : npp_arg, ntg_arg.empty() ? "128" : ntg_arg,
                            npl_arg.empty() ? "1,2,4,8,16,32" : npl_arg, pps, ctx_size, threads_arg, batch_arg,
-                           ubatch_arg, fa_arg, ctk_arg, ctv_arg, app.count("-r") ? reps : 1, output);
+                           ubatch_arg, fa_arg, ctk_arg, ctv_arg, app.count("-r") ? reps : 1, output,
+                           peer_dir);
     }
 
     std::vector<int> threads, prompts, gens, batches, ubatches, depths;
