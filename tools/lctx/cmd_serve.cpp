@@ -273,6 +273,15 @@ int cmd_serve(int argc, char **argv) {
         std::fprintf(stderr, "lctx serve: model %s, %d slots of %d cells; open http://%s:%d/\n",
                      engine->model_name().c_str(), engine->n_slots(), engine->slot_ctx(), so.host.c_str(),
                      port);
+        if (eo.spec.enabled()) {
+            const std::string drafter = eo.spec.lookup ? "prompt lookup (n-grams of " +
+                                                             std::to_string(eo.spec.ngram_min) + " to " +
+                                                             std::to_string(eo.spec.ngram_max) + " tokens)"
+                                                       : "draft model " + eo.spec.model_draft;
+            std::fprintf(stderr,
+                         "lctx serve: speculative decoding in every slot: %s, drafts of %d to %d tokens\n",
+                         drafter.c_str(), eo.spec.n_min, eo.spec.n_max);
+        }
         if (!eo.kv_events.empty())
             std::fprintf(stderr, "lctx serve: KV-cache events on %s (topic %s, blocks of %d tokens)\n",
                          eo.kv_events.c_str(), engine->kv_events_topic().c_str(), engine->kv_block_size());
