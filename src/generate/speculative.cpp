@@ -35,14 +35,15 @@ llama_token draw_weighted(const Dist &w, std::mt19937 &rng) {
     return w.empty() ? LLAMA_TOKEN_NULL : w.back().id;
 }
 
-// Positions pos0.., sequence 0, every token an output when all_logits.
-void fill_batch(llama_batch &b, const llama_token *tokens, int32_t n, llama_pos pos0, bool all_logits) {
+// Positions pos0.., sequence seq, every token an output when all_logits.
+void fill_batch(llama_batch &b, const llama_token *tokens, int32_t n, llama_pos pos0, bool all_logits,
+                llama_seq_id seq = 0) {
     b.n_tokens = n;
     for (int32_t i = 0; i < n; ++i) {
         b.token[i] = tokens[i];
         b.pos[i] = pos0 + i;
         b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = 0;
+        b.seq_id[i][0] = seq;
         b.logits[i] = all_logits || i == n - 1;
     }
 }
@@ -142,12 +143,13 @@ void NgramDrafter::draft(const std::vector<llama_token> &history, int32_t n_max,
 
 // ---- draft model ----
 
-ModelDrafter::ModelDrafter(llama_context *ctx, float p_min)
+ModelDrafter::ModelDrafter(llama_context *ctx, float p_min, llama_seq_id seq)
     : ctx_(ctx),
       p_min_(p_min),
+      seq_(seq),
       n_vocab_(llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx)))),
       batch_(llama_batch_init(static_cast<int32_t>(llama_n_batch(ctx)), 0, 1)) {
-    llama_kv_cache_seq_rm(ctx_, 0, 0, -1);
+    llama_kv_cache_seq_rm(ctx_, seq_, 0, -1);
 }
 
 ModelDrafter::~ModelDrafter() {
@@ -163,17 +165,17 @@ void ModelDrafter::draft(const std::vector<llama_token> &history, int32_t n_max,
     // Keep the common prefix (at most n - 1 tokens: the last is decoded again for its logits).
     size_t k = 0;
     while (k < cached_.size() && k + 1 < history.size() && cached_[k] == history[k]) ++k;
-    if (!llama_kv_cache_seq_rm(ctx_, 0, static_cast<llama_pos>(k), -1)) {
-        llama_kv_cache_seq_rm(ctx_, 0, 0, -1);
+    if (!llama_kv_cache_seq_rm(ctx_, seq_, static_cast<llama_pos>(k), -1)) {
+        llama_kv_cache_seq_rm(ctx_, seq_, 0, -1);
         k = 0;
     }
     cached_.resize(k);
     const int32_t n_batch = static_cast<int32_t>(llama_n_batch(ctx_));
     for (int32_t i = static_cast<int32_t>(k); i < n; i += n_batch) {
         const int32_t len = std::min(n_batch, n - i);
-        fill_batch(batch_, history.data() + i, len, i, false);
+        fill_batch(batch_, history.data() + i, len, i, false, seq_);
         if (llama_decode(ctx_, batch_) != 0) {
-            llama_kv_cache_seq_rm(ctx_, 0, 0, -1);
+            llama_kv_cache_seq_rm(ctx_, seq_, 0, -1);
             cached_.clear();
             return;
         }
@@ -192,7 +194,7 @@ void ModelDrafter::draft(const std::vector<llama_token> &history, int32_t n_max,
         if (!(1.0 / sum >= p_min_)) return;
         out->tokens.push_back(best);
         if (static_cast<int32_t>(out->tokens.size()) >= n_max) return;
-        fill_batch(batch_, &best, 1, static_cast<llama_pos>(cached_.size()), true);
+        fill_batch(batch_, &best, 1, static_cast<llama_pos>(cached_.size()), true, seq_);
         if (llama_decode(ctx_, batch_) != 0) return;  // the next call finds the cache as cached_ says
         cached_.push_back(best);
         row = 0;
@@ -201,42 +203,27 @@ void ModelDrafter::draft(const std::vector<llama_token> &history, int32_t n_max,
 
 // ---- verification ----
 
-Speculator::Speculator(llama_context *target, Drafter *drafter, const SpecParams &params,
-                       const SpecSampling &sampling)
-    : ctx_(target),
-      drafter_(drafter),
-      params_(params),
-      sampling_(sampling),
-      rng_(sampling.seed),
-      n_vocab_(llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(target)))),
-      n_ctx_(static_cast<int32_t>(llama_n_ctx(target))),
-      n_batch_(static_cast<int32_t>(llama_n_batch(target))),
-      batch_(llama_batch_init(n_batch_, 0, 1)) {
+void spec_draft(Drafter *drafter, const std::vector<llama_token> &history, int32_t k_max, int32_t n_min,
+                int32_t n_vocab, Draft *out) {
+    out->tokens.clear();
+    out->q.clear();
+    if (!drafter || k_max <= 0 || k_max < n_min) return;
+    drafter->draft(history, k_max, out);
+    if (static_cast<int32_t>(out->tokens.size()) > k_max) out->tokens.resize(static_cast<size_t>(k_max));
+    size_t valid = 0;
+    while (valid < out->tokens.size() && out->tokens[valid] >= 0 && out->tokens[valid] < n_vocab) ++valid;
+    out->tokens.resize(valid);
+    if (static_cast<int32_t>(out->tokens.size()) < n_min) out->tokens.clear();
+    if (out->q.size() > out->tokens.size() || (!out->q.empty() && out->q.size() != out->tokens.size()))
+        out->q.resize(out->tokens.size());
+}
+
+SpecVerifier::SpecVerifier(int32_t n_vocab, const SpecSampling &sampling)
+    : n_vocab_(n_vocab), sampling_(sampling), rng_(sampling.seed) {
     cand_.resize(static_cast<size_t>(n_vocab_));
 }
 
-Speculator::~Speculator() {
-    llama_batch_free(batch_);
-}
-
-std::string Speculator::prefill(const std::vector<llama_token> &history) {
-    // The whole prompt in the batches plain decoding uses, so that its cells hold what plain decoding's
-    // hold (a kernel may round a row of a long batch differently from a short one); the last token's logits
-    // are kept for the first step.
-    const int32_t n = static_cast<int32_t>(history.size());
-    if (n == 0) return "nothing to decode";
-    for (int32_t i = 0; i < n; i += n_batch_) {
-        const int32_t len = std::min(n_batch_, n - i);
-        fill_batch(batch_, history.data() + i, len, i, false);
-        if (const int32_t rc = llama_decode(ctx_, batch_); rc != 0) return decode_error(rc);
-    }
-    const float *last = llama_get_logits_ith(ctx_, -1);
-    if (!last) return "no logits for the prompt's last token";
-    pending_.assign(last, last + n_vocab_);
-    return "";
-}
-
-Dist Speculator::target_dist(const float *logits) {
+Dist SpecVerifier::target_dist(const float *logits) {
     for (int32_t t = 0; t < n_vocab_; ++t) cand_[static_cast<size_t>(t)] = {t, logits[t], 0.0f};
     llama_token_data_array arr{cand_.data(), cand_.size(), -1, false};
     if (sampling_.filters) llama_sampler_apply(sampling_.filters, &arr);
@@ -265,6 +252,72 @@ Dist Speculator::target_dist(const float *logits) {
     return d;
 }
 
+int32_t SpecVerifier::verify(const Draft &d, const std::function<const float *(int32_t)> &row,
+                             std::vector<llama_token> *out, std::string *error) {
+    const int32_t k = static_cast<int32_t>(d.tokens.size());
+    int32_t accepted = 0;
+    for (int32_t i = 0; i <= k; ++i) {
+        const float *logits = row(i);
+        if (!logits) {
+            *error = "no logits for a draft position";
+            return -1;
+        }
+        const Dist p = target_dist(logits);
+        if (p.empty()) {
+            *error = "the samplers left no token to choose";
+            return -1;
+        }
+        llama_token tok;
+        bool ok = false;
+        if (i < k) {
+            static const Dist point;
+            const Verdict v = spec_accept(p, d.q.empty() ? point : d.q[static_cast<size_t>(i)],
+                                          d.tokens[static_cast<size_t>(i)], rng_);
+            tok = v.token;
+            ok = v.accepted;
+        } else {
+            tok = sampling_.greedy ? p.front().id : spec_draw(p, rng_);
+        }
+        if (sampling_.filters) llama_sampler_accept(sampling_.filters, tok);
+        out->push_back(tok);
+        if (!ok) break;
+        ++accepted;
+    }
+    return accepted;
+}
+
+Speculator::Speculator(llama_context *target, Drafter *drafter, const SpecParams &params,
+                       const SpecSampling &sampling)
+    : ctx_(target),
+      drafter_(drafter),
+      params_(params),
+      verifier_(llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(target))), sampling),
+      n_vocab_(llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(target)))),
+      n_ctx_(static_cast<int32_t>(llama_n_ctx(target))),
+      n_batch_(static_cast<int32_t>(llama_n_batch(target))),
+      batch_(llama_batch_init(n_batch_, 0, 1)) {}
+
+Speculator::~Speculator() {
+    llama_batch_free(batch_);
+}
+
+std::string Speculator::prefill(const std::vector<llama_token> &history) {
+    // The whole prompt in the batches plain decoding uses, so that its cells hold what plain decoding's
+    // hold (a kernel may round a row of a long batch differently from a short one); the last token's logits
+    // are kept for the first step.
+    const int32_t n = static_cast<int32_t>(history.size());
+    if (n == 0) return "nothing to decode";
+    for (int32_t i = 0; i < n; i += n_batch_) {
+        const int32_t len = std::min(n_batch_, n - i);
+        fill_batch(batch_, history.data() + i, len, i, false);
+        if (const int32_t rc = llama_decode(ctx_, batch_); rc != 0) return decode_error(rc);
+    }
+    const float *last = llama_get_logits_ith(ctx_, -1);
+    if (!last) return "no logits for the prompt's last token";
+    pending_.assign(last, last + n_vocab_);
+    return "";
+}
+
 std::string Speculator::step(std::vector<llama_token> &history, std::vector<llama_token> *out) {
     const int32_t n = static_cast<int32_t>(history.size());
     if (n == 0) return "nothing to continue from";
@@ -272,17 +325,7 @@ std::string Speculator::step(std::vector<llama_token> &history, std::vector<llam
     // The draft and the token after it must fit the context; the draft and the last token one batch.
     const int32_t k_max = std::min({params_.n_max, n_ctx_ - 1 - n, n_batch_ - 1});
     Draft d;
-    if (drafter_ && k_max > 0 && k_max >= params_.n_min) {
-        drafter_->draft(history, k_max, &d);
-        if (static_cast<int32_t>(d.tokens.size()) > k_max) d.tokens.resize(static_cast<size_t>(k_max));
-        // A draft vocabulary a little larger than the target's can propose ids the target does not have.
-        size_t valid = 0;
-        while (valid < d.tokens.size() && d.tokens[valid] >= 0 && d.tokens[valid] < n_vocab_) ++valid;
-        d.tokens.resize(valid);
-        if (static_cast<int32_t>(d.tokens.size()) < params_.n_min) d.tokens.clear();
-        if (d.q.size() > d.tokens.size() || (!d.q.empty() && d.q.size() != d.tokens.size()))
-            d.q.resize(d.tokens.size());
-    }
+    spec_draft(drafter_, history, k_max, params_.n_min, n_vocab_, &d);
     const int32_t k = static_cast<int32_t>(d.tokens.size());
     // Logits row i chooses the token after history + draft[0..i): after prefill the last token's logits are
     // at hand and only the draft is decoded; else the last token goes first in the batch.
@@ -301,29 +344,12 @@ std::string Speculator::step(std::vector<llama_token> &history, std::vector<llam
         return llama_get_logits_ith(ctx_, i);
     };
     stats_.n_drafted += k;
-    int32_t accepted = 0;
-    for (int32_t i = 0; i <= k; ++i) {
-        const float *logits = row(i);
-        if (!logits) return "no logits for a draft position";
-        const Dist p = target_dist(logits);
-        if (p.empty()) return "the samplers left no token to choose";
-        llama_token tok;
-        bool ok = false;
-        if (i < k) {
-            static const Dist point;
-            const Verdict v = spec_accept(p, d.q.empty() ? point : d.q[static_cast<size_t>(i)],
-                                          d.tokens[static_cast<size_t>(i)], rng_);
-            tok = v.token;
-            ok = v.accepted;
-        } else {
-            tok = sampling_.greedy ? p.front().id : spec_draw(p, rng_);
-        }
-        if (sampling_.filters) llama_sampler_accept(sampling_.filters, tok);
-        history.push_back(tok);
-        out->push_back(tok);
-        if (!ok) break;
-        ++accepted;
-    }
+    std::vector<llama_token> chosen;
+    std::string error;
+    const int32_t accepted = verifier_.verify(d, row, &chosen, &error);
+    if (accepted < 0) return error;
+    history.insert(history.end(), chosen.begin(), chosen.end());
+    out->insert(out->end(), chosen.begin(), chosen.end());
     stats_.n_accepted += accepted;
     pending_.clear();
     // The cache holds the old history and the accepted draft; the rest of the draft goes.

@@ -10,6 +10,7 @@
 // Chen et al. 2023). A deterministic drafter (n-gram, a greedy draft model) has q = 1 at d.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -76,19 +77,21 @@ class NgramDrafter : public Drafter {
     int32_t ngram_min_, ngram_max_;
 };
 
-// A draft model in its own context (sequence 0), drafting greedily: it stops when the draft's top
-// probability falls below p_min. Its cache keeps the history it has seen; on the next call the part that
-// differs (the rejected draft) is removed and only new tokens are decoded.
+// A draft model in its own context (one sequence of it: 0 for a lone generation, a slot's own in the
+// server), drafting greedily: it stops when the draft's top probability falls below p_min. Its cache keeps
+// the history it has seen; on the next call the part that differs (the rejected draft, another request's
+// text) is removed and only new tokens are decoded.
 class ModelDrafter : public Drafter {
   public:
     // ctx is not owned; the caller checked spec_vocab_check and spec_context_check.
-    ModelDrafter(llama_context *ctx, float p_min);
+    ModelDrafter(llama_context *ctx, float p_min, llama_seq_id seq = 0);
     ~ModelDrafter() override;
     void draft(const std::vector<llama_token> &history, int32_t n_max, Draft *out) override;
 
   private:
     llama_context *ctx_;
     float p_min_;
+    llama_seq_id seq_;
     int32_t n_vocab_;
     std::vector<llama_token> cached_;  // the tokens in the draft's cache, positions 0..
     llama_batch batch_;
@@ -116,6 +119,34 @@ struct SpecStats {
     double acceptance() const { return n_drafted > 0 ? static_cast<double>(n_accepted) / n_drafted : 0.0; }
 };
 
+// A drafter's proposal cut to what one verification can take: at most k_max tokens, only ids below n_vocab
+// (a draft vocabulary a little larger than the target's can propose others), and nothing at all when fewer
+// than n_min remain (or k_max < n_min); q cut to the same length. drafter may be null (no draft).
+void spec_draft(Drafter *drafter, const std::vector<llama_token> &history, int32_t k_max, int32_t n_min,
+                int32_t n_vocab, Draft *out);
+
+// The verify half of a step: given the target's logits at the last token and at every draft position,
+// chooses the tokens (the acceptance rule above, through the sampling's filters). Speculator uses it for its
+// one sequence; the server for each drafting slot of its continuous batch, whose rows share one decode.
+class SpecVerifier {
+  public:
+    SpecVerifier(int32_t n_vocab, const SpecSampling &sampling);
+    // row(i), i = 0..k (k = d.tokens.size()): the target's logits choosing the token after the history and
+    // d.tokens[0..i). Appends the accepted draft tokens and then the target's own token to *out (at least
+    // one token; every chosen token is accepted into the filters) and returns how many draft tokens were
+    // accepted, or -1 with *error set.
+    int32_t verify(const Draft &d, const std::function<const float *(int32_t)> &row,
+                   std::vector<llama_token> *out, std::string *error);
+
+  private:
+    Dist target_dist(const float *logits);
+
+    int32_t n_vocab_;
+    SpecSampling sampling_;
+    std::mt19937 rng_;
+    std::vector<llama_token_data> cand_;
+};
+
 class Speculator {
   public:
     // target: not owned, sequence 0; drafter may be null (plain decoding, one token per step).
@@ -138,16 +169,12 @@ class Speculator {
     const SpecStats &stats() const { return stats_; }
 
   private:
-    Dist target_dist(const float *logits);
-
     llama_context *ctx_;
     Drafter *drafter_;
     SpecParams params_;
-    SpecSampling sampling_;
-    std::mt19937 rng_;
+    SpecVerifier verifier_;
     int32_t n_vocab_, n_ctx_, n_batch_;
     llama_batch batch_;
-    std::vector<llama_token_data> cand_;
     std::vector<float> pending_;  // the last prompt token's logits, until the first step uses them
     SpecStats stats_;
 };

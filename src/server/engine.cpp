@@ -12,6 +12,7 @@
 #include "chat/builtin_templates.h"
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
+#include "generate/speculative.h"
 #include "lctx/lctx_ext.h"
 #include "server/kv_events.h"
 #include "server/sampler_chain.h"
@@ -84,15 +85,25 @@ struct Engine::Slot {
     uint64_t last_step = 0;     // the step that last decoded its tokens
     std::vector<float> lora;    // the adapter scales its cached K/V were computed with
     size_t n_block_tokens = 0;  // the first cache tokens that are prompt tokens (KV-cache events' blocks)
-    llama_sampler *chain = nullptr;
+    llama_sampler *chain = nullptr;  // a drafting request's: the filters, without the final draw
     std::unique_ptr<TextStream> text;
+    // Speculative decoding: the slot's drafter (kept across requests: a draft model's cache of this slot's
+    // sequence is reused as far as the next text shares it), the request's verifier over `chain` when it
+    // drafts (null: plain sampling), this step's draft, and the request's draft tokens verified / accepted.
+    std::unique_ptr<generate::Drafter> drafter;
+    std::unique_ptr<generate::SpecVerifier> verifier;
+    generate::Draft draft;
+    int32_t n_drafted = 0, n_accepted = 0;
     std::chrono::steady_clock::time_point t_start, t_first;  // assigned; first token sampled
     std::chrono::steady_clock::time_point t_last;            // the last token sampled
 
     void end_task() {
+        verifier.reset();  // before the chain it points at
         if (chain) llama_sampler_free(chain);
         chain = nullptr;
         text.reset();
+        draft.tokens.clear();
+        draft.q.clear();
         task = Task{};
         generating = false;
         i_batch = -1;
@@ -129,8 +140,10 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     cp.n_ctx = static_cast<uint32_t>(opts_.n_ctx);
     // A lone request may take larger steps (see step()); the batch holds either.
     max_step_ = std::max(opts_.step_tokens, kLoneStepTokens);
-    cp.n_batch = static_cast<uint32_t>(max_step_);
-    cp.n_ubatch = static_cast<uint32_t>(std::min(max_step_, 512));
+    // With speculation every generating slot may add its draft too (logits at each of its tokens).
+    max_batch_ = max_step_ + (opts_.spec.enabled() ? opts_.n_slots * std::max(opts_.spec.n_max, 0) : 0);
+    cp.n_batch = static_cast<uint32_t>(max_batch_);
+    cp.n_ubatch = static_cast<uint32_t>(std::min(max_batch_, 512));
     embedding_only_ = is_embedding_model(model_);
     if (embedding_only_) {
         // An encoder sees each input whole in one micro-batch and keeps nothing between passes: the
@@ -177,7 +190,7 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (llama_vocab_eos(vocab_) >= 0) eos_text_ = token_text_special(llama_vocab_eos(vocab_));
     for (int32_t t = 0; t < n_vocab_; ++t)
         if (llama_vocab_is_eog(vocab_, t)) eog_.push_back(t);
-    batch_ = llama_batch_init(max_step_, 0, 1);
+    batch_ = llama_batch_init(max_batch_, 0, 1);
     for (int32_t i = 0; i < opts_.n_slots; ++i) {
         slots_.push_back(std::make_unique<Slot>());
         slots_.back()->id = i;
@@ -201,11 +214,79 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
         kv_blocks_ = std::make_unique<KvBlockTracker>(opts_.kv_block_size, opts_.n_slots);
         kv_blocks_->clear_all();  // a (re)started replica holds nothing: subscribers drop what it held before
     }
+    try {
+        init_spec();
+    } catch (...) {
+        slots_.clear();  // the drafters use the draft context
+        if (draft_ctx_) llama_free(draft_ctx_);
+        if (draft_model_) llama_model_free(draft_model_);
+        llama_batch_free(batch_);
+        llama_free(ctx_);
+        llama_model_free(model_);
+        throw;
+    }
+}
+
+void Engine::init_spec() {
+    const SpecServeOptions &sp = opts_.spec;
+    if (!sp.enabled()) return;
+    if (embedding_only_)
+        throw std::runtime_error(
+            "speculative decoding (--model-draft, --lookup) needs a model that generates text; this one "
+            "makes "
+            "embeddings");
+    if (llama_model_has_encoder(model_))
+        throw std::runtime_error(
+            opts_.model_path +
+            " is an encoder-decoder model: speculative decoding drafts for decoder-only models");
+    if (const std::string e = generate::spec_context_check(ctx_, "target"); !e.empty())
+        throw std::runtime_error(e);
+    if (sp.lookup && !sp.model_draft.empty())
+        throw std::runtime_error(
+            "--model-draft and prompt lookup (--lookup, --lookup-ngram-*) are two drafters: choose one");
+    if (!sp.model_draft.empty()) {
+        draft_model_ = llama_model_load_from_file(sp.model_draft.c_str(), llama_model_default_params());
+        if (!draft_model_) throw std::runtime_error("cannot load the draft model '" + sp.model_draft + "'");
+        const std::string e = generate::spec_vocab_check(vocab_, llama_model_get_vocab(draft_model_));
+        if (!e.empty())
+            throw std::runtime_error(sp.model_draft + " cannot draft for " + opts_.model_path + ": " + e);
+        llama_context_params dp = llama_context_default_params();
+        dp.n_ctx =
+            static_cast<uint32_t>(sp.ctx_draft > 0 ? sp.ctx_draft : static_cast<int32_t>(llama_n_ctx(ctx_)));
+        dp.n_batch = static_cast<uint32_t>(max_step_);  // a slot's history catches up in chunks of this size
+        dp.n_ubatch = static_cast<uint32_t>(std::min(max_step_, 512));
+        dp.n_seq_max = static_cast<uint32_t>(opts_.n_slots);
+        const int td = sp.threads_draft > 0 ? sp.threads_draft : opts_.n_threads;
+        const int tbd = sp.threads_batch_draft > 0 ? sp.threads_batch_draft : td;
+        if (td > 0) dp.n_threads = td;
+        if (tbd > 0) dp.n_threads_batch = tbd;
+        dp.no_perf = true;
+        dp.type_k = opts_.type_k;
+        dp.type_v = opts_.type_v;
+        dp.flash_attn = opts_.flash_attn;
+        draft_ctx_ = llama_init_from_model(draft_model_, dp);
+        if (!draft_ctx_)
+            throw std::runtime_error("cannot create a context of " + std::to_string(dp.n_ctx) +
+                                     " cells for the draft model '" + sp.model_draft + "'");
+        if (const std::string e2 = generate::spec_context_check(draft_ctx_, "draft"); !e2.empty())
+            throw std::runtime_error(e2);
+        lctx_kv_cache_place_by_sequence(draft_ctx_, true);  // as the target's: each slot's cells together
+    }
+    // One drafter per slot: the draft model drafts in the slot's own sequence of its context.
+    for (auto &s : slots_) {
+        if (draft_ctx_)
+            s->drafter = std::make_unique<generate::ModelDrafter>(draft_ctx_, sp.p_min, s->id);
+        else
+            s->drafter = std::make_unique<generate::NgramDrafter>(sp.ngram_min, sp.ngram_max);
+    }
 }
 
 Engine::~Engine() {
     stop();
     for (auto &s : slots_) s->end_task();
+    slots_.clear();  // the drafters use the draft context
+    if (draft_ctx_) llama_free(draft_ctx_);
+    if (draft_model_) llama_model_free(draft_model_);
     llama_batch_free(batch_);
     llama_free(ctx_);
     llama_model_free(model_);
@@ -686,11 +767,24 @@ bool Engine::assign_waiting() {
         metrics_.prefix_queries += s.task.prompt.size();
         metrics_.prefix_hits += keep;
 
-        // The sampler chain: grammar -> logit bias -> the samplers in the request's order -> a draw.
+        // The sampler chain: grammar -> logit bias -> the samplers in the request's order -> a draw. A
+        // request that drafts keeps the chain without its draw as the filters of its verifier, which draws
+        // itself.
         std::string why;
-        s.chain = make_sampler_chain(s.task.sampling,
-                                     {vocab_, n_vocab_, slot_ctx_, s.task.grammar, s.task.seed}, &why);
-        if (!s.chain) fail(s, why);
+        const ChainInputs in{vocab_, n_vocab_, slot_ctx_, s.task.grammar, s.task.seed};
+        const bool spec = s.drafter && drafts(s.task);
+        s.chain = spec ? make_filter_chain(s.task.sampling, in, &why)
+                       : make_sampler_chain(s.task.sampling, in, &why);
+        s.n_drafted = s.n_accepted = 0;
+        if (!s.chain) {
+            fail(s, why);
+        } else if (spec) {
+            generate::SpecSampling ss;
+            ss.filters = s.chain;
+            ss.greedy = s.task.sampling.temperature <= 0.0f;
+            ss.seed = s.task.seed;
+            s.verifier = std::make_unique<generate::SpecVerifier>(n_vocab_, ss);
+        }
     }
     metrics_.waiting = static_cast<int64_t>(queue_.size());
     metrics_.running =
@@ -717,14 +811,21 @@ void Engine::step() {
     for (auto &sp : slots_) {
         sp->i_batch = -1;
         sp->in_step = false;
+        sp->draft.tokens.clear();
+        sp->draft.q.clear();
         if (sp->busy && (!oldest || sp->last_step < oldest->last_step)) oldest = sp.get();
     }
     const std::vector<float> step_lora = oldest ? oldest->lora : applied_lora_;
     auto joins = [&](const Slot &s) { return s.busy && s.lora == step_lora; };
-    // Generating slots first: one token each.
+    // Generating slots first: one token each, and a drafting slot's draft right after its token (verified by
+    // this decode's logits rows, in the same batch as the other slots' tokens).
+    int32_t n_gen = 0;
     for (auto &sp : slots_) {
         Slot &s = *sp;
-        if (joins(s) && s.generating) add(s, s.next_token, true);
+        if (!joins(s) || !s.generating) continue;
+        add(s, s.next_token, true);
+        ++n_gen;
+        if (s.verifier) add_draft(s);
     }
     // Then prompt chunks: the remaining budget shared evenly, so every waiting prompt moves each step.
     std::vector<Slot *> prompting;
@@ -732,12 +833,13 @@ void Engine::step() {
         if (joins(*sp) && !sp->generating) prompting.push_back(sp.get());
     // Small steps keep the other requests' tokens flowing (a new request waits at most one step); a lone
     // request, which nobody waits behind, takes large ones.
-    const bool alone = prompting.size() + static_cast<size_t>(batch_.n_tokens) == 1;
+    // (Drafts do not count: they ride along with their slot's token.)
+    const bool alone = prompting.size() + static_cast<size_t>(n_gen) == 1;
     const int32_t step_budget = alone ? max_step_ : opts_.step_tokens;
     int32_t n_prompt = 0;
     for (size_t k = 0; k < prompting.size(); ++k) {
         Slot &s = *prompting[k];
-        const int32_t budget = step_budget - batch_.n_tokens;
+        const int32_t budget = std::min(step_budget - n_gen - n_prompt, max_batch_ - batch_.n_tokens);
         if (budget <= 0) break;
         const int32_t share = std::max<int32_t>(1, budget / static_cast<int32_t>(prompting.size() - k));
         const int32_t left = static_cast<int32_t>(s.task.prompt.size() - s.cache.size());
@@ -782,9 +884,83 @@ void Engine::step() {
     // The prompt tokens just evaluated may complete blocks (a generating slot's prompt part does not change).
     for (Slot *sp : prompting)
         if (sp->in_step) sync_blocks(*sp, std::min(sp->cache.size(), sp->task.prompt.size()));
-    for (auto &sp : slots_)
-        if (sp->busy && sp->i_batch >= 0) sample_slot(*sp, sp->i_batch);
+    for (auto &sp : slots_) {
+        if (!sp->busy || sp->i_batch < 0) continue;
+        if (sp->verifier)
+            verify_slot(*sp, sp->i_batch);
+        else
+            sample_slot(*sp, sp->i_batch);
+    }
     update_kv_metrics();
+}
+
+bool Engine::drafts(const Task &t) const {
+    // What the verifier cannot honour yet decodes plainly in its slot, never with a wrong result: a grammar
+    // (its sampler would have to follow each draft token and be rolled back on a rejection),
+    // log-probabilities and n_probs (they come from the plain path's one row per token), and Mirostat (it
+    // draws by itself, so it cannot be a filter before the verifier's draw). Logit biases (ignore_eos),
+    // penalties, DRY and the distribution samplers in any order are the verifier's filters.
+    return opts_.spec.enabled() && t.grammar.empty() && t.top_logprobs < 0 && t.sampling.mirostat == 0;
+}
+
+void Engine::add_draft(Slot &s) {
+    // s.cache is the slot's history with its next token (just added): the draft must fit the slot's cells
+    // with it, and a draft past the tokens the request may still take would be thrown away.
+    int32_t k_max = std::min(opts_.spec.n_max, slot_ctx_ - static_cast<int32_t>(s.cache.size()));
+    if (s.task.max_tokens > 0) k_max = std::min(k_max, s.task.max_tokens - s.n_generated - 1);
+    k_max = std::min(k_max, max_batch_ - batch_.n_tokens);
+    generate::spec_draft(s.drafter.get(), s.cache, k_max, opts_.spec.n_min, n_vocab_, &s.draft);
+    const int32_t row = s.i_batch;  // the verification's first row: the next token's
+    for (const llama_token t : s.draft.tokens) {
+        const int32_t i = batch_.n_tokens++;
+        batch_.token[i] = t;
+        batch_.pos[i] = static_cast<llama_pos>(s.cache.size());
+        batch_.n_seq_id[i] = 1;
+        batch_.seq_id[i][0] = s.id;
+        batch_.logits[i] = 1;
+        s.cache.push_back(t);
+    }
+    s.i_batch = row;
+}
+
+void Engine::verify_slot(Slot &s, int32_t bi) {
+    const int32_t k = static_cast<int32_t>(s.draft.tokens.size());
+    std::vector<llama_token> toks;
+    std::string why;
+    const int32_t accepted = s.verifier->verify(
+        s.draft, [&](int32_t i) { return llama_get_logits_ith(ctx_, bi + i); }, &toks, &why);
+    if (accepted < 0) {
+        fail(s, why);
+        return;
+    }
+    if (accepted < k) {
+        // The rejected draft tokens leave the slot's cells: the cache is the history, the accepted prefix of
+        // the draft with it (the token chosen after it is the next to decode).
+        const size_t keep = s.cache.size() - static_cast<size_t>(k - accepted);
+        if (!llama_kv_cache_seq_rm(ctx_, s.id, static_cast<llama_pos>(keep), -1)) {
+            release_cells(s);
+            fail(s, "the slot's cache could not drop the rejected draft tokens");
+            return;
+        }
+        s.cache.resize(keep);
+    }
+    if (k > 0) {
+        s.n_drafted += k;
+        metrics_.spec_drafts++;
+        metrics_.spec_draft_tokens += static_cast<uint64_t>(k);
+    }
+    // In order, as the plain path streams them; an accepted token is counted once, when it is streamed (the
+    // ones after an end of the request are not).
+    for (size_t i = 0; i < toks.size(); ++i) {
+        if (static_cast<int32_t>(i) < accepted) {
+            s.n_accepted++;
+            metrics_.spec_accepted_tokens++;
+        }
+        Event ev;
+        ev.index = s.task.index;
+        if (!emit(s, toks[i], ev)) return;
+    }
+    go_on(s, toks.back());
 }
 
 void Engine::sample_slot(Slot &s, int32_t bi) {
@@ -811,6 +987,10 @@ void Engine::sample_slot(Slot &s, int32_t bi) {
         fail(s, "sampling failed");
         return;
     }
+    if (emit(s, tok, ev)) go_on(s, tok);
+}
+
+bool Engine::emit(Slot &s, int32_t tok, Event &ev) {
     const auto now = std::chrono::steady_clock::now();
     using secs = std::chrono::duration<double>;
     if (s.n_generated == 0) {
@@ -826,7 +1006,7 @@ void Engine::sample_slot(Slot &s, int32_t bi) {
     metrics_.generated_tokens++;
     if (llama_vocab_is_eog(vocab_, tok)) {
         finish(s, "stop");
-        return;
+        return false;
     }
     ev.token = tok;
     const auto &keep = s.task.preserved_tokens;
@@ -836,12 +1016,16 @@ void Engine::sample_slot(Slot &s, int32_t bi) {
     s.task.channel->push(ev);
     if (s.text->stopped()) {
         finish(s, "stop");
-        return;
+        return false;
     }
     if (s.task.max_tokens > 0 && s.n_generated >= s.task.max_tokens) {
         finish(s, "length");
-        return;
+        return false;
     }
+    return true;
+}
+
+void Engine::go_on(Slot &s, int32_t tok) {
     s.next_token = tok;
     if (static_cast<int32_t>(s.cache.size()) + 1 > slot_ctx_) {
         // No cell left for the next token: shift when asked for (and a length was given), else stop.
@@ -887,6 +1071,9 @@ void Engine::finish(Slot &s, const char *reason) {
         done.stop_type = "eos";
     }
     done.prompt_tokens = static_cast<int32_t>(s.task.prompt.size());
+    done.drafted = s.verifier != nullptr;
+    done.draft_n = s.n_drafted;
+    done.draft_accepted = s.n_accepted;
     done.cached_tokens = s.n_cached;
     done.completion_tokens = s.n_generated;
     {

@@ -9,7 +9,16 @@
 // slot holding the longest common prefix and evaluates only the rest (reported as cached_tokens). A
 // cancelled request (client gone) frees its cells at once.
 //
-// Only the public C API (llama.h and lctx/lctx_ext.h) is used, plus the chat layer for templates.
+// Speculative decoding (EngineOptions::spec: a draft model, or prompt lookup): each generating slot that
+// drafts puts its next token and its draft in the same batch (logits at every one of them), so the drafting
+// slots are verified together with the others' single tokens in the step's one llama_decode; the
+// generation layer's verifier (generate/speculative.h) keeps the accepted prefix plus the target's own
+// token, streamed in order, and the rejected cells leave the slot's sequence (llama_kv_cache_seq_rm). A draft
+// model has a context of its own with one sequence per slot. Requests the verifier cannot serve yet decode
+// plainly in their slot (see Engine::drafts).
+//
+// Only the public C API (llama.h and lctx/lctx_ext.h) is used, plus the chat layer for templates and the
+// generation layer (src/generate/).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -32,6 +41,19 @@ namespace lctx::server {
 
 class KvBlockTracker;  // kv_events.h
 class KvEventPublisher;
+
+// Speculative decoding in the slots (lctx serve takes `lctx run`'s options: tools/lctx/spec_options.h).
+struct SpecServeOptions {
+    std::string model_draft;  // -md: a draft model with the target's vocabulary ("": none)
+    bool lookup = false;      // --lookup: prompt lookup (n-grams of the slot's text)
+    int32_t ngram_min = 1, ngram_max = 4;
+    int32_t n_max = 16;     // --draft-max
+    int32_t n_min = 5;      // --draft-min: a shorter draft is not verified
+    float p_min = 0.9f;     // --draft-p-min
+    int32_t ctx_draft = 0;  // -cd: the draft context's cells, all slots together (0: as -c)
+    int32_t threads_draft = 0, threads_batch_draft = 0;  // -td, -tbd (0: as -t)
+    bool enabled() const { return lookup || !model_draft.empty(); }
+};
 
 struct EngineOptions {
     std::string model_path;
@@ -57,6 +79,7 @@ struct EngineOptions {
     // Also vllm:cache_config_info's block_size (num_gpu_blocks = n_ctx / kv_block_size).
     int32_t kv_block_size = 16;
     std::string kv_events_pod;
+    SpecServeOptions spec;
 };
 
 struct TopLogprob {
@@ -85,6 +108,10 @@ struct Event {
     // Done: llama-server's stop_type (eos, word, limit), the stop string that ended the text, the slot.
     std::string stop_type, stopping_word;
     int32_t slot = -1;
+    // Done, when the choice drafted: draft tokens verified and accepted (llama-server's draft_n and
+    // draft_n_accepted timings).
+    int32_t draft_n = 0, draft_accepted = 0;
+    bool drafted = false;
 };
 
 // Results of one request (all its choices), from the decode loop to the handler thread.
@@ -219,6 +246,16 @@ class Engine {
     bool assign_waiting();  // queued tasks -> free slots; true when something was assigned
     void step();
     void sample_slot(Slot &s, int32_t batch_index);
+    // A token chosen for the slot: counted, streamed, checked against the stops and max_tokens. False when
+    // it ended the request.
+    bool emit(Slot &s, int32_t tok, Event &ev);
+    // After the step's last token of a slot that goes on: it is the next to decode; a full slot shifts or
+    // ends.
+    void go_on(Slot &s, int32_t tok);
+    // Whether a request drafts when speculation is on (else its slot decodes plainly).
+    bool drafts(const Task &t) const;
+    void add_draft(Slot &s);                         // the slot's draft into this step's batch
+    void verify_slot(Slot &s, int32_t batch_index);  // the drafting slot's tokens from this step's logits
     void finish(Slot &s, const char *reason);
     void fail(Slot &s, const std::string &why, int status = 500);
     void release_cells(Slot &s);
@@ -232,10 +269,15 @@ class Engine {
     EngineOptions opts_;
     llama_model *model_ = nullptr;
     llama_context *ctx_ = nullptr;
+    // Speculative decoding: the draft model and its context (one sequence per slot), when -md is given.
+    llama_model *draft_model_ = nullptr;
+    llama_context *draft_ctx_ = nullptr;
+    void init_spec();  // the drafters of the slots (throws with the reason)
     const llama_vocab *vocab_ = nullptr;
     std::vector<int32_t> eog_;
     static constexpr int32_t kLoneStepTokens = 128;
     int32_t n_vocab_ = 0, slot_ctx_ = 0, max_step_ = 0;
+    int32_t max_batch_ = 0;  // the batch's capacity: max_step_, plus every slot's largest draft
     bool embedding_only_ = false;
     enum llama_pooling_type pooling_ = LLAMA_POOLING_TYPE_NONE;
     int32_t n_embd_ = 0, max_embed_tokens_ = 0;

@@ -125,6 +125,14 @@ std::string metrics_text(const Metrics &m, const std::string &model_name) {
          double(m.request_prompt_tokens.load()), ml);
     line(o, "counter", "vllm:generation_tokens_total", "Tokens generated.", double(m.generated_tokens.load()),
          ml);
+    // Speculative decoding (-md, --lookup), as vLLM names it; 0 without it.
+    line(o, "counter", "vllm:spec_decode_num_drafts_total", "Drafts verified.", double(m.spec_drafts.load()),
+         ml);
+    line(o, "counter", "vllm:spec_decode_num_draft_tokens_total", "Draft tokens verified.",
+         double(m.spec_draft_tokens.load()), ml);
+    line(o, "counter", "vllm:spec_decode_num_accepted_tokens_total",
+         "Draft tokens accepted (each also counts once in vllm:generation_tokens_total).",
+         double(m.spec_accepted_tokens.load()), ml);
     {
         const std::string name = "vllm:request_success_total";
         o += "# HELP " + name + " Requests finished, by reason (stop, length, abort).\n# TYPE " + name +

@@ -38,7 +38,9 @@ extern const double kRequestLatencyBounds[21];  // vllm:e2e_request_latency_seco
 struct Metrics {
     std::atomic<uint64_t> prompt_tokens{0};     // prompt tokens evaluated (cached ones not counted)
     std::atomic<uint64_t> prompt_us{0};         // time spent in steps that held prompt tokens
-    std::atomic<uint64_t> generated_tokens{0};  // tokens sampled
+    std::atomic<uint64_t> generated_tokens{0};  // tokens sampled (an accepted draft token counts once)
+    // Speculative decoding: verifications of a draft, draft tokens verified, and of them accepted.
+    std::atomic<uint64_t> spec_drafts{0}, spec_draft_tokens{0}, spec_accepted_tokens{0};
     std::atomic<uint64_t> generation_us{0};     // time spent in steps that held only generating slots
     std::atomic<uint64_t> requests_total{0};    // generation requests finished (any reason)
     std::atomic<uint64_t> requests_success{0};  // ... that ended with stop or length

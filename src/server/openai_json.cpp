@@ -74,14 +74,19 @@ json timings_json(const ChoiceResult &c) {
     const int32_t prompt_n = c.prompt_tokens - c.cached_tokens, predicted_n = c.completion_tokens;
     auto per_token = [](double ms, int32_t n) { return n > 0 ? ms / n : 0.0; };
     auto per_second = [](double ms, int32_t n) { return ms > 0.0 ? 1000.0 * n / ms : 0.0; };
-    return {{"prompt_n", prompt_n},
-            {"prompt_ms", c.prompt_ms},
-            {"prompt_per_token_ms", per_token(c.prompt_ms, prompt_n)},
-            {"prompt_per_second", per_second(c.prompt_ms, prompt_n)},
-            {"predicted_n", predicted_n},
-            {"predicted_ms", c.predicted_ms},
-            {"predicted_per_token_ms", per_token(c.predicted_ms, predicted_n)},
-            {"predicted_per_second", per_second(c.predicted_ms, predicted_n)}};
+    json t = {{"prompt_n", prompt_n},
+              {"prompt_ms", c.prompt_ms},
+              {"prompt_per_token_ms", per_token(c.prompt_ms, prompt_n)},
+              {"prompt_per_second", per_second(c.prompt_ms, prompt_n)},
+              {"predicted_n", predicted_n},
+              {"predicted_ms", c.predicted_ms},
+              {"predicted_per_token_ms", per_token(c.predicted_ms, predicted_n)},
+              {"predicted_per_second", per_second(c.predicted_ms, predicted_n)}};
+    if (c.drafted) {  // as llama-server with a draft model: the draft tokens verified and accepted
+        t["draft_n"] = c.draft_n;
+        t["draft_n_accepted"] = c.draft_accepted;
+    }
+    return t;
 }
 
 json response_json(const ResponseMeta &m, const std::vector<ChoiceResult> &choices) {

@@ -27,6 +27,8 @@ struct ChoiceResult {
     int32_t prompt_index = 0;  // which of the request's prompts (usage counts each prompt once)
     std::string stop_type, stopping_word;
     int32_t slot = -1;
+    bool drafted = false;  // speculative decoding drafted for it: draft_n and draft_accepted mean something
+    int32_t draft_n = 0, draft_accepted = 0;
 
     // Takes what a choice's Done event reports (finish reason, token counts, timings).
     void finish(const Event &done) {
@@ -39,11 +41,15 @@ struct ChoiceResult {
         completion_tokens = done.completion_tokens;
         prompt_ms = done.prompt_ms;
         predicted_ms = done.predicted_ms;
+        drafted = done.drafted;
+        draft_n = done.draft_n;
+        draft_accepted = done.draft_accepted;
     }
 };
 
 // llama-server's "timings" of a choice: prompt_n (the uncached prompt tokens), prompt_ms, per token and per
-// second, and the same for predicted_n (the generated tokens).
+// second, and the same for predicted_n (the generated tokens); draft_n and draft_n_accepted when the choice
+// was decoded speculatively.
 nlohmann::json timings_json(const ChoiceResult &c);
 
 struct ResponseMeta {

@@ -99,4 +99,12 @@ llama_sampler *make_sampler_chain(const SamplingParams &sp, const ChainInputs &i
     return chain;
 }
 
+llama_sampler *make_filter_chain(const SamplingParams &sp, const ChainInputs &in, std::string *error) {
+    llama_sampler *chain = make_sampler_chain(sp, in, error);
+    if (!chain) return nullptr;
+    const int32_t n = llama_sampler_chain_n(chain);
+    if (n > 0) llama_sampler_free(llama_sampler_chain_remove(chain, n - 1));
+    return chain;
+}
+
 }  // namespace lctx::server

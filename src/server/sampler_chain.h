@@ -22,4 +22,8 @@ struct ChainInputs {
 // The chain, or nullptr with *error set (a grammar the vocabulary cannot use).
 llama_sampler *make_sampler_chain(const SamplingParams &sp, const ChainInputs &in, std::string *error);
 
+// The same chain without its final draw (greedy or dist): the filters speculative decoding's verifier
+// (generate/speculative.h) applies before it chooses and draws itself. Not for Mirostat, which draws.
+llama_sampler *make_filter_chain(const SamplingParams &sp, const ChainInputs &in, std::string *error);
+
 }  // namespace lctx::server

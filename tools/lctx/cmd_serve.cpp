@@ -24,6 +24,7 @@
 #include "tools/lctx/commands.h"
 #include "tools/lctx/common.h"
 #include "tools/lctx/read_file.h"
+#include "tools/lctx/spec_options.h"
 
 namespace lctx::cli {
 
@@ -129,8 +130,25 @@ int cmd_serve(int argc, char **argv) {
                  "(-fa) llama.cpp's flash-attention cache: V stored by rows (a quantized -ctv needs it)");
     LoraArgs lora_args;
     add_lora_options(app, lora_args);
+    // Speculative decoding in every slot: `lctx run`'s options and checks (-md, --draft-max, --lookup, ...).
+    SpecOptions spec;
+    add_spec_options(app, spec);
     const int st = parse_or_report(app, "serve", normalize_args(argc, argv));
     if (st >= 0) return st;
+    if (const std::string e = check_spec_options(app, spec); !e.empty()) {
+        std::fprintf(stderr, "lctx serve: %s\n", e.c_str());
+        return 1;
+    }
+    eo.spec.model_draft = spec.model_draft;
+    eo.spec.lookup = spec.lookup;
+    eo.spec.ngram_min = spec.ngram_min;
+    eo.spec.ngram_max = spec.ngram_max;
+    eo.spec.n_max = spec.draft_max;
+    eo.spec.n_min = spec.draft_min;
+    eo.spec.p_min = spec.draft_p_min;
+    eo.spec.ctx_draft = spec.ctx_draft;
+    eo.spec.threads_draft = spec.threads_draft;
+    eo.spec.threads_batch_draft = spec.threads_batch_draft;
     GgmlType type_k, type_v;
     for (const std::string &e : {kv_cache_type_from_name(ctk, "--cache-type-k", &type_k),
                                  kv_cache_type_from_name(ctv, "--cache-type-v", &type_v)})
@@ -255,6 +273,15 @@ int cmd_serve(int argc, char **argv) {
         std::fprintf(stderr, "lctx serve: model %s, %d slots of %d cells; open http://%s:%d/\n",
                      engine->model_name().c_str(), engine->n_slots(), engine->slot_ctx(), so.host.c_str(),
                      port);
+        if (eo.spec.enabled()) {
+            const std::string drafter = eo.spec.lookup ? "prompt lookup (n-grams of " +
+                                                             std::to_string(eo.spec.ngram_min) + " to " +
+                                                             std::to_string(eo.spec.ngram_max) + " tokens)"
+                                                       : "draft model " + eo.spec.model_draft;
+            std::fprintf(stderr,
+                         "lctx serve: speculative decoding in every slot: %s, drafts of %d to %d tokens\n",
+                         drafter.c_str(), eo.spec.n_min, eo.spec.n_max);
+        }
         if (!eo.kv_events.empty())
             std::fprintf(stderr, "lctx serve: KV-cache events on %s (topic %s, blocks of %d tokens)\n",
                          eo.kv_events.c_str(), engine->kv_events_topic().c_str(), engine->kv_block_size());

@@ -101,12 +101,8 @@ llama_sampler *make_spec_filters(const SamplingOptions &o, const llama_vocab *vo
     in.n_vocab = llama_vocab_n_tokens(vocab);
     in.n_ctx = n_ctx;
     in.seed = seed;
-    llama_sampler *chain = server::make_sampler_chain(sp, in, error);
-    if (!chain) return nullptr;
-    // The last sampler draws (dist or greedy): the generation layer draws itself.
-    const int32_t n = llama_sampler_chain_n(chain);
-    if (n > 0) llama_sampler_free(llama_sampler_chain_remove(chain, n - 1));
-    return chain;
+    // Without the last sampler (dist or greedy): the generation layer draws itself.
+    return server::make_filter_chain(sp, in, error);
 }
 
 SpecModels::~SpecModels() {

@@ -1,6 +1,7 @@
-// Speculative decoding on the command line (lctx run, lctx bench): llama.cpp's draft-model options (-md,
-// --draft-max, --draft-min, --draft-p-min, -cd, -td) and prompt lookup (--lookup, --lookup-ngram-min/max),
-// and `run` generating through src/generate/speculative.h over llama.h.
+// Speculative decoding on the command line (lctx run, lctx bench, lctx serve): llama.cpp's draft-model
+// options (-md, --draft-max, --draft-min, --draft-p-min, -cd, -td) and prompt lookup (--lookup,
+// --lookup-ngram-min/max), one set with one check for every command; `run` generating through
+// src/generate/speculative.h over llama.h (`serve` passes them to the engine: server/engine.h).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
