@@ -15,6 +15,7 @@
 #include "gguf_rewrite.h"
 #include "server_fixture.h"
 
+namespace lctx::testing::server_spec_test {
 namespace {
 
 using lctx::testing::LocalServer;
@@ -254,3 +255,4 @@ TEST(ServerSpec, ADraftModelOfAnotherVocabularyIsAnErrorAtStart) {
 }
 
 }  // namespace
+}  // namespace lctx::testing::server_spec_test
