@@ -51,6 +51,11 @@
  *   - A block-quantized type_k or type_v (q8_0, q4_0, ...) on a model whose head size is not a multiple of the
  *     type's 32-element block is refused by llama_init_from_model (NULL, the reason logged); b4748 created
  *     the context and cut each head's blocks apart in its views (an assertion only in debug builds).
+ *   - Files b4748 accepted and then misused are refused when they load, with the reason logged: a state
+ *     (llama_state_set_data, llama_state_seq_set_data, the load_file functions) that maps two outputs to one
+ *     batch index (b4748 kept the second), a bert.pooling_type other than b4748's five (b4748 aborted when it
+ *     built the graph), a rope.dimension_count that is odd or wider than the head (ggml's rope asserted when
+ *     it ran).
  *
  * The ggml names this header uses (enum ggml_type, ggml_log_callback, ...) come from lctx/ggml_compat.h;
  * lctx does not depend on ggml.

@@ -217,12 +217,7 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     try {
         init_spec();
     } catch (...) {
-        slots_.clear();  // the drafters use the draft context
-        if (draft_ctx_) llama_free(draft_ctx_);
-        if (draft_model_) llama_model_free(draft_model_);
-        llama_batch_free(batch_);
-        llama_free(ctx_);
-        llama_model_free(model_);
+        free_engine();
         throw;
     }
 }
@@ -284,6 +279,10 @@ void Engine::init_spec() {
 Engine::~Engine() {
     stop();
     for (auto &s : slots_) s->end_task();
+    free_engine();
+}
+
+void Engine::free_engine() {
     slots_.clear();  // the drafters use the draft context
     if (draft_ctx_) llama_free(draft_ctx_);
     if (draft_model_) llama_model_free(draft_model_);

@@ -272,7 +272,8 @@ class Engine {
     // Speculative decoding: the draft model and its context (one sequence per slot), when -md is given.
     llama_model *draft_model_ = nullptr;
     llama_context *draft_ctx_ = nullptr;
-    void init_spec();  // the drafters of the slots (throws with the reason)
+    void init_spec();    // the drafters of the slots (throws with the reason)
+    void free_engine();  // the slots, then what llama.h gave (drafters use the draft context: freed first)
     const llama_vocab *vocab_ = nullptr;
     std::vector<int32_t> eog_;
     static constexpr int32_t kLoneStepTokens = 128;

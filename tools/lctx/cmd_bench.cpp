@@ -77,6 +77,27 @@ bool parse_cache_types(const std::string &ctk_arg, const std::string &ctv_arg, s
     return true;
 }
 
+// --peer DIR: llama.cpp's library folder and the lctx-peer-bench program that loads it. Nothing to find
+// for an empty DIR; false (the reason printed) when either is missing.
+bool resolve_peer(const std::string &peer_dir, std::string *peer_lib, std::string *peer_exe) {
+    if (peer_dir.empty()) return true;
+    *peer_lib = bench::resolve_peer_lib_dir(peer_dir);
+    if (peer_lib->empty()) {
+        std::fprintf(
+            stderr,
+            "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it prints)\n",
+            peer_dir.c_str());
+        return false;
+    }
+    *peer_exe = bench::find_peer_binary();
+    if (peer_exe->empty()) {
+        std::fprintf(stderr,
+                     "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench target)\n");
+        return false;
+    }
+    return true;
+}
+
 // llama-bench's models: -m A -m B, or -m A,B; none means the default model. False (after saying why) when
 // malformed.
 bool parse_model_list(const std::vector<std::string> &model_args, std::vector<std::string> *model_paths) {
@@ -178,24 +199,7 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
     std::vector<std::string> model_paths;
     if (!parse_model_list(model_args, &model_paths)) return 1;
     std::string peer_lib, peer_exe;
-    if (!peer_dir.empty()) {
-        peer_lib = bench::resolve_peer_lib_dir(peer_dir);
-        if (peer_lib.empty()) {
-            std::fprintf(
-                stderr,
-                "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
-                "prints)\n",
-                peer_dir.c_str());
-            return 1;
-        }
-        peer_exe = bench::find_peer_binary();
-        if (peer_exe.empty()) {
-            std::fprintf(
-                stderr,
-                "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench target)\n");
-            return 1;
-        }
-    }
+    if (!resolve_peer(peer_dir, &peer_lib, &peer_exe)) return 1;
     const bool tty = isatty(STDERR_FILENO);
     std::vector<nlohmann::ordered_json> rows;
     std::vector<std::string> warnings;
@@ -658,24 +662,7 @@ int cmd_bench(int argc, char **argv) {
         const size_t first_result = results.size();
         try {
             std::string peer_lib, peer_exe;
-            if (!peer_dir.empty()) {
-                peer_lib = bench::resolve_peer_lib_dir(peer_dir);
-                if (peer_lib.empty()) {
-                    std::fprintf(
-                        stderr,
-                        "lctx bench: no libllama in '%s' (run scripts/install-peer.sh and pass the folder it "
-                        "prints)\n",
-                        peer_dir.c_str());
-                    return 1;
-                }
-                peer_exe = bench::find_peer_binary();
-                if (peer_exe.empty()) {
-                    std::fprintf(stderr,
-                                 "lctx bench: lctx-peer-bench is not next to lctx (build the lctx_peer_bench "
-                                 "target)\n");
-                    return 1;
-                }
-            }
+            if (!resolve_peer(peer_dir, &peer_lib, &peer_exe)) return 1;
             // One context (and peer process) per batch setting and test, sized for it, as llama-bench does.
             for (int n_batch : batches)
                 for (int n_ubatch : ubatches)
