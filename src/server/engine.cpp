@@ -12,6 +12,7 @@
 #include "chat/builtin_templates.h"
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
+#include "generate/embed_batch.h"
 #include "generate/speculative.h"
 #include "lctx/lctx_ext.h"
 #include "server/kv_events.h"
@@ -625,18 +626,7 @@ nlohmann::json Engine::slot_action(int32_t id, const std::string &action, const 
 }
 
 std::vector<int32_t> Engine::rerank_tokens(const std::string &query, const std::string &doc) const {
-    std::vector<int32_t> out;
-    auto special = [&](int32_t id) {
-        if (id >= 0) out.push_back(id);
-    };
-    const std::vector<int32_t> q = tokenize(query, false, false), d = tokenize(doc, false, false);
-    special(llama_vocab_bos(vocab_));
-    out.insert(out.end(), q.begin(), q.end());
-    special(llama_vocab_eos(vocab_));
-    special(llama_vocab_sep(vocab_));
-    out.insert(out.end(), d.begin(), d.end());
-    special(llama_vocab_eos(vocab_));
-    return out;
+    return generate::rerank_tokens(vocab_, query, doc);
 }
 
 std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int32_t>> &inputs) {
@@ -661,43 +651,15 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int3
                 throw ApiError(400, "input " + std::to_string(i) + " holds a token id outside the vocabulary",
                                "invalid_request_error", "input");
     }
+    if (inputs.empty()) return {};
     using Rows = std::vector<std::vector<float>>;
     return run_on_loop<Rows>([this, &inputs] {
-        const size_t seqs = static_cast<size_t>(opts_.n_slots);
-        const size_t width = pooling_ == LLAMA_POOLING_TYPE_RANK ? 1 : static_cast<size_t>(n_embd_);
         apply_lora(lora_scales_for(nullptr));  // an embedding pass takes the global adapter scales
-        llama_batch b = llama_batch_init(max_embed_tokens_, 0, 1);
+        // Passes of at most n_slots inputs and max_embed_tokens_ tokens (the context's n_seq_max and
+        // n_batch = n_ubatch), as the generation layer packs them.
         Rows rows;
-        for (size_t first = 0; first < inputs.size();) {
-            size_t last = first, n_tok = 0;
-            while (last < inputs.size() && last - first < seqs &&
-                   n_tok + inputs[last].size() <= static_cast<size_t>(max_embed_tokens_))
-                n_tok += inputs[last++].size();
-            b.n_tokens = 0;
-            for (size_t i = first; i < last; ++i)
-                for (size_t k = 0; k < inputs[i].size(); ++k) {
-                    const int32_t j = b.n_tokens++;
-                    b.token[j] = inputs[i][k];
-                    b.pos[j] = static_cast<int32_t>(k);
-                    b.n_seq_id[j] = 1;
-                    b.seq_id[j][0] = static_cast<int32_t>(i - first);
-                    b.logits[j] = 1;
-                }
-            if (llama_encode(ctx_, b) != 0) {
-                llama_batch_free(b);
-                throw ApiError(500, "the embedding pass failed", "server_error");
-            }
-            for (size_t i = first; i < last; ++i) {
-                const float *e = llama_get_embeddings_seq(ctx_, static_cast<int32_t>(i - first));
-                if (!e) {
-                    llama_batch_free(b);
-                    throw ApiError(500, "the embedding pass gave no vector", "server_error");
-                }
-                rows.emplace_back(e, e + width);
-            }
-            first = last;
-        }
-        llama_batch_free(b);
+        if (const std::string why = generate::embed_sequences(ctx_, inputs, &rows); !why.empty())
+            throw ApiError(500, "the embedding pass failed: " + why, "server_error");
         return rows;
     });
 }

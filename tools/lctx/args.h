@@ -32,4 +32,10 @@ int parse_or_report(CLI::App &app, const std::string &cmd, std::vector<std::stri
 
 std::string version_string();
 
+// The model shipped in the repo (-m's default): the build's source tree, then ./models, then next to the
+// binary.
+std::string default_model_path();
+// -t's thread count: n, or every core for 0.
+int resolved_threads(int32_t n);
+
 }  // namespace lctx::cli

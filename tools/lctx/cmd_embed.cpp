@@ -1,57 +1,66 @@
 // lctx embed: one embedding vector per text (or, with rank pooling, one relevance score per text), as
-// llama.cpp's llama-embedding. The texts go in as separate sequences of one batch, as many per pass as fit
-// n_batch tokens and n_seq_max sequences; an encoder (bert) runs them through llama_encode's path, a decoder
-// model through a decode with embeddings on.
+// llama.cpp's llama-embedding, written over llama.h and the generation layer (generate/embed_batch.h): the
+// texts go in as separate sequences, as many per pass as fit n_batch tokens and n_seq_max sequences.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "context/batch_builder.h"
-#include "context/context.h"
 #include "generate/embd_normalize.h"
-#include "model/cls_head.h"
-#include "model/families.h"
+#include "generate/embed_batch.h"
+#include "generate/tokens.h"
+#include "llama.h"
 #include "tools/lctx/args.h"
+#include "tools/lctx/capi_handles.h"
 #include "tools/lctx/commands.h"
-#include "tools/lctx/common.h"
-#include "vocab/vocab.h"
 
 namespace lctx::cli {
 
 namespace {
 
-const char *pooling_name(PoolingType p) {
+const char *pooling_name(enum llama_pooling_type p) {
     switch (p) {
-        case PoolingType::None:
+        case LLAMA_POOLING_TYPE_NONE:
             return "none";
-        case PoolingType::Mean:
+        case LLAMA_POOLING_TYPE_MEAN:
             return "mean";
-        case PoolingType::Cls:
+        case LLAMA_POOLING_TYPE_CLS:
             return "cls";
-        case PoolingType::Last:
+        case LLAMA_POOLING_TYPE_LAST:
             return "last";
-        case PoolingType::Rank:
+        case LLAMA_POOLING_TYPE_RANK:
             return "rank";
         default:
             return "unspecified";
     }
 }
 
-PoolingType pooling_from_name(const std::string &name) {
-    for (PoolingType p :
-         {PoolingType::None, PoolingType::Mean, PoolingType::Cls, PoolingType::Last, PoolingType::Rank})
+enum llama_pooling_type pooling_from_name(const std::string &name) {
+    for (enum llama_pooling_type p :
+         {LLAMA_POOLING_TYPE_NONE, LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_CLS, LLAMA_POOLING_TYPE_LAST,
+          LLAMA_POOLING_TYPE_RANK})
         if (name == pooling_name(p)) return p;
-    return PoolingType::Unspecified;
+    return LLAMA_POOLING_TYPE_UNSPECIFIED;
+}
+
+// A metadata value of the model as text; "" when it has none.
+std::string meta_value(const llama_model *model, const std::string &key) {
+    char buf[256] = {0};
+    return llama_model_meta_val_str(model, key.c_str(), buf, sizeof buf) < 0 ? std::string() : buf;
 }
 
 // The model's own pooling (<arch>.pooling_type), else none, as llama.cpp resolves an unspecified one.
-PoolingType model_pooling(const Model &m) {
-    const int32_t p = m.hparams().pooling_type;
-    return p >= 0 && p <= 4 ? static_cast<PoolingType>(p) : PoolingType::None;
+enum llama_pooling_type model_pooling(const llama_model *model) {
+    const std::string v = meta_value(model, meta_value(model, "general.architecture") + ".pooling_type");
+    if (v.empty()) return LLAMA_POOLING_TYPE_NONE;
+    char *end = nullptr;
+    const long p = std::strtol(v.c_str(), &end, 10);
+    return *end == '\0' && p >= 0 && p <= 4 ? static_cast<enum llama_pooling_type>(p)
+                                            : LLAMA_POOLING_TYPE_NONE;
 }
 
 // llama-embedding's --embd-output-format shapes: `array` is [[x,...],...]; `json` is
@@ -104,24 +113,6 @@ std::vector<std::string> split_prompt(const std::string &s, const std::string &s
     return out;
 }
 
-// llama-server's rerank input: [BOS] query [EOS] [SEP] document [EOS], the texts tokenized without special
-// tokens (a special token the vocabulary lacks is left out).
-std::vector<int32_t> rerank_tokens(const Vocab &vocab, const std::string &query, const std::string &doc) {
-    std::vector<int32_t> out;
-    auto special = [&](int32_t id) {
-        if (id >= 0) out.push_back(id);
-    };
-    const std::vector<int32_t> q = vocab.tokenize(query, false, false);
-    const std::vector<int32_t> d = vocab.tokenize(doc, false, false);
-    special(vocab.bos());
-    out.insert(out.end(), q.begin(), q.end());
-    special(vocab.eos());
-    special(vocab.sep());
-    out.insert(out.end(), d.begin(), d.end());
-    special(vocab.eos());
-    return out;
-}
-
 struct Output {
     std::vector<std::vector<float>> rows;  // one per input: pooled vector or score; none: one per token
 };
@@ -164,7 +155,7 @@ int cmd_embed(int argc, char **argv) {
     app.add_option("-b,--batch-size", n_batch, "most tokens of one pass (capped by the model's context)")
         ->check(CLI::Range(1, 1 << 20));
     app.add_option("--n-seq-max", n_seq_max, "most texts of one pass (0: every text, up to 256)")
-        ->check(CLI::Range(0, kMaxSeqs));
+        ->check(CLI::Range(0, LCTX_MAX_SEQ));
     app.add_flag("-q,--log-disable", quiet, "no notes on stderr");
     const int st = parse_or_report(app, "embed", normalize_args(argc, argv));
     if (st >= 0) return st;
@@ -202,46 +193,49 @@ int cmd_embed(int argc, char **argv) {
         return 1;
     }
 
-    std::unique_ptr<Model> model = load_model_or_report(model_path, true);
-    if (!model) return 1;
-    const HParams &hp = model->hparams();
-    const PoolingType pooling = pooling_arg.empty() ? model_pooling(*model) : pooling_from_name(pooling_arg);
-    if (pooling == PoolingType::Rank && !has_cls_head(model->weights())) {
-        std::fprintf(stderr,
-                     "lctx embed: --pooling rank needs a reranker's classification head (cls, cls.output); "
-                     "%s has none\n",
-                     model_path.c_str());
+    capture_capi_errors();
+    const ModelPtr model(llama_model_load_from_file(model_path.c_str(), llama_model_default_params()));
+    if (!model) {
+        std::fprintf(stderr, "lctx embed: cannot load model '%s'%s\n", model_path.c_str(),
+                     capi_error_suffix().c_str());
         return 1;
     }
-    // As in llama.cpp, an encoder-decoder model's encoder states come per token: nothing pools them.
-    if (pooling != PoolingType::None && is_encoder_decoder(*model)) {
+    const enum llama_pooling_type pooling =
+        pooling_arg.empty() ? model_pooling(model.get()) : pooling_from_name(pooling_arg);
+    // (A reranker's classification head is checked when the context is made: llama.h refuses rank pooling
+    // without one.) As in llama.cpp, an encoder-decoder model's encoder states come per token: nothing pools
+    // them.
+    if (pooling != LLAMA_POOLING_TYPE_NONE && llama_model_has_encoder(model.get()) &&
+        llama_model_has_decoder(model.get())) {
         std::fprintf(
             stderr,
             "lctx embed: '%s' is an encoder-decoder model (%s): its encoder gives one vector per token "
             "(--pooling none), not --pooling %s; one vector per text needs an embedding model (bert) or "
             "a decoder-only one\n",
-            model_path.c_str(), hp.arch_name.c_str(), pooling_name(pooling));
+            model_path.c_str(), meta_value(model.get(), "general.architecture").c_str(),
+            pooling_name(pooling));
         return 1;
     }
-    if (pooling == PoolingType::Rank && norm) {
+    if (pooling == LLAMA_POOLING_TYPE_RANK && norm) {
         std::fprintf(stderr,
                      "lctx embed: --normalize / --embd-normalize: rank pooling gives scores, not "
                      "vectors\n");
         return 1;
     }
-    if (!query.empty() && pooling != PoolingType::Rank) {
+    if (!query.empty() && pooling != LLAMA_POOLING_TYPE_RANK) {
         std::fprintf(stderr, "lctx embed: --query: only rank pooling scores texts against a query\n");
         return 1;
     }
 
     // Every text whole in one pass: n_batch tokens, as many micro-batch tokens (a non-causal model must
     // see a sequence whole), at most n_ctx_train positions.
-    const uint32_t n_ctx = hp.n_ctx_train;
+    const uint32_t n_ctx = static_cast<uint32_t>(std::max(llama_model_n_ctx_train(model.get()), 1));
     const uint32_t batch = std::min<uint32_t>(static_cast<uint32_t>(n_batch), n_ctx);
-    std::vector<std::vector<int32_t>> tokens;
+    const llama_vocab *vocab = llama_model_get_vocab(model.get());
+    std::vector<std::vector<llama_token>> tokens;
     for (size_t i = 0; i < texts.size(); ++i) {
-        tokens.push_back(query.empty() ? model->vocab().tokenize(texts[i], true, false)
-                                       : rerank_tokens(model->vocab(), query, texts[i]));
+        tokens.push_back(query.empty() ? generate::tokenize(vocab, texts[i], true, false)
+                                       : generate::rerank_tokens(vocab, query, texts[i]));
         if (tokens.back().empty()) {
             std::fprintf(stderr, "lctx embed: text %zu gives no tokens\n", i + 1);
             return 1;
@@ -255,63 +249,35 @@ int cmd_embed(int argc, char **argv) {
         }
     }
     const uint32_t seqs = n_seq_max > 0 ? static_cast<uint32_t>(n_seq_max)
-                                        : static_cast<uint32_t>(std::min<size_t>(texts.size(), kMaxSeqs));
+                                        : static_cast<uint32_t>(std::min<size_t>(texts.size(), LCTX_MAX_SEQ));
 
-    ContextParams cp;
+    llama_context_params cp = llama_context_default_params();
     cp.n_ctx =
         batch;  // one pass at a time: an encoder keeps nothing, a decoder clears its cache between passes
     cp.n_batch = cp.n_ubatch = batch;
     cp.n_seq_max = seqs;
     cp.n_threads = cp.n_threads_batch = resolved_threads(n_threads);
     cp.embeddings = true;
-    cp.pooling = pooling;
-    cp.type_k = cp.type_v = GgmlType::F32;  // a decoder's pass: no cache rounding (an encoder's has none)
-    std::unique_ptr<Context> ctx;
-    try {
-        ctx = std::make_unique<Context>(*model, cp);
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "lctx embed: cannot create the context: %s\n", e.what());
+    cp.pooling_type = pooling;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;  // a decoder's pass: no cache rounding (an encoder's has none)
+    cp.no_perf = true;
+    const ContextPtr ctx(llama_init_from_model(model.get(), cp));
+    if (!ctx) {
+        // llama.h says why (a reranker's missing head included); its log line is the reason given.
+        const std::string why = capi_error_suffix();
+        std::fprintf(stderr, "lctx embed: cannot create the context%s\n",
+                     !why.empty() ? why.c_str()
+                     : pooling == LLAMA_POOLING_TYPE_RANK
+                         ? " (--pooling rank needs a reranker's classification head: cls, cls.output)"
+                         : "");
         return 1;
     }
-    const Family *family = find_family(hp.arch);
-    const bool encoder = family && family->encode;
 
     Output out;
-    const size_t n_embd = hp.n_embd;
-    for (size_t first = 0; first < texts.size();) {
-        // As many texts as fit one pass.
-        size_t last = first, n_tok = 0;
-        while (last < texts.size() && last - first < seqs && n_tok + tokens[last].size() <= batch)
-            n_tok += tokens[last++].size();
-        BatchBuilder bb;
-        for (size_t i = first; i < last; ++i)
-            for (size_t k = 0; k < tokens[i].size(); ++k)
-                bb.add(tokens[i][k], static_cast<int32_t>(k), static_cast<int32_t>(i - first), true);
-        const Batch b = bb.view();
-        if (!encoder) ctx->kv().clear();  // a decoder's pass must not see the previous texts
-        const DecodeStatus ds = encoder ? ctx->encode(b) : ctx->decode(b);
-        if (ds != DecodeStatus::Ok) {
-            std::fprintf(stderr, "lctx embed: the pass over texts %zu..%zu failed (see the message above)\n",
-                         first + 1, last);
-            return 1;
-        }
-        for (size_t i = first; i < last; ++i) {
-            const int32_t s = static_cast<int32_t>(i - first);
-            if (pooling == PoolingType::None) {
-                int32_t row0 = 0;
-                for (size_t j = first; j < i; ++j) row0 += static_cast<int32_t>(tokens[j].size());
-                for (size_t k = 0; k < tokens[i].size(); ++k) {
-                    const float *e = ctx->embeddings_ith(row0 + static_cast<int32_t>(k));
-                    if (!e) return 1;
-                    out.rows.emplace_back(e, e + n_embd);
-                }
-            } else {
-                const float *e = ctx->embeddings_seq(s);
-                if (!e) return 1;
-                out.rows.emplace_back(e, e + (pooling == PoolingType::Rank ? 1 : n_embd));
-            }
-        }
-        first = last;
+    const size_t n_embd = static_cast<size_t>(llama_model_n_embd(model.get()));
+    if (const std::string why = generate::embed_sequences(ctx.get(), tokens, &out.rows); !why.empty()) {
+        std::fprintf(stderr, "lctx embed: %s%s\n", why.c_str(), capi_error_suffix().c_str());
+        return 1;
     }
     for (std::vector<float> &v : out.rows) generate::embd_normalize(v.data(), v.size(), embd_normalize);
 
@@ -328,9 +294,9 @@ int cmd_embed(int argc, char **argv) {
         for (size_t i = 0; i < texts.size(); ++i) {
             nlohmann::json item;
             item["index"] = i;
-            if (pooling == PoolingType::Rank) {
+            if (pooling == LLAMA_POOLING_TYPE_RANK) {
                 item["score"] = out.rows[r++][0];
-            } else if (pooling == PoolingType::None) {
+            } else if (pooling == LLAMA_POOLING_TYPE_NONE) {
                 nlohmann::json rows = nlohmann::json::array();
                 for (size_t k = 0; k < tokens[i].size(); ++k) rows.push_back(out.rows[r++]);
                 item["embedding"] = rows;
@@ -349,8 +315,8 @@ int cmd_embed(int argc, char **argv) {
     }
     size_t r = 0;
     for (size_t i = 0; i < texts.size(); ++i) {
-        const size_t rows = pooling == PoolingType::None ? tokens[i].size() : 1;
-        if (pooling == PoolingType::None && i > 0) std::printf("\n");
+        const size_t rows = pooling == LLAMA_POOLING_TYPE_NONE ? tokens[i].size() : 1;
+        if (pooling == LLAMA_POOLING_TYPE_NONE && i > 0) std::printf("\n");
         for (size_t k = 0; k < rows; ++k, ++r) {
             const std::vector<float> &v = out.rows[r];
             for (size_t j = 0; j < v.size(); ++j) std::printf(j ? " %.6f" : "%.6f", v[j]);

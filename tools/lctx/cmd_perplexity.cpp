@@ -22,31 +22,14 @@
 
 #include "llama.h"
 #include "tools/lctx/args.h"
+#include "tools/lctx/capi_handles.h"
 #include "tools/lctx/commands.h"
-#include "tools/lctx/common.h"
 #include "tools/lctx/perplexity.h"
 #include "tools/lctx/perplexity_plot.h"
 
 namespace lctx::cli {
 
 namespace {
-
-// The library's last error line, for a one-line report of a failed load (its log is silenced otherwise).
-std::string g_last_error;
-
-void log_sink(enum ggml_log_level level, const char *text, void *) {
-    if (level != GGML_LOG_LEVEL_ERROR || !text) return;
-    g_last_error = text;
-    while (!g_last_error.empty() && (g_last_error.back() == '\n' || g_last_error.back() == ' '))
-        g_last_error.pop_back();
-}
-
-struct ModelFree {
-    void operator()(llama_model *m) const { llama_model_free(m); }
-};
-struct ContextFree {
-    void operator()(llama_context *c) const { llama_free(c); }
-};
 
 // KV cache types by llama.cpp's names (-ctk / -ctv).
 bool cache_type_from_name(const std::string &name, ggml_type *out) {
@@ -186,12 +169,9 @@ int cmd_perplexity(int argc, char **argv) {
     if (!read_text(text_path, &text))
         return fail("-f " + text_path + ": cannot read: " + std::strerror(errno));
 
-    llama_log_set(log_sink, nullptr);
-    std::unique_ptr<llama_model, ModelFree> model(
-        llama_model_load_from_file(model_path.c_str(), llama_model_default_params()));
-    if (!model)
-        return fail("cannot load model '" + model_path + "'" +
-                    (g_last_error.empty() ? "" : ": " + g_last_error));
+    capture_capi_errors();
+    ModelPtr model(llama_model_load_from_file(model_path.c_str(), llama_model_default_params()));
+    if (!model) return fail("cannot load model '" + model_path + "'" + capi_error_suffix());
     if (llama_model_has_encoder(model.get()))
         return fail(model_path + " has an encoder (t5): perplexity needs a decoder-only model");
     const llama_vocab *vocab = llama_model_get_vocab(model.get());
@@ -218,10 +198,10 @@ int cmd_perplexity(int argc, char **argv) {
     cp.type_k = type_k;
     cp.type_v = type_v;
     cp.flash_attn = flash_attn;
-    std::unique_ptr<llama_context, ContextFree> ctx(llama_init_from_model(model.get(), cp));
+    ContextPtr ctx(llama_init_from_model(model.get(), cp));
     if (!ctx)
         return fail("cannot create a context of " + std::to_string(plan.context_size()) + " tokens" +
-                    (g_last_error.empty() ? "" : ": " + g_last_error));
+                    capi_error_suffix());
     // An embedding model (bert and its kin) pools its last states and has no language-model head.
     if (llama_pooling_type(ctx.get()) != LLAMA_POOLING_TYPE_NONE)
         return fail(model_path +
@@ -254,7 +234,7 @@ int cmd_perplexity(int argc, char **argv) {
         },
         &result, &why);
     if (bar_on) bar.clear();
-    if (!ok) return fail(why + (g_last_error.empty() ? "" : ": " + g_last_error));
+    if (!ok) return fail(why + capi_error_suffix());
 
     if (json) {
         std::printf("%s\n", to_json(result, plan, tokens.size(), model_path, text_path).dump().c_str());

@@ -15,8 +15,6 @@
 
 namespace lctx::cli {
 
-// The model shipped in the repo: the build's source tree, then ./models, then next to the binary.
-std::string default_model_path();
 // Loads a model, drawing a progress line on a terminal (unless quiet); prints the error (saying so
 // when the file holds no weights, like a vocabulary-only GGUF) and returns null on failure.
 // overrides: --override-kv's metadata values.
@@ -153,6 +151,5 @@ void note_compat_options(const GenOptions &o, const char *cmd);
 // are processed in a prompt from -p or -f and in the reverse prompts, as llama-cli does, unless --no-escape;
 // in a prompt from standard input only with -e. False with the error printed.
 bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed);
-int resolved_threads(int32_t n);
 
 }  // namespace lctx::cli

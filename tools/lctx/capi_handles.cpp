@@ -1,0 +1,26 @@
+#include "tools/lctx/capi_handles.h"
+
+namespace lctx::cli {
+
+namespace {
+
+std::string g_last_error;
+
+void log_sink(enum ggml_log_level level, const char *text, void *) {
+    if (level != GGML_LOG_LEVEL_ERROR || !text) return;
+    g_last_error = text;
+    while (!g_last_error.empty() && (g_last_error.back() == '\n' || g_last_error.back() == ' '))
+        g_last_error.pop_back();
+}
+
+}  // namespace
+
+void capture_capi_errors() {
+    llama_log_set(log_sink, nullptr);
+}
+
+std::string capi_error_suffix() {
+    return g_last_error.empty() ? "" : ": " + g_last_error;
+}
+
+}  // namespace lctx::cli
