@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,33 +27,26 @@ const std::vector<std::string> kTexts = {"hello world",
                                          "short",
                                          "one more sentence to pack"};
 
-struct Model {
-    llama_model *m = nullptr;
-    Model() {
-        llama_log_set([](enum ggml_log_level, const char *, void *) {}, nullptr);
-        m = llama_model_load_from_file(kBert.c_str(), llama_model_default_params());
-    }
-    ~Model() { llama_model_free(m); }
-    Model(const Model &) = delete;
-    Model &operator=(const Model &) = delete;
-};
+using ModelPtr = std::unique_ptr<llama_model, decltype(&llama_model_free)>;
+using CtxPtr = std::unique_ptr<llama_context, decltype(&llama_free)>;
 
-struct Ctx {
-    llama_context *c = nullptr;
-    Ctx(llama_model *m, enum llama_pooling_type pooling, uint32_t n_tokens, uint32_t n_seq) {
-        llama_context_params p = llama_context_default_params();
-        p.n_ctx = p.n_batch = p.n_ubatch = n_tokens;
-        p.n_seq_max = n_seq;
-        p.n_threads = p.n_threads_batch = 1;
-        p.embeddings = true;
-        p.pooling_type = pooling;
-        p.no_perf = true;
-        c = llama_init_from_model(m, p);
-    }
-    ~Ctx() { llama_free(c); }
-    Ctx(const Ctx &) = delete;
-    Ctx &operator=(const Ctx &) = delete;
-};
+ModelPtr load_bert() {
+    llama_log_set([](enum ggml_log_level, const char *, void *) {}, nullptr);
+    return ModelPtr(llama_model_load_from_file(kBert.c_str(), llama_model_default_params()),
+                    &llama_model_free);
+}
+
+// An embeddings context of n_tokens a pass (n_ctx = n_batch = n_ubatch) and n_seq sequences.
+CtxPtr make_ctx(llama_model *m, enum llama_pooling_type pooling, uint32_t n_tokens, uint32_t n_seq) {
+    llama_context_params p = llama_context_default_params();
+    p.n_ctx = p.n_batch = p.n_ubatch = n_tokens;
+    p.n_seq_max = n_seq;
+    p.n_threads = p.n_threads_batch = 1;
+    p.embeddings = true;
+    p.pooling_type = pooling;
+    p.no_perf = true;
+    return CtxPtr(llama_init_from_model(m, p), &llama_free);
+}
 
 std::vector<std::vector<llama_token>> tokenize_all(const llama_model *m) {
     std::vector<std::vector<llama_token>> out;
@@ -73,12 +67,12 @@ void expect_same(const Rows &a, const Rows &b, const std::string &what) {
 // Each sequence alone, one pass each, on a context of one sequence.
 Rows one_by_one(llama_model *m, enum llama_pooling_type pooling,
                 const std::vector<std::vector<llama_token>> &seqs) {
-    Ctx ctx(m, pooling, 512, 1);
+    const CtxPtr ctx = make_ctx(m, pooling, 512, 1);
     Rows all;
     for (const std::vector<llama_token> &s : seqs) {
         Rows r;
         size_t passes = 0;
-        EXPECT_EQ(generate::embed_sequences(ctx.c, {s}, &r, &passes), "");
+        EXPECT_EQ(generate::embed_sequences(ctx.get(), {s}, &r, &passes), "");
         EXPECT_EQ(passes, 1u);
         all.insert(all.end(), r.begin(), r.end());
     }
@@ -86,25 +80,25 @@ Rows one_by_one(llama_model *m, enum llama_pooling_type pooling,
 }
 
 TEST(EmbedBatch, PackedSequencesGiveTheVectorsOfEachAlone) {
-    Model model;
-    ASSERT_TRUE(model.m);
-    const std::vector<std::vector<llama_token>> seqs = tokenize_all(model.m);
+    const ModelPtr model = load_bert();
+    ASSERT_TRUE(model);
+    const std::vector<std::vector<llama_token>> seqs = tokenize_all(model.get());
     size_t n_tokens = 0;
     for (const auto &s : seqs) n_tokens += s.size();
-    const size_t n_embd = static_cast<size_t>(llama_model_n_embd(model.m));
+    const size_t n_embd = static_cast<size_t>(llama_model_n_embd(model.get()));
     for (enum llama_pooling_type pooling : {LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_CLS,
                                             LLAMA_POOLING_TYPE_LAST, LLAMA_POOLING_TYPE_NONE}) {
         const std::string what = "pooling " + std::to_string(pooling);
-        Ctx ctx(model.m, pooling, 512, 16);
-        ASSERT_TRUE(ctx.c);
+        const CtxPtr ctx = make_ctx(model.get(), pooling, 512, 16);
+        ASSERT_TRUE(ctx.get());
         Rows packed;
         size_t passes = 0;
-        ASSERT_EQ(generate::embed_sequences(ctx.c, seqs, &packed, &passes), "") << what;
+        ASSERT_EQ(generate::embed_sequences(ctx.get(), seqs, &packed, &passes), "") << what;
         EXPECT_EQ(passes, 1u) << what;  // every sequence fits one pass
         // One row per sequence, or per token with pooling none; n_embd wide.
         ASSERT_EQ(packed.size(), pooling == LLAMA_POOLING_TYPE_NONE ? n_tokens : seqs.size()) << what;
         for (const std::vector<float> &r : packed) EXPECT_EQ(r.size(), n_embd) << what;
-        expect_same(packed, one_by_one(model.m, pooling, seqs), what);
+        expect_same(packed, one_by_one(model.get(), pooling, seqs), what);
         // The sequences are told apart: two different texts give different vectors.
         if (pooling != LLAMA_POOLING_TYPE_NONE) {
             EXPECT_NE(packed[0], packed[1]) << what;
@@ -141,19 +135,20 @@ TEST(EmbedBatch, PassesKeepToTheContextsLimits) {
     EXPECT_TRUE(generate::embed_pass_ends({3, 0}, 4, 8).empty());  // an empty one
 
     // On a context of 2 sequences and 24 tokens a pass: several passes, the vectors of one big pass.
-    Model model;
-    ASSERT_TRUE(model.m);
-    const std::vector<std::vector<llama_token>> seqs = tokenize_all(model.m);
+    const ModelPtr model = load_bert();
+    ASSERT_TRUE(model);
+    const std::vector<std::vector<llama_token>> seqs = tokenize_all(model.get());
     std::vector<size_t> len;
     for (const auto &s : seqs) len.push_back(s.size());
-    Ctx small(model.m, LLAMA_POOLING_TYPE_MEAN, 24, 2), big(model.m, LLAMA_POOLING_TYPE_MEAN, 512, 16);
-    ASSERT_TRUE(small.c);
-    ASSERT_TRUE(big.c);
-    EXPECT_EQ(generate::embed_pass_tokens(small.c), 24u);
+    const CtxPtr small = make_ctx(model.get(), LLAMA_POOLING_TYPE_MEAN, 24, 2);
+    const CtxPtr big = make_ctx(model.get(), LLAMA_POOLING_TYPE_MEAN, 512, 16);
+    ASSERT_TRUE(small.get());
+    ASSERT_TRUE(big.get());
+    EXPECT_EQ(generate::embed_pass_tokens(small.get()), 24u);
     Rows a, b;
     size_t pa = 0, pb = 0;
-    ASSERT_EQ(generate::embed_sequences(small.c, seqs, &a, &pa), "");
-    ASSERT_EQ(generate::embed_sequences(big.c, seqs, &b, &pb), "");
+    ASSERT_EQ(generate::embed_sequences(small.get(), seqs, &a, &pa), "");
+    ASSERT_EQ(generate::embed_sequences(big.get(), seqs, &b, &pb), "");
     EXPECT_EQ(pa, generate::embed_pass_ends(len, 2, 24).size());
     EXPECT_GE(pa, seqs.size() / 2);
     EXPECT_EQ(pb, 1u);
@@ -161,35 +156,35 @@ TEST(EmbedBatch, PassesKeepToTheContextsLimits) {
 }
 
 TEST(EmbedBatch, RefusesBadInputAndLeavesTheOutput) {
-    Model model;
-    ASSERT_TRUE(model.m);
-    Ctx ctx(model.m, LLAMA_POOLING_TYPE_MEAN, 16, 4);
-    ASSERT_TRUE(ctx.c);
+    const ModelPtr model = load_bert();
+    ASSERT_TRUE(model);
+    const CtxPtr ctx = make_ctx(model.get(), LLAMA_POOLING_TYPE_MEAN, 16, 4);
+    ASSERT_TRUE(ctx.get());
     const std::vector<llama_token> ok =
-        generate::tokenize(llama_model_get_vocab(model.m), "hello", true, false);
+        generate::tokenize(llama_model_get_vocab(model.get()), "hello", true, false);
     const Rows before = {{42.0f}};
     auto refused = [&](const std::vector<std::vector<llama_token>> &seqs, const std::string &reason) {
         Rows out = before;
-        const std::string why = generate::embed_sequences(ctx.c, seqs, &out);
+        const std::string why = generate::embed_sequences(ctx.get(), seqs, &out);
         EXPECT_NE(why.find(reason), std::string::npos) << why;
         EXPECT_EQ(out, before) << reason;
     };
     refused({}, "no sequence");
     refused({ok, {}}, "sequence 1 has no tokens");
     refused({ok, std::vector<llama_token>(17, ok[1])}, "sequence 1 has 17 tokens; one pass takes at most 16");
-    const llama_token outside = llama_vocab_n_tokens(llama_model_get_vocab(model.m));
+    const llama_token outside = llama_vocab_n_tokens(llama_model_get_vocab(model.get()));
     refused({ok, ok, ok, ok, {ok[0], outside}}, "the pass over sequences 4..4 failed");
     // The context still works afterwards.
     Rows out;
-    EXPECT_EQ(generate::embed_sequences(ctx.c, {ok}, &out), "");
+    EXPECT_EQ(generate::embed_sequences(ctx.get(), {ok}, &out), "");
     EXPECT_EQ(out.size(), 1u);
 }
 
 // llama-server's rerank layout: [BOS] query [EOS] [SEP] document [EOS], the texts without special tokens.
 TEST(EmbedBatch, RerankTokensLayout) {
-    Model model;
-    ASSERT_TRUE(model.m);
-    const llama_vocab *v = llama_model_get_vocab(model.m);
+    const ModelPtr model = load_bert();
+    ASSERT_TRUE(model);
+    const llama_vocab *v = llama_model_get_vocab(model.get());
     const std::vector<llama_token> q = generate::tokenize(v, "what is a fox", false, false);
     const std::vector<llama_token> d = generate::tokenize(v, "a quick brown fox", false, false);
     std::vector<llama_token> want;
