@@ -30,9 +30,9 @@ const std::vector<std::string> kTexts = {"hello world",
 using ModelPtr = std::unique_ptr<llama_model, decltype(&llama_model_free)>;
 using CtxPtr = std::unique_ptr<llama_context, decltype(&llama_free)>;
 
-ModelPtr load_bert() {
+ModelPtr load_model(const std::string &path = kBert) {
     llama_log_set([](enum ggml_log_level, const char *, void *) {}, nullptr);
-    return ModelPtr(llama_model_load_from_file(kBert.c_str(), llama_model_default_params()),
+    return ModelPtr(llama_model_load_from_file(path.c_str(), llama_model_default_params()),
                     &llama_model_free);
 }
 
@@ -45,6 +45,7 @@ CtxPtr make_ctx(llama_model *m, enum llama_pooling_type pooling, uint32_t n_toke
     p.embeddings = true;
     p.pooling_type = pooling;
     p.no_perf = true;
+    p.type_k = p.type_v = GGML_TYPE_F32;  // a decoder's pass: no cache rounding
     return CtxPtr(llama_init_from_model(m, p), &llama_free);
 }
 
@@ -80,7 +81,7 @@ Rows one_by_one(llama_model *m, enum llama_pooling_type pooling,
 }
 
 TEST(EmbedBatch, PackedSequencesGiveTheVectorsOfEachAlone) {
-    const ModelPtr model = load_bert();
+    const ModelPtr model = load_model();
     ASSERT_TRUE(model);
     const std::vector<std::vector<llama_token>> seqs = tokenize_all(model.get());
     size_t n_tokens = 0;
@@ -103,6 +104,32 @@ TEST(EmbedBatch, PackedSequencesGiveTheVectorsOfEachAlone) {
         if (pooling != LLAMA_POOLING_TYPE_NONE) {
             EXPECT_NE(packed[0], packed[1]) << what;
         }
+    }
+}
+
+// A decoder-only model (stories260K, with embeddings on) runs each pass on an empty cache: several passes
+// give each sequence the vector it gets alone on a fresh context.
+TEST(EmbedBatch, DecoderPassesStartOnAnEmptyCache) {
+    const ModelPtr model = load_model(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
+    ASSERT_TRUE(model);
+    ASSERT_FALSE(llama_model_has_encoder(model.get()));
+    const std::vector<std::vector<llama_token>> seqs = tokenize_all(model.get());
+    for (enum llama_pooling_type pooling : {LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_LAST}) {
+        const std::string what = "pooling " + std::to_string(pooling);
+        const CtxPtr ctx = make_ctx(model.get(), pooling, 64, 3);
+        ASSERT_TRUE(ctx) << what;
+        Rows packed;
+        size_t passes = 0;
+        ASSERT_EQ(generate::embed_sequences(ctx.get(), seqs, &packed, &passes), "") << what;
+        EXPECT_GE(passes, 3u) << what;
+        Rows alone;
+        for (const std::vector<llama_token> &s : seqs) {
+            const CtxPtr fresh = make_ctx(model.get(), pooling, 64, 1);
+            Rows r;
+            ASSERT_EQ(generate::embed_sequences(fresh.get(), {s}, &r), "") << what;
+            alone.insert(alone.end(), r.begin(), r.end());
+        }
+        expect_same(packed, alone, what);
     }
 }
 
@@ -135,7 +162,7 @@ TEST(EmbedBatch, PassesKeepToTheContextsLimits) {
     EXPECT_TRUE(generate::embed_pass_ends({3, 0}, 4, 8).empty());  // an empty one
 
     // On a context of 2 sequences and 24 tokens a pass: several passes, the vectors of one big pass.
-    const ModelPtr model = load_bert();
+    const ModelPtr model = load_model();
     ASSERT_TRUE(model);
     const std::vector<std::vector<llama_token>> seqs = tokenize_all(model.get());
     std::vector<size_t> len;
@@ -156,7 +183,7 @@ TEST(EmbedBatch, PassesKeepToTheContextsLimits) {
 }
 
 TEST(EmbedBatch, RefusesBadInputAndLeavesTheOutput) {
-    const ModelPtr model = load_bert();
+    const ModelPtr model = load_model();
     ASSERT_TRUE(model);
     const CtxPtr ctx = make_ctx(model.get(), LLAMA_POOLING_TYPE_MEAN, 16, 4);
     ASSERT_TRUE(ctx.get());
@@ -182,7 +209,7 @@ TEST(EmbedBatch, RefusesBadInputAndLeavesTheOutput) {
 
 // llama-server's rerank layout: [BOS] query [EOS] [SEP] document [EOS], the texts without special tokens.
 TEST(EmbedBatch, RerankTokensLayout) {
-    const ModelPtr model = load_bert();
+    const ModelPtr model = load_model();
     ASSERT_TRUE(model);
     const llama_vocab *v = llama_model_get_vocab(model.get());
     const std::vector<llama_token> q = generate::tokenize(v, "what is a fox", false, false);
