@@ -21,6 +21,7 @@
 #include <random>
 #include <thread>
 
+#include "generate/embd_normalize.h"
 #include "server/apis.h"
 #include "server/chat_reply.h"
 #include "server/generation.h"
@@ -55,15 +56,6 @@ std::string base64(const void *data, size_t n) {
         out += i + 2 < n ? kAlphabet[v & 63] : '=';
     }
     return out;
-}
-
-// Euclidean normalization, as llama-server's OpenAI embeddings; a zero vector stays zero.
-void normalize(std::vector<float> &v) {
-    double sum = 0.0;
-    for (float x : v) sum += static_cast<double>(x) * x;
-    if (sum <= 0.0) return;
-    const float inv = static_cast<float>(1.0 / std::sqrt(sum));
-    for (float &x : v) x *= inv;
 }
 
 void send_error(httplib::Response &res, const ApiError &e) {
@@ -358,7 +350,8 @@ void HttpServer::Impl::embeddings(const httplib::Request &req, httplib::Response
     std::vector<std::vector<float>> rows = eng.embed(inputs);
     json data = json::array();
     for (size_t i = 0; i < rows.size(); ++i) {
-        normalize(rows[i]);
+        // Euclidean, as llama-server's OpenAI embeddings (a zero vector stays zero).
+        generate::embd_normalize(rows[i].data(), rows[i].size(), 2);
         json item = {{"object", "embedding"}, {"index", i}};
         if (r.base64)
             item["embedding"] = base64(rows[i].data(), rows[i].size() * sizeof(float));
