@@ -233,11 +233,13 @@ class Engine {
     enum llama_pooling_type pooling() const { return pooling_; }
     int32_t n_embd() const { return n_embd_; }
     int32_t max_embed_tokens() const { return max_embed_tokens_; }  // the longest input one pass takes
-    // One row per input (the model's pooling: a vector, or rank's one score), through llama_encode on the
-    // decode loop between steps; as many inputs per pass as fit n_ubatch tokens and n_seq_max sequences.
+    // One row per input (the model's pooling: a vector, or rank's one score), through the generation layer's
+    // embed_sequences (generate/embed_batch.h) on the decode loop between steps; as many inputs per pass as
+    // fit n_ubatch tokens and n_seq_max sequences.
     // Throws ApiError (400 for an input that no pass can hold, 500 when the pass fails).
     std::vector<std::vector<float>> embed(const std::vector<std::vector<int32_t>> &inputs);
-    // llama-server's rerank input: [BOS] query [EOS] [SEP] document [EOS] (missing specials left out).
+    // llama-server's rerank input: [BOS] query [EOS] [SEP] document [EOS] (missing specials left out;
+    // generate::rerank_tokens, as `lctx embed --query`).
     std::vector<int32_t> rerank_tokens(const std::string &query, const std::string &doc) const;
 
   private:
