@@ -43,6 +43,9 @@ std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, const 
     if (m->hparams_.n_vocab == 0) m->hparams_.n_vocab = static_cast<uint32_t>(m->vocab_->n_tokens());
     m->count_tensors();
     if (opts.vocab_only) return m;
+    // A file without tensors (a vocabulary-only GGUF) says so, rather than naming the first tensor it lacks.
+    if (m->file_->tensors().empty())
+        throw Error("the file has no weights (a vocabulary-only GGUF? it loads with vocab_only)");
     if (opts.progress && !opts.progress(0.0f, opts.progress_user_data))
         throw Error("model loading cancelled");
     m->bind_weights();

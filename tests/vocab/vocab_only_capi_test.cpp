@@ -50,6 +50,23 @@ TEST(CapiVocabOnly, EveryFixtureVocabularyTokenizesItsTestTexts) {
     }
 }
 
+// A full load of a vocabulary-only file fails and its logged reason says the file has no weights.
+TEST(CapiVocabOnly, AFullLoadSaysTheFileHasNoWeights) {
+    static std::string errors;
+    errors.clear();
+    llama_log_set(
+        [](enum ggml_log_level level, const char *text, void *) {
+            if (level == GGML_LOG_LEVEL_ERROR && text) errors += text;
+        },
+        nullptr);
+    llama_model *m =
+        llama_model_load_from_file(lctx::test::vocab_path("bert-bge").c_str(), llama_model_default_params());
+    EXPECT_EQ(m, nullptr);
+    if (m) llama_model_free(m);
+    EXPECT_NE(errors.find("the file has no weights"), std::string::npos) << errors;
+    capi_test::quiet_log();
+}
+
 TEST(CapiVocabOnly, ArchitectureFactsComeFromB4748sTable) {
     capi_test::quiet_log();
     struct Want {
