@@ -77,6 +77,20 @@ bool parse_cache_types(const std::string &ctk_arg, const std::string &ctv_arg, s
     return true;
 }
 
+// Every combination of -fa and -ctk/-ctv can run (a quantized V cache needs flash attention, ...); false,
+// after saying why, when one cannot.
+bool attention_settings_ok(const std::vector<int> &fas, const std::vector<GgmlType> &types_k,
+                           const std::vector<GgmlType> &types_v) {
+    for (int fa : fas)
+        for (GgmlType k : types_k)
+            for (GgmlType v : types_v)
+                if (const std::string why = bench::check_attention_setting(fa != 0, k, v); !why.empty()) {
+                    std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
+                    return false;
+                }
+    return true;
+}
+
 // --peer DIR: llama.cpp's library folder and the lctx-peer-bench program that loads it. Nothing to find
 // for an empty DIR; false (the reason printed) when either is missing.
 bool resolve_peer(const std::string &peer_dir, std::string *peer_lib, std::string *peer_exe) {
@@ -171,7 +185,9 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
             return 1;
         }
     std::vector<GgmlType> types_k, types_v;
-    if (!parse_cache_types(ctk_arg, ctv_arg, &types_k, &types_v)) return 1;
+    if (!parse_cache_types(ctk_arg, ctv_arg, &types_k, &types_v) ||
+        !attention_settings_ok(fas, types_k, types_v))
+        return 1;
     // Every combination of the settings, in the order the tables come.
     std::vector<std::pair<bench::BatchedSettings, int>> settings;  // (settings, threads)
     for (int n_batch : batches)
@@ -179,11 +195,6 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
             for (int fa : fas)
                 for (GgmlType k : types_k)
                     for (GgmlType v : types_v) {
-                        const std::string why = bench::check_attention_setting(fa != 0, k, v);
-                        if (!why.empty()) {
-                            std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
-                            return 1;
-                        }
                         bench::BatchedSettings s;
                         s.n_batch = static_cast<uint32_t>(n_batch);
                         s.n_ubatch = static_cast<uint32_t>(n_ubatch);
@@ -530,7 +541,9 @@ int cmd_bench(int argc, char **argv) {
         return 1;
     }
     std::vector<GgmlType> types_k, types_v;
-    if (!parse_cache_types(ctk_arg, ctv_arg, &types_k, &types_v)) return 1;
+    if (!parse_cache_types(ctk_arg, ctv_arg, &types_k, &types_v) ||
+        !attention_settings_ok(fas, types_k, types_v))
+        return 1;
     struct Attn {
         bool fa;
         GgmlType k, v;
@@ -538,14 +551,8 @@ int cmd_bench(int argc, char **argv) {
     std::vector<std::pair<int, Attn>> depth_attns;  // (depth, attention setting), every combination
     for (int fa : fas)
         for (GgmlType k : types_k)
-            for (GgmlType v : types_v) {
-                const std::string why = bench::check_attention_setting(fa != 0, k, v);
-                if (!why.empty()) {
-                    std::fprintf(stderr, "lctx bench: %s\n", why.c_str());
-                    return 1;
-                }
+            for (GgmlType v : types_v)
                 for (int depth : depths) depth_attns.push_back({depth, {fa != 0, k, v}});
-            }
 
     std::vector<Test> tests;
     for (int p : prompts)
