@@ -14,6 +14,7 @@
 #include "chat/chat_template.h"
 #include "generate/embed_batch.h"
 #include "generate/speculative.h"
+#include "generate/tokens.h"
 #include "lctx/lctx_ext.h"
 #include "server/kv_events.h"
 #include "server/sampler_chain.h"
@@ -405,40 +406,19 @@ void Engine::apply_lora(const std::vector<float> &scales) {
 // ---- model-side helpers ----
 
 std::vector<int32_t> Engine::tokenize(const std::string &text, bool add_special, bool parse_special) const {
-    std::vector<int32_t> out(text.size() + 4);
-    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                               static_cast<int32_t>(out.size()), add_special, parse_special);
-    if (n < 0) {
-        out.resize(static_cast<size_t>(-n));
-        n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
-                           static_cast<int32_t>(out.size()), add_special, parse_special);
-    }
-    out.resize(static_cast<size_t>(std::max(n, 0)));
-    return out;
+    return generate::tokenize(vocab_, text, add_special, parse_special);
 }
-
-namespace {
-std::string piece(const llama_vocab *vocab, int32_t token, bool special) {
-    char buf[64];
-    int32_t n = llama_token_to_piece(vocab, token, buf, sizeof buf, 0, special);
-    if (n >= 0) return std::string(buf, static_cast<size_t>(n));
-    std::string s(static_cast<size_t>(-n), '\0');
-    n = llama_token_to_piece(vocab, token, s.data(), static_cast<int32_t>(s.size()), 0, special);
-    s.resize(static_cast<size_t>(std::max(n, 0)));
-    return s;
-}
-}  // namespace
 
 std::string Engine::token_text(int32_t token) const {
-    return piece(vocab_, token, false);
+    return generate::token_piece(vocab_, token, false);
 }
 std::string Engine::token_text_special(int32_t token) const {
-    return piece(vocab_, token, true);
+    return generate::token_piece(vocab_, token, true);
 }
 
 std::string Engine::detokenize(const std::vector<int32_t> &tokens) const {
     std::string out;
-    for (int32_t t : tokens) out += piece(vocab_, t, true);
+    for (int32_t t : tokens) out += generate::token_piece(vocab_, t, true);
     return out;
 }
 
