@@ -67,7 +67,8 @@ class Replica:
         self.events = "tcp://127.0.0.1:%d" % self.zport
         cmd = [binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", str(self.port), "--kv-events",
                self.events, "--kv-block-size", str(args.block_size), "--parallel", str(args.slots), "-c",
-               str(args.slots * args.slot_ctx), "-t", str(args.threads), "--log-disable"]
+               str(args.slots * args.slot_ctx), "-t", str(args.threads), "-ctk", args.cache_type, "-ctv",
+               args.cache_type, "--log-disable"]
         self.log = open(os.path.join(log_dir, name + ".log"), "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
 
@@ -312,6 +313,10 @@ def main():
     ap.add_argument("--slot-ctx", type=int, default=512, help="cells per slot")
     ap.add_argument("--threads", type=int, default=1, help="-t of each replica")
     ap.add_argument("--block-size", type=int, default=16)
+    # F32 by default: a row of a batched step then gets the bits a one-token decode gives it on every kernel
+    # level, so an answer cannot depend on which other requests shared its steps (README, speculative
+    # decoding); over an F16 cache the AVX-512 attention of 4+ rows keeps the values, not the bits.
+    ap.add_argument("--cache-type", default="f32", help="-ctk/-ctv of each replica and of the one alone")
     ap.add_argument("--key-hash", choices=["fnv64a", "sha256"], default="fnv64a")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write the results here too")
