@@ -144,6 +144,32 @@ TEST(VllmMetrics, SeriesAgreeWithTheRequests) {
         EXPECT_NE(r->body.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
 }
 
+// /metrics is rendered from the counters alone (issue 39: a 50 ms scrape costs nothing): it never waits for
+// the decode loop. Here the loop has ended for good (Engine::stop), so anything that needed it would hang or
+// get a 503; every scrape still answers at once with the counters as the requests left them.
+TEST(VllmMetrics, AScrapeNeverWaitsForTheDecodeLoop) {
+    server::EngineOptions eo;
+    eo.n_ctx = 1024;
+    eo.n_slots = 1;
+    eo.n_threads = 1;
+    LocalServer srv(eo);
+    auto [st, a] =
+        srv.post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}, {"temperature", 0}});
+    ASSERT_EQ(st, 200) << a.dump();
+    const int gen = a["usage"]["completion_tokens"].get<int>();
+    srv.engine->stop();  // the decode loop is gone: nothing runs on it again
+    auto c = srv.client();
+    c->set_read_timeout(5, 0);
+    for (int i = 0; i < 50; ++i) {
+        auto r = c->Get("/metrics");
+        ASSERT_TRUE(r) << "scrape " << i << " got no answer";
+        ASSERT_EQ(r->status, 200) << r->body;
+        const auto s = samples(r->body);
+        ASSERT_EQ(s.at("vllm:generation_tokens_total{" + kModel + "}"), gen);
+        ASSERT_EQ(s.at("vllm:num_requests_running{" + kModel + "}"), 0);
+    }
+}
+
 // A request that would run for thousands of tokens (end of text banned, a slot of 16k cells).
 json endless() {
     return {{"prompt", "Once upon a time"},
