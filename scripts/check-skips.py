@@ -3,7 +3,7 @@
 writes, and prints a short summary. With --strict, fails (status 1) when a skip's reason matches no line of
 the allow-list (tests/skip-allowlist.txt: machine conditions only, each with why it is acceptable).
 
-  scripts/check-skips.py [--strict] [--allowlist FILE] JUNIT.xml [STAGE NAME]
+  scripts/check-skips.py [--strict] [--allowlist FILE] [--gtest-xml DIR] JUNIT.xml [STAGE NAME]
 """
 import argparse
 import collections
@@ -68,17 +68,45 @@ def skipped_cases(junit_path):
     return out
 
 
+def gtest_skipped_cases(xml_dir):
+    """(test name, reason) of each skipped test in the XML reports gtest wrote (--gtest_output=xml) into xml_dir:
+    what a shard-mode run (LCTX_TEST_SHARDS, one ctest per group of tests) leaves, whose ctest JUnit names the
+    shards only. gtest's <skipped message> holds "FILE:LINE" then the reason, or the reason alone."""
+    out = []
+    for name in sorted(os.listdir(xml_dir)):
+        if not name.endswith(".xml"):
+            continue
+        root = ET.parse(os.path.join(xml_dir, name)).getroot()
+        for tc in root.iter("testcase"):
+            skipped = tc.find("skipped")
+            if skipped is None and tc.get("result") != "skipped":
+                continue
+            message = (skipped.get("message") if skipped is not None else None) or (
+                skipped.text if skipped is not None else "") or ""
+            lines = [l.strip() for l in message.splitlines() if l.strip()]
+            if lines and re.match(r"^\S+:\d+:?$", lines[0]):
+                lines = lines[1:]
+            if lines and lines[0] == "Skipped":
+                lines = lines[1:]
+            reason = lines[0] if lines else "(no reason given)"
+            out.append((f"{tc.get('classname', '?')}.{tc.get('name', '?')}", reason))
+    return out
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strict", action="store_true", help="fail on a skip the allow-list does not name")
     ap.add_argument("--allowlist", default=os.path.join(root, "tests", "skip-allowlist.txt"))
+    ap.add_argument("--gtest-xml", metavar="DIR", help="also read the gtest XML reports in DIR (shard mode)")
     ap.add_argument("junit")
     ap.add_argument("stage", nargs="?", default="ctest")
     a = ap.parse_args()
 
     rules = load_allowlist(a.allowlist)
     cases = skipped_cases(a.junit)
+    if a.gtest_xml and os.path.isdir(a.gtest_xml):
+        cases += gtest_skipped_cases(a.gtest_xml)
     by_reason = collections.OrderedDict()
     for name, reason in cases:
         by_reason.setdefault(reason, []).append(name)

@@ -64,12 +64,15 @@ if [ -z "${LCTX_FUZZ_BUILD:-}" ]; then
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 fi
-targets=(--target fuzz_make_seeds)
+targets=()
 for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done
 cmake --build "$build" -j"$jobs" "${targets[@]}"
 
-# The seeds are committed; regenerate them only when the corpus is missing.
-[ -d "$root/fuzz/corpus/gguf" ] || "$root/fuzz/make_corpus.sh" "$build"
+# The seeds are committed; regenerate them (with fuzz_make_seeds) only when the corpus is missing.
+if [ ! -d "$root/fuzz/corpus/gguf" ]; then
+  cmake --build "$build" -j"$jobs" --target fuzz_make_seeds
+  "$root/fuzz/make_corpus.sh" "$build"
+fi
 
 # Small, quick runs: 64 KiB inputs for the tokenizer (long texts), whole seed files elsewhere.
 declare -A extra=([gguf]="-max_len=65536" [model_load]="-max_len=131072" [tokenize]="-max_len=65536"

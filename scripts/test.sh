@@ -15,10 +15,22 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 t_start=$SECONDS
 stage_t0=$SECONDS
 stage_name=""
+# The CPU seconds (user + sys) of this script's finished child processes so far (cutime + cstime of
+# /proc/PID/stat, in clock ticks): beside a stage's wall time it shows whether the stage kept both cores busy.
+clk_tck=$(getconf CLK_TCK)
+cpu_seconds() {
+  awk -v tck="$clk_tck" '{ sub(/^.*\) /, ""); printf "%d", ($14 + $15) / tck }' "/proc/$$/stat"
+}
+stage_cpu0=0
 stage() {
-  if [ -n "$stage_name" ]; then echo "test.sh: stage '$stage_name' took $((SECONDS - stage_t0)) s"; fi
+  if [ -n "$stage_name" ]; then
+    local cpu
+    cpu=$(cpu_seconds)
+    echo "test.sh: stage '$stage_name' took $((SECONDS - stage_t0)) s ($((cpu - stage_cpu0)) CPU s)"
+  fi
   stage_name="$1"
   stage_t0=$SECONDS
+  stage_cpu0=$(cpu_seconds)
   [ -n "$stage_name" ] && echo "test.sh: stage '$stage_name'..."
   return 0
 }
@@ -44,11 +56,13 @@ run_ctest() {
   shift
   local junit="$dir/ctest-junit.xml"
   local rc=0
+  rm -rf "$dir/gtest-xml"  # shard mode's per-shard gtest reports (LCTX_TEST_SHARDS), read for the skip reasons
   ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$junit" "$@" || rc=$?
   local strict=()
   [ $strict_skips = 1 ] && strict=(--strict)
   if [ -f "$junit" ]; then
-    /usr/bin/python3 "$root/scripts/check-skips.py" "${strict[@]}" "$junit" "$stage_name" || rc=1
+    /usr/bin/python3 "$root/scripts/check-skips.py" "${strict[@]}" --gtest-xml "$dir/gtest-xml" "$junit" "$stage_name" ||
+      rc=1
   fi
   return $rc
 }
@@ -65,6 +79,10 @@ fi
 # cuts their compile time by about a fifth on this code (clang, measured per file); a debugger wants -g.
 sanitized_flags=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG"
                  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG")
+# The sanitizer stages run each test binary as a few processes that share its tests (LCTX_TEST_SHARDS, gtest's
+# sharding; CMakeLists.txt says why), not one process per test as the release stage does: a sanitized process
+# is slow to start and reloads its suite's fixtures.
+shards=${LCTX_TEST_SHARDS:-2}
 stage "release tests"
 # The level copy of the CPU's best kernel level repeats the unprefixed tests (which run at that level):
 # left out here, run by a plain `ctest` (lctx --version names the level).
@@ -82,7 +100,7 @@ if [ $sanitize = 1 ]; then
   flags="-fsanitize=fuzzer-no-link -fno-omit-frame-pointer"
   cmake -S "$root" -B "$root/build-asan" $("$root/scripts/generator.sh" "$root/build-asan") -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_SANITIZE=ON -DLCTX_FUZZ=ON \
         -DLCTX_BUILD_BENCH=OFF -DLCTX_UNITY="$unity" \
-        "${sanitized_flags[@]}" \
+        -DLCTX_TEST_SHARDS="$shards" "${sanitized_flags[@]}" \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" "${launcher[@]}" >/dev/null
   cmake --build "$root/build-asan" -j"$(nproc)"
@@ -99,17 +117,18 @@ if [ $sanitize = 1 ]; then
   LCTX_FUZZ_KEEP=0 LCTX_FUZZ_BUILD="$root/build-asan" "$root/scripts/fuzz.sh" "${LCTX_FUZZ_SECONDS:-30}"
 fi
 if [ $tsan = 1 ]; then
+  # The kernel tests that call kernels directly on one thread are left out (nothing for TSan to see there).
+  tsan_filter='-*/GemmInterleavedTest.*:*/GemmIsaTest.*:*/DotTest.*:*/QuantizeActTest.*:*/FloatActTest.*'
   stage "TSan build"
   cmake -S "$root" -B "$root/build-tsan" $("$root/scripts/generator.sh" "$root/build-tsan") -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLCTX_TSAN=ON -DLCTX_BUILD_BENCH=OFF -DLCTX_UNITY="$unity" \
-        "${sanitized_flags[@]}" \
+        -DLCTX_TEST_SHARDS="$shards" -DLCTX_TEST_SHARD_FILTER="$tsan_filter" "${sanitized_flags[@]}" \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" >/dev/null
   cmake --build "$root/build-tsan" -j"$(nproc)" --target test_kernels test_context test_server
-  # The unprefixed copies only (labelled by layer; the level copies carry their level's label: the same
-  # threads over other kernels), less the kernel tests that call kernels directly on one thread.
+  # The unprefixed copies only (labelled by layer; the kernel suite's scalar copy runs the same threads over
+  # other kernels), less tsan_filter's tests.
   stage "TSan tests"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp \
-    run_ctest "$root/build-tsan" --timeout "$timeout_sanitized" -L '^(kernels|context|server)$' \
-          -E '^[A-Za-z]+/(GemmInterleavedTest|GemmIsaTest|DotTest|QuantizeActTest|FloatActTest)\.'
+    run_ctest "$root/build-tsan" --timeout "$timeout_sanitized" -L '^(kernels|context|server)$'
 fi
 stage ""
 echo "test.sh: all stages took $((SECONDS - t_start)) s"

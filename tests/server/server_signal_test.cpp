@@ -128,7 +128,7 @@ std::string stream_then_sigterm(const std::vector<std::string> &args, int max_to
     EXPECT_TRUE(retry_after);
     auto r = c.Post("/v1/completions", R"({"prompt":"Hi","max_tokens":2})", "application/json");
     EXPECT_TRUE(r && r->status == 503) << (r ? r->body : "no answer");
-    *status = p.wait_exit(30);
+    *status = p.wait_exit(150);
     *secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     client.join();
     *log = p.output();
@@ -136,16 +136,18 @@ std::string stream_then_sigterm(const std::vector<std::string> &args, int max_to
 }
 
 // SIGTERM drains: the running stream goes on to its end (finish_reason length, then [DONE]) while /health and
-// new requests get 503, then the process exits 0.
+// new requests get 503, then the process exits 0. The stream (2000 tokens: 2 s in a release build) outlasts the
+// checks made after the signal, and the drain's limit leaves room for a sanitized build on a loaded machine
+// (6000 tokens took 24-30 s under ASan with two tests at once, past the 30 s this test once allowed).
 TEST(ServeProcess, SigtermDrainsTheRunningRequests) {
     int status = -1;
     double secs = 0;
     std::string log;
     const std::string body = stream_then_sigterm(
-        {"serve", "--port", "0", "-c", "65536", "-np", "1", "-t", "1", "--drain-timeout", "30"}, 6000,
+        {"serve", "--port", "0", "-c", "65536", "-np", "1", "-t", "1", "--drain-timeout", "120"}, 2000,
         &status, &secs, &log);
     EXPECT_EQ(status, 0) << log;
-    EXPECT_LT(secs, 30.0);
+    EXPECT_LT(secs, 120.0);
     EXPECT_NE(log.find("SIGTERM, draining"), std::string::npos) << log;
     EXPECT_NE(log.find("lctx serve: drained"), std::string::npos) << log;
     EXPECT_NE(body.find("\"finish_reason\":\"length\""), std::string::npos)
