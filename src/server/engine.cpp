@@ -14,11 +14,11 @@
 #include "chat/chat_template.h"
 #include "generate/embed_batch.h"
 #include "generate/speculative.h"
+#include "generate/text_stream.h"
 #include "generate/tokens.h"
 #include "lctx/lctx_ext.h"
 #include "server/kv_events.h"
-#include "server/sampler_chain.h"
-#include "server/text_stream.h"
+#include "server/sampling_config.h"
 
 namespace lctx::server {
 
@@ -88,7 +88,7 @@ struct Engine::Slot {
     std::vector<float> lora;    // the adapter scales its cached K/V were computed with
     size_t n_block_tokens = 0;  // the first cache tokens that are prompt tokens (KV-cache events' blocks)
     llama_sampler *chain = nullptr;  // a drafting request's: the filters, without the final draw
-    std::unique_ptr<TextStream> text;
+    std::unique_ptr<generate::TextStream> text;
     // Speculative decoding: the slot's drafter (kept across requests: a draft model's cache of this slot's
     // sequence is reused as far as the next text shares it), the request's verifier over `chain` when it
     // drafts (null: plain sampling), this step's draft, and the request's draft tokens verified / accepted.
@@ -704,7 +704,7 @@ bool Engine::assign_waiting() {
         s.n_generated = 0;
         s.generating = false;
         s.t_start = std::chrono::steady_clock::now();
-        s.text = std::make_unique<TextStream>(s.task.stop);
+        s.text = std::make_unique<generate::TextStream>(s.task.stop);
         metrics_.prefix_queries += s.task.prompt.size();
         metrics_.prefix_hits += keep;
 
@@ -712,10 +712,10 @@ bool Engine::assign_waiting() {
         // request that drafts keeps the chain without its draw as the filters of its verifier, which draws
         // itself.
         std::string why;
-        const ChainInputs in{vocab_, n_vocab_, slot_ctx_, s.task.grammar, s.task.seed};
+        const generate::SamplingConfig sc = sampling_config(s.task.sampling, s.task.grammar, s.task.seed);
         const bool spec = s.drafter && drafts(s.task);
-        s.chain = spec ? make_filter_chain(s.task.sampling, in, &why)
-                       : make_sampler_chain(s.task.sampling, in, &why);
+        s.chain = spec ? generate::make_filter_chain(sc, vocab_, slot_ctx_, &why)
+                       : generate::make_sampler_chain(sc, vocab_, slot_ctx_, &why);
         s.n_drafted = s.n_accepted = 0;
         if (!s.chain) {
             fail(s, why);

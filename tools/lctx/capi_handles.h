@@ -21,5 +21,8 @@ using ContextPtr = std::unique_ptr<llama_context, ContextFree>;
 void capture_capi_errors();
 // ": " and the last error line llama.h logged, or "" when none.
 std::string capi_error_suffix();
+// The last error line llama.h logged without the function that logged it ("llama_x: REASON" gives
+// REASON), or "unknown error" when none.
+std::string capi_last_error();
 
 }  // namespace lctx::cli

@@ -284,12 +284,14 @@ int cmd_chat(int argc, char **argv) {
     };
 
     note_context_size(*model, o.n_ctx, o.type_k, o.type_v, "chat", o.quiet);
+    RopeOverrides rope;
+    rope_overrides(o.rope_args, &rope);  // checked with the other options
     const int n_threads = resolved_threads(o.n_threads);
     std::unique_ptr<Context> ctx =
         make_context_or_report(*model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
                                static_cast<uint32_t>(o.n_ubatch),
                                resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k,
-                               o.type_v, o.flash_attn, o.rope);
+                               o.type_v, o.flash_attn, rope);
     if (!ctx) return 1;
     if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "chat"); !e.empty()) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "generate/tokens.h"
-#include "server/sampler_chain.h"
+#include "tools/lctx/cli_sampling.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/utf8_stream.h"
 
@@ -76,33 +76,13 @@ std::string spec_unsupported_gen_options(const GenOptions &o) {
 
 llama_sampler *make_spec_filters(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
                                  uint32_t seed, std::string *error) {
-    server::SamplingParams sp;
-    sp.temperature = o.temp;
-    sp.top_k = o.top_k;
-    sp.top_p = o.top_p;
-    sp.min_p = o.min_p;
-    sp.typical_p = o.typical_p;
-    sp.repeat_penalty = o.repeat_penalty;
-    sp.repeat_last_n = o.repeat_last_n;
-    sp.frequency_penalty = o.frequency_penalty;
-    sp.presence_penalty = o.presence_penalty;
-    sp.seed = seed;
-    sp.dynatemp_range = o.dynatemp_range;
-    sp.dynatemp_exponent = o.dynatemp_exp;
-    sp.xtc_probability = o.xtc_probability;
-    sp.xtc_threshold = o.xtc_threshold;
-    sp.dry_multiplier = o.dry_multiplier;
-    sp.dry_base = o.dry_base;
-    sp.dry_allowed_length = o.dry_allowed_length;
-    sp.dry_penalty_last_n = o.dry_penalty_last_n;
-    if (!o.dry_sequence_breakers.empty()) sp.dry_sequence_breakers = o.dry_sequence_breakers;
-    server::ChainInputs in;
-    in.vocab = vocab;
-    in.n_vocab = llama_vocab_n_tokens(vocab);
-    in.n_ctx = n_ctx;
-    in.seed = seed;
+    SamplingOptions so = o;
+    so.seed = seed;
+    generate::SamplingConfig c;
+    if (!cli_sampling_config(so, vocab, &c, error)) return nullptr;
+    c.keep_neutral_samplers = false;  // the verifier's filters: only the samplers that change anything
     // Without the last sampler (dist or greedy): the generation layer draws itself.
-    return server::make_filter_chain(sp, in, error);
+    return generate::make_filter_chain(c, vocab, n_ctx, error);
 }
 
 SpecModels::~SpecModels() {

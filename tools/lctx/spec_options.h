@@ -10,7 +10,7 @@
 
 #include "generate/speculative.h"
 #include "llama.h"
-#include "tools/lctx/common.h"
+#include "tools/lctx/gen_options.h"
 
 namespace lctx::cli {
 
