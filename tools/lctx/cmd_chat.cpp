@@ -5,11 +5,16 @@
 // streamed. When the KV cache is full, the context shifts: the first n_keep tokens (the system prompt)
 // stay, half of the rest is dropped, and the conversation goes on. With --prompt-cache the first prompt
 // (system prompt and first message) reuses what a saved session file starts with (prompt_cache.h, as run).
+// Written over llama.h and the generation layer (src/generate/: the sampler chain, the context shift,
+// prompt-cache files); the chat templates are src/chat/'s, above the engine.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,18 +23,22 @@
 #include "chat/builtin_templates.h"
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
-#include "context/context.h"
-#include "context/state.h"
+#include "generate/context_shift.h"
+#include "generate/sampling_chain.h"
+#include "generate/tokens.h"
+#include "llama.h"
+#include "tools/lctx/capi_handles.h"
+#include "tools/lctx/capi_model.h"
+#include "tools/lctx/cli_sampling.h"
 #include "tools/lctx/commands.h"
-#include "tools/lctx/common.h"
 #include "tools/lctx/control_vector_options.h"
+#include "tools/lctx/gen_options.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/line_reader.h"
 #include "tools/lctx/prompt_cache.h"
 #include "tools/lctx/read_file.h"
 #include "tools/lctx/token_probs.h"
 #include "tools/lctx/utf8_stream.h"
-#include "vocab/vocab.h"
 
 namespace lctx::cli {
 
@@ -55,43 +64,51 @@ bool format_by_name(const std::string &name, std::string *out) {
 }
 
 struct ChatSession {
-    ChatSession(const Model &m, Context &c) : model(m), ctx(c) {}
-    const Model &model;
-    Context &ctx;
-    std::vector<int32_t> tokens;     // what the KV cache holds, position by position
-    int32_t n_keep = 0;              // tokens never dropped by a shift (BOS and the system prompt)
-    bool allow_shift = true;         // false with --no-context-shift or -n -2
-    std::vector<std::string> notes;  // context-shift notes, printed after the reply (never inside a word)
+    ChatSession(llama_context *c, int32_t n_ctx_, int32_t n_batch_)
+        : ctx(c), n_ctx(n_ctx_), n_batch(n_batch_), batch(llama_batch_init(n_batch_, 0, 1)) {}
+    ~ChatSession() { llama_batch_free(batch); }
+    ChatSession(const ChatSession &) = delete;
+    ChatSession &operator=(const ChatSession &) = delete;
+    llama_context *ctx;
+    int32_t n_ctx;    // the cells the chat keeps to (-c; llama.h may have rounded the cache up)
+    int32_t n_batch;  // most tokens of one decode
+    llama_batch batch;
+    std::vector<llama_token> tokens;  // what the KV cache holds, position by position
+    generate::ContextShift shift;     // n_keep: tokens never dropped (BOS and the system prompt); enabled:
+                                      // false with --no-context-shift or -n -2
+    int64_t n_decoded = 0;            // tokens decoded so far
+    std::vector<std::string> notes;   // context-shift notes, printed after the reply (never inside a word)
 
     int32_t n_past() const { return static_cast<int32_t>(tokens.size()); }
 
     // Makes room for n more tokens, shifting as often as needed. False if even a shift cannot help.
     bool make_room(int32_t n) {
         // Positions, not cells: a recurrent model's cache has n_seq_max cells.
-        const int32_t n_ctx = static_cast<int32_t>(ctx.params().n_ctx);
-        if (n > n_ctx - n_keep - 1) return false;
+        if (n > n_ctx - shift.n_keep - 1) return false;
         while (n_past() + n > n_ctx) {
-            const int32_t dropped = allow_shift ? ctx.shift_context(0, n_keep) : 0;
+            const int32_t dropped = generate::shift_context(ctx, 0, shift);
             if (dropped == 0) return false;
-            tokens.erase(tokens.begin() + n_keep, tokens.begin() + n_keep + dropped);
+            tokens.erase(tokens.begin() + shift.n_keep, tokens.begin() + shift.n_keep + dropped);
             notes.push_back("[context shift: dropped " + std::to_string(dropped) + " tokens, kept " +
-                            std::to_string(n_keep) + "]");
+                            std::to_string(shift.n_keep) + "]");
         }
         return true;
     }
 
-    bool feed(const std::vector<int32_t> &toks) {
-        const int32_t n_batch = static_cast<int32_t>(ctx.params().n_batch);
+    bool feed(const std::vector<llama_token> &toks) {
         for (size_t i = 0; i < toks.size(); i += static_cast<size_t>(n_batch)) {
             const int32_t n = std::min<int32_t>(n_batch, static_cast<int32_t>(toks.size() - i));
             if (!make_room(n)) return false;
-            std::vector<int32_t> pos(static_cast<size_t>(n));
-            for (int32_t k = 0; k < n; ++k) pos[static_cast<size_t>(k)] = n_past() + k;
-            Batch b;
-            b.n_tokens = n;
-            b.token = toks.data() + i;
-            b.pos = pos.data();
-            if (ctx.decode(b) != DecodeStatus::Ok) return false;
+            batch.n_tokens = n;
+            for (int32_t k = 0; k < n; ++k) {
+                batch.token[k] = toks[i + static_cast<size_t>(k)];
+                batch.pos[k] = n_past() + k;
+                batch.n_seq_id[k] = 1;
+                batch.seq_id[k][0] = 0;
+                batch.logits[k] = k == n - 1;
+            }
+            if (llama_decode(ctx, batch) != 0) return false;
+            n_decoded += n;
             tokens.insert(tokens.end(), toks.begin() + static_cast<std::ptrdiff_t>(i),
                           toks.begin() + static_cast<std::ptrdiff_t>(i) + n);
         }
@@ -99,9 +116,9 @@ struct ChatSession {
     }
 
     void clear() {
-        ctx.kv().clear();
+        llama_kv_cache_clear(ctx);
         tokens.clear();
-        n_keep = 0;
+        shift.n_keep = 0;
     }
 };
 
@@ -229,19 +246,23 @@ int cmd_chat(int argc, char **argv) {
     const uint32_t seed = resolve_seed(o.sampling);
     interrupt_install();
 
-    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet, o.overrides);
-    if (!model) return 1;
-    if (!check_generates_text(*model, o.model_path, "chat")) return 1;
-    if (is_encoder_decoder(*model)) {
+    capture_capi_errors();  // llama.h's log kept for the one-line reports, not printed
+    const ModelPtr model_owner = load_model_capi(o.model_path, o.quiet, o.overrides);
+    if (!model_owner) return 1;
+    llama_model *model = model_owner.get();
+    if (!check_generates_text(model, o.model_path, "chat")) return 1;
+    if (llama_model_has_encoder(model)) {
+        char arch[128] = {0};
+        llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch);
         std::fprintf(stderr,
                      "lctx chat: '%s' is an encoder-decoder model (%s): a chat needs a decoder-only model; "
                      "'lctx run -m %s -p TEXT' generates from one input\n",
-                     o.model_path.c_str(), model->hparams().arch_name.c_str(), o.model_path.c_str());
+                     o.model_path.c_str(), arch, o.model_path.c_str());
         return 1;
     }
-    std::vector<std::shared_ptr<const LoraAdapter>> adapters;
-    if (!load_loras_or_report(*model, o.loras, "chat", adapters)) return 1;
-    const Vocab &vocab = model->vocab();
+    std::vector<LoraPtr> adapters;
+    if (!load_loras_capi(model, o.loras, "chat", adapters)) return 1;
+    const llama_vocab *vocab = llama_model_get_vocab(model);
     // The model's own template runs through the Jinja engine (chat/chat_template.h), as llama.cpp's chat
     // pipeline renders it; a name given on the command line, or a model without a template, uses the
     // built-in formats.
@@ -252,13 +273,15 @@ int cmd_chat(int argc, char **argv) {
         format_source =
             template_file.empty() ? "--chat-template, through Jinja" : template_file + ", through Jinja";
     } else if (format_source.empty()) {
-        model_template = model->file().get_string("tokenizer.chat_template").value_or("");
+        const char *t = llama_model_chat_template(model, nullptr);
+        model_template = t ? t : "";
         format_source =
             model_template.empty() ? "the model has no chat template" : "the model's template, through Jinja";
     }
     chat::ChatRenderOptions render_opts;
-    render_opts.bos_token = vocab.bos() >= 0 ? vocab.token_to_piece(vocab.bos(), true) : "";
-    render_opts.eos_token = vocab.eos() >= 0 ? vocab.token_to_piece(vocab.eos(), true) : "";
+    const llama_token bos = llama_vocab_bos(vocab), eos = llama_vocab_eos(vocab);
+    render_opts.bos_token = bos >= 0 ? generate::token_piece(vocab, bos, true) : "";
+    render_opts.eos_token = eos >= 0 ? generate::token_piece(vocab, eos, true) : "";
     render_opts.fallback = chat_format_name(chat_format_detect(model_template));
     auto render = [&](const std::vector<ChatMessage> &msgs, bool add_assistant) {
         if (model_template.empty()) {
@@ -283,27 +306,32 @@ int cmd_chat(int argc, char **argv) {
         return !render_opts.bos_token.empty() && text.rfind(render_opts.bos_token, 0) == 0;
     };
 
-    note_context_size(*model, o.n_ctx, o.type_k, o.type_v, "chat", o.quiet);
-    RopeOverrides rope;
-    rope_overrides(o.rope_args, &rope);  // checked with the other options
-    const int n_threads = resolved_threads(o.n_threads);
-    std::unique_ptr<Context> ctx =
-        make_context_or_report(*model, o.n_ctx, static_cast<uint32_t>(std::min(o.n_batch, 2048)), n_threads,
-                               static_cast<uint32_t>(o.n_ubatch),
-                               resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k,
-                               o.type_v, o.flash_attn, rope);
-    if (!ctx) return 1;
-    if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "chat"); !e.empty()) {
+    note_context_size(model, o.n_ctx, o.type_k, o.type_v, "chat", o.quiet);
+    const ContextShape shape = context_shape(model, o, std::min(o.n_batch, 2048));
+    const ContextPtr ctx_owner = make_context_capi(model, o, shape);
+    if (!ctx_owner) return 1;
+    llama_context *ctx = ctx_owner.get();
+    if (const std::string e = apply_control_vector_options(cvec, model, ctx, o.quiet, "chat"); !e.empty()) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
         return 1;
     }
-    apply_loras(*ctx, o.loras, adapters);
+    apply_loras_capi(ctx, o.loras, adapters);
     if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
         std::fprintf(stderr, "lctx chat: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
-    const int32_t n_ctx = static_cast<int32_t>(ctx->params().n_ctx);
-    ChatSession session(*model, *ctx);
-    session.allow_shift = !o.no_context_shift && o.n_predict != -2;
-    std::unique_ptr<SamplerChain> sampler = make_sampler_chain(o.sampling, vocab, n_ctx);
+    const int32_t n_ctx = shape.n_ctx;
+    ChatSession session(ctx, n_ctx, shape.n_batch);
+    session.shift.enabled = !o.no_context_shift && o.n_predict != -2;
+    std::string chain_error;
+    llama_sampler *chain = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
+    if (!chain) {
+        std::fprintf(stderr, "lctx chat: %s\n", chain_error.c_str());
+        return 1;
+    }
+    struct ChainFree {
+        llama_sampler *s;
+        ~ChainFree() { llama_sampler_free(s); }
+    } chain_free{chain};
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab);
 
     LineReader reader(isatty(STDIN_FILENO) != 0);
     const bool tty_out = isatty(STDOUT_FILENO) != 0;
@@ -317,7 +345,7 @@ int cmd_chat(int argc, char **argv) {
 
     std::vector<ChatMessage> messages;
     std::string rendered;
-    std::vector<int32_t> head;  // BOS and the system prompt
+    std::vector<llama_token> head;  // BOS and the system prompt
     // --prompt-cache: the head waits for the first turn, whose prompt (head and first message) reuses what
     // the file holds; until then the KV cache holds the file's state and nothing else.
     bool cache_pending = cache.enabled();
@@ -328,17 +356,17 @@ int cmd_chat(int argc, char **argv) {
         if (!system.empty()) messages.push_back({"system", system});
         rendered = render(messages, false);
         if (verbose_prompt) std::fprintf(stderr, "[prompt] %s\n", rendered.c_str());
-        head = vocab.tokenize(rendered, !starts_with_bos(rendered), true);
+        head = generate::tokenize(vocab, rendered, !starts_with_bos(rendered), true);
         if (cache_pending) return static_cast<int32_t>(head.size()) < n_ctx;
         if (!session.feed(head)) return false;
-        session.n_keep = session.n_past();
+        session.shift.n_keep = session.n_past();
         return true;
     };
     if (!start()) {
         std::fprintf(stderr, "lctx chat: the system prompt does not fit the context of %d tokens\n", n_ctx);
         return 1;
     }
-    if (const std::string e = cache.load(*ctx); !e.empty()) {
+    if (const std::string e = cache.load(ctx); !e.empty()) {
         std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
         return 1;
     }
@@ -346,21 +374,20 @@ int cmd_chat(int argc, char **argv) {
     // The first prompt with --prompt-cache: the head and the first turn's tokens, less the prefix the file
     // held, are decoded and the state is saved (unless read-only). False when the head cannot be decoded;
     // the turn's tokens that do not fit are reported by the turn, as without the cache.
-    auto first_prompt = [&](const std::vector<int32_t> &toks, bool *toks_fit) -> bool {
+    auto first_prompt = [&](const std::vector<llama_token> &toks, bool *toks_fit) -> bool {
         cache_pending = false;
-        std::vector<int32_t> full = head;
+        std::vector<llama_token> full = head;
         full.insert(full.end(), toks.begin(), toks.end());
-        const PerfCounters before = ctx->perf();
-        const size_t reused = static_cast<size_t>(cache.reuse(*ctx, full));
+        const int64_t before = session.n_decoded;
+        const size_t reused = static_cast<size_t>(cache.reuse(ctx, full));
         session.tokens.assign(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(reused));
-        if (reused < head.size() && !session.feed(std::vector<int32_t>(
+        if (reused < head.size() && !session.feed(std::vector<llama_token>(
                                         head.begin() + static_cast<std::ptrdiff_t>(reused), head.end())))
             return false;
-        session.n_keep = static_cast<int32_t>(head.size());
-        *toks_fit = session.feed(std::vector<int32_t>(
+        session.shift.n_keep = static_cast<int32_t>(head.size());
+        *toks_fit = session.feed(std::vector<llama_token>(
             full.begin() + static_cast<std::ptrdiff_t>(std::max(reused, head.size())), full.end()));
-        const PerfCounters after = ctx->perf();
-        const int32_t decoded = after.n_p_eval + after.n_eval - before.n_p_eval - before.n_eval;
+        const int32_t decoded = static_cast<int32_t>(session.n_decoded - before);
         if (o.json)
             cache_json = {{"file", cache.path()},
                           {"prompt_tokens", full.size()},
@@ -369,7 +396,7 @@ int cmd_chat(int argc, char **argv) {
         else if (!o.quiet)
             std::fprintf(stderr, "lctx chat: %s (%d decoded)\n", cache.report(full.size()).c_str(), decoded);
         if (*toks_fit)
-            if (const std::string e = cache.save_prompt(*ctx, full); !e.empty())
+            if (const std::string e = cache.save_prompt(ctx, full); !e.empty())
                 std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
         return true;
     };
@@ -390,10 +417,10 @@ int cmd_chat(int argc, char **argv) {
         const std::string pre = typed ? in_prefix : "", post = typed ? in_suffix : "";
         if (verbose_prompt)
             std::fprintf(stderr, "[prompt] %s%s%s\n", pre.c_str(), delta.c_str(), post.c_str());
-        std::vector<int32_t> toks;
-        if (typed && in_prefix_bos && vocab.bos() >= 0) toks.push_back(vocab.bos());
+        std::vector<llama_token> toks;
+        if (typed && in_prefix_bos && bos >= 0) toks.push_back(bos);
         for (const std::string &text : {pre, delta, post}) {
-            const std::vector<int32_t> t = vocab.tokenize(text, false, true);
+            const std::vector<llama_token> t = generate::tokenize(vocab, text, false, true);
             toks.insert(toks.end(), t.begin(), t.end());
         }
         bool fits = true;
@@ -417,29 +444,34 @@ int cmd_chat(int argc, char **argv) {
         std::string stop = "-n reached";
         int32_t n_tokens = 0;
         Utf8Stream out(stdout);
-        reset_grammar(*sampler);  // each reply is a text of the grammar's own
+        generate::reset_grammar(chain);  // each reply is a text of the grammar's own
         interrupt_begin_reply();
         for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
             if (interrupt_requested()) {
                 stop = "interrupted";
                 break;
             }
-            if (o.sampling.ignore_eos && grammar_exhausted(*sampler, vocab)) {
+            if (o.sampling.ignore_eos && generate::grammar_exhausted(chain, vocab)) {
                 stop = "grammar complete";
                 break;
             }
-            const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
-            if (n_probs > 0) probs.push_back(top_probs(ctx->logits_ith(-1), n_vocab, n_probs, vocab));
-            const int32_t id = sampler->sample(ctx->logits_ith(-1), n_vocab);  // accepts it
-            if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
+            if (n_probs > 0)
+                probs.push_back(top_probs(llama_get_logits_ith(ctx, -1), n_vocab, n_probs, vocab));
+            const llama_token id = llama_sampler_sample(chain, ctx, -1);  // accepts it
+            if (id == LLAMA_TOKEN_NULL) {
+                interrupt_end_reply();
+                std::fprintf(stderr, "\nlctx chat: sampling failed: %s\n", capi_last_error().c_str());
+                return false;
+            }
+            if (llama_vocab_is_eog(vocab, id) && !o.sampling.ignore_eos) {
                 stop = "end of text";
                 break;
             }
-            const std::string piece = vocab.token_to_piece(id, o.special);
+            const std::string piece = generate::token_piece(vocab, id, o.special);
             reply += piece;
             ++n_tokens;
             if (!o.json) out.write(piece);
-            if (!session.allow_shift && session.n_past() >= n_ctx) {
+            if (!session.shift.enabled && session.n_past() >= n_ctx) {
                 stop = "context full";
                 break;
             }
@@ -461,7 +493,7 @@ int cmd_chat(int argc, char **argv) {
         // --prompt-cache-all: the conversation so far, saved before the reply ends (a caller that reads the
         // reply's end finds the file written).
         if (cache.save_all())
-            if (const std::string e = cache.save_tokens(*ctx, session.tokens); !e.empty())
+            if (const std::string e = cache.save_tokens(ctx, session.tokens); !e.empty())
                 std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
         if (o.json) {
             nlohmann::json j;
@@ -509,53 +541,55 @@ int cmd_chat(int argc, char **argv) {
                 std::fputs(kHelp, stderr);
             } else if (cmd == "/clear") {
                 if (!start()) return 1;
-                sampler->reset();
+                llama_sampler_reset(chain);
                 std::fprintf(stderr, "[conversation cleared]\n");
             } else if (cmd == "/save" || cmd == "/load") {
                 if (arg.empty()) {
                     std::fprintf(stderr, "%s needs a file name\n", cmd.c_str());
                     continue;
                 }
-                try {
-                    if (cmd == "/save") {
-                        // The system prompt still waiting for a first turn is decoded (and cached) now.
-                        bool fits = true;
-                        if (cache_pending && !first_prompt({}, &fits)) {
-                            std::fprintf(stderr, "lctx chat: decoding the system prompt failed\n");
-                            return 1;
-                        }
-                        ContextState::save_file(*ctx, arg, session.tokens.data(), session.tokens.size());
-                        std::fprintf(stderr, "[saved %d tokens to %s]\n", session.n_past(), arg.c_str());
-                    } else {
-                        std::vector<int32_t> toks =
-                            ContextState::load_file(*ctx, arg, static_cast<size_t>(n_ctx));
-                        session.tokens = std::move(toks);
-                        cache_pending = false;  // the loaded state replaces the --prompt-cache file's
-                        // The loaded conversation's own head is kept if it starts with this one's.
-                        const bool same_head = session.tokens.size() >= head.size() &&
-                                               std::equal(head.begin(), head.end(), session.tokens.begin());
-                        session.n_keep = same_head ? static_cast<int32_t>(head.size()) : 0;
-                        // Later turns are rendered on their own, after the loaded text.
-                        messages.clear();
-                        rendered.clear();
-                        sampler->reset();
-                        accept_prompt(*sampler, session.tokens);
-                        std::fprintf(stderr, "[loaded %d tokens from %s]\n", session.n_past(), arg.c_str());
+                if (cmd == "/save") {
+                    // The system prompt still waiting for a first turn is decoded (and cached) now.
+                    bool fits = true;
+                    if (cache_pending && !first_prompt({}, &fits)) {
+                        std::fprintf(stderr, "lctx chat: decoding the system prompt failed\n");
+                        return 1;
                     }
-                } catch (const std::exception &e) {
+                    if (llama_state_save_file(ctx, arg.c_str(), session.tokens.data(), session.tokens.size()))
+                        std::fprintf(stderr, "[saved %d tokens to %s]\n", session.n_past(), arg.c_str());
+                    else
+                        std::fprintf(stderr, "%s: %s\n", cmd.c_str(), capi_last_error().c_str());
+                    continue;
+                }
+                std::vector<llama_token> toks(static_cast<size_t>(n_ctx));
+                size_t n_loaded = 0;
+                if (!llama_state_load_file(ctx, arg.c_str(), toks.data(), toks.size(), &n_loaded)) {
                     // A file that opens but does not load holds another model's or context's state: the
                     // library's reason is the detail, what to do comes first.
                     std::error_code ec;
-                    if (cmd == "/load" && std::filesystem::is_regular_file(arg, ec) &&
-                        ::access(arg.c_str(), R_OK) == 0)
+                    if (std::filesystem::is_regular_file(arg, ec) && ::access(arg.c_str(), R_OK) == 0)
                         std::fprintf(
                             stderr,
                             "/load: '%s' does not fit this chat (%s); load a file that /save wrote in a "
                             "chat with this model and the same -c, -ctk and -ctv\n",
-                            arg.c_str(), e.what());
+                            arg.c_str(), capi_last_error().c_str());
                     else
-                        std::fprintf(stderr, "%s: %s\n", cmd.c_str(), e.what());
+                        std::fprintf(stderr, "%s: %s\n", cmd.c_str(), capi_last_error().c_str());
+                    continue;
                 }
+                toks.resize(n_loaded);
+                session.tokens = std::move(toks);
+                cache_pending = false;  // the loaded state replaces the --prompt-cache file's
+                // The loaded conversation's own head is kept if it starts with this one's.
+                const bool same_head = session.tokens.size() >= head.size() &&
+                                       std::equal(head.begin(), head.end(), session.tokens.begin());
+                session.shift.n_keep = same_head ? static_cast<int32_t>(head.size()) : 0;
+                // Later turns are rendered on their own, after the loaded text.
+                messages.clear();
+                rendered.clear();
+                llama_sampler_reset(chain);
+                generate::accept_prompt(chain, session.tokens);
+                std::fprintf(stderr, "[loaded %d tokens from %s]\n", session.n_past(), arg.c_str());
             } else {
                 std::fprintf(stderr, "unknown command '%s' (/help lists them; //text sends /text)\n",
                              cmd.c_str());

@@ -66,99 +66,9 @@ std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet,
     }
 }
 
-std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
-                                                int n_threads, uint32_t n_ubatch, int n_threads_batch,
-                                                GgmlType type_k, GgmlType type_v, bool flash_attn,
-                                                const RopeOverrides &rope) {
-    ContextParams cp;
-    cp.n_ctx = n_ctx > 0 ? static_cast<uint32_t>(n_ctx) : model.hparams().n_ctx_train;
-    cp.n_batch = std::max<uint32_t>(1, std::min(cp.n_ctx, n_batch_max));
-    cp.n_ubatch = std::max<uint32_t>(1, std::min(n_ubatch, cp.n_batch));
-    cp.n_threads = n_threads;
-    cp.n_threads_batch = n_threads_batch > 0 ? n_threads_batch : n_threads;
-    cp.type_k = type_k;
-    cp.type_v = type_v;
-    cp.flash_attn = flash_attn;
-    cp.rope = rope;
-    try {
-        return std::make_unique<Context>(model, cp);
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "lctx: cannot create the context: %s\n", e.what());
-        return nullptr;
-    }
-}
-
-bool check_generates_text(const Model &model, const std::string &path, const char *cmd) {
-    if (model.weights().output.data) return true;
-    std::fprintf(stderr,
-                 "lctx %s: '%s' is an embedding model (%s, no output layer): it gives vectors, not text; "
-                 "'lctx embed -m %s TEXT' prints them\n",
-                 cmd, path.c_str(), model.hparams().arch_name.c_str(), path.c_str());
-    return false;
-}
-
 bool is_encoder_decoder(const Model &model) {
     const ArchitectureInfo *a = find_architecture(model.hparams().arch_name);
     return a && a->has_encoder && a->has_decoder;
-}
-
-uint64_t kv_cache_bytes(const Model &model, uint64_t n_ctx, GgmlType type_k, GgmlType type_v) {
-    const HParams &hp = model.hparams();
-    if (hp.recurrent)  // one f32 state per sequence, whatever the context
-        return static_cast<uint64_t>(hp.n_layer) *
-               (row_size(GgmlType::F32, hp.n_embd_k_s()) + row_size(GgmlType::F32, hp.n_embd_v_s()));
-    return static_cast<uint64_t>(hp.n_layer_cache()) * n_ctx *
-           (row_size(type_k, hp.n_embd_k_gqa()) + row_size(type_v, hp.n_embd_v_gqa()));
-}
-
-void note_context_size(const Model &model, int32_t n_ctx, GgmlType type_k, GgmlType type_v, const char *cmd,
-                       bool quiet) {
-    if (quiet) return;
-    const uint32_t n_train = model.hparams().n_ctx_train;
-    const uint64_t cells = n_ctx > 0 ? static_cast<uint64_t>(n_ctx) : n_train;
-    const bool above = n_ctx > 0 && n_train > 0 && static_cast<uint64_t>(n_ctx) > n_train;
-    if (above)
-        std::fprintf(
-            stderr,
-            "lctx %s: warning: -c %d is above the model's training context (%u tokens): the text may "
-            "degrade past %u tokens\n",
-            cmd, n_ctx, n_train, n_train);
-    const uint64_t bytes = kv_cache_bytes(model, cells, type_k, type_v);
-    if (above || bytes >= (uint64_t{1} << 30))
-        std::fprintf(stderr, "lctx %s: the KV cache of %llu cells (%s K, %s V) will take %.1f MiB\n", cmd,
-                     static_cast<unsigned long long>(cells), type_name(type_k), type_name(type_v),
-                     static_cast<double>(bytes) / 1048576.0);
-}
-
-bool grammar_exhausted(SamplerChain &chain, const Vocab &vocab) {
-    for (int32_t i = 0; i < chain.size(); ++i) {
-        auto *g = dynamic_cast<GrammarSampler *>(chain.get(i));
-        if (!g) continue;
-        if (!g->complete()) return false;
-        // Complete: is there a token other than an end of generation that the grammar still takes?
-        const int32_t n_vocab = vocab.n_tokens();
-        std::vector<TokenData> cand(static_cast<size_t>(n_vocab));
-        for (int32_t id = 0; id < n_vocab; ++id) cand[static_cast<size_t>(id)] = {id, 0.0f, 0.0f};
-        TokenDataArray cur{cand.data(), cand.size(), -1, false};
-        g->apply(cur);
-        for (size_t k = 0; k < cur.size; ++k)
-            if (std::isfinite(cur.data[k].logit) && !vocab.is_eog(cur.data[k].id)) return false;
-        return true;
-    }
-    return false;
-}
-
-void accept_prompt(SamplerChain &chain, const std::vector<int32_t> &prompt) {
-    for (int32_t i = 0; i < chain.size(); ++i) {
-        Sampler *s = chain.get(i);
-        if (std::string(s->name()) == "grammar") continue;
-        for (int32_t id : prompt) s->accept(id);
-    }
-}
-
-void reset_grammar(SamplerChain &chain) {
-    for (int32_t i = 0; i < chain.size(); ++i)
-        if (std::string(chain.get(i)->name()) == "grammar") chain.get(i)->reset();
 }
 
 std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const Vocab &vocab,

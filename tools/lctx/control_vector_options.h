@@ -9,11 +9,6 @@
 
 #include "llama.h"
 
-namespace lctx {
-class Context;
-class Model;
-}  // namespace lctx
-
 namespace lctx::cli {
 
 struct ControlVectorOptions {
@@ -31,11 +26,7 @@ void add_control_vector_options(CLI::App &app, ControlVectorOptions &o);
 // file has directions for more layers than the model.
 std::string apply_control_vector_options(const ControlVectorOptions &o, const llama_model *model,
                                          llama_context *ctx, bool quiet, const char *cmd);
-// The same on the internal context (chat; control_vector_context.cpp).
-std::string apply_control_vector_options(const ControlVectorOptions &o, const Model &model, Context &ctx,
-                                         bool quiet, const char *cmd);
-
-// What both install: the summed directions and the layer range, checked against the model's n_layer and
+// What it installs: the summed directions and the layer range, checked against the model's n_layer and
 // n_embd (the note printed here). "" or the error.
 struct ControlVectorPlan {
     std::vector<float> data;

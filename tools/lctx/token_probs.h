@@ -8,10 +8,6 @@
 
 #include "llama.h"
 
-namespace lctx {
-class Vocab;
-}
-
 namespace lctx::cli {
 
 void add_n_probs_option(CLI::App &app, int32_t &n_probs);
@@ -20,9 +16,7 @@ std::string check_n_probs(int32_t n_probs, bool json);
 // The n most likely tokens of the softmax over the logits, [{id, token, prob}], most likely first (ties by
 // id).
 nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const llama_vocab *vocab);
-// The same with the internal vocabulary (chat; token_probs_vocab.cpp).
-nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const Vocab &vocab);
-// What both list: each token's text (special tokens rendered) from `piece`.
+// The same with each token's text (special tokens rendered) from `piece`.
 nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n,
                          const std::function<std::string(int32_t)> &piece);
 
