@@ -12,6 +12,7 @@
 #include "chat/builtin_templates.h"
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
+#include "generate/context_shift.h"
 #include "generate/embed_batch.h"
 #include "generate/speculative.h"
 #include "generate/text_stream.h"
@@ -978,12 +979,12 @@ void Engine::go_on(Slot &s, int32_t tok) {
 }
 
 void Engine::shift(Slot &s) {
-    // Keep the first token (usually BOS), drop half of the rest, move the tail down.
-    const int32_t n_past = static_cast<int32_t>(s.cache.size());
-    const int32_t n_keep = 1;
-    const int32_t n_discard = (n_past - n_keep) / 2;
-    llama_kv_cache_seq_rm(ctx_, s.id, n_keep, n_keep + n_discard);
-    llama_kv_cache_seq_add(ctx_, s.id, n_keep + n_discard, n_past, -n_discard);
+    // The generation layer's shift: keep the first token (usually BOS), drop half of the rest, move the tail
+    // down (the slot's cells are its cache's tokens, positions 0 to size - 1).
+    generate::ContextShift policy;
+    policy.n_keep = 1;
+    const int32_t n_keep = policy.n_keep;
+    const int32_t n_discard = generate::shift_context(ctx_, s.id, policy);
     s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
     // The prompt tokens after the dropped ones moved down with the rest.
     const size_t p = s.n_block_tokens, k = static_cast<size_t>(n_keep), d = static_cast<size_t>(n_discard);
