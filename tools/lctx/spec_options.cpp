@@ -88,9 +88,11 @@ llama_sampler *make_spec_filters(const SamplingOptions &o, const llama_vocab *vo
 SpecModels::~SpecModels() {
     drafter.reset();
     if (dctx) llama_free(dctx);
-    if (ctx) llama_free(ctx);
     if (draft) llama_model_free(draft);
-    if (target) llama_model_free(target);
+    if (!borrowed) {
+        if (ctx) llama_free(ctx);
+        if (target) llama_model_free(target);
+    }
 }
 
 namespace {
@@ -123,11 +125,17 @@ std::string spec_load(const std::string &path, const SpecOptions &s, int32_t n_c
     out->ctx = make_ctx(out->target, n_ctx, n_batch, n_ubatch, n_threads, n_threads_batch, type_k, type_v,
                         flash_attn);
     if (!out->ctx) return "cannot make a context for " + path;
+    return spec_add_drafter(path, s, n_batch, n_ubatch, n_threads, type_k, type_v, flash_attn, out);
+}
+
+std::string spec_add_drafter(const std::string &path, const SpecOptions &s, int32_t n_batch, int32_t n_ubatch,
+                             int n_threads, ggml_type type_k, ggml_type type_v, bool flash_attn,
+                             SpecModels *out) {
     if (std::string e = generate::spec_context_check(out->ctx, "target"); !e.empty()) return e;
     if (s.lookup) {
         out->drafter = std::make_unique<generate::NgramDrafter>(s.ngram_min, s.ngram_max);
     } else if (!s.model_draft.empty()) {
-        out->draft = llama_model_load_from_file(s.model_draft.c_str(), mp);
+        out->draft = llama_model_load_from_file(s.model_draft.c_str(), llama_model_default_params());
         if (!out->draft) return "cannot load the draft model " + s.model_draft;
         const std::string e =
             generate::spec_vocab_check(llama_model_get_vocab(out->target), llama_model_get_vocab(out->draft));
