@@ -75,13 +75,18 @@ TEST(CliSpeculative, StopsAtTheEndOfTheContextAsPlainRunDoes) {
     EXPECT_EQ(s["stop"], "context full");
 }
 
-TEST(CliSpeculative, RefusesAnotherVocabulary) {
+// stories260K with token 100's text changed: a draft model of another vocabulary (the caller removes it).
+std::string other_vocabulary(const std::string &tag) {
     auto f = lctx::gguf::File::open(golden("stories260K"));
     std::vector<std::string> texts = *f->get_string_array("tokenizer.ggml.tokens");
     texts[100] = "other";
     lctx::testing::Rewrite r;
     r.add = [&](lctx::gguf::Writer &w) { w.set_string_array("tokenizer.ggml.tokens", texts); };
-    const std::string path = lctx::testing::rewrite_gguf(golden("stories260K"), r, "cli-spec-vocab");
+    return lctx::testing::rewrite_gguf(golden("stories260K"), r, tag);
+}
+
+TEST(CliSpeculative, RefusesAnotherVocabulary) {
+    const std::string path = other_vocabulary("cli-spec-vocab");
     const CliResult c = run_cli("run -m " + golden("stories260K") + " -md " + path + " -n 4", true);
     std::remove(path.c_str());
     EXPECT_EQ(c.status, 1);
@@ -114,12 +119,7 @@ TEST(CliSpeculative, ChatGreedyRepliesArePlainReplies) {
 }
 
 TEST(CliSpeculative, ChatRefusesAnotherVocabularyAndUnsupportedOptions) {
-    auto f = lctx::gguf::File::open(golden("stories260K"));
-    std::vector<std::string> texts = *f->get_string_array("tokenizer.ggml.tokens");
-    texts[100] = "other";
-    lctx::testing::Rewrite r;
-    r.add = [&](lctx::gguf::Writer &w) { w.set_string_array("tokenizer.ggml.tokens", texts); };
-    const std::string path = lctx::testing::rewrite_gguf(golden("stories260K"), r, "cli-spec-chat-vocab");
+    const std::string path = other_vocabulary("cli-spec-chat-vocab");
     CliResult c = run_cli("chat -m " + golden("stories260K") + " -md " + path + " -n 4 <<< hello", true);
     std::remove(path.c_str());
     EXPECT_EQ(c.status, 1);

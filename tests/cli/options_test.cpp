@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "llama.h"
+#include "stories_vocab.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/cli_sampling.h"
 #include "tools/lctx/gen_options.h"
@@ -160,33 +161,20 @@ TEST(SamplingDefaults, AreLlamaCppB4748s) {
 
 // The chain `run` and `chat` sample with: the options through tools/lctx/cli_sampling.h into the generation
 // layer's llama.h chain.
-class SamplerChainFromOptions : public ::testing::Test {
+class SamplerChainFromOptions : public lctx::testing::StoriesVocabTest {
   protected:
-    static void SetUpTestSuite() {
-        llama_log_set([](enum ggml_log_level, const char *, void *) {}, nullptr);
-        const std::string path = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
-        llama_model_params mp = llama_model_default_params();
-        mp.vocab_only = true;
-        model_ = llama_model_load_from_file(path.c_str(), mp);
-    }
-    static void TearDownTestSuite() { llama_model_free(model_); }
-
-    static const llama_vocab *vocab() { return llama_model_get_vocab(model_); }
-    static int32_t n_vocab() { return llama_vocab_n_tokens(vocab()); }
-
     // The chain of the options, owned by the test.
-    static std::unique_ptr<llama_sampler, void (*)(llama_sampler *)> chain_of(const SamplingOptions &o) {
+    static SamplerPtr chain_of(const SamplingOptions &o) {
         std::string err;
-        llama_sampler *c = make_cli_sampler_chain(o, vocab(), 256, &err);
+        SamplerPtr c = make_cli_sampler_chain(o, vocab(), 256, &err);
         EXPECT_TRUE(c) << err;
-        return {c, llama_sampler_free};
+        return c;
     }
     // A chain built by hand from the given samplers, in order.
-    static std::unique_ptr<llama_sampler, void (*)(llama_sampler *)> chain(
-        std::initializer_list<llama_sampler *> samplers) {
-        llama_sampler *c = llama_sampler_chain_init(llama_sampler_chain_default_params());
-        for (llama_sampler *s : samplers) llama_sampler_chain_add(c, s);
-        return {c, llama_sampler_free};
+    static SamplerPtr chain(std::initializer_list<llama_sampler *> samplers) {
+        SamplerPtr c(llama_sampler_chain_init(llama_sampler_chain_default_params()));
+        for (llama_sampler *s : samplers) llama_sampler_chain_add(c.get(), s);
+        return c;
     }
     // The token the chain picks from these logits (and accepts, as sampling does).
     static llama_token sample(llama_sampler *c, const std::vector<float> &logits) {
@@ -200,10 +188,7 @@ class SamplerChainFromOptions : public ::testing::Test {
         llama_sampler_accept(c, t);
         return t;
     }
-
-    static llama_model *model_;
 };
-llama_model *SamplerChainFromOptions::model_ = nullptr;
 
 // --mirostat 1 is b4748's chain (common/sampling.cpp): temperature, then mirostat v1 (tau, eta, m = 100).
 // (These logits do not tell m = 50 from m = 100 apart: docs/MUTATION.md, cli_mirostat_m.)

@@ -8,24 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "stories_vocab.h"
+
 namespace sampling_chain_test {
 namespace {
 
 using lctx::generate::SamplerStage;
 using lctx::generate::SamplingConfig;
 
-class GenerateSamplingChain : public ::testing::Test {
+class GenerateSamplingChain : public lctx::testing::StoriesVocabTest {
   protected:
-    static void SetUpTestSuite() {
-        llama_log_set([](enum ggml_log_level, const char *, void *) {}, nullptr);
-        const std::string path = std::string(LCTX_MODELS_DIR) + "/stories260K.gguf";
-        llama_model_params mp = llama_model_default_params();
-        mp.vocab_only = true;
-        model_ = llama_model_load_from_file(path.c_str(), mp);
-    }
-    static void TearDownTestSuite() { llama_model_free(model_); }
-    const llama_vocab *vocab() const { return llama_model_get_vocab(model_); }
-
     // The names of the chain's samplers in order.
     std::vector<std::string> names(const SamplingConfig &c) {
         std::string err;
@@ -37,10 +29,7 @@ class GenerateSamplingChain : public ::testing::Test {
         llama_sampler_free(s);
         return out;
     }
-
-    static llama_model *model_;
 };
-llama_model *GenerateSamplingChain::model_ = nullptr;
 
 using Names = std::vector<std::string>;
 

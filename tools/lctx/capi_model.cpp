@@ -7,25 +7,11 @@
 #include <cstring>
 
 #include "lctx/lctx_ext.h"
+#include "tools/lctx/load_report.h"
 
 namespace lctx::cli {
 
 namespace {
-
-bool draw_progress(float progress, void *) {
-    std::fprintf(stderr, "\rloading model: %3d%%", static_cast<int>(progress * 100.0f));
-    if (progress >= 1.0f) std::fprintf(stderr, "\r\033[K");
-    return true;
-}
-
-// A GGUF that opens but holds no tensors (a vocabulary-only file) cannot run.
-bool has_no_weights(const std::string &path) {
-    try {
-        return gguf::File::open(path)->tensors().empty();
-    } catch (const std::exception &) {
-        return false;
-    }
-}
 
 // --override-kv's values as llama.h's list (ended by an empty key).
 std::vector<llama_model_kv_override> kv_overrides(const std::vector<gguf::KeyValue> &overrides) {
@@ -65,17 +51,10 @@ ModelPtr load_model_capi(const std::string &path, bool quiet, const std::vector<
     const std::vector<llama_model_kv_override> kvo = kv_overrides(overrides);
     if (!kvo.empty()) mp.kv_overrides = kvo.data();
     const bool progress = !quiet && isatty(STDERR_FILENO);
-    if (progress) mp.progress_callback = draw_progress;
+    if (progress) mp.progress_callback = draw_load_progress;
     ModelPtr model(llama_model_load_from_file(path.c_str(), mp));
     if (model) return model;
-    if (progress) std::fprintf(stderr, "\r\033[K");
-    if (has_no_weights(path))
-        std::fprintf(stderr,
-                     "lctx: cannot load model '%s': this file has no weights (a vocabulary-only GGUF? "
-                     "'lctx tokenize' works with it)\n",
-                     path.c_str());
-    else
-        std::fprintf(stderr, "lctx: cannot load model '%s': %s\n", path.c_str(), capi_last_error().c_str());
+    report_load_failure(path, progress, capi_last_error());
     return nullptr;
 }
 

@@ -60,12 +60,12 @@ bool cli_sampling_config(const SamplingOptions &o, const llama_vocab *vocab, gen
     return true;
 }
 
-llama_sampler *make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
-                                      std::string *error) {
+SamplerPtr make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
+                                  std::string *error) {
     generate::SamplingConfig c;
     if (!cli_sampling_config(o, vocab, &c, error)) return nullptr;
     std::string why;
-    llama_sampler *chain = generate::make_sampler_chain(c, vocab, n_ctx, &why);
+    SamplerPtr chain(generate::make_sampler_chain(c, vocab, n_ctx, &why));
     if (!chain) *error = "--grammar: " + capi_last_error();
     return chain;
 }

@@ -5,6 +5,7 @@
 
 #include "generate/sampling_chain.h"
 #include "llama.h"
+#include "tools/lctx/capi_handles.h"
 #include "tools/lctx/gen_options.h"
 
 namespace lctx::cli {
@@ -17,7 +18,7 @@ bool cli_sampling_config(const SamplingOptions &o, const llama_vocab *vocab, gen
                          std::string *error);
 
 // The chain itself; null with *error set, naming the option (a grammar that cannot be used).
-llama_sampler *make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
-                                      std::string *error);
+SamplerPtr make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
+                                  std::string *error);
 
 }  // namespace lctx::cli

@@ -338,22 +338,19 @@ int cmd_chat(int argc, char **argv) {
     ChatSession session(ctx, n_ctx, shape.n_batch);
     session.shift.enabled = !o.no_context_shift && o.n_predict != -2;
     std::string chain_error;
-    llama_sampler *chain = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
-    if (!chain) {
+    const SamplerPtr chain_owner = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
+    if (!chain_owner) {
         std::fprintf(stderr, "lctx chat: %s\n", chain_error.c_str());
         return 1;
     }
-    struct ChainFree {
-        llama_sampler *s;
-        ~ChainFree() { llama_sampler_free(s); }
-    } chain_free{chain};
+    llama_sampler *chain = chain_owner.get();
     const int32_t n_vocab = llama_vocab_n_tokens(vocab);
     // -md / --lookup: the drafter, the verifier's filters (the chain without its draw) and the speculator.
     SpecModels spec_models;
     spec_models.target = model;
     spec_models.ctx = ctx;
     spec_models.borrowed = true;
-    std::unique_ptr<llama_sampler, void (*)(llama_sampler *)> filters(nullptr, llama_sampler_free);
+    SamplerPtr filters;
     std::unique_ptr<generate::Speculator> speculator;
     std::vector<llama_token> sampled;  // every token plain sampling would have accepted into its chain
     if (spec.enabled()) {

@@ -241,15 +241,12 @@ int run_main(int argc, char **argv, bool infill) {
     shift.enabled = o.n_predict != -2 && !o.no_context_shift;
 
     std::string chain_error;
-    llama_sampler *chain = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
-    if (!chain) {
+    const SamplerPtr chain_owner = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
+    if (!chain_owner) {
         std::fprintf(stderr, "lctx run: %s\n", chain_error.c_str());
         return 1;
     }
-    struct ChainFree {
-        llama_sampler *s;
-        ~ChainFree() { llama_sampler_free(s); }
-    } chain_free{chain};
+    llama_sampler *chain = chain_owner.get();
     generate::accept_prompt(chain, prompt_ids);
     if (!o.quiet && !o.json) std::fprintf(stderr, "seed: %u\n", seed);
 
