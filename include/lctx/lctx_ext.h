@@ -23,6 +23,29 @@ extern "C" {
  */
 LLAMA_API void lctx_kv_cache_place_by_sequence(struct llama_context *ctx, bool enable);
 
+/*
+ * A JSON schema (its text) as a GBNF grammar whose texts are the JSON values the schema allows, for
+ * llama_sampler_init_grammar (what llama.cpp's common library converts and llama-server takes as
+ * json_schema). Writes the grammar and a NUL into buf, cut to buf_size, and returns the grammar's length
+ * without the NUL (call with buf NULL to learn it); -1 when the schema is not JSON or cannot be converted,
+ * with the reason logged.
+ */
+LLAMA_API int32_t lctx_json_schema_to_grammar(const char *schema, char *buf, size_t buf_size);
+
+/*
+ * Whether the model ends in an output layer, giving logits over its vocabulary: false for an embedding model
+ * (bert, a reranker), which gives vectors only.
+ */
+LLAMA_API bool lctx_model_has_output(const struct llama_model *model);
+
+/*
+ * The bytes a KV cache of n_ctx cells with these K and V types takes for the model (every cached layer's K
+ * and V rows; for a recurrent model its state per sequence instead), for telling a user before a context is
+ * made.
+ */
+LLAMA_API uint64_t lctx_model_kv_cache_size(const struct llama_model *model, uint32_t n_ctx,
+                                            enum ggml_type type_k, enum ggml_type type_v);
+
 #ifdef __cplusplus
 }
 #endif

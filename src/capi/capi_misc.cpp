@@ -9,8 +9,10 @@
 
 #include "capi/capi_internal.h"
 #include "chat/builtin_templates.h"
+#include "grammar/json_schema.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dot.h"
+#include "lctx/lctx_ext.h"
 
 namespace lctx::capi {
 
@@ -161,6 +163,14 @@ int32_t llama_chat_builtin_templates(const char **output, size_t len) {
     const auto &names = lctx::chat::builtin_template_names();
     for (size_t i = 0; output && i < len && i < names.size(); ++i) output[i] = names[i];
     return static_cast<int32_t>(names.size());
+}
+
+int32_t lctx_json_schema_to_grammar(const char *schema, char *buf, size_t buf_size) {
+    LCTX_CAPI_REQUIRE(schema, -1);
+    return lctx::capi::guard(__func__, int32_t{-1}, [&] {
+        return lctx::capi::copy_out(lctx::grammar::json_schema_to_gbnf(std::string_view(schema)), buf,
+                                    buf_size);
+    });
 }
 
 }  // extern "C"

@@ -6,6 +6,7 @@
 
 #include "capi/capi_internal.h"
 #include "gguf/gguf.h"
+#include "lctx/lctx_ext.h"
 #include "model/architectures.h"
 
 using lctx::capi::copy_out;
@@ -292,6 +293,24 @@ int32_t llama_apply_adapter_cvec(struct llama_context *ctx, const float *data, s
         ctx->impl->set_control_vector(data, len, n_embd, il_start, il_end);
         return 0;
     });
+}
+
+bool lctx_model_has_output(const struct llama_model *model) {
+    LCTX_CAPI_REQUIRE(model, false);
+    return model->impl->weights().output.data != nullptr;
+}
+
+uint64_t lctx_model_kv_cache_size(const struct llama_model *model, uint32_t n_ctx, enum ggml_type type_k,
+                                  enum ggml_type type_v) {
+    LCTX_CAPI_REQUIRE(model, 0);
+    const lctx::HParams &h = hp(model);
+    using lctx::GgmlType;
+    if (h.recurrent)  // one f32 state per sequence, whatever the context
+        return static_cast<uint64_t>(h.n_layer) * (lctx::row_size(GgmlType::F32, h.n_embd_k_s()) +
+                                                   lctx::row_size(GgmlType::F32, h.n_embd_v_s()));
+    return static_cast<uint64_t>(h.n_layer_cache()) * n_ctx *
+           (lctx::row_size(static_cast<GgmlType>(type_k), h.n_embd_k_gqa()) +
+            lctx::row_size(static_cast<GgmlType>(type_v), h.n_embd_v_gqa()));
 }
 
 }  // extern "C"

@@ -293,7 +293,8 @@ Speculator::Speculator(llama_context *target, Drafter *drafter, const SpecParams
       params_(params),
       verifier_(llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(target))), sampling),
       n_vocab_(llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(target)))),
-      n_ctx_(static_cast<int32_t>(llama_n_ctx(target))),
+      n_ctx_(params.n_ctx > 0 ? std::min(params.n_ctx, static_cast<int32_t>(llama_n_ctx(target)))
+                              : static_cast<int32_t>(llama_n_ctx(target))),
       n_batch_(static_cast<int32_t>(llama_n_batch(target))),
       batch_(llama_batch_init(n_batch_, 0, 1)) {}
 
@@ -318,10 +319,18 @@ std::string Speculator::prefill(const std::vector<llama_token> &history) {
     return "";
 }
 
+std::string Speculator::resume() {
+    const float *last = llama_get_logits_ith(ctx_, -1);
+    if (!last) return "no logits for the history's last token";
+    pending_.assign(last, last + n_vocab_);
+    resumed_ = true;
+    return "";
+}
+
 std::string Speculator::step(std::vector<llama_token> &history, std::vector<llama_token> *out) {
     const int32_t n = static_cast<int32_t>(history.size());
     if (n == 0) return "nothing to continue from";
-    if (n >= n_ctx_) return "the context is full";
+    if (n >= n_ctx_ + (resumed_ ? 1 : 0)) return "the context is full";
     // The draft and the token after it must fit the context; the draft and the last token one batch.
     const int32_t k_max = std::min({params_.n_max, n_ctx_ - 1 - n, n_batch_ - 1});
     Draft d;
@@ -352,6 +361,7 @@ std::string Speculator::step(std::vector<llama_token> &history, std::vector<llam
     out->insert(out->end(), chosen.begin(), chosen.end());
     stats_.n_accepted += accepted;
     pending_.clear();
+    resumed_ = false;
     // The cache holds the old history and the accepted draft; the rest of the draft goes.
     if (accepted < k && !llama_kv_cache_seq_rm(ctx_, 0, n + accepted, -1))
         return "the target's cache could not drop the rejected draft tokens";

@@ -102,6 +102,7 @@ class ModelDrafter : public Drafter {
 struct SpecParams {
     int32_t n_max = 16;  // --draft-max
     int32_t n_min = 5;   // --draft-min: a shorter draft is not used (one plain step instead)
+    int32_t n_ctx = 0;   // the positions the history may use; 0: the context's size (a chat keeps to -c)
 };
 
 struct SpecSampling {
@@ -159,11 +160,16 @@ class Speculator {
     // Decodes the prompt (positions 0.., in batches of n_batch as plain decoding does) and keeps its last
     // token's logits for the first step; the cache must be empty. "" or why it failed.
     std::string prefill(const std::vector<llama_token> &history);
+    // The caller decoded the whole history itself (a chat's turn on top of its cached conversation, a
+    // token before a context shift) and the context's last logits are its last token's: the next step
+    // chooses from them, also at a history of n_ctx tokens (the caller shifts before that token is decoded).
+    // "" or why not.
+    std::string resume();
     // One target decode: history's last token (not yet in the cache; after prefill it is) plus a draft in
     // one batch. Appends the accepted draft tokens and the target's own next token to `history` and to `out`
     // (at least one token); afterwards the cache holds every token of history but the last. Needs
-    // history.size() < n_ctx: a token is only chosen for a position that fits the context. "" or why it
-    // failed.
+    // history.size() < n_ctx (<= after resume): a token is only chosen for a position that fits the context
+    // unless the caller shifts it. "" or why it failed.
     std::string step(std::vector<llama_token> &history, std::vector<llama_token> *out);
 
     const SpecStats &stats() const { return stats_; }
@@ -176,6 +182,7 @@ class Speculator {
     int32_t n_vocab_, n_ctx_, n_batch_;
     llama_batch batch_;
     std::vector<float> pending_;  // the last prompt token's logits, until the first step uses them
+    bool resumed_ = false;        // pending_ came from the caller's decode (resume)
     SpecStats stats_;
 };
 

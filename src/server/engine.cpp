@@ -12,13 +12,14 @@
 #include "chat/builtin_templates.h"
 #include "chat/chat_format.h"
 #include "chat/chat_template.h"
+#include "generate/context_shift.h"
 #include "generate/embed_batch.h"
 #include "generate/speculative.h"
+#include "generate/text_stream.h"
 #include "generate/tokens.h"
 #include "lctx/lctx_ext.h"
 #include "server/kv_events.h"
-#include "server/sampler_chain.h"
-#include "server/text_stream.h"
+#include "server/sampling_config.h"
 
 namespace lctx::server {
 
@@ -88,7 +89,7 @@ struct Engine::Slot {
     std::vector<float> lora;    // the adapter scales its cached K/V were computed with
     size_t n_block_tokens = 0;  // the first cache tokens that are prompt tokens (KV-cache events' blocks)
     llama_sampler *chain = nullptr;  // a drafting request's: the filters, without the final draw
-    std::unique_ptr<TextStream> text;
+    std::unique_ptr<generate::TextStream> text;
     // Speculative decoding: the slot's drafter (kept across requests: a draft model's cache of this slot's
     // sequence is reused as far as the next text shares it), the request's verifier over `chain` when it
     // drafts (null: plain sampling), this step's draft, and the request's draft tokens verified / accepted.
@@ -120,6 +121,7 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (opts_.n_ctx < 8 * opts_.n_slots)
         throw std::runtime_error("the context (-c) must hold at least 8 cells per slot");
     opts_.step_tokens = std::max(opts_.step_tokens, opts_.n_slots);
+    if (opts_.spec.batch_max < 0) throw std::runtime_error("--draft-batch-max must be 0 (automatic) or more");
     if (opts_.kv_block_size < 1 || opts_.kv_block_size > 65536)
         throw std::runtime_error("--kv-block-size must be in 1..65536");
     std::optional<KvEndpoint> kv_endpoint;
@@ -142,8 +144,11 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     cp.n_ctx = static_cast<uint32_t>(opts_.n_ctx);
     // A lone request may take larger steps (see step()); the batch holds either.
     max_step_ = std::max(opts_.step_tokens, kLoneStepTokens);
-    // With speculation every generating slot may add its draft too (logits at each of its tokens).
-    max_batch_ = max_step_ + (opts_.spec.enabled() ? opts_.n_slots * std::max(opts_.spec.n_max, 0) : 0);
+    // With speculation the generating slots add their drafts too (logits at each of their tokens), at most
+    // --draft-batch-max (by default the step's budget) in a step.
+    const int32_t step_drafts = std::min(opts_.n_slots * std::max(opts_.spec.n_max, 0),
+                                         opts_.spec.batch_max > 0 ? opts_.spec.batch_max : max_step_);
+    max_batch_ = max_step_ + (opts_.spec.enabled() ? step_drafts : 0);
     cp.n_batch = static_cast<uint32_t>(max_batch_);
     cp.n_ubatch = static_cast<uint32_t>(std::min(max_batch_, 512));
     embedding_only_ = is_embedding_model(model_);
@@ -704,7 +709,7 @@ bool Engine::assign_waiting() {
         s.n_generated = 0;
         s.generating = false;
         s.t_start = std::chrono::steady_clock::now();
-        s.text = std::make_unique<TextStream>(s.task.stop);
+        s.text = std::make_unique<generate::TextStream>(s.task.stop);
         metrics_.prefix_queries += s.task.prompt.size();
         metrics_.prefix_hits += keep;
 
@@ -712,10 +717,10 @@ bool Engine::assign_waiting() {
         // request that drafts keeps the chain without its draw as the filters of its verifier, which draws
         // itself.
         std::string why;
-        const ChainInputs in{vocab_, n_vocab_, slot_ctx_, s.task.grammar, s.task.seed};
+        const generate::SamplingConfig sc = sampling_config(s.task.sampling, s.task.grammar, s.task.seed);
         const bool spec = s.drafter && drafts(s.task);
-        s.chain = spec ? make_filter_chain(s.task.sampling, in, &why)
-                       : make_sampler_chain(s.task.sampling, in, &why);
+        s.chain = spec ? generate::make_filter_chain(sc, vocab_, slot_ctx_, &why)
+                       : generate::make_sampler_chain(sc, vocab_, slot_ctx_, &why);
         s.n_drafted = s.n_accepted = 0;
         if (!s.chain) {
             fail(s, why);
@@ -758,6 +763,26 @@ void Engine::step() {
     }
     const std::vector<float> step_lora = oldest ? oldest->lora : applied_lora_;
     auto joins = [&](const Slot &s) { return s.busy && s.lora == step_lora; };
+    std::vector<Slot *> prompting;
+    int32_t n_generating = 0, n_drafting = 0;
+    for (auto &sp : slots_) {
+        if (!joins(*sp)) continue;
+        if (!sp->generating) {
+            prompting.push_back(sp.get());
+            continue;
+        }
+        ++n_generating;
+        if (sp->verifier) ++n_drafting;
+    }
+    // Small steps keep the other requests' tokens flowing (a new request waits at most one step); a lone
+    // request, which nobody waits behind, takes large ones.
+    const bool alone = prompting.size() + static_cast<size_t>(n_generating) == 1;
+    const int32_t step_budget = alone ? max_step_ : opts_.step_tokens;
+    // The step's draft tokens, all slots together: --draft-batch-max, or what the budget leaves after the
+    // generating slots' own tokens; each drafting slot gets an even share of what the ones before it left.
+    int32_t drafts_left =
+        opts_.spec.batch_max > 0 ? opts_.spec.batch_max : std::max(0, step_budget - n_generating);
+    int32_t n_drafts = 0;
     // Generating slots first: one token each, and a drafting slot's draft right after its token (verified by
     // this decode's logits rows, in the same batch as the other slots' tokens).
     int32_t n_gen = 0;
@@ -766,17 +791,14 @@ void Engine::step() {
         if (!joins(s) || !s.generating) continue;
         add(s, s.next_token, true);
         ++n_gen;
-        if (s.verifier) add_draft(s);
+        if (!s.verifier) continue;
+        const int32_t added = add_draft(s, drafts_left / n_drafting--);
+        drafts_left -= added;
+        n_drafts += added;
     }
+    if (n_drafts > metrics_.spec_step_draft_max.load()) metrics_.spec_step_draft_max = n_drafts;
     // Then prompt chunks: the remaining budget shared evenly, so every waiting prompt moves each step.
-    std::vector<Slot *> prompting;
-    for (auto &sp : slots_)
-        if (joins(*sp) && !sp->generating) prompting.push_back(sp.get());
-    // Small steps keep the other requests' tokens flowing (a new request waits at most one step); a lone
-    // request, which nobody waits behind, takes large ones.
     // (Drafts do not count: they ride along with their slot's token.)
-    const bool alone = prompting.size() + static_cast<size_t>(n_gen) == 1;
-    const int32_t step_budget = alone ? max_step_ : opts_.step_tokens;
     int32_t n_prompt = 0;
     for (size_t k = 0; k < prompting.size(); ++k) {
         Slot &s = *prompting[k];
@@ -844,12 +866,12 @@ bool Engine::drafts(const Task &t) const {
     return opts_.spec.enabled() && t.grammar.empty() && t.top_logprobs < 0 && t.sampling.mirostat == 0;
 }
 
-void Engine::add_draft(Slot &s) {
+int32_t Engine::add_draft(Slot &s, int32_t budget) {
     // s.cache is the slot's history with its next token (just added): the draft must fit the slot's cells
     // with it, and a draft past the tokens the request may still take would be thrown away.
     int32_t k_max = std::min(opts_.spec.n_max, slot_ctx_ - static_cast<int32_t>(s.cache.size()));
     if (s.task.max_tokens > 0) k_max = std::min(k_max, s.task.max_tokens - s.n_generated - 1);
-    k_max = std::min(k_max, max_batch_ - batch_.n_tokens);
+    k_max = std::min({k_max, budget, max_batch_ - batch_.n_tokens});
     generate::spec_draft(s.drafter.get(), s.cache, k_max, opts_.spec.n_min, n_vocab_, &s.draft);
     const int32_t row = s.i_batch;  // the verification's first row: the next token's
     for (const llama_token t : s.draft.tokens) {
@@ -862,6 +884,7 @@ void Engine::add_draft(Slot &s) {
         s.cache.push_back(t);
     }
     s.i_batch = row;
+    return static_cast<int32_t>(s.draft.tokens.size());
 }
 
 void Engine::verify_slot(Slot &s, int32_t bi) {
@@ -978,12 +1001,12 @@ void Engine::go_on(Slot &s, int32_t tok) {
 }
 
 void Engine::shift(Slot &s) {
-    // Keep the first token (usually BOS), drop half of the rest, move the tail down.
-    const int32_t n_past = static_cast<int32_t>(s.cache.size());
-    const int32_t n_keep = 1;
-    const int32_t n_discard = (n_past - n_keep) / 2;
-    llama_kv_cache_seq_rm(ctx_, s.id, n_keep, n_keep + n_discard);
-    llama_kv_cache_seq_add(ctx_, s.id, n_keep + n_discard, n_past, -n_discard);
+    // The generation layer's shift: keep the first token (usually BOS), drop half of the rest, move the tail
+    // down (the slot's cells are its cache's tokens, positions 0 to size - 1).
+    generate::ContextShift policy;
+    policy.n_keep = 1;
+    const int32_t n_keep = policy.n_keep;
+    const int32_t n_discard = generate::shift_context(ctx_, s.id, policy);
     s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
     // The prompt tokens after the dropped ones moved down with the rest.
     const size_t p = s.n_block_tokens, k = static_cast<size_t>(n_keep), d = static_cast<size_t>(n_discard);

@@ -52,6 +52,10 @@ struct SpecServeOptions {
     float p_min = 0.9f;     // --draft-p-min
     int32_t ctx_draft = 0;  // -cd: the draft context's cells, all slots together (0: as -c)
     int32_t threads_draft = 0, threads_batch_draft = 0;  // -td, -tbd (0: as -t)
+    // --draft-batch-max: the most draft tokens one step adds, all its slots together, shared evenly among the
+    // drafting slots (0: the step's budget, -b or 128 alone, less its generating slots' own tokens, so that
+    // a step's generating part stays within the budget).
+    int32_t batch_max = 0;
     bool enabled() const { return lookup || !model_draft.empty(); }
 };
 
@@ -256,7 +260,7 @@ class Engine {
     void go_on(Slot &s, int32_t tok);
     // Whether a request drafts when speculation is on (else its slot decodes plainly).
     bool drafts(const Task &t) const;
-    void add_draft(Slot &s);                         // the slot's draft into this step's batch
+    int32_t add_draft(Slot &s, int32_t budget);  // the slot's draft (at most budget tokens) into the batch
     void verify_slot(Slot &s, int32_t batch_index);  // the drafting slot's tokens from this step's logits
     void finish(Slot &s, const char *reason);
     void fail(Slot &s, const std::string &why, int status = 500);
@@ -280,7 +284,7 @@ class Engine {
     std::vector<int32_t> eog_;
     static constexpr int32_t kLoneStepTokens = 128;
     int32_t n_vocab_ = 0, slot_ctx_ = 0, max_step_ = 0;
-    int32_t max_batch_ = 0;  // the batch's capacity: max_step_, plus every slot's largest draft
+    int32_t max_batch_ = 0;  // the batch's capacity: max_step_, plus the most draft tokens of a step
     bool embedding_only_ = false;
     enum llama_pooling_type pooling_ = LLAMA_POOLING_TYPE_NONE;
     int32_t n_embd_ = 0, max_embed_tokens_ = 0;

@@ -96,6 +96,9 @@ std::string metrics_text(const Metrics &m, const std::string &model_name) {
          double(m.requests_success.load()));
     line(o, "counter", "lctx:decode_steps_total", "llama_decode calls of the scheduler.",
          double(m.decode_steps.load()));
+    line(o, "gauge", "lctx:spec_step_draft_tokens_max",
+         "The most draft tokens one decode step has added, all slots together (--draft-batch-max).",
+         static_cast<double>(m.spec_step_draft_max.load()));
     line(o, "gauge", "lctx:requests_processing", "Requests holding a slot.", running);
     line(o, "gauge", "lctx:requests_deferred", "Requests waiting for a slot.", waiting);
     line(

@@ -41,11 +41,12 @@ struct Metrics {
     std::atomic<uint64_t> generated_tokens{0};  // tokens sampled (an accepted draft token counts once)
     // Speculative decoding: verifications of a draft, draft tokens verified, and of them accepted.
     std::atomic<uint64_t> spec_drafts{0}, spec_draft_tokens{0}, spec_accepted_tokens{0};
-    std::atomic<uint64_t> generation_us{0};     // time spent in steps that held only generating slots
-    std::atomic<uint64_t> requests_total{0};    // generation requests finished (any reason)
-    std::atomic<uint64_t> requests_success{0};  // ... that ended with stop or length
-    std::atomic<uint64_t> prefix_queries{0};    // prompt tokens looked up in the prompt cache
-    std::atomic<uint64_t> prefix_hits{0};       // ... of which were found there
+    std::atomic<int64_t> spec_step_draft_max{0};  // the most draft tokens one step has added (all slots)
+    std::atomic<uint64_t> generation_us{0};       // time spent in steps that held only generating slots
+    std::atomic<uint64_t> requests_total{0};      // generation requests finished (any reason)
+    std::atomic<uint64_t> requests_success{0};    // ... that ended with stop or length
+    std::atomic<uint64_t> prefix_queries{0};      // prompt tokens looked up in the prompt cache
+    std::atomic<uint64_t> prefix_hits{0};         // ... of which were found there
     std::atomic<uint64_t> decode_steps{0};
     std::atomic<uint64_t> busy_slot_steps{0};  // the slots with tokens in each decode step, summed
     std::atomic<int64_t> running{0};           // slots busy with a request

@@ -303,6 +303,49 @@ TEST_F(Capi, ExtPlaceBySequence) {
     lctx_kv_cache_place_by_sequence(nullptr, true);
 }
 
+// lctx_ext.h: a JSON schema's GBNF grammar, which llama_sampler_init_grammar takes; the length whatever the
+// room (the text cut and ended), -1 for a schema that cannot be converted or is no JSON.
+TEST_F(Capi, ExtJsonSchemaToGrammar) {
+    const char *schema = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
+    const int32_t n = lctx_json_schema_to_grammar(schema, nullptr, 0);
+    ASSERT_GT(n, 0);
+    std::string g(static_cast<size_t>(n), '\0');
+    ASSERT_EQ(lctx_json_schema_to_grammar(schema, g.data(), g.size() + 1), n);
+    EXPECT_NE(g.find("root"), std::string::npos) << g;
+    llama_sampler *s = llama_sampler_init_grammar(vocab(), g.c_str(), "root");
+    EXPECT_NE(s, nullptr);
+    llama_sampler_free(s);
+    char small[4] = {'x', 'x', 'x', 'x'};
+    EXPECT_EQ(lctx_json_schema_to_grammar(schema, small, sizeof small), n);
+    EXPECT_EQ(std::string(small), g.substr(0, 3));
+    EXPECT_EQ(lctx_json_schema_to_grammar(R"({"type": "kaboom"})", nullptr, 0), -1);
+    EXPECT_EQ(lctx_json_schema_to_grammar("not json", nullptr, 0), -1);
+    EXPECT_EQ(lctx_json_schema_to_grammar(nullptr, nullptr, 0), -1);
+}
+
+// lctx_ext.h: a text model has an output layer and an embedding model none; a KV cache takes every layer's K
+// and V rows of n_embd / n_head * n_head_kv values per cell.
+TEST_F(Capi, ExtModelOutputAndKvCacheSize) {
+    EXPECT_TRUE(lctx_model_has_output(model()));
+    const std::string bert_path = std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf";
+    llama_model *bert = llama_model_load_from_file(bert_path.c_str(), llama_model_default_params());
+    ASSERT_NE(bert, nullptr);
+    EXPECT_FALSE(lctx_model_has_output(bert));
+    llama_model_free(bert);
+    char buf[32] = {0};
+    const uint64_t n_head = static_cast<uint64_t>(llama_model_n_head(model()));
+    const uint64_t n_head_kv =
+        llama_model_meta_val_str(model(), "llama.attention.head_count_kv", buf, sizeof buf) > 0
+            ? std::stoull(buf)
+            : n_head;
+    const uint64_t row = static_cast<uint64_t>(llama_model_n_embd(model())) / n_head * n_head_kv;
+    const uint64_t layers = static_cast<uint64_t>(llama_model_n_layer(model()));
+    EXPECT_EQ(lctx_model_kv_cache_size(model(), 256, GGML_TYPE_F16, GGML_TYPE_F16),
+              layers * 256 * 2 * row * 2);
+    EXPECT_EQ(lctx_model_kv_cache_size(model(), 100, GGML_TYPE_F32, GGML_TYPE_F16),
+              layers * 100 * (4 + 2) * row);
+}
+
 TEST_F(Capi, TokenizeBufferContract) {
     const std::string text = "Once upon a time, there was a little girl named Lily.";
     const int32_t len = static_cast<int32_t>(text.size());

@@ -1,20 +1,21 @@
-// The CLI's option helpers: llama.cpp spellings, escapes, --logit-bias, and the range checks.
+// The CLI's option helpers: llama.cpp spellings, escapes, --logit-bias, the range checks, and the sampler
+// chain the options build.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "model/model.h"
-#include "sampling/mirostat.h"
-#include "sampling/temperature.h"
+#include "llama.h"
+#include "stories_vocab.h"
 #include "tools/lctx/args.h"
-#include "tools/lctx/common.h"
-#include "vocab/vocab.h"
+#include "tools/lctx/cli_sampling.h"
+#include "tools/lctx/gen_options.h"
 
 namespace lctx::cli::options_test {
 namespace {
@@ -158,27 +159,58 @@ TEST(SamplingDefaults, AreLlamaCppB4748s) {
     EXPECT_FALSE(o.ignore_eos);
 }
 
+// The chain `run` and `chat` sample with: the options through tools/lctx/cli_sampling.h into the generation
+// layer's llama.h chain.
+class SamplerChainFromOptions : public lctx::testing::StoriesVocabTest {
+  protected:
+    // The chain of the options, owned by the test.
+    static SamplerPtr chain_of(const SamplingOptions &o) {
+        std::string err;
+        SamplerPtr c = make_cli_sampler_chain(o, vocab(), 256, &err);
+        EXPECT_TRUE(c) << err;
+        return c;
+    }
+    // A chain built by hand from the given samplers, in order.
+    static SamplerPtr chain(std::initializer_list<llama_sampler *> samplers) {
+        SamplerPtr c(llama_sampler_chain_init(llama_sampler_chain_default_params()));
+        for (llama_sampler *s : samplers) llama_sampler_chain_add(c.get(), s);
+        return c;
+    }
+    // The token the chain picks from these logits (and accepts, as sampling does).
+    static llama_token sample(llama_sampler *c, const std::vector<float> &logits) {
+        std::vector<llama_token_data> cand(logits.size());
+        for (size_t i = 0; i < logits.size(); ++i) cand[i] = {static_cast<llama_token>(i), logits[i], 0.0f};
+        llama_token_data_array cur{cand.data(), cand.size(), -1, false};
+        llama_sampler_apply(c, &cur);
+        EXPECT_GE(cur.selected, 0);
+        if (cur.selected < 0) return -1;
+        const llama_token t = cur.data[cur.selected].id;
+        llama_sampler_accept(c, t);
+        return t;
+    }
+};
+
 // --mirostat 1 is b4748's chain (common/sampling.cpp): temperature, then mirostat v1 (tau, eta, m = 100).
 // (These logits do not tell m = 50 from m = 100 apart: docs/MUTATION.md, cli_mirostat_m.)
-TEST(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
-    const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
-    const int32_t n_vocab = model->vocab().n_tokens();
+TEST_F(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
+    ASSERT_TRUE(model_);
     SamplingOptions o;
     o.mirostat = 1;
     o.seed = 1234;
     o.temp = 0.9f;
     o.mirostat_ent = 1.0f;
-    const std::unique_ptr<SamplerChain> chain = make_sampler_chain(o, model->vocab(), 256);
-    SamplerChain want;
-    want.add(std::make_unique<TempSampler>(0.9f));
-    want.add(std::make_unique<MirostatSampler>(n_vocab, 1234u, o.mirostat_ent, o.mirostat_lr, 100));
+    const auto got = chain_of(o);
+    ASSERT_TRUE(got);
+    const auto want =
+        chain({llama_sampler_init_temp(0.9f),
+               llama_sampler_init_mirostat(n_vocab(), 1234u, o.mirostat_ent, o.mirostat_lr, 100)});
     std::mt19937 rng(7);
     std::normal_distribution<float> d(0.0f, 3.0f);
-    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    std::vector<float> logits(static_cast<size_t>(n_vocab()));
     for (int step = 0; step < 64; ++step) {
         for (float &l : logits) l = d(rng);
-        const Token a = chain->sample(logits.data(), n_vocab);
-        ASSERT_EQ(a, want.sample(logits.data(), n_vocab)) << "step " << step;
+        const llama_token a = sample(got.get(), logits);
+        ASSERT_EQ(a, sample(want.get(), logits)) << "step " << step;
     }
 }
 
@@ -186,26 +218,27 @@ TEST(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
 // exponent 1.1 over the first 50 ranks and fall steeply after them give an estimate near 1.1 from 50
 // candidates (k over a hundred) and a large one from 100 (k of one or two), so a chain with another m picks
 // other tokens.
-TEST(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
-    const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
-    const int32_t n_vocab = model->vocab().n_tokens();
-    ASSERT_GT(n_vocab, 200);
+TEST_F(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
+    ASSERT_TRUE(model_);
+    ASSERT_GT(n_vocab(), 200);
     SamplingOptions o;
     o.mirostat = 1;
     o.seed = 99;
     o.temp = 1.0f;
     o.mirostat_ent = 5.0f;
-    const std::unique_ptr<SamplerChain> chain = make_sampler_chain(o, model->vocab(), 256);
-    SamplerChain want;
-    want.add(std::make_unique<TempSampler>(1.0f));
-    want.add(std::make_unique<MirostatSampler>(n_vocab, 99u, o.mirostat_ent, o.mirostat_lr, 100));
-    SamplerChain fifty;  // what the chain must not be
-    fifty.add(std::make_unique<TempSampler>(1.0f));
-    fifty.add(std::make_unique<MirostatSampler>(n_vocab, 99u, o.mirostat_ent, o.mirostat_lr, 50));
-    std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
+    const auto got = chain_of(o);
+    ASSERT_TRUE(got);
+    const auto want =
+        chain({llama_sampler_init_temp(1.0f),
+               llama_sampler_init_mirostat(n_vocab(), 99u, o.mirostat_ent, o.mirostat_lr, 100)});
+    // What the chain must not be.
+    const auto fifty =
+        chain({llama_sampler_init_temp(1.0f),
+               llama_sampler_init_mirostat(n_vocab(), 99u, o.mirostat_ent, o.mirostat_lr, 50)});
+    std::vector<int32_t> ids(static_cast<size_t>(n_vocab()));
     std::iota(ids.begin(), ids.end(), 0);
     std::mt19937 rng(11);
-    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    std::vector<float> logits(static_cast<size_t>(n_vocab()));
     int differs_from_fifty = 0;
     for (int step = 0; step < 32; ++step) {
         std::shuffle(ids.begin(), ids.end(), rng);
@@ -214,9 +247,9 @@ TEST(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
             l = rank < 50 ? -1.1f * std::log(static_cast<float>(rank + 1)) : l - 3.0f;
             logits[static_cast<size_t>(ids[rank])] = l;
         }
-        const Token a = chain->sample(logits.data(), n_vocab);
-        ASSERT_EQ(a, want.sample(logits.data(), n_vocab)) << "step " << step;
-        if (a != fifty.sample(logits.data(), n_vocab)) ++differs_from_fifty;
+        const llama_token a = sample(got.get(), logits);
+        ASSERT_EQ(a, sample(want.get(), logits)) << "step " << step;
+        if (a != sample(fifty.get(), logits)) ++differs_from_fifty;
     }
     // The logits do tell the two apart (else this test could not fail for a chain built with m = 50).
     EXPECT_GT(differs_from_fifty, 8);
@@ -227,9 +260,8 @@ TEST(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
 // run, so top-k, typical-p and XTC, which can take the most likely token out, change nothing. This is lctx's
 // rule, llama.cpp's before its PR 9897; b4748 builds its whole chain at any temperature, with a temperature
 // sampler that keeps only the top token of what reaches it (docs/MUTATION.md, cli_greedy_at_temp_zero).
-TEST(SamplerChainFromOptions, TempZeroIsGreedy) {
-    const auto model = Model::load(std::string(LCTX_MODELS_DIR) + "/stories260K.gguf");
-    const int32_t n_vocab = model->vocab().n_tokens();
+TEST_F(SamplerChainFromOptions, TempZeroIsGreedy) {
+    ASSERT_TRUE(model_);
     SamplingOptions o;
     o.seed = 5;
     o.top_k = 3;
@@ -238,29 +270,31 @@ TEST(SamplerChainFromOptions, TempZeroIsGreedy) {
     o.xtc_threshold = 0.01f;
     std::mt19937 rng(3);
     std::normal_distribution<float> d(0.0f, 2.0f);
-    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    std::vector<float> logits(static_cast<size_t>(n_vocab()));
     for (float temp : {0.0f, -1.0f}) {
         o.temp = temp;
-        const std::unique_ptr<SamplerChain> chain = make_sampler_chain(o, model->vocab(), 256);
-        ASSERT_EQ(chain->size(), 1) << "temp " << temp;
-        EXPECT_STREQ(chain->get(0)->name(), "greedy") << "temp " << temp;
+        const auto c = chain_of(o);
+        ASSERT_TRUE(c);
+        ASSERT_EQ(llama_sampler_chain_n(c.get()), 1) << "temp " << temp;
+        EXPECT_STREQ(llama_sampler_name(llama_sampler_chain_get(c.get(), 0)), "greedy") << "temp " << temp;
         for (int step = 0; step < 32; ++step) {
             for (float &l : logits) l = d(rng);
-            const Token best =
-                static_cast<Token>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-            ASSERT_EQ(chain->sample(logits.data(), n_vocab), best) << "temp " << temp << ", step " << step;
+            const llama_token best =
+                static_cast<llama_token>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            ASSERT_EQ(sample(c.get(), logits), best) << "temp " << temp << ", step " << step;
         }
     }
     // The same options at a small positive temperature do take the most likely token out (else this test
     // could not tell a greedy chain from the full one).
     o.temp = 0.01f;
-    const std::unique_ptr<SamplerChain> full = make_sampler_chain(o, model->vocab(), 256);
+    const auto full = chain_of(o);
+    ASSERT_TRUE(full);
     int other = 0;
     for (int step = 0; step < 32; ++step) {
         for (float &l : logits) l = d(rng);
-        const Token best =
-            static_cast<Token>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-        if (full->sample(logits.data(), n_vocab) != best) ++other;
+        const llama_token best =
+            static_cast<llama_token>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        if (sample(full.get(), logits) != best) ++other;
     }
     EXPECT_GT(other, 16);
 }

@@ -1,5 +1,5 @@
 // lctx serve's chat options: --chat-template-file (a Jinja template read and checked at start),
-// --reasoning-format and --reasoning-budget; each mistake is one line naming the option, status 1, before
+// --reasoning-format and --reasoning-budget, and --draft-batch-max; each mistake is one line naming the option, status 1, before
 // anything listens.
 #include <gtest/gtest.h>
 
@@ -42,6 +42,14 @@ TEST(ServeOptions, ChatTemplateFileMistakes) {
         run_cli("serve --port 0 --chat-template-file " + good_path + " --chat-template chatml", true);
     EXPECT_EQ(both.status, 1);
     EXPECT_TRUE(has(both.out, "give one of them")) << both.out;
+}
+
+// --draft-batch-max: a count of draft tokens, 0 for the automatic cap; a negative one is refused at start.
+TEST(ServeOptions, DraftBatchMaxIsACount) {
+    const CliResult neg = run_cli("serve --port 0 --lookup --draft-batch-max -1", true);
+    EXPECT_NE(neg.status, 0);
+    EXPECT_TRUE(has(neg.out, "--draft-batch-max")) << neg.out;
+    EXPECT_FALSE(has(neg.out, "listening")) << neg.out;
 }
 
 TEST(ServeOptions, ReasoningOptionsTakeTheirValuesOnly) {

@@ -283,6 +283,36 @@ TEST(SpecGreedy, ContextFullStopsWherePlainDecodingDoes) {
     EXPECT_EQ(out, plain_greedy(m.get(), prompt, static_cast<int>(out.size())));
 }
 
+// A caller that decoded the history itself (a chat's turn on its cached conversation) resumes from the
+// context's logits; a history limit below the context's (a chat's -c) bounds the drafts, and after a resume
+// at the limit one token is chosen for the position past it (the caller shifts before decoding it).
+TEST(SpecGreedy, ResumesFromTheCallersDecodeUpToTheGivenContext) {
+    ModelPtr m = load(golden_model("stories260K"));
+    ASSERT_TRUE(m);
+    const std::vector<llama_token> prompt = tokenize(m.get(), "Once upon a time");
+    ContextPtr ctx = make_ctx(m.get(), 64);
+    ContextPtr dctx = make_ctx(m.get(), 64);
+    std::vector<llama_token> history = prompt, out;
+    llama_batch b = llama_batch_get_one(history.data(), static_cast<int32_t>(history.size()));
+    ASSERT_EQ(llama_decode(ctx.get(), b), 0);
+    ModelDrafter drafter(dctx.get(), 0.0f);
+    const int32_t limit = 32;
+    Speculator spec(ctx.get(), &drafter, SpecParams{8, 0, limit}, SpecSampling{});
+    ASSERT_EQ(spec.resume(), "");
+    while (static_cast<int32_t>(history.size()) < limit) ASSERT_EQ(spec.step(history, &out), "");
+    EXPECT_EQ(static_cast<int32_t>(history.size()), limit);
+    EXPECT_GT(spec.stats().n_drafted, 0);
+    EXPECT_EQ(spec.step(history, &out), "the context is full");
+    // The last token decoded by the caller, then one more token chosen from its logits.
+    llama_token last = history.back();
+    b = llama_batch_get_one(&last, 1);
+    ASSERT_EQ(llama_decode(ctx.get(), b), 0);
+    ASSERT_EQ(spec.resume(), "");
+    ASSERT_EQ(spec.step(history, &out), "");
+    EXPECT_EQ(static_cast<int32_t>(history.size()), limit + 1);
+    EXPECT_EQ(out, plain_greedy(m.get(), prompt, static_cast<int>(out.size())));
+}
+
 // A drafter that proposes what plain greedy decoding continues `full` with, then `bad`, then a valid id: as a
 // draft model whose vocabulary is larger than the target's (spec_vocab_check allows 128 more tokens) can.
 class OracleThenBad : public lctx::generate::Drafter {

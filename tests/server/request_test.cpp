@@ -1,10 +1,7 @@
-// The request parser and validator (no server): every field's type and range, and the stop-string
-// text stream.
+// The request parser and validator (no server): every field's type and range.
 #include "server/request.h"
 
 #include <gtest/gtest.h>
-
-#include "server/text_stream.h"
 
 namespace lctx::server::request_test {
 namespace {
@@ -122,32 +119,6 @@ TEST(ServerRequest, RefusesWrongTypesAndRanges) {
     EXPECT_EQ(c.messages[0].content, "a\nb");
     EXPECT_EQ(c.sampling.temperature, 1.0f);
     EXPECT_EQ(c.max_tokens, 3);
-}
-
-TEST(ServerTextStream, HoldsBackAPossibleStopAndCutsAtIt) {
-    TextStream s({"END"});
-    EXPECT_EQ(s.push("Hello E"), "Hello ");
-    EXPECT_EQ(s.push("N"), "");
-    EXPECT_EQ(s.push("Xtra"), "ENXtra");  // not the stop string after all
-    EXPECT_EQ(s.push(" done EN"), " done ");
-    EXPECT_EQ(s.push("D more"), "");
-    EXPECT_TRUE(s.stopped());
-    EXPECT_EQ(s.text(), "Hello ENXtra done ");
-    EXPECT_EQ(s.flush(), "");
-    TextStream t({"x"});
-    EXPECT_EQ(t.push("ab"), "ab");
-    EXPECT_EQ(t.flush(), "");
-}
-
-TEST(ServerTextStream, NeverSplitsAUtf8Character) {
-    TextStream s({});
-    const std::string e = "\xC3\xA9";  // é
-    EXPECT_EQ(s.push("a\xC3"), "a");
-    EXPECT_EQ(s.push("\xA9"), e);
-    EXPECT_EQ(s.push("\xE2\x82"), "");
-    EXPECT_EQ(s.flush(), "\xE2\x82");  // at the end, what is left is sent as is
-    EXPECT_EQ(utf8_complete_prefix("ab\xF0\x9F\x98"), 2u);
-    EXPECT_EQ(utf8_complete_prefix("ab\xF0\x9F\x98\x80"), 6u);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // speculation, for one request and for three prompts that generate together (one request's prompt list:
 // queued together, evaluated in the same steps, so their slots verify their drafts in the same decodes); a
 // sampled request keeps working; the timings, usage and metrics add up (an accepted draft token counts once);
-// requests the verifier cannot serve decode plainly; a draft model of another vocabulary is refused at start.
+// requests the verifier cannot serve decode plainly; the draft tokens of a step keep within
+// --draft-batch-max; a draft model of another vocabulary is refused at start.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -121,6 +122,29 @@ TEST(ServerSpec, GreedySelfDraftIsThePlainOutput) {
     EXPECT_EQ(draft_n(rs, "draft_n_accepted"), draft_n(rs, "draft_n"));
     // Far fewer decodes than tokens: three slots verify up to 16 tokens each per decode.
     EXPECT_LT(srv.metric("lctx:decode_steps_total"), 192 / 4);
+}
+
+// --draft-batch-max: three slots whose drafter always drafts (16 tokens each, 48 a step uncapped) add at most
+// the cap in one step, given (12) or by default the step's budget less the generating slots' own tokens
+// (-b 24: 23 at most), and the greedy output is still the plain output.
+TEST(ServerSpec, DraftTokensOfAStepKeepWithinTheCap) {
+    const Reference &ref = plain_reference();
+    ASSERT_EQ(ref.together.size(), kPrompts.size());
+    for (const int32_t cap : {12, 0}) {
+        lctx::server::EngineOptions eo = options(Mode::SelfDraft);
+        eo.spec.batch_max = cap;
+        eo.step_tokens = 24;
+        const int32_t bound = cap > 0 ? cap : eo.step_tokens - 1;
+        LocalServer srv(eo);
+        const std::vector<json> three = complete(srv, kPrompts);
+        ASSERT_EQ(three.size(), 3u) << "cap " << cap;
+        for (size_t i = 0; i < 3; ++i)
+            EXPECT_EQ(tokens(three[i]), ref.together[i]) << "cap " << cap << ", prompt " << i;
+        EXPECT_GT(draft_n(three, "draft_n"), 0) << "cap " << cap;
+        const double most = srv.metric("lctx:spec_step_draft_tokens_max");
+        EXPECT_GT(most, 0) << "cap " << cap;
+        EXPECT_LE(most, bound) << "cap " << cap;
+    }
 }
 
 TEST(ServerSpec, SampledRequestsKeepWorking) {

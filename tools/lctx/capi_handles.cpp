@@ -23,4 +23,11 @@ std::string capi_error_suffix() {
     return g_last_error.empty() ? "" : ": " + g_last_error;
 }
 
+std::string capi_last_error() {
+    std::string e = g_last_error;
+    if (e.rfind("llama_", 0) == 0 || e.rfind("lctx_", 0) == 0)
+        if (const size_t at = e.find(": "); at != std::string::npos) e.erase(0, at + 2);
+    return e.empty() ? "unknown error" : e;
+}
+
 }  // namespace lctx::cli

@@ -1,6 +1,7 @@
 // lctx run: tokenize a prompt, decode it in batches of -b tokens, then sample and decode one token at a
 // time, streaming the text; says why it stopped and ends with a timing line (or prints one JSON object
-// with --json). -n -1 shifts the context when it is full and goes on until end of text.
+// with --json). -n -1 shifts the context when it is full and goes on until end of text. Written over llama.h
+// and the generation layer (src/generate/: the sampler chain, the context shift, prompt-cache files).
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -11,21 +12,28 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "context/context.h"
+#include "generate/context_shift.h"
 #include "generate/fim_prompt.h"
+#include "generate/sampling_chain.h"
+#include "generate/tokens.h"
+#include "lctx/lctx_ext.h"
+#include "llama.h"
+#include "tools/lctx/capi_handles.h"
+#include "tools/lctx/capi_model.h"
+#include "tools/lctx/cli_sampling.h"
 #include "tools/lctx/commands.h"
-#include "tools/lctx/common.h"
 #include "tools/lctx/control_vector_options.h"
+#include "tools/lctx/gen_options.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/prompt_cache.h"
 #include "tools/lctx/spec_options.h"
 #include "tools/lctx/token_probs.h"
 #include "tools/lctx/utf8_stream.h"
-#include "vocab/vocab.h"
 
 namespace lctx::cli {
 
@@ -107,87 +115,104 @@ int run_main(int argc, char **argv, bool infill) {
     // -md or prompt lookup: the generation layer's speculative decoding, over llama.h.
     if (spec.enabled()) return run_speculative(o, spec, seed);
 
-    std::unique_ptr<Model> model = load_model_or_report(o.model_path, o.quiet, o.overrides);
-    if (!model) return 1;
-    if (!check_generates_text(*model, o.model_path, "run")) return 1;
-    std::vector<std::shared_ptr<const LoraAdapter>> adapters;
-    if (!load_loras_or_report(*model, o.loras, "run", adapters)) return 1;
-    const Vocab &vocab = model->vocab();
+    capture_capi_errors();  // llama.h's log kept for the one-line reports, not printed
+    ModelPtr model_owner = load_model_capi(o.model_path, o.quiet, o.overrides);
+    if (!model_owner) return 1;
+    llama_model *model = model_owner.get();
+    if (!check_generates_text(model, o.model_path, "run")) return 1;
+    std::vector<LoraPtr> adapters;
+    if (!load_loras_capi(model, o.loras, "run", adapters)) return 1;
+    const llama_vocab *vocab = llama_model_get_vocab(model);
 
-    std::vector<int32_t> prompt_ids;
+    std::vector<llama_token> prompt_ids;
     if (infill) {
         // llama-infill's prompt: [BOS] FIM_PRE prefix FIM_SUF suffix FIM_MID (--spm-infill: FIM_SUF suffix
         // FIM_PRE prefix FIM_MID), the texts tokenized without special tokens.
-        if (vocab.fim_pre() < 0 || vocab.fim_suf() < 0 || vocab.fim_mid() < 0) {
+        generate::FimTokens ft;
+        ft.pre = llama_vocab_fim_pre(vocab);
+        ft.suf = llama_vocab_fim_suf(vocab);
+        ft.mid = llama_vocab_fim_mid(vocab);
+        if (ft.pre < 0 || ft.suf < 0 || ft.mid < 0) {
             std::fprintf(stderr,
                          "lctx infill: %s has no fill-in-the-middle tokens (tokenizer.ggml.fim_pre_token_id, "
                          "fim_suf_token_id, fim_mid_token_id): it is not a FIM model\n",
                          o.model_path.c_str());
             return 1;
         }
-        generate::FimTokens ft;
-        ft.pre = vocab.fim_pre();
-        ft.suf = vocab.fim_suf();
-        ft.mid = vocab.fim_mid();
-        ft.bos = vocab.bos();
-        ft.add_bos = vocab.add_bos();
+        ft.bos = llama_vocab_bos(vocab);
+        ft.add_bos = llama_vocab_get_add_bos(vocab);
         generate::FimInput fi;
         fi.prefix = in_prefix;
         fi.suffix = in_suffix;
         fi.spm = spm_infill;
-        prompt_ids = generate::fim_prompt(
-            ft, fi, [&vocab](const std::string &text) { return vocab.tokenize(text, false, false); });
+        prompt_ids = generate::fim_prompt(ft, fi, [vocab](const std::string &text) {
+            return generate::tokenize(vocab, text, false, false);
+        });
         o.prompt = in_prefix;  // what is shown before the middle
     } else {
-        prompt_ids = vocab.tokenize(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+        prompt_ids = generate::tokenize(vocab, o.prompt, /*add_special=*/true, /*parse_special=*/true);
     }
     if (prompt_ids.empty()) {
         std::fprintf(stderr, "lctx run: the prompt is empty and the model adds no BOS token\n");
         return 1;
     }
-    note_context_size(*model, o.n_ctx, o.type_k, o.type_v, "run", o.quiet);
-    const int n_threads = resolved_threads(o.n_threads);
-    std::unique_ptr<Context> ctx = make_context_or_report(
-        *model, o.n_ctx, static_cast<uint32_t>(o.n_batch), n_threads, static_cast<uint32_t>(o.n_ubatch),
-        resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads), o.type_k, o.type_v, o.flash_attn,
-        o.rope);
-    if (!ctx) return 1;
-    if (const std::string e = apply_control_vector_options(cvec, *model, *ctx, o.quiet, "run"); !e.empty()) {
+    note_context_size(model, o.n_ctx, o.type_k, o.type_v, "run", o.quiet);
+    // The sizes as given: llama.h may round the cache up (b4748 pads it), and run keeps to -c.
+    const ContextShape shape = context_shape(model, o, o.n_batch);
+    const ContextPtr ctx_owner = make_context_capi(model, o, shape);
+    if (!ctx_owner) return 1;
+    llama_context *ctx = ctx_owner.get();
+    if (const std::string e = apply_control_vector_options(cvec, model, ctx, o.quiet, "run"); !e.empty()) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
     }
-    apply_loras(*ctx, o.loras, adapters);
+    apply_loras_capi(ctx, o.loras, adapters);
     if (o.mlock && mlockall(MCL_CURRENT) != 0 && !o.quiet)
         std::fprintf(stderr, "lctx run: note: --mlock failed: %s (see ulimit -l)\n", std::strerror(errno));
-    const ContextParams &cp = ctx->params();
-    const int32_t n_ctx = static_cast<int32_t>(cp.n_ctx);
+    const int32_t n_ctx = shape.n_ctx;
+    // One batch of up to n_batch tokens of sequence 0 at explicit positions; the last one gives logits.
+    llama_batch batch = llama_batch_init(shape.n_batch, 0, 1);
+    struct BatchFree {
+        llama_batch *b;
+        ~BatchFree() { llama_batch_free(*b); }
+    } batch_free{&batch};
+    auto fill = [&batch](const llama_token *tokens, int32_t n, int32_t pos0) {
+        batch.n_tokens = n;
+        for (int32_t k = 0; k < n; ++k) {
+            batch.token[k] = tokens[k];
+            batch.pos[k] = pos0 + k;
+            batch.n_seq_id[k] = 1;
+            batch.seq_id[k][0] = 0;
+            batch.logits[k] = k == n - 1;
+        }
+    };
     // An encoder-decoder model (t5) encodes the prompt; the decoder then starts from its start token (BOS
     // when the file names none, as llama.cpp does) and generates from there.
-    std::vector<int32_t> encoder_ids;
-    if (ctx->is_encoder_decoder()) {
+    std::vector<llama_token> encoder_ids;
+    const bool encoder_decoder = llama_model_has_encoder(model);
+    if (encoder_decoder) {
         encoder_ids = prompt_ids;
-        Batch eb;
-        eb.n_tokens = static_cast<int32_t>(encoder_ids.size());
-        eb.token = encoder_ids.data();
-        if (ctx->encode(eb) != DecodeStatus::Ok) {
+        llama_batch eb = llama_batch_get_one(encoder_ids.data(), static_cast<int32_t>(encoder_ids.size()));
+        if (static_cast<int32_t>(encoder_ids.size()) > shape.n_ubatch || llama_encode(ctx, eb) != 0) {
             std::fprintf(stderr,
                          "lctx run: encoding the prompt (%zu tokens) failed: the encoder takes it in one "
-                         "micro-batch, here %u tokens (raise -ub, and -b and -c, which bound it)\n",
-                         encoder_ids.size(), cp.n_ubatch);
+                         "micro-batch, here %d tokens (raise -ub, and -b and -c, which bound it)\n",
+                         encoder_ids.size(), shape.n_ubatch);
             return 1;
         }
-        const int32_t start =
-            model->hparams().dec_start_token >= 0 ? model->hparams().dec_start_token : vocab.bos();
+        const llama_token start = llama_model_decoder_start_token(model) >= 0
+                                      ? llama_model_decoder_start_token(model)
+                                      : llama_vocab_bos(vocab);
         if (start < 0) {
             std::fprintf(stderr, "lctx run: the model names no decoder start token and has no BOS token\n");
             return 1;
         }
         prompt_ids = {start};
     }
-    if (prompt_ids.size() >= cp.n_ctx) {
+    if (static_cast<int32_t>(prompt_ids.size()) >= n_ctx) {
         std::fprintf(stderr,
-                     "lctx run: the prompt has %zu tokens, which does not fit a context of %u (use -c)\n",
-                     prompt_ids.size(), cp.n_ctx);
+                     "lctx run: the prompt has %zu tokens, which does not fit a context of %d (use -c)\n",
+                     prompt_ids.size(), n_ctx);
         return 1;
     }
     const int32_t n_prompt = static_cast<int32_t>(prompt_ids.size());
@@ -196,25 +221,33 @@ int run_main(int argc, char **argv, bool infill) {
     // prompt token, for its logits.
     int32_t n_reused = 0;
     if (cache.enabled()) {
-        if (ctx->is_encoder_decoder()) {
+        if (encoder_decoder) {
             std::fprintf(stderr,
                          "lctx run: --prompt-cache: an encoder-decoder model has no prompt to cache\n");
             return 1;
         }
-        if (const std::string e = cache.load(*ctx); !e.empty()) {
+        if (const std::string e = cache.load(ctx); !e.empty()) {
             std::fprintf(stderr, "lctx run: %s\n", e.c_str());
             return 1;
         }
-        n_reused = cache.reuse(*ctx, prompt_ids);
+        n_reused = cache.reuse(ctx, prompt_ids);
         if (!o.quiet && !o.json)
             std::fprintf(stderr, "lctx run: %s\n", cache.report(prompt_ids.size()).c_str());
     }
-    const int32_t n_keep = o.n_keep < 0 ? n_prompt : std::min(n_prompt, o.n_keep + (vocab.add_bos() ? 1 : 0));
+    generate::ContextShift shift;
+    shift.n_keep =
+        o.n_keep < 0 ? n_prompt : std::min(n_prompt, o.n_keep + (llama_vocab_get_add_bos(vocab) ? 1 : 0));
     // -n -2 stops when the context is full; -n -1 and counts shift it (unless --no-context-shift).
-    const bool shift = o.n_predict != -2 && !o.no_context_shift;
+    shift.enabled = o.n_predict != -2 && !o.no_context_shift;
 
-    std::unique_ptr<SamplerChain> sampler = make_sampler_chain(o.sampling, vocab, n_ctx);
-    accept_prompt(*sampler, prompt_ids);
+    std::string chain_error;
+    const SamplerPtr chain_owner = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
+    if (!chain_owner) {
+        std::fprintf(stderr, "lctx run: %s\n", chain_error.c_str());
+        return 1;
+    }
+    llama_sampler *chain = chain_owner.get();
+    generate::accept_prompt(chain, prompt_ids);
     if (!o.quiet && !o.json) std::fprintf(stderr, "seed: %u\n", seed);
 
     const bool color = o.color && isatty(STDOUT_FILENO) && !o.json;
@@ -225,27 +258,23 @@ int run_main(int argc, char **argv, bool infill) {
         std::fflush(stdout);
     }
 
-    // The timing line counts what run decoded: the whole prompt however it was batched (the context's
-    // counters call every 1-token decode generation), and one decode per generated token.
+    // The timing line counts what run decoded: the whole prompt however it was batched, and one decode per
+    // generated token.
     using Clock = std::chrono::steady_clock;
     const Clock::time_point t_prompt = Clock::now();
-    for (int32_t i = n_reused; i < n_prompt; i += static_cast<int32_t>(cp.n_batch)) {
-        Batch b;
-        b.n_tokens = std::min<int32_t>(static_cast<int32_t>(cp.n_batch), n_prompt - i);
-        b.token = prompt_ids.data() + i;
-        std::vector<int32_t> pos(static_cast<size_t>(b.n_tokens));
-        for (int32_t k = 0; k < b.n_tokens; ++k) pos[static_cast<size_t>(k)] = i + k;
-        b.pos = pos.data();
-        if (ctx->decode(b) != DecodeStatus::Ok) {
+    for (int32_t i = n_reused; i < n_prompt; i += shape.n_batch) {
+        fill(prompt_ids.data() + i, std::min(shape.n_batch, n_prompt - i), i);
+        if (llama_decode(ctx, batch) != 0) {
             std::fprintf(stderr, "lctx run: decoding the prompt failed\n");
             return 1;
         }
     }
 
     const double prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_prompt).count();
-    std::vector<int32_t> cache_tokens = prompt_ids;  // what the cache holds, in order (--prompt-cache-all)
+    std::vector<llama_token> cache_tokens =
+        prompt_ids;  // what the cache holds, in order (--prompt-cache-all)
     if (cache.enabled()) {
-        if (const std::string e = cache.save_prompt(*ctx, prompt_ids); !e.empty()) {
+        if (const std::string e = cache.save_prompt(ctx, prompt_ids); !e.empty()) {
             std::fprintf(stderr, "lctx run: %s\n", e.c_str());
             return 1;
         }
@@ -254,12 +283,13 @@ int run_main(int argc, char **argv, bool infill) {
 
     interrupt_install();
     interrupt_begin_reply();
-    std::vector<int32_t> ids;
+    std::vector<llama_token> ids;
     nlohmann::json probs = nlohmann::json::array();  // --n-probs: one list per sampled token
     std::string text;
     Utf8Stream out(stdout);
     int32_t pos = n_prompt;
     int32_t n_shifted = 0;
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab);
     std::string stop = "-n reached";
     for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
         if (interrupt_requested()) {
@@ -267,41 +297,41 @@ int run_main(int argc, char **argv, bool infill) {
             break;
         }
         if (pos >= n_ctx) {
-            const int32_t dropped = shift ? ctx->shift_context(0, n_keep) : 0;
+            const int32_t dropped = generate::shift_context(ctx, 0, shift);
             if (dropped == 0) {
                 stop = "context full";
                 break;
             }
             pos -= dropped;
             n_shifted += dropped;
-            cache_tokens.erase(cache_tokens.begin() + n_keep, cache_tokens.begin() + n_keep + dropped);
+            cache_tokens.erase(cache_tokens.begin() + shift.n_keep,
+                               cache_tokens.begin() + shift.n_keep + dropped);
         }
         // --ignore-eos bans the end a complete grammar leaves as the only choice: the output is done.
-        if (o.sampling.ignore_eos && grammar_exhausted(*sampler, vocab)) {
+        if (o.sampling.ignore_eos && generate::grammar_exhausted(chain, vocab)) {
             stop = "grammar complete";
             break;
         }
-        const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
-        if (n_probs > 0) probs.push_back(top_probs(ctx->logits_ith(-1), n_vocab, n_probs, vocab));
-        const int32_t id = sampler->sample(ctx->logits_ith(-1), n_vocab);  // accepts it
-        if (vocab.is_eog(id) && !o.sampling.ignore_eos) {
+        if (n_probs > 0) probs.push_back(top_probs(llama_get_logits_ith(ctx, -1), n_vocab, n_probs, vocab));
+        const llama_token id = llama_sampler_sample(chain, ctx, -1);  // accepts it
+        if (id == LLAMA_TOKEN_NULL) {
+            std::fprintf(stderr, "\nlctx run: sampling failed: %s\n", capi_last_error().c_str());
+            return 1;
+        }
+        if (llama_vocab_is_eog(vocab, id) && !o.sampling.ignore_eos) {
             stop = "end of text";
             break;
         }
         ids.push_back(id);
-        const std::string piece = vocab.token_to_piece(id, /*special=*/o.special);
+        const std::string piece = generate::token_piece(vocab, id, /*special=*/o.special);
         text += piece;
         if (!o.json) out.write(piece);
-        Batch one;
-        int32_t tok = id;
-        one.n_tokens = 1;
-        one.token = &tok;
-        one.pos = &pos;
+        fill(&id, 1, pos);
         const Clock::time_point t_gen = Clock::now();
-        const DecodeStatus ds = ctx->decode(one);
+        const int32_t ds = llama_decode(ctx, batch);
         gen_ms += std::chrono::duration<double, std::milli>(Clock::now() - t_gen).count();
-        if (ds != DecodeStatus::Ok) {
-            std::fprintf(stderr, "\nlctx run: decode failed (status %d)\n", static_cast<int>(ds));
+        if (ds != 0) {
+            std::fprintf(stderr, "\nlctx run: decode failed (status %d)\n", ds);
             return 1;
         }
         ++pos;
@@ -315,7 +345,7 @@ int run_main(int argc, char **argv, bool infill) {
     }
     interrupt_end_reply();
     if (cache.save_all()) {
-        if (const std::string e = cache.save_tokens(*ctx, cache_tokens); !e.empty()) {
+        if (const std::string e = cache.save_tokens(ctx, cache_tokens); !e.empty()) {
             std::fprintf(stderr, "lctx run: %s\n", e.c_str());
             return 1;
         }
@@ -349,12 +379,16 @@ int run_main(int argc, char **argv, bool infill) {
     struct rusage ru {};
     getrusage(RUSAGE_SELF, &ru);
     const double mib = 1024.0 * 1024.0;
+    std::error_code ec;
+    const uintmax_t file_bytes = std::filesystem::file_size(o.model_path, ec);
+    const uint64_t kv_bytes = lctx_model_kv_cache_size(
+        model, llama_n_ctx(ctx), static_cast<ggml_type>(o.type_k), static_cast<ggml_type>(o.type_v));
     std::fprintf(
         stderr,
         "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s | peak memory %.1f MiB "
         "(model file %.1f MiB + KV cache %.1f MiB)\n",
         n_prompt - n_reused, pp, n_gen, tg, static_cast<double>(ru.ru_maxrss) * 1024.0 / mib,
-        static_cast<double>(model->file().size()) / mib, static_cast<double>(ctx->kv().memory_bytes()) / mib);
+        ec ? 0.0 : static_cast<double>(file_bytes) / mib, static_cast<double>(kv_bytes) / mib);
     return status;
 }
 

@@ -133,6 +133,15 @@ int cmd_serve(int argc, char **argv) {
     // Speculative decoding in every slot: `lctx run`'s options and checks (-md, --draft-max, --lookup, ...).
     SpecOptions spec;
     add_spec_options(app, spec);
+    app.add_option("--draft-batch-max", eo.spec.batch_max,
+                   "most draft tokens one step adds, all slots together (0: the step's budget, -b or 128 "
+                   "alone, less the generating slots' own tokens)")
+        ->check(CLI::Validator(
+            [](const std::string &v) {
+                return !v.empty() && v[0] == '-' ? std::string("a count of tokens: 0 (automatic) or more")
+                                                 : "";
+            },
+            "N"));
     const int st = parse_or_report(app, "serve", normalize_args(argc, argv));
     if (st >= 0) return st;
     if (const std::string e = check_spec_options(app, spec); !e.empty()) {

@@ -1,17 +1,12 @@
-// Pieces shared by the CLI subcommands: locating the default model, loading with progress, the
-// options of the generating commands (run, chat) with their checks, and the sampler chain they build.
+// What the CLI subcommands still over the internal classes share (bench, tokenize, serve): loading with
+// progress and the encoder-decoder check. `run` and `chat` use none of it: they go through llama.h and the
+// generation layer (capi_model.h, cli_sampling.h).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "context/context.h"
 #include "model/model.h"
-#include "sampling/samplers.h"
-#include "tools/lctx/args.h"
-#include "tools/lctx/gen_extra_options.h"
-#include "tools/lctx/lora_options.h"
 
 namespace lctx::cli {
 
@@ -21,135 +16,7 @@ namespace lctx::cli {
 std::unique_ptr<Model> load_model_or_report(const std::string &path, bool quiet = false,
                                             const std::vector<gguf::KeyValue> &overrides = {});
 
-// A context of n_ctx cells (0: the model's training context), batches of at most n_batch_max tokens
-// (capped by n_ctx), micro-batches of n_ubatch (capped by the batch); prints the error and returns
-// null on failure.
-std::unique_ptr<Context> make_context_or_report(const Model &model, int32_t n_ctx, uint32_t n_batch_max,
-                                                int n_threads, uint32_t n_ubatch = 512,
-                                                int n_threads_batch = 0, GgmlType type_k = GgmlType::F16,
-                                                GgmlType type_v = GgmlType::F16, bool flash_attn = false,
-                                                const RopeOverrides &rope = {});
-
-// A KV cache type by llama.cpp's name (-ctk / -ctv: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1);
-// "" when it is one, else the reason, for `option` ("--cache-type-k").
-std::string kv_cache_type_from_name(const std::string &name, const char *option, GgmlType *out);
-
-// An embedding model (no output layer: bert, a reranker) gives vectors, not text: false, with one line on
-// stderr saying so and what to run instead, for the text-generating commands (run, chat, bench).
-bool check_generates_text(const Model &model, const std::string &path, const char *cmd);
 // Whether the model is an encoder-decoder (t5): its decoder starts from the encoder's output.
 bool is_encoder_decoder(const Model &model);
-
-// Before the context is made: warns when -c is above the model's training context (as llama.cpp does), and
-// then, or when the KV cache would take 1 GiB or more, says what the KV cache of n_ctx cells will take.
-// Nothing when quiet.
-void note_context_size(const Model &model, int32_t n_ctx, GgmlType type_k, GgmlType type_v, const char *cmd,
-                       bool quiet);
-// The bytes of a KV cache of n_ctx cells for this model (every layer's K and V rows; a recurrent model's
-// state per sequence instead).
-uint64_t kv_cache_bytes(const Model &model, uint64_t n_ctx, GgmlType type_k, GgmlType type_v);
-
-// With a grammar in the chain that is complete and allows no token but an end-of-generation one (which
-// --ignore-eos bans), nothing is left to sample: the output is finished.
-bool grammar_exhausted(SamplerChain &chain, const Vocab &vocab);
-
-// llama.cpp's defaults (common_params_sampling at b4748).
-struct SamplingOptions {
-    float temp = 0.8f;
-    int32_t top_k = 40;
-    float top_p = 0.95f;
-    float min_p = 0.05f;
-    float typical_p = 1.0f;
-    float repeat_penalty = 1.0f;
-    int32_t repeat_last_n = 64;  // -1: the whole context
-    float frequency_penalty = 0.0f;
-    float presence_penalty = 0.0f;
-    int64_t seed = -1;  // -1: random (resolve_seed picks one)
-    float dynatemp_range = 0.0f;
-    float dynatemp_exp = 1.0f;
-    int32_t mirostat = 0;  // 0 off, 1 v1, 2 v2
-    float mirostat_lr = 0.1f;
-    float mirostat_ent = 5.0f;
-    float xtc_probability = 0.0f;
-    float xtc_threshold = 0.1f;
-    float dry_multiplier = 0.0f;
-    float dry_base = 1.75f;
-    int32_t dry_allowed_length = 2;
-    int32_t dry_penalty_last_n = -1;
-    std::vector<std::string> dry_sequence_breakers;
-    std::vector<std::string> logit_bias;  // TOKEN+BIAS
-    bool ignore_eos = false;
-    std::string grammar, grammar_file, json_schema;
-    std::string samplers,
-        sampling_seq;  // --samplers (names) / --sampling-seq (letters): the order; "" default
-};
-
-// Registers the sampling options with llama.cpp's names.
-void add_sampling_options(CLI::App &app, SamplingOptions &o);
-// Range and finiteness of every value; the first problem as one line ("--temp: ..."), or "".
-std::string check_sampling_options(const SamplingOptions &o);
-// A seed of -1 becomes a random one; returns the seed in use.
-uint32_t resolve_seed(SamplingOptions &o);
-
-// temp <= 0: greedy. Otherwise logit bias -> penalties -> top-k -> typical -> top-p -> min-p -> xtc ->
-// temperature (dynamic with --dynatemp-range) -> dist (--samplers / --sampling-seq: the samplers between
-// the bias and dist, in their order), or temperature -> mirostat. n_ctx resolves
-// --repeat-last-n -1; --ignore-eos biases every end-of-generation token to -inf. Throws on a
-// --logit-bias token outside the vocabulary. The seed must be resolved.
-std::unique_ptr<SamplerChain> make_sampler_chain(const SamplingOptions &o, const Vocab &vocab, int32_t n_ctx);
-// Feeds prompt tokens to the samplers that keep a history (penalties, DRY), but not to a grammar: it
-// constrains only the generated text (llama.cpp's accept_grammar = false). Generated tokens need no call:
-// sampling accepts them.
-void accept_prompt(SamplerChain &chain, const std::vector<int32_t> &prompt);
-// Starts a grammar in the chain over (a chat reply after the previous one completed it), leaving the
-// other samplers' history and random state as they are.
-void reset_grammar(SamplerChain &chain);
-
-// What run and chat share: model, context, threads, prompt sources, llama.cpp compatibility options.
-struct GenOptions {
-    std::string model_path = default_model_path();
-    int32_t n_predict = 128;  // -1: until end of text (shifting the context), -2: until the context is full
-    int32_t n_ctx = 0;
-    int32_t n_batch = 2048;
-    int32_t n_ubatch = 512;
-    int32_t n_threads = 0;        // 0: every core
-    int32_t n_threads_batch = 0;  // 0: as n_threads
-    std::string cache_type_k = "f16", cache_type_v = "f16";
-    int32_t n_keep = 0;  // -1: the whole prompt
-    bool no_context_shift = false;
-    std::string prompt;
-    bool prompt_given = false;
-    std::string prompt_file;
-    bool escape = false;     // -e: escapes in a prompt from standard input too
-    bool no_escape = false;  // --no-escape: none anywhere (llama-cli processes them in -p, -f and -r)
-    bool no_display_prompt = false;
-    std::vector<std::string> reverse_prompts;
-    bool flash_attn = false, no_mmap = false, mlock = false, color = false, quiet = false;
-    int32_t n_gpu_layers = -1;
-    bool json = false;
-    SamplingOptions sampling;
-    LoraArgs lora_args;
-    std::vector<LoraOption> loras;  // from lora_args by check()
-
-    GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;  // from cache_type_k / _v by check()
-
-    // llama.cpp's model and context options (gen_extra_options.h).
-    std::vector<std::string> override_kv_args;  // --override-kv KEY=TYPE:VALUE
-    std::vector<gguf::KeyValue> overrides;      // from override_kv_args by check()
-    RopeArgs rope_args;
-    RopeOverrides rope;    // from rope_args by check()
-    bool special = false;  // -sp: print special tokens
-};
-
-void add_gen_options(CLI::App &app, GenOptions &o);
-// Checks every value (and resolves the cache types); the first problem as one line, or "".
-std::string check_gen_options(GenOptions &o);
-// Prints the one-line notes of options lctx accepts but does not need (-ngl, --no-mmap, -fa), unless
-// quiet; applies --mlock after loading.
-void note_compat_options(const GenOptions &o, const char *cmd);
-// The prompt from -f, -p (- reads stdin), or stdin when it is not a terminal and no -p was given. Escapes
-// are processed in a prompt from -p or -f and in the reverse prompts, as llama-cli does, unless --no-escape;
-// in a prompt from standard input only with -e. False with the error printed.
-bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed);
 
 }  // namespace lctx::cli

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "generate/control_vector_file.h"
+#include "tools/lctx/capi_handles.h"
 #include "util/error.h"
 
 namespace lctx::cli {
@@ -22,12 +23,13 @@ void add_control_vector_options(CLI::App &app, ControlVectorOptions &o) {
         ->expected(2);
 }
 
-std::string apply_control_vector_options(const ControlVectorOptions &o, const Model &model, Context &ctx,
-                                         bool quiet, const char *cmd) {
+std::string plan_control_vector(const ControlVectorOptions &o, int32_t n_layer, int32_t n_embd, bool quiet,
+                                const char *cmd, ControlVectorPlan *out) {
     if (!o.layer_range.empty() && o.layer_range.size() != 2)
         return "--control-vector-layer-range: takes two layers, START and END";
     if (!o.any()) {
         if (!o.layer_range.empty()) return "--control-vector-layer-range: no --control-vector given";
+        out->data.clear();
         return "";
     }
     std::vector<generate::ControlVectorSource> sources;
@@ -45,7 +47,6 @@ std::string apply_control_vector_options(const ControlVectorOptions &o, const Mo
                    ") is not a finite number";
         sources.push_back({file, v});
     }
-    const auto n_layer = static_cast<int32_t>(model.hparams().n_layer);
     int32_t start = o.layer_range.size() == 2 ? o.layer_range[0] : 0;
     int32_t end = o.layer_range.size() == 2 ? o.layer_range[1] : 0;
     if (start <= 0) start = 1;
@@ -55,19 +56,34 @@ std::string apply_control_vector_options(const ControlVectorOptions &o, const Mo
                std::to_string(end);
     try {
         const generate::ControlVector cv = generate::control_vector_load(sources);
-        if (cv.n_embd != static_cast<int32_t>(model.hparams().n_embd))
+        if (cv.n_embd != n_embd)
             return "--control-vector: the directions have " + std::to_string(cv.n_embd) +
-                   " values; the model's embedding has " + std::to_string(model.hparams().n_embd);
+                   " values; the model's embedding has " + std::to_string(n_embd);
         if (!quiet && cv.layer_count >= n_layer)
             std::fprintf(
                 stderr,
                 "lctx %s: note: the control vector has directions up to layer %lld; the model's layers "
                 "are 0..%d (layer 0 and the ones beyond are never applied)\n",
                 cmd, static_cast<long long>(cv.layer_count), n_layer - 1);
-        ctx.set_control_vector(cv.data.data(), cv.data.size(), cv.n_embd, start, end);
+        out->data = cv.data;
+        out->n_embd = cv.n_embd;
+        out->start = start;
+        out->end = end;
     } catch (const Error &e) {
         return std::string("--control-vector: ") + e.what();
     }
+    return "";
+}
+
+std::string apply_control_vector_options(const ControlVectorOptions &o, const llama_model *model,
+                                         llama_context *ctx, bool quiet, const char *cmd) {
+    ControlVectorPlan p;
+    if (std::string e =
+            plan_control_vector(o, llama_model_n_layer(model), llama_model_n_embd(model), quiet, cmd, &p);
+        !e.empty() || p.data.empty())
+        return e;
+    if (llama_apply_adapter_cvec(ctx, p.data.data(), p.data.size(), p.n_embd, p.start, p.end) != 0)
+        return "--control-vector: " + capi_last_error();
     return "";
 }
 

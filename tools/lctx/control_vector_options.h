@@ -7,8 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "context/context.h"
-#include "model/model.h"
+#include "llama.h"
 
 namespace lctx::cli {
 
@@ -25,7 +24,15 @@ void add_control_vector_options(CLI::App &app, ControlVectorOptions &o);
 // a START or END of 0 or less means layer 1 or the last layer). Returns "" or the error in one line
 // (naming the option and the file); the context is unchanged then. Prints a note (unless quiet) when a
 // file has directions for more layers than the model.
-std::string apply_control_vector_options(const ControlVectorOptions &o, const Model &model, Context &ctx,
-                                         bool quiet, const char *cmd);
+std::string apply_control_vector_options(const ControlVectorOptions &o, const llama_model *model,
+                                         llama_context *ctx, bool quiet, const char *cmd);
+// What it installs: the summed directions and the layer range, checked against the model's n_layer and
+// n_embd (the note printed here). "" or the error.
+struct ControlVectorPlan {
+    std::vector<float> data;
+    int32_t n_embd = 0, start = 0, end = 0;
+};
+std::string plan_control_vector(const ControlVectorOptions &o, int32_t n_layer, int32_t n_embd, bool quiet,
+                                const char *cmd, ControlVectorPlan *out);
 
 }  // namespace lctx::cli

@@ -6,8 +6,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "context/state.h"
-#include "tools/lctx/gen_extra_options.h"
+#include "generate/prompt_cache.h"
+#include "tools/lctx/capi_handles.h"
+#include "tools/lctx/gen_args.h"
 
 namespace lctx::cli {
 
@@ -39,48 +40,32 @@ std::string PromptCache::check() {
     return "";
 }
 
-std::string PromptCache::load(Context &ctx) {
+std::string PromptCache::load(llama_context *ctx) {
     saved_.clear();
     if (!existed_) return "";
-    try {
-        saved_ = ContextState::load_file(ctx, o_.path, ctx.params().n_ctx);
-    } catch (const std::exception &e) {
-        return "--prompt-cache: cannot use '" + o_.path + "': " + e.what() +
+    if (!generate::prompt_cache_load(ctx, o_.path, &saved_))
+        return "--prompt-cache: cannot use '" + o_.path + "': " + capi_last_error() +
                " (a file of another model or context settings? remove it or name another file)";
-    }
     return "";
 }
 
-int32_t PromptCache::reuse(Context &ctx, const std::vector<int32_t> &prompt) {
+int32_t PromptCache::reuse(llama_context *ctx, const std::vector<int32_t> &prompt) {
     size_t match = 0;
     while (match < saved_.size() && match < prompt.size() && saved_[match] == prompt[match]) ++match;
     save_ = !o_.ro && match < prompt.size();
-    if (match == prompt.size() && match > 0) --match;
-    if (match < saved_.size() && !ctx.kv().seq_rm(-1, static_cast<int32_t>(match), -1)) {
-        ctx.kv().clear();  // a recurrent state cannot be cut: start over
-        match = 0;
-    }
-    saved_.clear();  // the cache now holds the prompt's first `match` tokens, nothing else of the file
-    reused_ = static_cast<int32_t>(match);
+    reused_ = generate::prompt_cache_reuse(ctx, saved_, prompt);
+    saved_.clear();  // the cache now holds the prompt's first reused_ tokens, nothing else of the file
     return reused_;
 }
 
-std::string PromptCache::save_prompt(Context &ctx, const std::vector<int32_t> &prompt) {
+std::string PromptCache::save_prompt(llama_context *ctx, const std::vector<int32_t> &prompt) {
     if (!save_) return "";
-    try {
-        ContextState::save_file(ctx, o_.path, prompt.data(), prompt.size());
-    } catch (const std::exception &e) {
-        return std::string("--prompt-cache: ") + e.what();
-    }
+    if (!generate::prompt_cache_save(ctx, o_.path, prompt)) return "--prompt-cache: " + capi_last_error();
     return "";
 }
 
-std::string PromptCache::save_tokens(Context &ctx, const std::vector<int32_t> &tokens) {
-    try {
-        ContextState::save_file(ctx, o_.path, tokens.data(), tokens.size());
-    } catch (const std::exception &e) {
-        return std::string("--prompt-cache-all: ") + e.what();
-    }
+std::string PromptCache::save_tokens(llama_context *ctx, const std::vector<int32_t> &tokens) {
+    if (!generate::prompt_cache_save(ctx, o_.path, tokens)) return "--prompt-cache-all: " + capi_last_error();
     return "";
 }
 

@@ -1,13 +1,13 @@
 // --prompt-cache FILE (llama-cli's session file), shared by run and chat: the options, the checks made before
 // the model loads, the reuse of the saved state's longest common token prefix with a prompt, and the saves
-// (through ContextState, whose files are written whole or not at all).
+// (through llama.h's state files, written whole or not at all: generate/prompt_cache.h).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "context/context.h"
+#include "llama.h"
 
 namespace lctx::cli {
 
@@ -34,16 +34,16 @@ class PromptCache {
     std::string check();
     // Loads FILE into the context when it exists. "" or the problem (a file of another model or context
     // settings, or a damaged one); the context is unchanged then.
-    std::string load(Context &ctx);
+    std::string load(llama_context *ctx);
     // Keeps the longest common prefix of the loaded tokens and `prompt` in the cache and removes the rest
     // (all of it when the cache cannot be cut, as a recurrent state); returns how many prompt tokens need no
     // decode. A whole-prompt match leaves the last prompt token to decode again, for its logits.
-    int32_t reuse(Context &ctx, const std::vector<int32_t> &prompt);
+    int32_t reuse(llama_context *ctx, const std::vector<int32_t> &prompt);
     // After the prompt is decoded: saves the context with the prompt's tokens, unless read-only or the file
     // already held the whole prompt. "" or the problem.
-    std::string save_prompt(Context &ctx, const std::vector<int32_t> &prompt);
+    std::string save_prompt(llama_context *ctx, const std::vector<int32_t> &prompt);
     // --prompt-cache-all: saves the context with `tokens` (prompt and generated, as the cache holds them).
-    std::string save_tokens(Context &ctx, const std::vector<int32_t> &tokens);
+    std::string save_tokens(llama_context *ctx, const std::vector<int32_t> &tokens);
 
     bool existed() const { return existed_; }
     int32_t reused() const { return reused_; }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "generate/tokens.h"
-#include "server/sampler_chain.h"
+#include "tools/lctx/cli_sampling.h"
 #include "tools/lctx/interrupt.h"
 #include "tools/lctx/utf8_stream.h"
 
@@ -76,41 +76,23 @@ std::string spec_unsupported_gen_options(const GenOptions &o) {
 
 llama_sampler *make_spec_filters(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
                                  uint32_t seed, std::string *error) {
-    server::SamplingParams sp;
-    sp.temperature = o.temp;
-    sp.top_k = o.top_k;
-    sp.top_p = o.top_p;
-    sp.min_p = o.min_p;
-    sp.typical_p = o.typical_p;
-    sp.repeat_penalty = o.repeat_penalty;
-    sp.repeat_last_n = o.repeat_last_n;
-    sp.frequency_penalty = o.frequency_penalty;
-    sp.presence_penalty = o.presence_penalty;
-    sp.seed = seed;
-    sp.dynatemp_range = o.dynatemp_range;
-    sp.dynatemp_exponent = o.dynatemp_exp;
-    sp.xtc_probability = o.xtc_probability;
-    sp.xtc_threshold = o.xtc_threshold;
-    sp.dry_multiplier = o.dry_multiplier;
-    sp.dry_base = o.dry_base;
-    sp.dry_allowed_length = o.dry_allowed_length;
-    sp.dry_penalty_last_n = o.dry_penalty_last_n;
-    if (!o.dry_sequence_breakers.empty()) sp.dry_sequence_breakers = o.dry_sequence_breakers;
-    server::ChainInputs in;
-    in.vocab = vocab;
-    in.n_vocab = llama_vocab_n_tokens(vocab);
-    in.n_ctx = n_ctx;
-    in.seed = seed;
+    SamplingOptions so = o;
+    so.seed = seed;
+    generate::SamplingConfig c;
+    if (!cli_sampling_config(so, vocab, &c, error)) return nullptr;
+    c.keep_neutral_samplers = false;  // the verifier's filters: only the samplers that change anything
     // Without the last sampler (dist or greedy): the generation layer draws itself.
-    return server::make_filter_chain(sp, in, error);
+    return generate::make_filter_chain(c, vocab, n_ctx, error);
 }
 
 SpecModels::~SpecModels() {
     drafter.reset();
     if (dctx) llama_free(dctx);
-    if (ctx) llama_free(ctx);
     if (draft) llama_model_free(draft);
-    if (target) llama_model_free(target);
+    if (!borrowed) {
+        if (ctx) llama_free(ctx);
+        if (target) llama_model_free(target);
+    }
 }
 
 namespace {
@@ -143,11 +125,17 @@ std::string spec_load(const std::string &path, const SpecOptions &s, int32_t n_c
     out->ctx = make_ctx(out->target, n_ctx, n_batch, n_ubatch, n_threads, n_threads_batch, type_k, type_v,
                         flash_attn);
     if (!out->ctx) return "cannot make a context for " + path;
+    return spec_add_drafter(path, s, n_batch, n_ubatch, n_threads, type_k, type_v, flash_attn, out);
+}
+
+std::string spec_add_drafter(const std::string &path, const SpecOptions &s, int32_t n_batch, int32_t n_ubatch,
+                             int n_threads, ggml_type type_k, ggml_type type_v, bool flash_attn,
+                             SpecModels *out) {
     if (std::string e = generate::spec_context_check(out->ctx, "target"); !e.empty()) return e;
     if (s.lookup) {
         out->drafter = std::make_unique<generate::NgramDrafter>(s.ngram_min, s.ngram_max);
     } else if (!s.model_draft.empty()) {
-        out->draft = llama_model_load_from_file(s.model_draft.c_str(), mp);
+        out->draft = llama_model_load_from_file(s.model_draft.c_str(), llama_model_default_params());
         if (!out->draft) return "cannot load the draft model " + s.model_draft;
         const std::string e =
             generate::spec_vocab_check(llama_model_get_vocab(out->target), llama_model_get_vocab(out->draft));

@@ -1,7 +1,8 @@
-// Speculative decoding on the command line (lctx run, lctx bench, lctx serve): llama.cpp's draft-model
-// options (-md, --draft-max, --draft-min, --draft-p-min, -cd, -td) and prompt lookup (--lookup,
+// Speculative decoding on the command line (lctx run, lctx chat, lctx bench, lctx serve): llama.cpp's
+// draft-model options (-md, --draft-max, --draft-min, --draft-p-min, -cd, -td) and prompt lookup (--lookup,
 // --lookup-ngram-min/max), one set with one check for every command; `run` generating through
-// src/generate/speculative.h over llama.h (`serve` passes them to the engine: server/engine.h).
+// src/generate/speculative.h over llama.h, `chat` each reply (`serve` passes them to the engine:
+// server/engine.h).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 #include "generate/speculative.h"
 #include "llama.h"
-#include "tools/lctx/common.h"
+#include "tools/lctx/gen_options.h"
 
 namespace lctx::cli {
 
@@ -44,10 +45,11 @@ std::string spec_unsupported_gen_options(const GenOptions &o);
 llama_sampler *make_spec_filters(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
                                  uint32_t seed, std::string *error);
 
-// Models and contexts through llama.h, freed in order.
+// Models and contexts through llama.h, freed in order (the target's only when spec_load made them).
 struct SpecModels {
     llama_model *target = nullptr, *draft = nullptr;
     llama_context *ctx = nullptr, *dctx = nullptr;
+    bool borrowed = false;  // target and ctx are the caller's (spec_add_drafter)
     std::unique_ptr<generate::Drafter> drafter;
     SpecModels() = default;
     SpecModels(const SpecModels &) = delete;
@@ -60,6 +62,13 @@ struct SpecModels {
 std::string spec_load(const std::string &path, const SpecOptions &s, int32_t n_ctx, int32_t n_batch,
                       int32_t n_ubatch, int n_threads, int n_threads_batch, ggml_type type_k,
                       ggml_type type_v, bool flash_attn, SpecModels *out);
+
+// The drafter for a target model and context already made (out->target, out->ctx; set borrowed unless
+// out owns them): the checks of spec_load, then -md's model and context or prompt lookup. path names the
+// target in errors. "" or the error.
+std::string spec_add_drafter(const std::string &path, const SpecOptions &s, int32_t n_batch, int32_t n_ubatch,
+                             int n_threads, ggml_type type_k, ggml_type type_v, bool flash_attn,
+                             SpecModels *out);
 
 // lctx run with -md or lookup: the whole run over llama.h and the generation layer. seed: resolved.
 int run_speculative(GenOptions &o, const SpecOptions &s, uint32_t seed);

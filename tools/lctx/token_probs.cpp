@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "generate/tokens.h"
+
 namespace lctx::cli {
 
 void add_n_probs_option(CLI::App &app, int32_t &n_probs) {
@@ -20,7 +22,8 @@ std::string check_n_probs(int32_t n_probs, bool json) {
     return "";
 }
 
-nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const Vocab &vocab) {
+nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n,
+                         const std::function<std::string(int32_t)> &piece) {
     float mx = -INFINITY;
     for (int32_t i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
     double sum = 0;
@@ -35,10 +38,15 @@ nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const 
     for (size_t i = 0; i < k; ++i) {
         const int32_t id = order[i];
         out.push_back({{"id", id},
-                       {"token", vocab.token_to_piece(id, /*special=*/true)},
+                       {"token", piece(id)},
                        {"prob", std::exp(static_cast<double>(logits[id]) - mx) / sum}});
     }
     return out;
+}
+
+nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const llama_vocab *vocab) {
+    return top_probs(logits, n_vocab, n,
+                     [vocab](int32_t id) { return generate::token_piece(vocab, id, true); });
 }
 
 }  // namespace lctx::cli

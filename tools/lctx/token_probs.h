@@ -2,10 +2,11 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "vocab/vocab.h"
+#include "llama.h"
 
 namespace lctx::cli {
 
@@ -14,6 +15,9 @@ void add_n_probs_option(CLI::App &app, int32_t &n_probs);
 std::string check_n_probs(int32_t n_probs, bool json);
 // The n most likely tokens of the softmax over the logits, [{id, token, prob}], most likely first (ties by
 // id).
-nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const Vocab &vocab);
+nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n, const llama_vocab *vocab);
+// The same with each token's text (special tokens rendered) from `piece`.
+nlohmann::json top_probs(const float *logits, int32_t n_vocab, int32_t n,
+                         const std::function<std::string(int32_t)> &piece);
 
 }  // namespace lctx::cli

@@ -1,7 +1,6 @@
-#include "tools/lctx/lora_options.h"
+#include "tools/lctx/lora_args.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 namespace lctx::cli {
@@ -57,25 +56,6 @@ std::vector<LoraOption> parse_lora_options(const LoraArgs &a, std::string &error
         out.push_back(o);
     }
     return out;
-}
-
-bool load_loras_or_report(const Model &model, const std::vector<LoraOption> &opts, const char *cmd,
-                          std::vector<std::shared_ptr<const LoraAdapter>> &out) {
-    for (const LoraOption &o : opts) {
-        try {
-            out.push_back(LoraAdapter::load(model, o.path));
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "lctx %s: --lora %s: %s\n", cmd, o.path.c_str(), e.what());
-            return false;
-        }
-    }
-    return true;
-}
-
-void apply_loras(Context &ctx, const std::vector<LoraOption> &opts,
-                 const std::vector<std::shared_ptr<const LoraAdapter>> &adapters) {
-    for (size_t i = 0; i < adapters.size() && i < opts.size(); ++i)
-        ctx.lora().set(adapters[i], opts[i].scale);
 }
 
 }  // namespace lctx::cli

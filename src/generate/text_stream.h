@@ -1,11 +1,11 @@
-// Generated text on its way to a client: stop strings end it (the stop text itself is not sent), and
-// nothing is sent that could still turn out to be the start of a stop string or is an incomplete UTF-8
-// character, so a streamed reply never shows text the final one would not hold.
+// Generated text on its way to a reader (a server client, the CLI): stop strings end it (the stop text itself
+// is not sent), and nothing is sent that could still turn out to be the start of a stop string or is an
+// incomplete UTF-8 character, so a streamed reply never shows text the final one would not hold.
 #pragma once
 #include <string>
 #include <vector>
 
-namespace lctx::server {
+namespace lctx::generate {
 
 class TextStream {
   public:
@@ -33,4 +33,4 @@ class TextStream {
 // incomplete sequence is left out).
 size_t utf8_complete_prefix(const std::string &s);
 
-}  // namespace lctx::server
+}  // namespace lctx::generate

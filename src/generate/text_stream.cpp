@@ -1,8 +1,8 @@
-#include "server/text_stream.h"
+#include "generate/text_stream.h"
 
 #include <algorithm>
 
-namespace lctx::server {
+namespace lctx::generate {
 
 size_t utf8_complete_prefix(const std::string &s) {
     // Look back at most 3 bytes for the lead byte of an unfinished sequence.
@@ -64,4 +64,4 @@ std::string TextStream::flush() {
     return out;
 }
 
-}  // namespace lctx::server
+}  // namespace lctx::generate

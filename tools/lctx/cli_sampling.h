@@ -1,0 +1,24 @@
+// The sampling options of run and chat (gen_options.h) as the generation layer's sampler chain parameters
+// (generate/sampling_chain.h): llama.cpp's CLI chain, over llama.h.
+#pragma once
+#include <string>
+
+#include "generate/sampling_chain.h"
+#include "llama.h"
+#include "tools/lctx/capi_handles.h"
+#include "tools/lctx/gen_options.h"
+
+namespace lctx::cli {
+
+// The parameters for the model's vocabulary: the grammar text (from --grammar, --grammar-file or
+// --json-schema), the logit biases (a token outside the vocabulary is an error), every end of generation
+// banned with --ignore-eos, the order of --samplers / --sampling-seq. The seed must be resolved. False with
+// *error set ("--logit-bias: ...").
+bool cli_sampling_config(const SamplingOptions &o, const llama_vocab *vocab, generate::SamplingConfig *out,
+                         std::string *error);
+
+// The chain itself; null with *error set, naming the option (a grammar that cannot be used).
+SamplerPtr make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
+                                  std::string *error);
+
+}  // namespace lctx::cli
