@@ -22,7 +22,6 @@
 #include "server/kv_events.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/commands.h"
-#include "tools/lctx/common.h"
 #include "tools/lctx/read_file.h"
 #include "tools/lctx/spec_options.h"
 
