@@ -97,7 +97,8 @@ json tool_calls_json(const std::vector<chat::ToolCall> &calls) {
 ChatPlan plan_chat(const Engine &eng, const GenRequest &r, const ChatReplyOptions &opts) {
     ChatPlan p;
     const ToolRequest &t = r.tools;
-    const std::string &src = eng.jinja_template();
+    const generate::ChatTurns &turns = eng.chat_turns();
+    const std::string &src = turns.jinja_template();
     const bool tools = t.active();
     if (src.empty()) {
         if (tools)
@@ -123,9 +124,7 @@ ChatPlan plan_chat(const Engine &eng, const GenRequest &r, const ChatReplyOption
     if (!tools && format != chat::ToolFormat::GptOss && format != chat::ToolFormat::CommandR7B)
         format = chat::ToolFormat::ContentOnly;
 
-    chat::JinjaChatOptions jo;
-    jo.bos_token = eng.bos_text();
-    jo.eos_token = eng.eos_text();
+    chat::JinjaChatOptions jo;  // the model's BOS and EOS texts come from turns.render_jinja
     jo.extra = t.template_kwargs;
     if (auto it = jo.extra.find("enable_thinking"); it != jo.extra.end()) {
         if (!it->is_boolean())
@@ -152,7 +151,7 @@ ChatPlan plan_chat(const Engine &eng, const GenRequest &r, const ChatReplyOption
         if (tools && format == chat::ToolFormat::Generic && src.find("tools") == std::string::npos)
             add_generic_instructions(msgs, t.tools, t.parallel);
         try {
-            p.prompt = chat::jinja_chat_render(src, msgs, jo);
+            p.prompt = turns.render_jinja(msgs, jo);
         } catch (const std::exception &e) {
             throw ApiError(400, std::string("the chat template failed: ") + e.what(), "invalid_request_error",
                            tools ? "tools" : "messages");

@@ -9,9 +9,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "chat/builtin_templates.h"
-#include "chat/chat_format.h"
-#include "chat/chat_template.h"
+#include "generate/chat_turns.h"
 #include "generate/context_shift.h"
 #include "generate/embed_batch.h"
 #include "generate/speculative.h"
@@ -128,15 +126,10 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     if (!opts_.kv_events.empty()) kv_endpoint = parse_kv_endpoint(opts_.kv_events);
     // --chat-template takes the names the C API knows (llama_chat_builtin_templates, b4748's heuristics for a
     // template's text), and raw: the one list `lctx chat` takes too.
-    if (!opts_.chat_template.empty() && opts_.chat_template != "raw") {
-        chat_builtin_ = chat::builtin_template_detect(opts_.chat_template);
-        if (chat_builtin_.empty()) {
-            std::string known;
-            for (const char *n : chat::builtin_template_names()) known += std::string(n) + ", ";
-            throw std::runtime_error("unknown --chat-template '" + opts_.chat_template +
-                                     "' (known: " + known + "raw)");
-        }
-    }
+    if (std::string builtin;
+        !opts_.chat_template.empty() && !generate::chat_format_by_name(opts_.chat_template, &builtin))
+        throw std::runtime_error("unknown --chat-template '" + opts_.chat_template +
+                                 "' (known: " + generate::chat_format_names() + ")");
     llama_model_params mp = llama_model_default_params();
     model_ = llama_model_load_from_file(opts_.model_path.c_str(), mp);
     if (!model_) throw std::runtime_error("cannot load the model '" + opts_.model_path + "'");
@@ -191,10 +184,14 @@ Engine::Engine(const EngineOptions &opts) : opts_(opts) {
     slot_ctx_ = static_cast<int32_t>(llama_n_ctx(ctx_)) / opts_.n_slots;
     model_name_ =
         opts_.alias.empty() ? std::filesystem::path(opts_.model_path).filename().string() : opts_.alias;
-    if (const char *t = llama_model_chat_template(model_, nullptr)) model_template_ = t;
-    if (!opts_.chat_template_jinja.empty()) model_template_ = opts_.chat_template_jinja;
-    if (llama_vocab_bos(vocab_) >= 0) bos_text_ = token_text_special(llama_vocab_bos(vocab_));
-    if (llama_vocab_eos(vocab_) >= 0) eos_text_ = token_text_special(llama_vocab_eos(vocab_));
+    // A --chat-template name wins over --chat-template-file; a model without a template uses chatml, and a
+    // template that fails falls back to chatml, as llama-server does.
+    generate::ChatTemplateChoice choice;
+    choice.format = opts_.chat_template;
+    if (opts_.chat_template.empty()) choice.jinja = opts_.chat_template_jinja;
+    choice.no_template = ChatFormat::ChatML;
+    choice.jinja_fallback = "chatml";
+    chat_ = std::make_unique<generate::ChatTurns>(model_, choice);
     for (int32_t t = 0; t < n_vocab_; ++t)
         if (llama_vocab_is_eog(vocab_, t)) eog_.push_back(t);
     batch_ = llama_batch_init(max_batch_, 0, 1);
@@ -430,30 +427,15 @@ std::string Engine::detokenize(const std::vector<int32_t> &tokens) const {
 std::string Engine::render_chat(const std::vector<ChatTurn> &turns, bool add_generation_prompt) const {
     std::vector<ChatMessage> msgs;
     for (const ChatTurn &t : turns) msgs.push_back({t.role, t.content});
-    if (!opts_.chat_template.empty()) {
-        if (chat_builtin_.empty()) return chat_format_apply(ChatFormat::Raw, msgs, add_generation_prompt);
-        std::string out;
-        chat::builtin_template_apply(chat_builtin_, msgs, add_generation_prompt, out);
-        return out;
-    }
-    // A model without a template uses chatml, as llama-server does.
-    if (model_template_.empty()) return chat_format_apply(ChatFormat::ChatML, msgs, add_generation_prompt);
-    chat::ChatRenderOptions ro;
-    ro.add_generation_prompt = add_generation_prompt;
-    ro.bos_token = bos_text_;
-    ro.eos_token = eos_text_;
-    ro.fallback = "chatml";
     try {
-        return chat::chat_render(model_template_, msgs, ro).prompt;
+        return chat_->render(msgs, add_generation_prompt).prompt;
     } catch (const std::exception &e) {
         throw ApiError(400, std::string("the chat template failed: ") + e.what());
     }
 }
 
 std::vector<int32_t> Engine::tokenize_chat(const std::string &prompt) const {
-    // Text that starts with the BOS the template printed must not get a second one.
-    const bool has_bos = !bos_text_.empty() && prompt.rfind(bos_text_, 0) == 0;
-    return tokenize(prompt, !has_bos, true);
+    return chat_->tokenize(prompt);
 }
 
 generate::FimTokens Engine::fim_tokens() const {

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "generate/chat_turns.h"
 #include "generate/fim_prompt.h"
 #include "llama.h"
 #include "server/metrics.h"
@@ -204,16 +205,11 @@ class Engine {
     const std::string &model_path() const { return opts_.model_path; }
     // The template chat messages go through: the model's own, or the built-in format's name.
     const std::string &chat_template_text() const {
-        return opts_.chat_template.empty() ? model_template_ : opts_.chat_template;
+        return opts_.chat_template.empty() ? chat_->jinja_template() : opts_.chat_template;
     }
-    // The Jinja template chats render through (--chat-template-file's, or the model's own when no
-    // --chat-template names a built-in format); "" when chats use a built-in format.
-    const std::string &jinja_template() const {
-        static const std::string none;
-        return opts_.chat_template.empty() ? model_template_ : none;
-    }
-    const std::string &bos_text() const { return bos_text_; }
-    const std::string &eos_text() const { return eos_text_; }
+    // What renders chats (--chat-template, --chat-template-file or the model's own template, chatml without
+    // one): its jinja_template() is "" when chats use a built-in format.
+    const generate::ChatTurns &chat_turns() const { return *chat_; }
     Metrics &metrics() { return metrics_; }
     std::vector<SlotInfo> slots_info() const;
     // No request queued or running (a drain waits for it).
@@ -288,8 +284,8 @@ class Engine {
     bool embedding_only_ = false;
     enum llama_pooling_type pooling_ = LLAMA_POOLING_TYPE_NONE;
     int32_t n_embd_ = 0, max_embed_tokens_ = 0;
-    std::string model_name_, model_template_, bos_text_, eos_text_;
-    std::string chat_builtin_;  // the built-in format --chat-template names ("" for raw or none)
+    std::string model_name_;
+    std::unique_ptr<generate::ChatTurns> chat_;
     Metrics metrics_;
     std::unique_ptr<KvBlockTracker> kv_blocks_;  // with --kv-events: the loop's view of the slots' blocks
     std::unique_ptr<KvEventPublisher> kv_pub_;
