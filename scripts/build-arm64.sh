@@ -6,11 +6,15 @@
 #   scripts/build-arm64.sh                      liblctx, the lctx CLI and every test binary
 #   LCTX_BUILD_TARGETS="lctx_cli test_kernels" scripts/build-arm64.sh    only those targets
 #   LCTX_ARM64_BUILD_DIR=DIR                    another build folder (default: build-arm64)
-# Extra arguments go to cmake's configure step. ccache, when installed, serves repeated compiles. The
+#   scripts/build-arm64.sh --install-only       installs what is missing and stops (scripts/test.sh runs it
+#                                               beside other work, before its ARM64 stage)
+# Other arguments go to cmake's configure step. ccache, when installed, serves repeated compiles. The
 # binaries run under qemu-user: scripts/test-arm64.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${LCTX_ARM64_BUILD_DIR:-$root/build-arm64}"
+install_only=0
+if [ "${1:-}" = --install-only ]; then install_only=1; shift; fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -30,6 +34,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+[ $install_only = 1 ] && exit 0
 
 args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake")
 if command -v ninja >/dev/null 2>&1; then args+=(-G Ninja); fi

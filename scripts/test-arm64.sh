@@ -49,7 +49,11 @@ sysroot=$("$root/scripts/arm64-ld-prefix.sh")
 run_timeout=${LCTX_ARM64_RUN_TIMEOUT:-900}
 
 # CI's kernel subsets (see the header).
-kernel_filter_ci_max='-*_scalar:*_neon'
+# On the max CPU at i8mm: the suites parameterized by level as their dotprod and i8mm instances (in two
+# processes, one per core, so that the two sides take about as long), the others once (less the thread
+# pool's tests, which test no level and under emulation only slow the run).
+kernel_filter_ci_max='-*_scalar:*_neon:*_dotprod:ThreadPoolTest.*'
+kernel_filter_ci_max_dotprod='*_dotprod'
 kernel_filter_ci_a53='*_neon:IsaLevel.*:DotDispatch.*'
 # CI's model subset: the shipped model's golden logits and greedy tokens (small inputs).
 model_filter_ci='*Golden*Logits*:*GoldenGreedy*:IsaLevel.*'
@@ -57,11 +61,12 @@ model_filter_ci='*Golden*Logits*:*GoldenGreedy*:IsaLevel.*'
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/lctx-arm64.XXXXXX")
 results="$logdir/results"
 : >"$results"
-# run CPU LEVEL EXPECT BINARY FILTER: one gtest process under qemu; EXPECT is the level the CPU must report.
+# run CPU LEVEL EXPECT BINARY FILTER [PART]: one gtest process under qemu; EXPECT is the level the CPU must
+# report; PART names a share of a binary's tests run in a process of its own.
 run() {
-  local cpu=$1 level=$2 expect=$3 bin=$4 filter=$5
-  local name="$bin @ $level on $cpu"
-  local log="$logdir/$bin.$level.$cpu.log"
+  local cpu=$1 level=$2 expect=$3 bin=$4 filter=$5 part=${6:-}
+  local name="$bin${part:+ ($part)} @ $level on $cpu"
+  local log="$logdir/$bin${part:+.$part}.$level.$cpu.log"
   local t0=$SECONDS
   if QEMU_LD_PREFIX="$sysroot" LCTX_ISA="$level" LCTX_EXPECT_DETECTED="$expect" \
      timeout -s KILL "$run_timeout" "$qemu" -cpu "$cpu" -L "$sysroot" "$build/bin/$bin" --gtest_filter="$filter" \
@@ -93,6 +98,7 @@ if [ "$mode" = ci ]; then
     run max i8mm i8mm test_model "$model_filter_ci"
   ) &
   (
+    run max i8mm i8mm test_kernels "$kernel_filter_ci_max_dotprod" "dotprod instances"
     run cortex-a53 neon neon test_kernels "$kernel_filter_ci_a53"
     run_skips cortex-a53 dotprod neon test_kernels
     run cortex-a53 neon neon test_model "$model_filter_ci"

@@ -4,11 +4,13 @@
 # harness for a bounded time (LCTX_FUZZ_SECONDS, default 30) from the same instrumented build. With --tsan
 # (CI too) it builds the suites whose code runs on several threads (kernels with the thread pool, context,
 # the server's HTTP threads beside its decode loop) under ThreadSanitizer and runs them at the CPU's best
-# level (tests/tsan.supp says what it suppresses and why).
+# level (tests/tsan.supp says what it suppresses and why). With --arm64 (CI too) it cross-builds the kernel and
+# model suites for ARM64 and runs CI's subset of them under qemu-user at the ARM levels (scripts/test-arm64.sh
+# --ci; the full run is scripts/test-arm64.sh).
 # After each ctest run a summary counts the skipped tests by reason (scripts/check-skips.py); with
 # --strict-skips (.ci/run passes it) or CI=true, a skip whose reason tests/skip-allowlist.txt does not name
 # fails the run.
-#   scripts/test.sh [--sanitize] [--tsan] [--strict-skips]
+#   scripts/test.sh [--sanitize] [--tsan] [--arm64] [--strict-skips]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Each stage prints its wall time, so a slow CI run shows where the time went.
@@ -40,14 +42,16 @@ timeout_release=${LCTX_TEST_TIMEOUT:-300}
 timeout_sanitized=${LCTX_TEST_TIMEOUT_SANITIZED:-900}
 sanitize=0
 tsan=0
+arm64=0
 strict_skips=0
 [ "${CI:-}" = true ] && strict_skips=1
 for a in "$@"; do
   case "$a" in
     --sanitize) sanitize=1 ;;
     --tsan) tsan=1 ;;
+    --arm64) arm64=1 ;;
     --strict-skips) strict_skips=1 ;;
-    *) echo "usage: $0 [--sanitize] [--tsan] [--strict-skips]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--sanitize] [--tsan] [--arm64] [--strict-skips]" >&2; exit 2 ;;
   esac
 done
 # Runs ctest over a build folder (further arguments go to ctest), then counts its skips by reason.
@@ -89,6 +93,16 @@ stage "release tests"
 best=$("$root/build/bin/lctx" --version | sed -n 's/^kernels: \([a-z0-9]*\).*/\1/p')
 skip_best=()
 [ -n "$best" ] && skip_best=(-E "^${best}\\.")
+# The ARM64 cross toolchain, qemu-user and the :arm64 libraries install beside the release tests (mostly
+# download and unpacking, while the tests leave some of the 2 cores idle), after the release build: an install
+# of the arm64 headers may touch the shared /usr/include files a compile is reading.
+arm_install_pid=""
+arm_install_log="$root/build-arm64/install.log"
+if [ $arm64 = 1 ]; then
+  mkdir -p "$root/build-arm64"
+  "$root/scripts/build-arm64.sh" --install-only >"$arm_install_log" 2>&1 &
+  arm_install_pid=$!
+fi
 run_ctest "$root/build" --timeout "$timeout_release" "${skip_best[@]}"
 if [ $sanitize = 1 ] || [ $tsan = 1 ]; then
   "$root/scripts/setup.sh"
@@ -152,6 +166,17 @@ if [ $tsan = 1 ]; then
   stage "TSan tests"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp \
     run_ctest "$root/build-tsan" --timeout "$timeout_sanitized" -L '^(kernels|context|server)$'
+fi
+if [ $arm64 = 1 ]; then
+  stage "ARM64 cross build"
+  if ! wait "$arm_install_pid"; then
+    cat "$arm_install_log"
+    echo "test.sh: installing the ARM64 toolchain failed" >&2
+    exit 1
+  fi
+  LCTX_BUILD_TARGETS="test_kernels test_model" "$root/scripts/build-arm64.sh" -DLCTX_UNITY="$unity"
+  stage "ARM64 tests (qemu)"
+  "$root/scripts/test-arm64.sh" --ci --no-build
 fi
 stage ""
 echo "test.sh: all stages took $((SECONDS - t_start)) s"
