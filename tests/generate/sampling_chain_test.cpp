@@ -69,6 +69,24 @@ TEST_F(GenerateSamplingChain, OnlyTheSamplersThatChangeAnythingThenADraw) {
     llama_sampler_free(f);
 }
 
+// llama.cpp's defaults (common_params_sampling at b4748), which `lctx run` and the server's /completion
+// start from: a wrong one changes what every seeded run samples. The rest stays neutral.
+TEST(GenerateSamplingDefaults, AreLlamaCppB4748s) {
+    const SamplingConfig d = lctx::generate::llama_cpp_sampling_defaults();
+    EXPECT_EQ(d.temperature, 0.80f);
+    EXPECT_EQ(d.top_k, 40);
+    EXPECT_EQ(d.top_p, 0.95f);
+    EXPECT_EQ(d.min_p, 0.05f);
+    EXPECT_EQ(d.repeat_last_n, 64);
+    EXPECT_EQ(d.typical_p, 1.0f);
+    EXPECT_EQ(d.repeat_penalty, 1.0f);
+    EXPECT_EQ(d.mirostat, 0);
+    EXPECT_EQ(d.dry_multiplier, 0.0f);
+    EXPECT_EQ(d.xtc_probability, 0.0f);
+    EXPECT_FALSE(d.keep_neutral_samplers);
+    EXPECT_TRUE(d.order.empty());
+}
+
 TEST_F(GenerateSamplingChain, NamesAndLettersOfTheOrder) {
     std::vector<SamplerStage> v;
     std::string why;
