@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "stories_vocab.h"
@@ -73,16 +74,10 @@ TEST_F(GenerateSamplingChain, OnlyTheSamplersThatChangeAnythingThenADraw) {
 // start from: a wrong one changes what every seeded run samples. The rest stays neutral.
 TEST(GenerateSamplingDefaults, AreLlamaCppB4748s) {
     const SamplingConfig d = lctx::generate::llama_cpp_sampling_defaults();
-    EXPECT_EQ(d.temperature, 0.80f);
-    EXPECT_EQ(d.top_k, 40);
-    EXPECT_EQ(d.top_p, 0.95f);
-    EXPECT_EQ(d.min_p, 0.05f);
-    EXPECT_EQ(d.repeat_last_n, 64);
-    EXPECT_EQ(d.typical_p, 1.0f);
-    EXPECT_EQ(d.repeat_penalty, 1.0f);
-    EXPECT_EQ(d.mirostat, 0);
-    EXPECT_EQ(d.dry_multiplier, 0.0f);
-    EXPECT_EQ(d.xtc_probability, 0.0f);
+    EXPECT_EQ(std::tuple(d.temperature, d.top_k, d.top_p, d.min_p, d.repeat_last_n),
+              std::tuple(0.80f, 40, 0.95f, 0.05f, 64));
+    EXPECT_EQ(std::tuple(d.typical_p, d.repeat_penalty, d.mirostat, d.dry_multiplier, d.xtc_probability),
+              std::tuple(1.0f, 1.0f, 0, 0.0f, 0.0f));
     EXPECT_FALSE(d.keep_neutral_samplers);
     EXPECT_TRUE(d.order.empty());
 }
