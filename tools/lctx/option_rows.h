@@ -35,7 +35,8 @@ struct MemberOf<T C::*> {
     using type = C;
 };
 
-// Registers each row: a bool as a flag, a list as a repeatable option, any other value as an option.
+// Registers each row: a bool as a flag, a list as a repeatable option (its default shown as []), any other
+// value as an option.
 // value(member pointer) is the member's reference.
 template <typename Fields, size_t N, typename Value>
 void add_option_rows(CLI::App &app, const OptionRow<Fields> (&rows)[N], Value &&value) {
@@ -47,7 +48,11 @@ void add_option_rows(CLI::App &app, const OptionRow<Fields> (&rows)[N], Value &&
                 if constexpr (std::is_same_v<T, bool>)
                     app.add_flag(r.flags, v, r.help);
                 else if constexpr (std::is_same_v<T, std::vector<std::string>>)
-                    app.add_option(r.flags, v, r.help)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+                    // A list's default shows as [] (the DRY breakers hold a newline, which would cut the
+                    // help's line).
+                    app.add_option(r.flags, v, r.help)
+                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                        ->default_str("[]");
                 else
                     app.add_option(r.flags, v, r.help);
             },
