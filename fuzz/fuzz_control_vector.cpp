@@ -1,4 +1,5 @@
-// Fuzzes the control-vector file reader (src/generate/control_vector_file.h): any bytes are either refused
+// Fuzzes the control-vector file reader (src/gguf/control_vector.h) and the FILE:SCALE argument parser
+// (src/generate/control_vector_file.h): any bytes are either refused
 // with lctx::Error (the GGUF reader's or the control-vector checks') or give a vector whose layout holds:
 // n_embd values per layer from layer 1 to the highest direction, every one finite. The first byte picks the
 // scale; the rest is the file.
@@ -11,7 +12,7 @@
 
 #include "fuzz_util.h"
 #include "generate/control_vector_file.h"
-#include "gguf/gguf.h"
+#include "gguf/control_vector.h"
 #include "util/error.h"
 
 using namespace lctx;
@@ -39,18 +40,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } catch (const Error &) {
         return 0;
     }
-    generate::ControlVector cv;
+    gguf::ControlVector cv;
     try {
-        cv = generate::control_vector_read(*file, scale, "<fuzz>");
+        cv = gguf::read_control_vector(*file, scale, "<fuzz>");
     } catch (const Error &) {
         return 0;
     }
     check(cv.n_embd >= 1, "n_embd below 1");
-    check(cv.layer_count >= 1 && cv.layer_count <= generate::kMaxControlVectorLayer,
-          "layer count out of range");
+    check(cv.layer_count >= 1 && cv.layer_count <= gguf::kMaxControlVectorLayer, "layer count out of range");
     check(cv.data.size() == static_cast<size_t>(cv.layer_count) * static_cast<size_t>(cv.n_embd),
           "buffer length is not layer_count * n_embd");
-    check(cv.n_layers_covered() == cv.layer_count, "layers covered");
     // Finite directions times a finite scale: infinite only when the product overflows (scale 1e30).
     if (data[0] % 4 != 3)
         for (float v : cv.data) check(std::isfinite(v), "a non-finite value");

@@ -30,14 +30,14 @@ void check_generation(const lctx::server::GenRequest &r, const lctx::server::Req
     for (const PromptInput &p : r.prompts)
         for (const PromptPiece &x : p)
             if (x.is_token && (x.token < 0 || x.token >= kVocab)) std::abort();
-    const SamplingParams &s = r.sampling;
+    const lctx::generate::SamplingConfig &s = r.sampling.config;
     if (s.mirostat < 0 || s.mirostat > 2 || !(s.typical_p >= 0.0f && s.typical_p <= 1.0f) ||
         !(s.xtc_probability >= 0.0f && s.xtc_probability <= 1.0f) || s.dry_base < 1.0f ||
-        s.dry_sequence_breakers.empty() || s.samplers.size() > 32)
+        s.dry_sequence_breakers.empty() || r.sampling.samplers.size() > 32)
         std::abort();
     for (const std::string &b : s.dry_sequence_breakers)
         if (b.empty()) std::abort();
-    for (const std::string &n : s.samplers)
+    for (const std::string &n : r.sampling.samplers)
         if (n != "top_k" && n != "typ_p" && n != "top_p" && n != "min_p" && n != "xtc" &&
             n != "temperature" && n != "dry" && n != "penalties")
             std::abort();

@@ -155,6 +155,9 @@ LCTX_GGML_API void ggml_backend_load_all(void);
 /* Monotonic wall-clock time in microseconds. */
 LCTX_GGML_API int64_t ggml_time_us(void);
 
+/* A type's name as ggml spells it ("f16", "q8_0", "iq4_nl"); "unknown" for an id no type has. */
+LCTX_GGML_API const char *ggml_type_name(enum ggml_type type);
+
 #ifdef __cplusplus
 }
 #endif

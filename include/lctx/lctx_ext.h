@@ -46,6 +46,30 @@ LLAMA_API bool lctx_model_has_output(const struct llama_model *model);
 LLAMA_API uint64_t lctx_model_kv_cache_size(const struct llama_model *model, uint32_t n_ctx,
                                             enum ggml_type type_k, enum ggml_type type_v);
 
+/*
+ * One control-vector file, as llama.cpp's common library reads it (--control-vector): a GGUF whose tensors
+ * are direction.N, one F32 vector of n_embd values per layer N (from 1), with optional metadata
+ * controlvector.model_hint. Its directions times scale, laid out as llama_apply_adapter_cvec takes them.
+ */
+struct lctx_control_vector {
+    float *data; /* n_embd floats per layer from layer 1 to layer_count; layers the file lacks hold zeros */
+    size_t len;  /* floats in data: n_embd * layer_count */
+    int32_t n_embd;
+    int32_t layer_count;  /* the highest layer with a direction */
+    char model_hint[128]; /* controlvector.model_hint cut to 127 bytes, "" when absent */
+};
+
+/*
+ * Reads the file at path into *out: 0, with out->data to be freed by lctx_control_vector_free; or -1, *out
+ * emptied, and the reason logged (a file that cannot be read or is not GGUF, a tensor not named direction.N
+ * with N from 1 to 4096, not F32 or not one-dimensional, directions of different lengths, a non-finite value
+ * in the file or in scale, no direction at all).
+ */
+LLAMA_API int32_t lctx_control_vector_load(const char *path, float scale, struct lctx_control_vector *out);
+
+/* Frees cv->data and empties *cv (NULL or an empty one: nothing to do). */
+LLAMA_API void lctx_control_vector_free(struct lctx_control_vector *cv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/dot.h"
 #include "lctx/lctx_ext.h"
+#include "tensor/types.h"
 
 namespace lctx::capi {
 
@@ -68,6 +69,10 @@ void ggml_backend_load_all(void) {}  // one built-in CPU backend: nothing to loa
 int64_t ggml_time_us(void) {
     using namespace std::chrono;
     return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+const char *ggml_type_name(enum ggml_type type) {
+    return lctx::type_name(static_cast<lctx::GgmlType>(type));
 }
 
 // ---- process-wide ----

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capi/capi_internal.h"
+#include "capi/quantize_overrides.h"
 #include "quantize/model_quantizer.h"
 #include "tensor/types.h"
 
@@ -20,35 +21,6 @@ std::optional<lctx::GgmlType> forced_type(enum ggml_type t, const char *what) {
     if (!lctx::type_is_known(static_cast<int32_t>(t)))
         throw lctx::Error(std::string(what) + ": unknown tensor type " + std::to_string(static_cast<int>(t)));
     return static_cast<lctx::GgmlType>(t);
-}
-
-std::vector<lctx::gguf::KeyValue> overrides(const void *p) {
-    namespace gguf = lctx::gguf;
-    std::vector<gguf::KeyValue> kv;
-    if (!p) return kv;
-    for (const llama_model_kv_override &o : *static_cast<const std::vector<llama_model_kv_override> *>(p)) {
-        if (o.key[0] == '\0') break;
-        const std::string key(o.key, strnlen(o.key, sizeof o.key));
-        switch (o.tag) {  // b4748 writes integers as int32 and floats as float32
-            case LLAMA_KV_OVERRIDE_TYPE_INT:
-                kv.push_back(
-                    {key, gguf::Value::from_int(gguf::ValueType::INT32, static_cast<int32_t>(o.val_i64))});
-                break;
-            case LLAMA_KV_OVERRIDE_TYPE_FLOAT:
-                kv.push_back({key, gguf::Value::from_float(gguf::ValueType::FLOAT32, o.val_f64)});
-                break;
-            case LLAMA_KV_OVERRIDE_TYPE_BOOL:
-                kv.push_back({key, gguf::Value::from_bool(o.val_bool)});
-                break;
-            case LLAMA_KV_OVERRIDE_TYPE_STR:
-                kv.push_back({key, gguf::Value::from_string(
-                                       std::string(o.val_str, strnlen(o.val_str, sizeof o.val_str)))});
-                break;
-            default:
-                throw lctx::Error("metadata override '" + key + "' has an unknown type");
-        }
-    }
-    return kv;
 }
 
 }  // namespace
@@ -70,7 +42,9 @@ uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out,
         o.only_copy = p.only_copy;
         o.pure = p.pure;
         o.imatrix = static_cast<const std::unordered_map<std::string, std::vector<float>> *>(p.imatrix);
-        o.kv_overrides = overrides(p.kv_overrides);
+        if (p.kv_overrides)
+            o.kv_overrides = lctx::capi::quantize_overrides(
+                *static_cast<const std::vector<llama_model_kv_override> *>(p.kv_overrides));
         o.on_tensor = [](const q::TensorReport &r, bool done) {
             if (!done) return;
             LCTX_LOG_INFO("[%4d/%4d] %36s - %6s -> %6s%s, %8.2f MiB -> %8.2f MiB", r.index, r.count,
@@ -87,3 +61,34 @@ uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out,
         return 0u;
     });
 }
+
+namespace lctx::capi {
+
+std::vector<gguf::KeyValue> quantize_overrides(const std::vector<llama_model_kv_override> &list) {
+    std::vector<gguf::KeyValue> kv;
+    for (const llama_model_kv_override &o : list) {
+        if (o.key[0] == '\0') break;
+        const std::string key(o.key, strnlen(o.key, sizeof o.key));
+        switch (o.tag) {  // b4748 writes integers as int32 and floats as float32
+            case LLAMA_KV_OVERRIDE_TYPE_INT:
+                kv.push_back(
+                    {key, gguf::Value::from_int(gguf::ValueType::INT32, static_cast<int32_t>(o.val_i64))});
+                break;
+            case LLAMA_KV_OVERRIDE_TYPE_FLOAT:
+                kv.push_back({key, gguf::Value::from_float(gguf::ValueType::FLOAT32, o.val_f64)});
+                break;
+            case LLAMA_KV_OVERRIDE_TYPE_BOOL:
+                kv.push_back({key, gguf::Value::from_bool(o.val_bool)});
+                break;
+            case LLAMA_KV_OVERRIDE_TYPE_STR:
+                kv.push_back({key, gguf::Value::from_string(
+                                       std::string(o.val_str, strnlen(o.val_str, sizeof o.val_str)))});
+                break;
+            default:
+                throw Error("metadata override '" + key + "' has an unknown type");
+        }
+    }
+    return kv;
+}
+
+}  // namespace lctx::capi

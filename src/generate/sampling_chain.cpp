@@ -248,6 +248,10 @@ bool parse_sampler_letters(const std::string &s, std::vector<SamplerStage> *out,
     return true;
 }
 
+SamplingConfig llama_cpp_sampling_defaults() {
+    return {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_last_n = 64};
+}
+
 llama_sampler *make_sampler_chain(const SamplingConfig &c, const llama_vocab *vocab, int32_t n_ctx,
                                   std::string *error) {
     return ChainBuilder(c, vocab, n_ctx).build(error);

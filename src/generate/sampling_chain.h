@@ -2,7 +2,7 @@
 // one with its triggers) and the logit biases first, then the samplers in `order` (llama.cpp's default:
 // penalties, dry, top_k, typ_p, top_p, min_p, xtc, temperature) and a draw. Mirostat replaces the
 // distribution samplers with temperature and itself; temperature <= 0 is greedy after the samplers that only
-// change logits (penalties, DRY). The server maps its requests into SamplingConfig, the CLI its options.
+// change logits (penalties, DRY). The server's requests and the CLI's options write into SamplingConfig.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,7 +28,8 @@ bool parse_sampler_names(const std::string &s, std::vector<SamplerStage> *out, s
 // One letter each: e penalties, d dry, k top_k, y typ_p, p top_p, m min_p, x xtc, t temperature, i infill.
 bool parse_sampler_letters(const std::string &s, std::vector<SamplerStage> *out, std::string *why);
 
-// Every sampler llama.h has, each off at its default here; a front end sets what it uses.
+// Every sampler llama.h has, each off at its default here; a front end sets what it uses. (Every member has
+// an initializer, so that a designated initializer can name only some.)
 struct SamplingConfig {
     float temperature = 1.0f;  // <= 0: greedy
     float dynatemp_range = 0.0f, dynatemp_exponent = 1.0f;
@@ -45,18 +46,22 @@ struct SamplingConfig {
     float xtc_probability = 0.0f, xtc_threshold = 0.1f;
     int32_t mirostat = 0;  // 1: Mirostat, 2: Mirostat 2.0
     float mirostat_tau = 5.0f, mirostat_eta = 0.1f;
-    std::vector<llama_logit_bias> logit_bias;  // added as given (-INFINITY bans)
-    bool ignore_eos = false;                   // every end-of-generation token biased to -INFINITY
-    std::string grammar;                       // GBNF (start rule: root); "" none
-    bool grammar_lazy = false;                 // the grammar starts at a trigger word or token
-    std::vector<std::string> grammar_trigger_words;
-    std::vector<llama_token> grammar_trigger_tokens;
+    std::vector<llama_logit_bias> logit_bias{};  // added as given (-INFINITY bans)
+    bool ignore_eos = false;                     // every end-of-generation token biased to -INFINITY
+    std::string grammar{};                       // GBNF (start rule: root); "" none
+    bool grammar_lazy = false;                   // the grammar starts at a trigger word or token
+    std::vector<std::string> grammar_trigger_words{};
+    std::vector<llama_token> grammar_trigger_tokens{};
     uint32_t seed = LLAMA_DEFAULT_SEED;
-    std::vector<SamplerStage> order;  // empty: default_sampler_order()
+    std::vector<SamplerStage> order{};  // empty: default_sampler_order()
     // Adds top_k, typ_p, top_p and min_p even at their neutral values, as llama.cpp's CLI chain does (a
     // top_k of 0 then still sorts the candidates, which decides what a seeded draw picks).
     bool keep_neutral_samplers = false;
 };
+
+// llama.cpp's defaults (common_params_sampling at b4748, which llama-server's /completion keeps too):
+// temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, a penalty window of 64; the rest as SamplingConfig's.
+SamplingConfig llama_cpp_sampling_defaults();
 
 // The chain for a context of n_ctx cells (what -1 means for the look-back windows), or nullptr with *error
 // set (a grammar the vocabulary cannot use).

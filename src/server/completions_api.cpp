@@ -82,11 +82,11 @@ void openai_completions(ApiHost &host, const httplib::Request &req, httplib::Res
 // ---- llama-server's /completion and /infill ----
 
 json generation_settings(Engine &eng, const GenRequest &r) {
-    const SamplingParams &s = r.sampling;
+    const generate::SamplingConfig &s = r.sampling.config;
     return {{"n_ctx", eng.slot_ctx()},
             {"model", eng.model_name()},
             {"n_predict", r.max_tokens},
-            {"seed", s.seed ? json(*s.seed) : json(4294967295u)},
+            {"seed", r.sampling.seed ? json(*r.sampling.seed) : json(4294967295u)},
             {"temperature", s.temperature},
             {"dynatemp_range", s.dynatemp_range},
             {"dynatemp_exponent", s.dynatemp_exponent},
@@ -114,9 +114,9 @@ json generation_settings(Engine &eng, const GenRequest &r) {
             {"n_probs", r.n_probs},
             {"min_keep", s.min_keep},
             {"grammar", r.grammar},
-            {"samplers", s.samplers.empty() ? json::array({"penalties", "dry", "top_k", "typ_p", "top_p",
-                                                           "min_p", "xtc", "temperature"})
-                                            : json(s.samplers)}};
+            {"samplers", r.sampling.samplers.empty() ? json::array({"penalties", "dry", "top_k", "typ_p",
+                                                                    "top_p", "min_p", "xtc", "temperature"})
+                                                     : json(r.sampling.samplers)}};
 }
 
 struct NativeMeta {

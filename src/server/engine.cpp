@@ -709,7 +709,7 @@ bool Engine::assign_waiting() {
         } else if (spec) {
             generate::SpecSampling ss;
             ss.filters = s.chain;
-            ss.greedy = s.task.sampling.temperature <= 0.0f;
+            ss.greedy = s.task.sampling.config.temperature <= 0.0f;
             ss.seed = s.task.seed;
             s.verifier = std::make_unique<generate::SpecVerifier>(n_vocab_, ss);
         }
@@ -845,7 +845,7 @@ bool Engine::drafts(const Task &t) const {
     // log-probabilities and n_probs (they come from the plain path's one row per token), and Mirostat (it
     // draws by itself, so it cannot be a filter before the verifier's draw). Logit biases (ignore_eos),
     // penalties, DRY and the distribution samplers in any order are the verifier's filters.
-    return opts_.spec.enabled() && t.grammar.empty() && t.top_logprobs < 0 && t.sampling.mirostat == 0;
+    return opts_.spec.enabled() && t.grammar.empty() && t.top_logprobs < 0 && t.sampling.config.mirostat == 0;
 }
 
 int32_t Engine::add_draft(Slot &s, int32_t budget) {

@@ -108,7 +108,7 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
     if (get_bool(body, "post_sampling_probs", false))
         bad_field("post_sampling_probs", "is not supported: probabilities are the model's, before sampling");
     // An absent field keeps the endpoint's default (r.sampling as the caller set it).
-    SamplingParams &s = r.sampling;
+    generate::SamplingConfig &s = r.sampling.config;
     s.temperature = get_float(body, "temperature", s.temperature, 0.0f, 2.0f);
     s.top_p = get_float(body, "top_p", s.top_p, 0.0f, 1.0f);
     s.top_k = static_cast<int32_t>(get_int(body, "top_k", s.top_k, 0, 1 << 30));
@@ -151,7 +151,7 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
                 const char *at = std::strchr(kLetters, c);
                 if (c == '\0' || !at)
                     bad_field("samplers", std::string("has an unknown sampler letter '") + c + "'");
-                s.samplers.push_back(kNames[at - kLetters]);
+                r.sampling.samplers.push_back(kNames[at - kLetters]);
             }
         } else if (sm->is_array()) {
             for (const json &x : *sm) {
@@ -161,18 +161,18 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
                     bad_field("samplers",
                               "has an unknown sampler '" + x.get<std::string>() +
                                   "' (top_k, typ_p, top_p, min_p, xtc, temperature, dry, penalties)");
-                s.samplers.push_back(n);
+                r.sampling.samplers.push_back(n);
             }
         } else {
             bad_field("samplers", "must be an array of sampler names or a string of sampler letters");
         }
-        if (s.samplers.size() > 32) bad_field("samplers", "may name at most 32 samplers");
+        if (r.sampling.samplers.size() > 32) bad_field("samplers", "may name at most 32 samplers");
     }
     if (const json *v = find_field(body, "seed")) {
         if (!v->is_number_integer() && !v->is_number_unsigned()) bad_field("seed", "must be an integer");
         // Any 64-bit seed is accepted (clients send large ones); the sampler takes its low 32 bits.
-        s.seed = static_cast<uint32_t>(v->is_number_unsigned() ? v->get<uint64_t>()
-                                                               : static_cast<uint64_t>(v->get<int64_t>()));
+        r.sampling.seed = static_cast<uint32_t>(
+            v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>()));
     }
     if (const json *lb = find_field(body, "logit_bias")) {
         // OpenAI: {"token id": bias}; llama-server also takes [[id, bias], ...].
@@ -181,7 +181,7 @@ void parse_common(const json &body, const RequestLimits &lim, GenRequest &r) {
             const double d = b.get<double>();
             if (!std::isfinite(d) || d < -100.0 || d > 100.0)
                 bad_field("logit_bias", "values must be in [-100, 100]");
-            s.logit_bias.emplace_back(tok, static_cast<float>(d));
+            r.sampling.logit_bias.emplace_back(tok, static_cast<float>(d));
         };
         if (lb->is_object()) {
             for (auto it = lb->begin(); it != lb->end(); ++it) {
@@ -397,11 +397,7 @@ GenRequest parse_native_completion_request(const json &body, const RequestLimits
     GenRequest r;
     r.endpoint = Endpoint::Completion;
     // llama-server's defaults for what the request leaves out (its README and /props), not OpenAI's.
-    r.sampling.temperature = 0.8f;
-    r.sampling.top_k = 40;
-    r.sampling.top_p = 0.95f;
-    r.sampling.min_p = 0.05f;
-    r.sampling.repeat_last_n = 64;
+    r.sampling.config = generate::llama_cpp_sampling_defaults();
     if (infill) {
         // /infill: the prompt is optional (it goes after the FIM middle token) and one text at most.
         if (const json *p = find_field(body, "prompt")) {

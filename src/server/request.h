@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "generate/sampling_chain.h"
 #include "server/tool_request.h"
 
 namespace lctx::server {
@@ -39,29 +40,15 @@ inline const nlohmann::json *find_field(const nlohmann::json &body, const char *
     return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
+// A request's sampling: the generation layer's parameters, which the request's fields write straight into
+// (their defaults, SamplingConfig's, are OpenAI's; /completion sets llama-server's), and what only requests
+// have, which sampling_config (server/sampling_config.h) turns into parameters.
 struct SamplingParams {
-    float temperature = 1.0f;  // OpenAI's default; 0 is greedy
-    float top_p = 1.0f;
-    int32_t top_k = 0;  // 0: off
-    float min_p = 0.0f;
-    float presence_penalty = 0.0f;
-    float frequency_penalty = 0.0f;
-    float repeat_penalty = 1.0f;  // llama-server's extension
-    std::optional<uint32_t> seed;
+    generate::SamplingConfig config;                    // its seed, logit_bias and order: below
+    std::optional<uint32_t> seed;                       // absent: a random one per request
     std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias; -100 bans the token
-    // llama-server's native samplers (neutral values: off).
-    int32_t repeat_last_n = -1;  // tokens the penalties look back at; -1: the slot's context, 0: none
-    float typical_p = 1.0f;
-    int32_t mirostat = 0;  // 1: Mirostat, 2: Mirostat 2.0 (then only temperature and it sample)
-    float mirostat_tau = 5.0f, mirostat_eta = 0.1f;
-    float dry_multiplier = 0.0f, dry_base = 1.75f;
-    int32_t dry_allowed_length = 2, dry_penalty_last_n = -1;
-    std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
-    float xtc_probability = 0.0f, xtc_threshold = 0.1f;
-    int32_t min_keep = 0;
-    float dynatemp_range = 0.0f, dynatemp_exponent = 1.0f;  // temperature within [t - range, t + range]
     // The order of the distribution samplers (llama-server's `samplers`: names such as top_k, typ_p, top_p,
-    // min_p, xtc, temperature, dry, penalties); empty: llama.cpp's default order.
+    // min_p, xtc, temperature, dry, penalties, kept canonical); empty: llama.cpp's default order.
     std::vector<std::string> samplers;
 };
 

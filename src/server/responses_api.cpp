@@ -76,8 +76,8 @@ void responses(ApiHost &host, const httplib::Request &req, httplib::Response &re
     m->created = unix_now();
     m->echo = {{"instructions", body.contains("instructions") ? body["instructions"] : json(nullptr)},
                {"max_output_tokens", r.max_tokens > 0 ? json(r.max_tokens) : json(nullptr)},
-               {"temperature", r.sampling.temperature},
-               {"top_p", r.sampling.top_p},
+               {"temperature", r.sampling.config.temperature},
+               {"top_p", r.sampling.config.top_p},
                {"metadata", body.contains("metadata") ? body["metadata"] : json::object()}};
     if (!r.stream) {
         if (!collect(g, host)) {

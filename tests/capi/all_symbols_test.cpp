@@ -221,6 +221,7 @@ const Fn kAll[] = {
     LCTX_FN(llama_perf_sampler_reset),
     LCTX_FN(ggml_backend_load_all),
     LCTX_FN(ggml_time_us),
+    LCTX_FN(ggml_type_name),
 };
 #undef LCTX_FN
 }  // namespace
@@ -243,7 +244,7 @@ std::set<std::string> exported_names(const std::string &lib) {
 }
 
 TEST(CapiSymbols, EveryDeclaredFunctionIsExportedByTheSharedLibrary) {
-    EXPECT_EQ(sizeof(kAll) / sizeof(kAll[0]), 199u);
+    EXPECT_EQ(sizeof(kAll) / sizeof(kAll[0]), 200u);
     const std::string lib = std::string(LCTX_BIN_DIR) + "/../lib/liblctx.so";
     const std::set<std::string> exported = exported_names(lib);
     ASSERT_FALSE(exported.empty()) << "cannot list the symbols of " << lib << " (nm -D)";

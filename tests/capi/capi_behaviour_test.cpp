@@ -633,5 +633,17 @@ TEST_F(Capi, LogCallbackReceivesMessages) {
     llama_free(ctx);
 }
 
+// ggml_type_name, which `lctx run -ctk` uses to tell a type that is not a cache type from no type at all.
+TEST(CapiGgml, TypeNamesAreGgmls) {
+    EXPECT_STREQ(ggml_type_name(GGML_TYPE_F32), "f32");
+    EXPECT_STREQ(ggml_type_name(GGML_TYPE_F16), "f16");
+    EXPECT_STREQ(ggml_type_name(GGML_TYPE_BF16), "bf16");
+    EXPECT_STREQ(ggml_type_name(GGML_TYPE_Q8_0), "q8_0");
+    EXPECT_STREQ(ggml_type_name(GGML_TYPE_IQ4_NL), "iq4_nl");
+    EXPECT_STREQ(ggml_type_name(GGML_TYPE_Q4_K), "q4_K");
+    EXPECT_STREQ(ggml_type_name(static_cast<ggml_type>(4)), "unknown");  // Q4_2, removed
+    EXPECT_STREQ(ggml_type_name(GGML_TYPE_COUNT), "unknown");
+}
+
 }  // namespace
 }  // namespace capi_behaviour_test

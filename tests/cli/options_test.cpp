@@ -70,34 +70,34 @@ TEST(SamplingChecks, DefaultsPassAndEachBadValueIsNamed) {
         const char *name;
     };
     const Case cases[] = {
-        {[](SamplingOptions &o) { o.temp = NAN; }, "--temp"},
-        {[](SamplingOptions &o) { o.temp = INFINITY; }, "--temp"},
-        {[](SamplingOptions &o) { o.top_p = 1.5f; }, "--top-p"},
-        {[](SamplingOptions &o) { o.top_p = NAN; }, "--top-p"},
-        {[](SamplingOptions &o) { o.min_p = -0.1f; }, "--min-p"},
-        {[](SamplingOptions &o) { o.typical_p = NAN; }, "--typical"},
-        {[](SamplingOptions &o) { o.repeat_penalty = -1.0f; }, "--repeat-penalty"},
-        {[](SamplingOptions &o) { o.repeat_last_n = -2; }, "--repeat-last-n"},
-        {[](SamplingOptions &o) { o.frequency_penalty = NAN; }, "--frequency-penalty"},
-        {[](SamplingOptions &o) { o.presence_penalty = INFINITY; }, "--presence-penalty"},
+        {[](SamplingOptions &o) { o.config.temperature = NAN; }, "--temp"},
+        {[](SamplingOptions &o) { o.config.temperature = INFINITY; }, "--temp"},
+        {[](SamplingOptions &o) { o.config.top_p = 1.5f; }, "--top-p"},
+        {[](SamplingOptions &o) { o.config.top_p = NAN; }, "--top-p"},
+        {[](SamplingOptions &o) { o.config.min_p = -0.1f; }, "--min-p"},
+        {[](SamplingOptions &o) { o.config.typical_p = NAN; }, "--typical"},
+        {[](SamplingOptions &o) { o.config.repeat_penalty = -1.0f; }, "--repeat-penalty"},
+        {[](SamplingOptions &o) { o.config.repeat_last_n = -2; }, "--repeat-last-n"},
+        {[](SamplingOptions &o) { o.config.frequency_penalty = NAN; }, "--frequency-penalty"},
+        {[](SamplingOptions &o) { o.config.presence_penalty = INFINITY; }, "--presence-penalty"},
         {[](SamplingOptions &o) { o.seed = -2; }, "--seed"},
         {[](SamplingOptions &o) { o.seed = 0xFFFFFFFFll; }, "--seed"},
-        {[](SamplingOptions &o) { o.mirostat = 3; }, "--mirostat"},
-        {[](SamplingOptions &o) { o.mirostat_lr = NAN; }, "--mirostat-lr"},
-        {[](SamplingOptions &o) { o.xtc_probability = 2.0f; }, "--xtc-probability"},
-        {[](SamplingOptions &o) { o.dynatemp_range = -1.0f; }, "--dynatemp-range"},
-        {[](SamplingOptions &o) { o.dry_base = 0.5f; }, "--dry-base"},
+        {[](SamplingOptions &o) { o.config.mirostat = 3; }, "--mirostat"},
+        {[](SamplingOptions &o) { o.config.mirostat_eta = NAN; }, "--mirostat-lr"},
+        {[](SamplingOptions &o) { o.config.xtc_probability = 2.0f; }, "--xtc-probability"},
+        {[](SamplingOptions &o) { o.config.dynatemp_range = -1.0f; }, "--dynatemp-range"},
+        {[](SamplingOptions &o) { o.config.dry_base = 0.5f; }, "--dry-base"},
         {[](SamplingOptions &o) { o.logit_bias = {"x"}; }, "--logit-bias"},
         {[](SamplingOptions &o) { o.json_schema = R"({"type": "kaboom"})"; }, "--json-schema"},
         {[](SamplingOptions &o) { o.json_schema = "{"; }, "--json-schema"},
         {[](SamplingOptions &o) {
              o.json_schema = "{}";
-             o.grammar = "root ::= \"a\"";
+             o.config.grammar = "root ::= \"a\"";
          },
          "--json-schema"},
-        {[](SamplingOptions &o) { o.dry_multiplier = NAN; }, "--dry-multiplier"},
+        {[](SamplingOptions &o) { o.config.dry_multiplier = NAN; }, "--dry-multiplier"},
         {[](SamplingOptions &o) {
-             o.grammar = "root ::= \"a\"";
+             o.config.grammar = "root ::= \"a\"";
              o.grammar_file = "g.gbnf";
          },
          "--grammar"},
@@ -123,7 +123,7 @@ TEST(GenChecks, NPredictSemanticsAndCacheTypes) {
     GenOptions k;
     k.cache_type_k = "q8_0";
     EXPECT_EQ(check_gen_options(k), "");
-    EXPECT_EQ(k.type_k, GgmlType::Q8_0);
+    EXPECT_EQ(k.type_k, GGML_TYPE_Q8_0);
     k.cache_type_v = "q9";
     EXPECT_EQ(check_gen_options(k).rfind("--cache-type-v", 0), 0u);
     GenOptions b;
@@ -135,28 +135,28 @@ TEST(GenChecks, NPredictSemanticsAndCacheTypes) {
 // every seeded run samples, which no range check notices.
 TEST(SamplingDefaults, AreLlamaCppB4748s) {
     const SamplingOptions o;
-    EXPECT_EQ(o.temp, 0.80f);
-    EXPECT_EQ(o.top_k, 40);
-    EXPECT_EQ(o.top_p, 0.95f);
-    EXPECT_EQ(o.min_p, 0.05f);
-    EXPECT_EQ(o.typical_p, 1.00f);
-    EXPECT_EQ(o.repeat_penalty, 1.00f);
-    EXPECT_EQ(o.repeat_last_n, 64);
-    EXPECT_EQ(o.frequency_penalty, 0.00f);
-    EXPECT_EQ(o.presence_penalty, 0.00f);
+    EXPECT_EQ(o.config.temperature, 0.80f);
+    EXPECT_EQ(o.config.top_k, 40);
+    EXPECT_EQ(o.config.top_p, 0.95f);
+    EXPECT_EQ(o.config.min_p, 0.05f);
+    EXPECT_EQ(o.config.typical_p, 1.00f);
+    EXPECT_EQ(o.config.repeat_penalty, 1.00f);
+    EXPECT_EQ(o.config.repeat_last_n, 64);
+    EXPECT_EQ(o.config.frequency_penalty, 0.00f);
+    EXPECT_EQ(o.config.presence_penalty, 0.00f);
     EXPECT_EQ(o.seed, -1);  // LLAMA_DEFAULT_SEED: a random one
-    EXPECT_EQ(o.dynatemp_range, 0.00f);
-    EXPECT_EQ(o.dynatemp_exp, 1.00f);
-    EXPECT_EQ(o.mirostat, 0);
-    EXPECT_EQ(o.mirostat_ent, 5.00f);  // tau
-    EXPECT_EQ(o.mirostat_lr, 0.10f);   // eta
-    EXPECT_EQ(o.xtc_probability, 0.00f);
-    EXPECT_EQ(o.xtc_threshold, 0.10f);
-    EXPECT_EQ(o.dry_multiplier, 0.0f);
-    EXPECT_EQ(o.dry_base, 1.75f);
-    EXPECT_EQ(o.dry_allowed_length, 2);
-    EXPECT_EQ(o.dry_penalty_last_n, -1);
-    EXPECT_FALSE(o.ignore_eos);
+    EXPECT_EQ(o.config.dynatemp_range, 0.00f);
+    EXPECT_EQ(o.config.dynatemp_exponent, 1.00f);
+    EXPECT_EQ(o.config.mirostat, 0);
+    EXPECT_EQ(o.config.mirostat_tau, 5.00f);  // tau
+    EXPECT_EQ(o.config.mirostat_eta, 0.10f);  // eta
+    EXPECT_EQ(o.config.xtc_probability, 0.00f);
+    EXPECT_EQ(o.config.xtc_threshold, 0.10f);
+    EXPECT_EQ(o.config.dry_multiplier, 0.0f);
+    EXPECT_EQ(o.config.dry_base, 1.75f);
+    EXPECT_EQ(o.config.dry_allowed_length, 2);
+    EXPECT_EQ(o.config.dry_penalty_last_n, -1);
+    EXPECT_FALSE(o.config.ignore_eos);
 }
 
 // The chain `run` and `chat` sample with: the options through tools/lctx/cli_sampling.h into the generation
@@ -195,15 +195,15 @@ class SamplerChainFromOptions : public lctx::testing::StoriesVocabTest {
 TEST_F(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
     ASSERT_TRUE(model_);
     SamplingOptions o;
-    o.mirostat = 1;
+    o.config.mirostat = 1;
     o.seed = 1234;
-    o.temp = 0.9f;
-    o.mirostat_ent = 1.0f;
+    o.config.temperature = 0.9f;
+    o.config.mirostat_tau = 1.0f;
     const auto got = chain_of(o);
     ASSERT_TRUE(got);
-    const auto want =
-        chain({llama_sampler_init_temp(0.9f),
-               llama_sampler_init_mirostat(n_vocab(), 1234u, o.mirostat_ent, o.mirostat_lr, 100)});
+    const auto want = chain(
+        {llama_sampler_init_temp(0.9f),
+         llama_sampler_init_mirostat(n_vocab(), 1234u, o.config.mirostat_tau, o.config.mirostat_eta, 100)});
     std::mt19937 rng(7);
     std::normal_distribution<float> d(0.0f, 3.0f);
     std::vector<float> logits(static_cast<size_t>(n_vocab()));
@@ -222,19 +222,19 @@ TEST_F(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
     ASSERT_TRUE(model_);
     ASSERT_GT(n_vocab(), 200);
     SamplingOptions o;
-    o.mirostat = 1;
+    o.config.mirostat = 1;
     o.seed = 99;
-    o.temp = 1.0f;
-    o.mirostat_ent = 5.0f;
+    o.config.temperature = 1.0f;
+    o.config.mirostat_tau = 5.0f;
     const auto got = chain_of(o);
     ASSERT_TRUE(got);
-    const auto want =
-        chain({llama_sampler_init_temp(1.0f),
-               llama_sampler_init_mirostat(n_vocab(), 99u, o.mirostat_ent, o.mirostat_lr, 100)});
+    const auto want = chain(
+        {llama_sampler_init_temp(1.0f),
+         llama_sampler_init_mirostat(n_vocab(), 99u, o.config.mirostat_tau, o.config.mirostat_eta, 100)});
     // What the chain must not be.
-    const auto fifty =
-        chain({llama_sampler_init_temp(1.0f),
-               llama_sampler_init_mirostat(n_vocab(), 99u, o.mirostat_ent, o.mirostat_lr, 50)});
+    const auto fifty = chain(
+        {llama_sampler_init_temp(1.0f),
+         llama_sampler_init_mirostat(n_vocab(), 99u, o.config.mirostat_tau, o.config.mirostat_eta, 50)});
     std::vector<int32_t> ids(static_cast<size_t>(n_vocab()));
     std::iota(ids.begin(), ids.end(), 0);
     std::mt19937 rng(11);
@@ -264,15 +264,16 @@ TEST_F(SamplerChainFromOptions, TempZeroIsGreedy) {
     ASSERT_TRUE(model_);
     SamplingOptions o;
     o.seed = 5;
-    o.top_k = 3;
-    o.typical_p = 0.2f;
-    o.xtc_probability = 1.0f;  // always cut the tokens above the threshold but the least likely of them
-    o.xtc_threshold = 0.01f;
+    o.config.top_k = 3;
+    o.config.typical_p = 0.2f;
+    o.config.xtc_probability =
+        1.0f;  // always cut the tokens above the threshold but the least likely of them
+    o.config.xtc_threshold = 0.01f;
     std::mt19937 rng(3);
     std::normal_distribution<float> d(0.0f, 2.0f);
     std::vector<float> logits(static_cast<size_t>(n_vocab()));
     for (float temp : {0.0f, -1.0f}) {
-        o.temp = temp;
+        o.config.temperature = temp;
         const auto c = chain_of(o);
         ASSERT_TRUE(c);
         ASSERT_EQ(llama_sampler_chain_n(c.get()), 1) << "temp " << temp;
@@ -286,7 +287,7 @@ TEST_F(SamplerChainFromOptions, TempZeroIsGreedy) {
     }
     // The same options at a small positive temperature do take the most likely token out (else this test
     // could not tell a greedy chain from the full one).
-    o.temp = 0.01f;
+    o.config.temperature = 0.01f;
     const auto full = chain_of(o);
     ASSERT_TRUE(full);
     int other = 0;

@@ -1,6 +1,6 @@
-// Control vectors: the file reader (llama.cpp's control-vector GGUF: direction.N tensors, several files
-// summed with their scales), its refusals, llama_apply_adapter_cvec's semantics in every family b4748
-// applies it to (checked against a direct computation: the same direction added as the feed-forward
+// Control vectors: the file reader (llama.cpp's control-vector GGUF: direction.N tensors read by the engine,
+// several files summed with their scales), its refusals, llama_apply_adapter_cvec's semantics in every family
+// b4748 applies it to (checked against a direct computation: the same direction added as the feed-forward
 // output's bias), and the --control-vector options of lctx run.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,7 +18,6 @@
 #include "gguf/gguf.h"
 #include "gguf_rewrite.h"
 #include "llama.h"
-#include "util/error.h"
 
 namespace lctx::testing::control_vector_test {
 namespace {
@@ -64,7 +63,9 @@ TEST(ControlVectorFile, LaysOutLayersFromOneAndSumsScaledFiles) {
                e4 = ramp(8, 0.25f, 2.3f);
     const std::string a = write_cvec("sum-a", {{1, d1}, {3, d3}});
     const std::string b = write_cvec("sum-b", {{3, e3}, {4, e4}});
-    const ControlVector cv = generate::control_vector_load({{a, 0.5f}, {b, -2.0f}});
+    ControlVector cv;
+    std::string why;
+    ASSERT_TRUE(generate::control_vector_load({{a, 0.5f}, {b, -2.0f}}, &cv, &why)) << why;
     EXPECT_EQ(cv.n_embd, 8);
     EXPECT_EQ(cv.layer_count, 4);
     EXPECT_EQ(cv.model_hint, "llama");
@@ -82,10 +83,10 @@ TEST(ControlVectorFile, LaysOutLayersFromOneAndSumsScaledFiles) {
 TEST(ControlVectorFile, RefusesMalformedFilesNamingTheProblem) {
     const std::vector<float> v(8, 0.1f);
     auto refused = [](const std::vector<ControlVectorSource> &src, const std::string &needle) {
-        try {
-            generate::control_vector_load(src);
-        } catch (const Error &e) {
-            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        ControlVector cv;
+        std::string why;
+        if (!generate::control_vector_load(src, &cv, &why)) {
+            EXPECT_NE(why.find(needle), std::string::npos) << why;
             return;
         }
         ADD_FAILURE() << "accepted; expected: " << needle;
@@ -311,7 +312,9 @@ TEST(ControlVectorApply, EqualsTheDirectionAddedAfterTheFeedForward) {
         for (int32_t il = 1; il < n_layer; ++il)
             dirs[il] = std::vector<float>(v.begin() + (il - 1) * n_embd, v.begin() + il * n_embd);
         const std::string cvec_path = write_cvec("direct", dirs);
-        const ControlVector cv = generate::control_vector_load({{cvec_path, 1.5f}});
+        ControlVector cv;
+        std::string why;
+        ASSERT_TRUE(generate::control_vector_load({{cvec_path, 1.5f}}, &cv, &why)) << why;
         std::filesystem::remove(cvec_path);
         const std::vector<float> with_cvec = outputs(base.m, [&](llama_context *c) {
             EXPECT_EQ(

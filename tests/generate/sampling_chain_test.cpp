@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "stories_vocab.h"
@@ -67,6 +68,18 @@ TEST_F(GenerateSamplingChain, OnlyTheSamplersThatChangeAnythingThenADraw) {
     ASSERT_TRUE(f);
     EXPECT_EQ(llama_sampler_chain_n(f), 5);
     llama_sampler_free(f);
+}
+
+// llama.cpp's defaults (common_params_sampling at b4748), which `lctx run` and the server's /completion
+// start from: a wrong one changes what every seeded run samples. The rest stays neutral.
+TEST(GenerateSamplingDefaults, AreLlamaCppB4748s) {
+    const SamplingConfig d = lctx::generate::llama_cpp_sampling_defaults();
+    EXPECT_EQ(std::tuple(d.temperature, d.top_k, d.top_p, d.min_p, d.repeat_last_n),
+              std::tuple(0.80f, 40, 0.95f, 0.05f, 64));
+    EXPECT_EQ(std::tuple(d.typical_p, d.repeat_penalty, d.mirostat, d.dry_multiplier, d.xtc_probability),
+              std::tuple(1.0f, 1.0f, 0, 0.0f, 0.0f));
+    EXPECT_FALSE(d.keep_neutral_samplers);
+    EXPECT_TRUE(d.order.empty());
 }
 
 TEST_F(GenerateSamplingChain, NamesAndLettersOfTheOrder) {

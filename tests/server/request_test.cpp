@@ -28,8 +28,8 @@ TEST(ServerRequest, CompletionFields) {
                                  lim);
     EXPECT_EQ(r.prompt, "hi");
     EXPECT_EQ(r.max_tokens, 7);
-    EXPECT_EQ(r.sampling.temperature, 0.0f);
-    EXPECT_EQ(r.sampling.top_k, 3);
+    EXPECT_EQ(r.sampling.config.temperature, 0.0f);
+    EXPECT_EQ(r.sampling.config.top_k, 3);
     EXPECT_EQ(*r.sampling.seed, static_cast<uint32_t>(12345678901ull));
     EXPECT_EQ(r.stop.size(), 2u);
     ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
@@ -48,20 +48,20 @@ TEST(ServerRequest, NativeDefaultsAreLlamaServers) {
     RequestLimits lim;
     lim.n_vocab = 100;
     const GenRequest n = parse_native_completion_request(json::parse(R"({"prompt":"a"})"), lim);
-    EXPECT_FLOAT_EQ(n.sampling.temperature, 0.8f);
-    EXPECT_EQ(n.sampling.top_k, 40);
-    EXPECT_FLOAT_EQ(n.sampling.top_p, 0.95f);
-    EXPECT_FLOAT_EQ(n.sampling.min_p, 0.05f);
-    EXPECT_EQ(n.sampling.repeat_last_n, 64);
+    EXPECT_FLOAT_EQ(n.sampling.config.temperature, 0.8f);
+    EXPECT_EQ(n.sampling.config.top_k, 40);
+    EXPECT_FLOAT_EQ(n.sampling.config.top_p, 0.95f);
+    EXPECT_FLOAT_EQ(n.sampling.config.min_p, 0.05f);
+    EXPECT_EQ(n.sampling.config.repeat_last_n, 64);
     const GenRequest g =
         parse_native_completion_request(json::parse(R"({"prompt":"a","temperature":0.3,"top_k":0})"), lim);
-    EXPECT_FLOAT_EQ(g.sampling.temperature, 0.3f);
-    EXPECT_EQ(g.sampling.top_k, 0);
+    EXPECT_FLOAT_EQ(g.sampling.config.temperature, 0.3f);
+    EXPECT_EQ(g.sampling.config.top_k, 0);
     // The OpenAI endpoint keeps OpenAI's.
     const GenRequest o = parse_completion_request(json::parse(R"({"prompt":"a"})"), lim);
-    EXPECT_FLOAT_EQ(o.sampling.temperature, 1.0f);
-    EXPECT_EQ(o.sampling.top_k, 0);
-    EXPECT_FLOAT_EQ(o.sampling.top_p, 1.0f);
+    EXPECT_FLOAT_EQ(o.sampling.config.temperature, 1.0f);
+    EXPECT_EQ(o.sampling.config.top_k, 0);
+    EXPECT_FLOAT_EQ(o.sampling.config.top_p, 1.0f);
 }
 
 TEST(ServerRequest, RefusesWrongTypesAndRanges) {
@@ -117,7 +117,7 @@ TEST(ServerRequest, RefusesWrongTypesAndRanges) {
         lim);
     EXPECT_EQ(c.messages[0].role, "system");
     EXPECT_EQ(c.messages[0].content, "a\nb");
-    EXPECT_EQ(c.sampling.temperature, 1.0f);
+    EXPECT_EQ(c.sampling.config.temperature, 1.0f);
     EXPECT_EQ(c.max_tokens, 3);
 }
 

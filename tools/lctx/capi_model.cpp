@@ -11,44 +11,11 @@
 
 namespace lctx::cli {
 
-namespace {
-
-// --override-kv's values as llama.h's list (ended by an empty key).
-std::vector<llama_model_kv_override> kv_overrides(const std::vector<gguf::KeyValue> &overrides) {
-    std::vector<llama_model_kv_override> out;
-    for (const gguf::KeyValue &kv : overrides) {
-        llama_model_kv_override o{};
-        std::snprintf(o.key, sizeof o.key, "%s", kv.key.c_str());
-        switch (kv.value.type) {
-            case gguf::ValueType::FLOAT32:
-            case gguf::ValueType::FLOAT64:
-                o.tag = LLAMA_KV_OVERRIDE_TYPE_FLOAT;
-                o.val_f64 = kv.value.scalar.f64;
-                break;
-            case gguf::ValueType::BOOL:
-                o.tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
-                o.val_bool = kv.value.scalar.b;
-                break;
-            case gguf::ValueType::STRING:
-                o.tag = LLAMA_KV_OVERRIDE_TYPE_STR;
-                std::snprintf(o.val_str, sizeof o.val_str, "%s", kv.value.str.c_str());
-                break;
-            default:
-                o.tag = LLAMA_KV_OVERRIDE_TYPE_INT;
-                o.val_i64 = kv.value.scalar.i64;
-                break;
-        }
-        out.push_back(o);
-    }
-    if (!out.empty()) out.push_back(llama_model_kv_override{});
-    return out;
-}
-
-}  // namespace
-
-ModelPtr load_model_capi(const std::string &path, bool quiet, const std::vector<gguf::KeyValue> &overrides) {
+ModelPtr load_model_capi(const std::string &path, bool quiet,
+                         const std::vector<llama_model_kv_override> &overrides) {
     llama_model_params mp = llama_model_default_params();
-    const std::vector<llama_model_kv_override> kvo = kv_overrides(overrides);
+    std::vector<llama_model_kv_override> kvo = overrides;
+    if (!kvo.empty()) kvo.push_back(llama_model_kv_override{});  // llama.h's end marker: an empty key
     if (!kvo.empty()) mp.kv_overrides = kvo.data();
     const bool progress = !quiet && isatty(STDERR_FILENO);
     if (progress) mp.progress_callback = draw_load_progress;
@@ -69,7 +36,7 @@ bool check_generates_text(const llama_model *model, const std::string &path, con
     return false;
 }
 
-void note_context_size(const llama_model *model, int32_t n_ctx, GgmlType type_k, GgmlType type_v,
+void note_context_size(const llama_model *model, int32_t n_ctx, ggml_type type_k, ggml_type type_v,
                        const char *cmd, bool quiet) {
     if (quiet) return;
     const int32_t n_train = llama_model_n_ctx_train(model);
@@ -81,12 +48,11 @@ void note_context_size(const llama_model *model, int32_t n_ctx, GgmlType type_k,
             "lctx %s: warning: -c %d is above the model's training context (%d tokens): the text may "
             "degrade past %d tokens\n",
             cmd, n_ctx, n_train, n_train);
-    const uint64_t bytes = lctx_model_kv_cache_size(
-        model, static_cast<uint32_t>(cells), static_cast<ggml_type>(type_k), static_cast<ggml_type>(type_v));
+    const uint64_t bytes = lctx_model_kv_cache_size(model, static_cast<uint32_t>(cells), type_k, type_v);
     if (above || bytes >= (uint64_t{1} << 30))
         std::fprintf(stderr, "lctx %s: the KV cache of %llu cells (%s K, %s V) will take %.1f MiB\n", cmd,
-                     static_cast<unsigned long long>(cells), type_name(type_k), type_name(type_v),
-                     static_cast<double>(bytes) / 1048576.0);
+                     static_cast<unsigned long long>(cells), kv_cache_type_name(type_k),
+                     kv_cache_type_name(type_v), static_cast<double>(bytes) / 1048576.0);
 }
 
 ContextShape context_shape(const llama_model *model, const GenOptions &o, int32_t n_batch_max) {
@@ -105,8 +71,8 @@ ContextPtr make_context_capi(llama_model *model, const GenOptions &o, const Cont
     const int n_threads = resolved_threads(o.n_threads);
     p.n_threads = n_threads;
     p.n_threads_batch = resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads);
-    p.type_k = static_cast<ggml_type>(o.type_k);  // the same ids (lctx/ggml_compat.h)
-    p.type_v = static_cast<ggml_type>(o.type_v);
+    p.type_k = o.type_k;
+    p.type_v = o.type_v;
     p.flash_attn = o.flash_attn;
     p.no_perf = true;
     apply_rope_args(o.rope_args, &p);  // checked with the options

@@ -15,7 +15,8 @@ namespace lctx::cli {
 
 // Loads the model (a progress line on a terminal unless quiet); prints the error, saying so when the file
 // holds no weights (a vocabulary-only GGUF), and returns null on failure.
-ModelPtr load_model_capi(const std::string &path, bool quiet, const std::vector<gguf::KeyValue> &overrides);
+ModelPtr load_model_capi(const std::string &path, bool quiet,
+                         const std::vector<llama_model_kv_override> &overrides);
 
 // An embedding model (no output layer) gives vectors, not text: false, with one line on stderr saying so
 // and what to run instead.
@@ -23,7 +24,7 @@ bool check_generates_text(const llama_model *model, const std::string &path, con
 
 // Before the context is made: warns when -c is above the model's training context, and then, or when the
 // KV cache would take 1 GiB or more, says what it will take. Nothing when quiet.
-void note_context_size(const llama_model *model, int32_t n_ctx, GgmlType type_k, GgmlType type_v,
+void note_context_size(const llama_model *model, int32_t n_ctx, ggml_type type_k, ggml_type type_v,
                        const char *cmd, bool quiet);
 
 // The sizes a command works with: n_ctx cells (-c, or the training context), batches of n_batch tokens

@@ -10,9 +10,9 @@
 
 namespace lctx::cli {
 
-// The parameters for the model's vocabulary: the grammar text (from --grammar, --grammar-file or
-// --json-schema), the logit biases (a token outside the vocabulary is an error), every end of generation
-// banned with --ignore-eos, the order of --samplers / --sampling-seq. The seed must be resolved. False with
+// The parameters for the model's vocabulary: o.config with the seed (resolved: resolve_seed), the logit
+// biases (a token outside the vocabulary is an error), the grammar of --grammar-file or --json-schema, the
+// order of --samplers / --sampling-seq. False with
 // *error set ("--logit-bias: ...").
 bool cli_sampling_config(const SamplingOptions &o, const llama_vocab *vocab, generate::SamplingConfig *out,
                          std::string *error);

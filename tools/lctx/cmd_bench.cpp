@@ -368,14 +368,11 @@ int bench_spec_main(const CLI::App &app, const std::vector<std::string> &model_a
     in.n_gen = gens.front();
     in.threads = threads.front();
     in.reps = reps;
-    GgmlType tk, tv;
-    for (auto [opt, arg, out] : {std::tuple{"-ctk", &ctk, &tk}, std::tuple{"-ctv", &ctv, &tv}})
+    for (auto [opt, arg, out] : {std::tuple{"-ctk", &ctk, &in.type_k}, std::tuple{"-ctv", &ctv, &in.type_v}})
         if (const std::string e = kv_cache_type_from_name(*arg, opt, out); !e.empty()) {
             std::fprintf(stderr, "lctx bench: --spec: %s\n", e.c_str());
             return 1;
         }
-    in.type_k = static_cast<ggml_type>(static_cast<int>(tk));
-    in.type_v = static_cast<ggml_type>(static_cast<int>(tv));
     std::string error;
     const std::vector<bench::SpecBenchRow> rows = bench::run_spec_bench(in, spec, &error);
     if (!error.empty()) {

@@ -317,10 +317,9 @@ int cmd_chat(int argc, char **argv) {
     std::unique_ptr<generate::Speculator> speculator;
     std::vector<llama_token> sampled;  // every token plain sampling would have accepted into its chain
     if (spec.enabled()) {
-        if (const std::string e = spec_add_drafter(
-                o.model_path, spec, shape.n_batch, shape.n_ubatch, resolved_threads(o.n_threads),
-                static_cast<ggml_type>(static_cast<int>(o.type_k)),
-                static_cast<ggml_type>(static_cast<int>(o.type_v)), o.flash_attn, &spec_models);
+        if (const std::string e = spec_add_drafter(o.model_path, spec, shape.n_batch, shape.n_ubatch,
+                                                   resolved_threads(o.n_threads), o.type_k, o.type_v,
+                                                   o.flash_attn, &spec_models);
             !e.empty()) {
             std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
             return 1;
@@ -336,7 +335,7 @@ int cmd_chat(int argc, char **argv) {
         sp.n_ctx = n_ctx;
         generate::SpecSampling ss;
         ss.filters = filters.get();
-        ss.greedy = o.sampling.temp <= 0.0f;
+        ss.greedy = o.sampling.config.temperature <= 0.0f;
         ss.seed = seed;
         speculator = std::make_unique<generate::Speculator>(ctx, spec_models.drafter.get(), sp, ss);
     }
@@ -543,7 +542,7 @@ int cmd_chat(int argc, char **argv) {
                     stop = "interrupted";
                     break;
                 }
-                if (o.sampling.ignore_eos && generate::grammar_exhausted(chain, vocab)) {
+                if (o.sampling.config.ignore_eos && generate::grammar_exhausted(chain, vocab)) {
                     stop = "grammar complete";
                     break;
                 }
@@ -555,7 +554,7 @@ int cmd_chat(int argc, char **argv) {
                     std::fprintf(stderr, "\nlctx chat: sampling failed: %s\n", capi_last_error().c_str());
                     return false;
                 }
-                if (llama_vocab_is_eog(vocab, id) && !o.sampling.ignore_eos) {
+                if (llama_vocab_is_eog(vocab, id) && !o.sampling.config.ignore_eos) {
                     stop = "end of text";
                     break;
                 }

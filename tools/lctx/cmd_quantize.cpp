@@ -14,6 +14,7 @@
 #include <thread>
 #include <tuple>
 
+#include "capi/quantize_overrides.h"
 #include "quantize/file_types.h"
 #include "quantize/imatrix.h"
 #include "quantize/model_quantizer.h"
@@ -99,15 +100,15 @@ int cmd_quantize(int argc, char **argv) {
     opts.allow_requantize = allow_requantize;
     opts.quantize_output_tensor = !leave_output;
 
+    std::vector<llama_model_kv_override> kvo;
     for (const std::string &o : overrides) {
-        gguf::KeyValue kv;
         std::string why;
-        if (!parse_override_kv(o, &kv, &why)) {
+        if (!parse_override_kv(o, &kvo.emplace_back(), &why)) {
             std::fprintf(stderr, "lctx quantize: --override-kv '%s': %s\n", o.c_str(), why.c_str());
             return 1;
         }
-        opts.kv_overrides.push_back(std::move(kv));
     }
+    opts.kv_overrides = capi::quantize_overrides(kvo);
 
     quantize::ImportanceMatrix imatrix;
     if (!imatrix_path.empty()) {

@@ -308,7 +308,7 @@ int run_main(int argc, char **argv, bool infill) {
                                cache_tokens.begin() + shift.n_keep + dropped);
         }
         // --ignore-eos bans the end a complete grammar leaves as the only choice: the output is done.
-        if (o.sampling.ignore_eos && generate::grammar_exhausted(chain, vocab)) {
+        if (o.sampling.config.ignore_eos && generate::grammar_exhausted(chain, vocab)) {
             stop = "grammar complete";
             break;
         }
@@ -318,7 +318,7 @@ int run_main(int argc, char **argv, bool infill) {
             std::fprintf(stderr, "\nlctx run: sampling failed: %s\n", capi_last_error().c_str());
             return 1;
         }
-        if (llama_vocab_is_eog(vocab, id) && !o.sampling.ignore_eos) {
+        if (llama_vocab_is_eog(vocab, id) && !o.sampling.config.ignore_eos) {
             stop = "end of text";
             break;
         }
@@ -381,8 +381,7 @@ int run_main(int argc, char **argv, bool infill) {
     const double mib = 1024.0 * 1024.0;
     std::error_code ec;
     const uintmax_t file_bytes = std::filesystem::file_size(o.model_path, ec);
-    const uint64_t kv_bytes = lctx_model_kv_cache_size(
-        model, llama_n_ctx(ctx), static_cast<ggml_type>(o.type_k), static_cast<ggml_type>(o.type_v));
+    const uint64_t kv_bytes = lctx_model_kv_cache_size(model, llama_n_ctx(ctx), o.type_k, o.type_v);
     std::fprintf(
         stderr,
         "prompt: %d tokens, %.1f tokens/s | generation: %d tokens, %.1f tokens/s | peak memory %.1f MiB "

@@ -157,21 +157,11 @@ int cmd_serve(int argc, char **argv) {
     eo.spec.ctx_draft = spec.ctx_draft;
     eo.spec.threads_draft = spec.threads_draft;
     eo.spec.threads_batch_draft = spec.threads_batch_draft;
-    GgmlType type_k, type_v;
-    for (const std::string &e : {kv_cache_type_from_name(ctk, "--cache-type-k", &type_k),
-                                 kv_cache_type_from_name(ctv, "--cache-type-v", &type_v)})
-        if (!e.empty()) {
-            std::fprintf(stderr, "lctx serve: %s\n", e.c_str());
-            return 1;
-        }
-    if (type_traits(type_v).is_quantized && !eo.flash_attn) {  // as b4748's llama_init_from_model
-        std::fprintf(stderr,
-                     "lctx serve: --cache-type-v %s: V cache quantization requires flash_attn (add -fa)\n",
-                     ctv.c_str());
+    if (const std::string e = kv_cache_types_from_names(ctk, ctv, eo.flash_attn, &eo.type_k, &eo.type_v);
+        !e.empty()) {
+        std::fprintf(stderr, "lctx serve: %s\n", e.c_str());
         return 1;
     }
-    eo.type_k = static_cast<ggml_type>(type_k);  // the same ids (lctx/ggml_compat.h)
-    eo.type_v = static_cast<ggml_type>(type_v);
     std::string lora_error;
     for (const LoraOption &l : parse_lora_options(lora_args, lora_error))
         eo.lora.emplace_back(l.path, l.scale);

@@ -6,7 +6,6 @@
 
 #include "generate/control_vector_file.h"
 #include "tools/lctx/capi_handles.h"
-#include "util/error.h"
 
 namespace lctx::cli {
 
@@ -54,24 +53,21 @@ std::string plan_control_vector(const ControlVectorOptions &o, int32_t n_layer, 
     if (start > end)
         return "--control-vector-layer-range: START " + std::to_string(start) + " is after END " +
                std::to_string(end);
-    try {
-        const generate::ControlVector cv = generate::control_vector_load(sources);
-        if (cv.n_embd != n_embd)
-            return "--control-vector: the directions have " + std::to_string(cv.n_embd) +
-                   " values; the model's embedding has " + std::to_string(n_embd);
-        if (!quiet && cv.layer_count >= n_layer)
-            std::fprintf(
-                stderr,
-                "lctx %s: note: the control vector has directions up to layer %lld; the model's layers "
-                "are 0..%d (layer 0 and the ones beyond are never applied)\n",
-                cmd, static_cast<long long>(cv.layer_count), n_layer - 1);
-        out->data = cv.data;
-        out->n_embd = cv.n_embd;
-        out->start = start;
-        out->end = end;
-    } catch (const Error &e) {
-        return std::string("--control-vector: ") + e.what();
-    }
+    generate::ControlVector cv;
+    if (std::string why; !generate::control_vector_load(sources, &cv, &why))
+        return "--control-vector: " + why;
+    if (cv.n_embd != n_embd)
+        return "--control-vector: the directions have " + std::to_string(cv.n_embd) +
+               " values; the model's embedding has " + std::to_string(n_embd);
+    if (!quiet && cv.layer_count >= n_layer)
+        std::fprintf(stderr,
+                     "lctx %s: note: the control vector has directions up to layer %lld; the model's layers "
+                     "are 0..%d (layer 0 and the ones beyond are never applied)\n",
+                     cmd, static_cast<long long>(cv.layer_count), n_layer - 1);
+    out->data = std::move(cv.data);
+    out->n_embd = cv.n_embd;
+    out->start = start;
+    out->end = end;
     return "";
 }
 

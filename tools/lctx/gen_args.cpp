@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -13,7 +14,7 @@ CLI::Validator non_empty_value() {
                           "");
 }
 
-bool parse_override_kv(const std::string &arg, gguf::KeyValue *out, std::string *why) {
+bool parse_override_kv(const std::string &arg, llama_model_kv_override *out, std::string *why) {
     const size_t eq = arg.find('='), colon = arg.find(':', eq == std::string::npos ? 0 : eq);
     if (eq == std::string::npos || eq == 0 || colon == std::string::npos) {
         *why = "expected KEY=TYPE:VALUE";
@@ -21,12 +22,12 @@ bool parse_override_kv(const std::string &arg, gguf::KeyValue *out, std::string 
     }
     const std::string key = arg.substr(0, eq), type = arg.substr(eq + 1, colon - eq - 1),
                       v = arg.substr(colon + 1);
-    if (key.size() >= 128) {
+    if (key.size() >= sizeof out->key) {
         *why = "key longer than 127 bytes";
         return false;
     }
-    using gguf::Value, gguf::ValueType;
-    out->key = key;
+    *out = llama_model_kv_override{};
+    std::snprintf(out->key, sizeof out->key, "%s", key.c_str());
     char *end = nullptr;
     errno = 0;
     if (type == "int") {
@@ -35,26 +36,30 @@ bool parse_override_kv(const std::string &arg, gguf::KeyValue *out, std::string 
             *why = "'" + v + "' is not a 32-bit integer";
             return false;
         }
-        out->value = Value::from_int(ValueType::INT32, i);
+        out->tag = LLAMA_KV_OVERRIDE_TYPE_INT;
+        out->val_i64 = i;
     } else if (type == "float") {
         const double f = std::strtod(v.c_str(), &end);
         if (v.empty() || *end || errno || !std::isfinite(f)) {
             *why = "'" + v + "' is not a finite number";
             return false;
         }
-        out->value = Value::from_float(ValueType::FLOAT32, f);
+        out->tag = LLAMA_KV_OVERRIDE_TYPE_FLOAT;
+        out->val_f64 = static_cast<double>(static_cast<float>(f));
     } else if (type == "bool") {
         if (v != "true" && v != "false") {
             *why = "a bool is true or false";
             return false;
         }
-        out->value = Value::from_bool(v == "true");
+        out->tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+        out->val_bool = v == "true";
     } else if (type == "str") {
-        if (v.size() >= 128) {
+        if (v.size() >= sizeof out->val_str) {
             *why = "string longer than 127 bytes";
             return false;
         }
-        out->value = Value::from_string(v);
+        out->tag = LLAMA_KV_OVERRIDE_TYPE_STR;
+        std::snprintf(out->val_str, sizeof out->val_str, "%s", v.c_str());
     } else {
         *why = "type '" + type + "' is not int, float, bool or str";
         return false;

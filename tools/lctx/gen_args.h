@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "gguf/gguf.h"
 #include "llama.h"
 
 namespace lctx::cli {
@@ -12,9 +11,9 @@ namespace lctx::cli {
 // Refuses an empty value (`--samplers ''` must not quietly mean the default).
 CLI::Validator non_empty_value();
 
-// --override-kv KEY=TYPE:VALUE (TYPE int, float, bool or str; written as int32, float32, bool or string,
-// as b4748 reads them). False with *why set when the text is malformed.
-bool parse_override_kv(const std::string &arg, gguf::KeyValue *out, std::string *why);
+// --override-kv KEY=TYPE:VALUE (TYPE int, float, bool or str) as llama.h's override; a float is rounded to
+// float32 and an int must fit int32, as b4748 writes them. False with *why set when the text is malformed.
+bool parse_override_kv(const std::string &arg, llama_model_kv_override *out, std::string *why);
 
 // llama.cpp's RoPE options of a context.
 struct RopeArgs {

@@ -1,53 +1,42 @@
 #include "tools/lctx/gen_options.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <random>
 #include <sstream>
 #include <thread>
+#include <type_traits>
+#include <variant>
 
+#include "generate/capi_log.h"
 #include "generate/sampling_chain.h"
 #include "lctx/lctx_ext.h"
+#include "tools/lctx/option_rows.h"
 #include "tools/lctx/read_file.h"
 
 namespace lctx::cli {
 
 namespace {
 
-// llama.cpp's -ctk / -ctv types (common's kv_cache_types).
-constexpr GgmlType kKvCacheTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,
-                                      GgmlType::Q8_0,   GgmlType::Q4_0, GgmlType::Q4_1,
-                                      GgmlType::IQ4_NL, GgmlType::Q5_0, GgmlType::Q5_1};
+// llama.cpp's -ctk / -ctv types (common's kv_cache_types); the block types are quantized.
+struct KvCacheType {
+    ggml_type type;
+    const char *name;
+    bool quantized;
+};
+constexpr KvCacheType kKvCacheTypes[] = {
+    {GGML_TYPE_F32, "f32", false},      {GGML_TYPE_F16, "f16", false},  {GGML_TYPE_BF16, "bf16", false},
+    {GGML_TYPE_Q8_0, "q8_0", true},     {GGML_TYPE_Q4_0, "q4_0", true}, {GGML_TYPE_Q4_1, "q4_1", true},
+    {GGML_TYPE_IQ4_NL, "iq4_nl", true}, {GGML_TYPE_Q5_0, "q5_0", true}, {GGML_TYPE_Q5_1, "q5_1", true}};
 constexpr const char *kKvCacheTypeNames = "f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1";
-
-std::string g_log_error;  // the last error line llama.h logged while a conversion ran
-
-void keep_error(enum ggml_log_level level, const char *text, void *) {
-    if (level == GGML_LOG_LEVEL_ERROR && text) g_log_error = text;
-}
-
-// "--name: value V is not finite" and the like, or "".
-std::string check_float(const char *name, float v, float lo, float hi, const char *range) {
-    if (!std::isfinite(v)) return std::string(name) + ": " + std::to_string(v) + " is not a finite number";
-    if (v < lo || v > hi) {
-        std::ostringstream s;
-        s << name << ": " << v << " is out of range (" << range << ")";
-        return s.str();
-    }
-    return "";
-}
-
-std::string check_int(const char *name, int64_t v, int64_t lo, int64_t hi, const char *range) {
-    if (v < lo || v > hi)
-        return std::string(name) + ": " + std::to_string(v) + " is out of range (" + range + ")";
-    return "";
-}
 
 }  // namespace
 
@@ -63,47 +52,109 @@ std::string default_model_path() {
     return LCTX_DEFAULT_MODEL;
 }
 
-std::string kv_cache_type_from_name(const std::string &name, const char *option, GgmlType *out) {
-    GgmlType t;
-    if (!type_from_name(name.c_str(), &t)) return std::string(option) + ": unknown type '" + name + "'";
-    if (std::find(std::begin(kKvCacheTypes), std::end(kKvCacheTypes), t) == std::end(kKvCacheTypes))
-        return std::string(option) + ": " + name + " is not a KV cache type (" + kKvCacheTypeNames + ")";
-    *out = t;
+std::string kv_cache_type_from_name(const std::string &name, const char *option, ggml_type *out) {
+    // Any ggml type's name (case aside) is known; only the cache's types are taken.
+    bool known = false;
+    for (int id = 0; id < GGML_TYPE_COUNT && !known; ++id) {
+        const char *n = ggml_type_name(static_cast<ggml_type>(id));  // "unknown" for the unused ids
+        known = std::strcmp(n, "unknown") != 0 && strcasecmp(n, name.c_str()) == 0;
+    }
+    if (!known) return std::string(option) + ": unknown type '" + name + "'";
+    for (const KvCacheType &t : kKvCacheTypes)
+        if (strcasecmp(t.name, name.c_str()) == 0) {
+            *out = t.type;
+            return "";
+        }
+    return std::string(option) + ": " + name + " is not a KV cache type (" + kKvCacheTypeNames + ")";
+}
+
+const char *kv_cache_type_name(ggml_type t) {
+    for (const KvCacheType &k : kKvCacheTypes)
+        if (k.type == t) return k.name;
+    return "unknown";
+}
+
+std::string kv_cache_types_from_names(const std::string &k, const std::string &v, bool flash_attn,
+                                      ggml_type *type_k, ggml_type *type_v) {
+    for (const std::string &e : {kv_cache_type_from_name(k, "--cache-type-k", type_k),
+                                 kv_cache_type_from_name(v, "--cache-type-v", type_v)})
+        if (!e.empty()) return e;
+    for (const KvCacheType &t : kKvCacheTypes)
+        if (t.type == *type_v && t.quantized && !flash_attn)
+            return "--cache-type-v " + v + ": V cache quantization requires flash_attn (add -fa)";
     return "";
 }
 
+generate::SamplingConfig cli_sampling_defaults() {
+    generate::SamplingConfig c = generate::llama_cpp_sampling_defaults();
+    c.keep_neutral_samplers = true;  // llama.cpp's CLI chain: top_k 0 still sorts
+    return c;
+}
+
+namespace {
+
+using Config = generate::SamplingConfig;
+using SamplingFields =
+    std::variant<float Config::*, int32_t Config::*, bool Config::*, std::string Config::*,
+                 std::vector<std::string> Config::*, int64_t SamplingOptions::*,
+                 std::string SamplingOptions::*, std::vector<std::string> SamplingOptions::*>;
+
+constexpr double kBig = 1e6;
+const OptionRow<SamplingFields> kSamplingOptions[] = {
+    {"--temp", &Config::temperature, "temperature (0: greedy)", -kBig, kBig,
+     "a finite number; <= 0 is greedy"},
+    {"--top-k", &Config::top_k, "keep the k most likely tokens (<= 0: all)"},
+    {"--top-p", &Config::top_p, "keep the most likely tokens up to this probability mass (1: off)", 0, 1,
+     "0 to 1"},
+    {"--min-p", &Config::min_p, "drop tokens below this fraction of the top probability (0: off)", 0, 1,
+     "0 to 1"},
+    {"--typical", &Config::typical_p, "locally typical sampling mass (1: off)", 0, 1, "0 to 1"},
+    {"--repeat-penalty", &Config::repeat_penalty, "penalty for repeated tokens (1: off)", 0, kBig,
+     "0 or more; 1 is off"},
+    {"--repeat-last-n", &Config::repeat_last_n, "window of the penalties (0: off, -1: the whole context)", -1,
+     INT32_MAX, "-1 or more"},
+    {"--frequency-penalty", &Config::frequency_penalty, "frequency penalty (0: off)", -kBig, kBig,
+     "a finite number"},
+    {"--presence-penalty", &Config::presence_penalty, "presence penalty (0: off)", -kBig, kBig,
+     "a finite number"},
+    {"-s,--seed", &SamplingOptions::seed, "random seed (-1: a random one, printed)", -1, 0xFFFFFFFEll,
+     "-1 for a random seed, or 0 to 4294967294"},
+    {"--dynatemp-range", &Config::dynatemp_range, "dynamic temperature range (0: off)", 0, kBig, "0 or more"},
+    {"--dynatemp-exp", &Config::dynatemp_exponent, "dynamic temperature exponent", 0, kBig, "0 or more"},
+    {"--mirostat", &Config::mirostat, "Mirostat sampling (0: off, 1: Mirostat, 2: Mirostat 2.0)", 0, 2,
+     "0, 1 or 2"},
+    {"--mirostat-lr", &Config::mirostat_eta, "Mirostat learning rate, eta", 0, kBig, "0 or more"},
+    {"--mirostat-ent", &Config::mirostat_tau, "Mirostat target entropy, tau", 0, kBig, "0 or more"},
+    {"--xtc-probability", &Config::xtc_probability, "XTC probability (0: off)", 0, 1, "0 to 1"},
+    {"--xtc-threshold", &Config::xtc_threshold, "XTC threshold (> 0.5: off)", 0, 1, "0 to 1"},
+    {"--dry-multiplier", &Config::dry_multiplier, "DRY multiplier (0: off)", 0, kBig, "0 or more"},
+    {"--dry-base", &Config::dry_base, "DRY base", 1, kBig, "1 or more"},
+    {"--dry-allowed-length", &Config::dry_allowed_length, "DRY allowed length", 0, INT32_MAX, "0 or more"},
+    {"--dry-penalty-last-n", &Config::dry_penalty_last_n, "DRY window (0: off, -1: the whole context)", -1,
+     INT32_MAX, "-1 or more"},
+    {"--dry-sequence-breaker", &Config::dry_sequence_breakers, "DRY sequence breaker (repeatable)"},
+    {"-l,--logit-bias", &SamplingOptions::logit_bias,
+     "TOKEN+BIAS or TOKEN-BIAS, e.g. 15043+1 or 2-inf (repeatable)"},
+    {"--ignore-eos", &Config::ignore_eos, "never stop at an end-of-generation token"},
+    {"--grammar", &Config::grammar, "GBNF grammar the output must follow (start rule: root)"},
+    {"--grammar-file", &SamplingOptions::grammar_file, "file with a GBNF grammar the output must follow"},
+};
+
+// A row's value: a member of the options, or of their sampler parameters (SamplingOptions::config).
+template <typename Options>
+auto option_value(Options &o) {
+    return [&o](auto member) -> auto & {
+        if constexpr (std::is_same_v<typename MemberOf<decltype(member)>::type, Config>)
+            return o.config.*member;
+        else
+            return o.*member;
+    };
+}
+
+}  // namespace
+
 void add_sampling_options(CLI::App &app, SamplingOptions &o) {
-    app.add_option("--temp", o.temp, "temperature (0: greedy)");
-    app.add_option("--top-k", o.top_k, "keep the k most likely tokens (<= 0: all)");
-    app.add_option("--top-p", o.top_p, "keep the most likely tokens up to this probability mass (1: off)");
-    app.add_option("--min-p", o.min_p, "drop tokens below this fraction of the top probability (0: off)");
-    app.add_option("--typical", o.typical_p, "locally typical sampling mass (1: off)");
-    app.add_option("--repeat-penalty", o.repeat_penalty, "penalty for repeated tokens (1: off)");
-    app.add_option("--repeat-last-n", o.repeat_last_n,
-                   "window of the penalties (0: off, -1: the whole context)");
-    app.add_option("--frequency-penalty", o.frequency_penalty, "frequency penalty (0: off)");
-    app.add_option("--presence-penalty", o.presence_penalty, "presence penalty (0: off)");
-    app.add_option("-s,--seed", o.seed, "random seed (-1: a random one, printed)");
-    app.add_option("--dynatemp-range", o.dynatemp_range, "dynamic temperature range (0: off)");
-    app.add_option("--dynatemp-exp", o.dynatemp_exp, "dynamic temperature exponent");
-    app.add_option("--mirostat", o.mirostat, "Mirostat sampling (0: off, 1: Mirostat, 2: Mirostat 2.0)");
-    app.add_option("--mirostat-lr", o.mirostat_lr, "Mirostat learning rate, eta");
-    app.add_option("--mirostat-ent", o.mirostat_ent, "Mirostat target entropy, tau");
-    app.add_option("--xtc-probability", o.xtc_probability, "XTC probability (0: off)");
-    app.add_option("--xtc-threshold", o.xtc_threshold, "XTC threshold (> 0.5: off)");
-    app.add_option("--dry-multiplier", o.dry_multiplier, "DRY multiplier (0: off)");
-    app.add_option("--dry-base", o.dry_base, "DRY base");
-    app.add_option("--dry-allowed-length", o.dry_allowed_length, "DRY allowed length");
-    app.add_option("--dry-penalty-last-n", o.dry_penalty_last_n,
-                   "DRY window (0: off, -1: the whole context)");
-    app.add_option("--dry-sequence-breaker", o.dry_sequence_breakers, "DRY sequence breaker (repeatable)")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    app.add_option("-l,--logit-bias", o.logit_bias,
-                   "TOKEN+BIAS or TOKEN-BIAS, e.g. 15043+1 or 2-inf (repeatable)")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    app.add_flag("--ignore-eos", o.ignore_eos, "never stop at an end-of-generation token");
-    app.add_option("--grammar", o.grammar, "GBNF grammar the output must follow (start rule: root)");
-    app.add_option("--grammar-file", o.grammar_file, "file with a GBNF grammar the output must follow");
+    add_option_rows(app, kSamplingOptions, option_value(o));
     app.add_option("--samplers", o.samplers,
                    "the samplers in their order, separated by ';' (llama.cpp's names; default: "
                    "penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature)")
@@ -117,35 +168,12 @@ void add_sampling_options(CLI::App &app, SamplingOptions &o) {
 }
 
 std::string check_sampling_options(const SamplingOptions &o) {
-    const float big = 1e6f;
-    for (const std::string &e : {
-             check_float("--temp", o.temp, -big, big, "a finite number; <= 0 is greedy"),
-             check_float("--top-p", o.top_p, 0.0f, 1.0f, "0 to 1"),
-             check_float("--min-p", o.min_p, 0.0f, 1.0f, "0 to 1"),
-             check_float("--typical", o.typical_p, 0.0f, 1.0f, "0 to 1"),
-             check_float("--repeat-penalty", o.repeat_penalty, 0.0f, big, "0 or more; 1 is off"),
-             check_int("--repeat-last-n", o.repeat_last_n, -1, INT32_MAX, "-1 or more"),
-             check_float("--frequency-penalty", o.frequency_penalty, -big, big, "a finite number"),
-             check_float("--presence-penalty", o.presence_penalty, -big, big, "a finite number"),
-             check_int("--seed", o.seed, -1, 0xFFFFFFFEll, "-1 for a random seed, or 0 to 4294967294"),
-             check_float("--dynatemp-range", o.dynatemp_range, 0.0f, big, "0 or more"),
-             check_float("--dynatemp-exp", o.dynatemp_exp, 0.0f, big, "0 or more"),
-             check_int("--mirostat", o.mirostat, 0, 2, "0, 1 or 2"),
-             check_float("--mirostat-lr", o.mirostat_lr, 0.0f, big, "0 or more"),
-             check_float("--mirostat-ent", o.mirostat_ent, 0.0f, big, "0 or more"),
-             check_float("--xtc-probability", o.xtc_probability, 0.0f, 1.0f, "0 to 1"),
-             check_float("--xtc-threshold", o.xtc_threshold, 0.0f, 1.0f, "0 to 1"),
-             check_float("--dry-multiplier", o.dry_multiplier, 0.0f, big, "0 or more"),
-             check_float("--dry-base", o.dry_base, 1.0f, big, "1 or more"),
-             check_int("--dry-allowed-length", o.dry_allowed_length, 0, INT32_MAX, "0 or more"),
-             check_int("--dry-penalty-last-n", o.dry_penalty_last_n, -1, INT32_MAX, "-1 or more"),
-         })
-        if (!e.empty()) return e;
+    if (std::string e = check_option_rows(kSamplingOptions, option_value(o)); !e.empty()) return e;
     TokenBias tb;
     std::string why;
     for (const std::string &b : o.logit_bias)
         if (!parse_logit_bias(b, &tb, &why)) return "--logit-bias: " + why;
-    if (!o.grammar.empty() && !o.grammar_file.empty())
+    if (!o.config.grammar.empty() && !o.grammar_file.empty())
         return "--grammar and --grammar-file: give one of them";
     std::vector<generate::SamplerStage> order;
     if (!o.samplers.empty() && !o.sampling_seq.empty())
@@ -159,7 +187,7 @@ std::string check_sampling_options(const SamplingOptions &o) {
         if (!read_whole_file(o.grammar_file, &text, &why)) return "--grammar-file: " + why;
     }
     if (!o.json_schema.empty()) {
-        if (!o.grammar.empty() || !o.grammar_file.empty())
+        if (!o.config.grammar.empty() || !o.grammar_file.empty())
             return "--json-schema and --grammar / --grammar-file: give one of them";
         // Converted here too, so that a schema that cannot be used is reported before the model loads.
         std::string gbnf;
@@ -180,41 +208,55 @@ int resolved_threads(int32_t n) {
     return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+namespace {
+
+using GenFields = std::variant<std::string GenOptions::*, int32_t GenOptions::*, bool GenOptions::*,
+                               std::vector<std::string> GenOptions::*>;
+const OptionRow<GenFields> kGenOptions[] = {
+    {"-m,--model", &GenOptions::model_path, "GGUF model file"},
+    {"-p,--prompt", &GenOptions::prompt, "prompt text ('-': read it from standard input)"},
+    {"-f,--file", &GenOptions::prompt_file, "read the prompt from this file"},
+    {"-e,--escape", &GenOptions::escape,
+     "process escapes (\\n, \\t, \\\\, \\xHH, ...) in a prompt from standard input too (-p, -f and -r "
+     "always, "
+     "as llama-cli)"},
+    {"--no-escape", &GenOptions::no_escape, "do not process escapes in -p, -f or -r"},
+    {"--no-display-prompt", &GenOptions::no_display_prompt, "do not print the prompt before the output"},
+    {"-n,--n-predict", &GenOptions::n_predict,
+     "tokens to generate (-1: until end of text, shifting the context when full; -2: until the context is "
+     "full)"},
+    {"-c,--ctx-size", &GenOptions::n_ctx, "context size in tokens (0: the model's training context)", 0,
+     1 << 24, "0 for the model's, or up to 16777216"},
+    {"-b,--batch-size", &GenOptions::n_batch, "logical batch size (most tokens per decode call)", 1,
+     INT32_MAX, "1 or more"},
+    {"--ubatch-size", &GenOptions::n_ubatch, "physical batch size (-ub)", 1, INT32_MAX, "1 or more"},
+    {"-t,--threads", &GenOptions::n_threads, "threads for generation (0: every core)", 0, 1024,
+     "0 for every core, or up to 1024"},
+    {"--threads-batch", &GenOptions::n_threads_batch, "threads for the prompt (-tb; 0: as --threads)", 0,
+     1024, "0 for --threads, or up to 1024"},
+    {"--cache-type-k", &GenOptions::cache_type_k,
+     "KV cache type of K (-ctk): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1"},
+    {"--cache-type-v", &GenOptions::cache_type_v,
+     "KV cache type of V (-ctv), as -ctk; the block types (q8_0 ... q5_1) need -fa"},
+    {"--keep", &GenOptions::n_keep, "prompt tokens kept when the context shifts (-1: the whole prompt)", -1,
+     INT32_MAX, "-1 or more"},
+    {"--no-context-shift", &GenOptions::no_context_shift,
+     "stop when the context is full instead of shifting"},
+    {"-r,--reverse-prompt", &GenOptions::reverse_prompts,
+     "stop when the output ends with this text (repeatable)"},
+    {"--flash-attn", &GenOptions::flash_attn,
+     "(-fa) llama.cpp's flash-attention cache: V stored by rows (a quantized -ctv needs it)"},
+    {"--no-mmap", &GenOptions::no_mmap, "accepted: lctx maps the file and copies the weights it repacks"},
+    {"--mlock", &GenOptions::mlock, "lock the model and buffers in memory"},
+    {"--n-gpu-layers", &GenOptions::n_gpu_layers, "(-ngl) accepted: lctx runs on the CPU"},
+    {"--color", &GenOptions::color, "color the prompt and the user input on a terminal"},
+    {"-q,--log-disable", &GenOptions::quiet, "no notes, progress or timings on stderr"},
+};
+
+}  // namespace
+
 void add_gen_options(CLI::App &app, GenOptions &o) {
-    app.add_option("-m,--model", o.model_path, "GGUF model file");
-    app.add_option("-p,--prompt", o.prompt, "prompt text ('-': read it from standard input)");
-    app.add_option("-f,--file", o.prompt_file, "read the prompt from this file");
-    app.add_flag(
-        "-e,--escape", o.escape,
-        "process escapes (\\n, \\t, \\\\, \\xHH, ...) in a prompt from standard input too (-p, -f and "
-        "-r always, as llama-cli)");
-    app.add_flag("--no-escape", o.no_escape, "do not process escapes in -p, -f or -r");
-    app.add_flag("--no-display-prompt", o.no_display_prompt, "do not print the prompt before the output");
-    app.add_option("-n,--n-predict", o.n_predict,
-                   "tokens to generate (-1: until end of text, shifting the context when full; -2: until the "
-                   "context is full)");
-    app.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: the model's training context)");
-    app.add_option("-b,--batch-size", o.n_batch, "logical batch size (most tokens per decode call)");
-    app.add_option("--ubatch-size", o.n_ubatch, "physical batch size (-ub)");
-    app.add_option("-t,--threads", o.n_threads, "threads for generation (0: every core)");
-    app.add_option("--threads-batch", o.n_threads_batch, "threads for the prompt (-tb; 0: as --threads)");
-    app.add_option("--cache-type-k", o.cache_type_k,
-                   "KV cache type of K (-ctk): f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1");
-    app.add_option("--cache-type-v", o.cache_type_v,
-                   "KV cache type of V (-ctv), as -ctk; the block types (q8_0 ... q5_1) need -fa");
-    app.add_option("--keep", o.n_keep, "prompt tokens kept when the context shifts (-1: the whole prompt)");
-    app.add_flag("--no-context-shift", o.no_context_shift,
-                 "stop when the context is full instead of shifting");
-    app.add_option("-r,--reverse-prompt", o.reverse_prompts,
-                   "stop when the output ends with this text (repeatable)")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    app.add_flag("--flash-attn", o.flash_attn,
-                 "(-fa) llama.cpp's flash-attention cache: V stored by rows (a quantized -ctv needs it)");
-    app.add_flag("--no-mmap", o.no_mmap, "accepted: lctx maps the file and copies the weights it repacks");
-    app.add_flag("--mlock", o.mlock, "lock the model and buffers in memory");
-    app.add_option("--n-gpu-layers", o.n_gpu_layers, "(-ngl) accepted: lctx runs on the CPU");
-    app.add_flag("--color", o.color, "color the prompt and the user input on a terminal");
-    app.add_flag("-q,--log-disable", o.quiet, "no notes, progress or timings on stderr");
+    add_option_rows(app, kGenOptions, option_value(o));
     add_lora_options(app, o.lora_args);
     add_sampling_options(app, o.sampling);
     app.add_option("--override-kv", o.override_kv_args,
@@ -229,29 +271,20 @@ std::string check_gen_options(GenOptions &o) {
     if (o.n_predict < -2)
         return "--n-predict: " + std::to_string(o.n_predict) +
                " is out of range (a count, -1: until end of text, -2: until the context is full)";
-    for (const std::string &e : {
-             check_int("--ctx-size", o.n_ctx, 0, 1 << 24, "0 for the model's, or up to 16777216"),
-             check_int("--batch-size", o.n_batch, 1, INT32_MAX, "1 or more"),
-             check_int("--ubatch-size", o.n_ubatch, 1, INT32_MAX, "1 or more"),
-             check_int("--threads", o.n_threads, 0, 1024, "0 for every core, or up to 1024"),
-             check_int("--threads-batch", o.n_threads_batch, 0, 1024, "0 for --threads, or up to 1024"),
-             check_int("--keep", o.n_keep, -1, INT32_MAX, "-1 or more"),
-         })
-        if (!e.empty()) return e;
-    for (const std::string &e : {kv_cache_type_from_name(o.cache_type_k, "--cache-type-k", &o.type_k),
-                                 kv_cache_type_from_name(o.cache_type_v, "--cache-type-v", &o.type_v)})
-        if (!e.empty()) return e;
-    // as b4748's llama_init_from_model, before anything loads
-    if (type_traits(o.type_v).is_quantized && !o.flash_attn)
-        return "--cache-type-v " + o.cache_type_v + ": V cache quantization requires flash_attn (add -fa)";
+    if (std::string e = check_option_rows(kGenOptions, option_value(o)); !e.empty()) return e;
+    // before anything loads
+    if (const std::string e =
+            kv_cache_types_from_names(o.cache_type_k, o.cache_type_v, o.flash_attn, &o.type_k, &o.type_v);
+        !e.empty())
+        return e;
     for (const std::string &r : o.reverse_prompts)
         if (r.empty()) return "--reverse-prompt: the text is empty";
     o.overrides.clear();
     for (const std::string &a : o.override_kv_args) {
-        gguf::KeyValue kv;
+        llama_model_kv_override kv;
         std::string why;
         if (!parse_override_kv(a, &kv, &why)) return "--override-kv '" + a + "': " + why;
-        o.overrides.push_back(std::move(kv));
+        o.overrides.push_back(kv);
     }
     if (const std::string e = check_rope_args(o.rope_args); !e.empty()) return e;
     std::string lora_error;
@@ -304,22 +337,18 @@ bool resolve_prompt(GenOptions &o, const char *cmd, bool stdin_allowed) {
 }
 
 bool json_schema_grammar(const std::string &schema, std::string *gbnf, std::string *why) {
-    g_log_error.clear();
-    llama_log_set(keep_error, nullptr);  // the reason goes into the one-line report, not onto stderr
-    const int32_t n = lctx_json_schema_to_grammar(schema.c_str(), nullptr, 0);
-    std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
-    if (n > 0) lctx_json_schema_to_grammar(schema.c_str(), out.data(), out.size() + 1);
-    llama_log_set(nullptr, nullptr);
-    if (n < 0) {
-        // "lctx_json_schema_to_grammar: REASON\n": the reason alone.
-        std::string e = g_log_error;
-        if (const size_t at = e.find(": "); at != std::string::npos) e.erase(0, at + 2);
-        while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.pop_back();
-        *why = e.empty() ? "the schema cannot be converted" : e;
-        return false;
-    }
-    *gbnf = std::move(out);
-    return true;
+    std::string out;
+    // The reason goes into the one-line report, not onto stderr.
+    return generate::capi_call(
+        [&] {
+            const int32_t n = lctx_json_schema_to_grammar(schema.c_str(), nullptr, 0);
+            if (n < 0) return false;
+            out.assign(static_cast<size_t>(n), '\0');
+            if (n > 0) lctx_json_schema_to_grammar(schema.c_str(), out.data(), out.size() + 1);
+            *gbnf = std::move(out);
+            return true;
+        },
+        why);
 }
 
 }  // namespace lctx::cli

@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "gguf/gguf.h"
-#include "tensor/types.h"
+#include "generate/sampling_chain.h"
 #include "tools/lctx/args.h"
 #include "tools/lctx/gen_args.h"
 #include "tools/lctx/lora_args.h"
@@ -18,35 +17,25 @@ namespace lctx::cli {
 
 // A KV cache type by llama.cpp's name (-ctk / -ctv: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1);
 // "" when it is one, else the reason, for `option` ("--cache-type-k").
-std::string kv_cache_type_from_name(const std::string &name, const char *option, GgmlType *out);
+std::string kv_cache_type_from_name(const std::string &name, const char *option, ggml_type *out);
+// The -ctk / -ctv name of a KV cache type ("q8_0").
+const char *kv_cache_type_name(ggml_type t);
+// Both cache types by name (-ctk, -ctv), a quantized V needing flash attention (-fa), as b4748's
+// llama_init_from_model: "" or the first problem as one line.
+std::string kv_cache_types_from_names(const std::string &k, const std::string &v, bool flash_attn,
+                                      ggml_type *type_k, ggml_type *type_v);
 
-// llama.cpp's defaults (common_params_sampling at b4748).
+// The generation layer's sampler parameters at llama.cpp's defaults (common_params_sampling at b4748) and
+// with its CLI chain's shape (top_k and the others added even when neutral).
+generate::SamplingConfig cli_sampling_defaults();
+
+// The sampling options: llama.cpp's values written straight into the layer's parameters, and what only the
+// command line has, turned into parameters by cli_sampling_config (cli_sampling.h).
 struct SamplingOptions {
-    float temp = 0.8f;
-    int32_t top_k = 40;
-    float top_p = 0.95f;
-    float min_p = 0.05f;
-    float typical_p = 1.0f;
-    float repeat_penalty = 1.0f;
-    int32_t repeat_last_n = 64;  // -1: the whole context
-    float frequency_penalty = 0.0f;
-    float presence_penalty = 0.0f;
-    int64_t seed = -1;  // -1: random (resolve_seed picks one)
-    float dynatemp_range = 0.0f;
-    float dynatemp_exp = 1.0f;
-    int32_t mirostat = 0;  // 0 off, 1 v1, 2 v2
-    float mirostat_lr = 0.1f;
-    float mirostat_ent = 5.0f;
-    float xtc_probability = 0.0f;
-    float xtc_threshold = 0.1f;
-    float dry_multiplier = 0.0f;
-    float dry_base = 1.75f;
-    int32_t dry_allowed_length = 2;
-    int32_t dry_penalty_last_n = -1;
-    std::vector<std::string> dry_sequence_breakers;
-    std::vector<std::string> logit_bias;  // TOKEN+BIAS
-    bool ignore_eos = false;
-    std::string grammar, grammar_file, json_schema;
+    generate::SamplingConfig config = cli_sampling_defaults();  // its seed, logit_bias and order: below
+    int64_t seed = -1;                                          // -1: random (resolve_seed picks one)
+    std::vector<std::string> logit_bias;                        // TOKEN+BIAS
+    std::string grammar_file, json_schema;
     std::string samplers,
         sampling_seq;  // --samplers (names) / --sampling-seq (letters): the order; "" default
 };
@@ -84,13 +73,13 @@ struct GenOptions {
     LoraArgs lora_args;
     std::vector<LoraOption> loras;  // from lora_args by check()
 
-    GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;  // from cache_type_k / _v by check()
+    ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // from cache_type_k / _v by check()
 
     // llama.cpp's model and context options (gen_extra_options.h).
-    std::vector<std::string> override_kv_args;  // --override-kv KEY=TYPE:VALUE
-    std::vector<gguf::KeyValue> overrides;      // from override_kv_args by check()
-    RopeArgs rope_args;                         // checked by check()
-    bool special = false;                       // -sp: print special tokens
+    std::vector<std::string> override_kv_args;       // --override-kv KEY=TYPE:VALUE
+    std::vector<llama_model_kv_override> overrides;  // from override_kv_args by check(); no end marker
+    RopeArgs rope_args;                              // checked by check()
+    bool special = false;                            // -sp: print special tokens
 };
 
 void add_gen_options(CLI::App &app, GenOptions &o);

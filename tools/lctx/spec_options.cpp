@@ -56,11 +56,11 @@ std::string spec_unsupported_gen_options(const GenOptions &o) {
     auto no = [](const char *opt) {
         return std::string(opt) + ": not with speculative decoding (-md, --lookup) yet";
     };
-    if (!s.grammar.empty() || !s.grammar_file.empty()) return no("--grammar");
+    if (!s.config.grammar.empty() || !s.grammar_file.empty()) return no("--grammar");
     if (!s.json_schema.empty()) return no("--json-schema");
     if (!s.logit_bias.empty()) return no("--logit-bias");
-    if (s.mirostat != 0) return no("--mirostat");
-    if (s.ignore_eos) return no("--ignore-eos");
+    if (s.config.mirostat != 0) return no("--mirostat");
+    if (s.config.ignore_eos) return no("--ignore-eos");
     if (!s.samplers.empty() || !s.sampling_seq.empty()) return no("--samplers");
     if (!o.loras.empty()) return no("--lora");
     if (!o.override_kv_args.empty()) return no("--override-kv");
@@ -157,8 +157,7 @@ int run_speculative(GenOptions &o, const SpecOptions &s, uint32_t seed) {
     SpecModels m;
     if (const std::string e = spec_load(o.model_path, s, o.n_ctx, o.n_batch, o.n_ubatch, n_threads,
                                         resolved_threads(o.n_threads_batch ? o.n_threads_batch : n_threads),
-                                        static_cast<ggml_type>(static_cast<int>(o.type_k)),
-                                        static_cast<ggml_type>(static_cast<int>(o.type_v)), o.flash_attn, &m);
+                                        o.type_k, o.type_v, o.flash_attn, &m);
         !e.empty()) {
         std::fprintf(stderr, "lctx run: %s\n", e.c_str());
         return 1;
@@ -188,7 +187,7 @@ int run_speculative(GenOptions &o, const SpecOptions &s, uint32_t seed) {
     sp.n_min = s.draft_min;
     generate::SpecSampling ss;
     ss.filters = filters;
-    ss.greedy = o.sampling.temp <= 0.0f;
+    ss.greedy = o.sampling.config.temperature <= 0.0f;
     ss.seed = seed;
     generate::Speculator spec(m.ctx, m.drafter.get(), sp, ss);
     if (!o.quiet && !o.json) std::fprintf(stderr, "seed: %u\n", seed);

@@ -1,10 +1,13 @@
-#include "tools/lctx/capi_handles.h"
+#include "generate/capi_log.h"
 
-namespace lctx::cli {
+#include "llama.h"
+
+namespace lctx::generate {
 
 namespace {
 
 std::string g_last_error;
+bool g_captured = false;  // capture_capi_errors was called: the sink stays
 
 void log_sink(enum ggml_log_level level, const char *text, void *) {
     if (level != GGML_LOG_LEVEL_ERROR || !text) return;
@@ -16,6 +19,7 @@ void log_sink(enum ggml_log_level level, const char *text, void *) {
 }  // namespace
 
 void capture_capi_errors() {
+    g_captured = true;
     llama_log_set(log_sink, nullptr);
 }
 
@@ -30,4 +34,13 @@ std::string capi_last_error() {
     return e.empty() ? "unknown error" : e;
 }
 
-}  // namespace lctx::cli
+bool capi_call(const std::function<bool()> &call, std::string *why) {
+    g_last_error.clear();
+    if (!g_captured) llama_log_set(log_sink, nullptr);
+    const bool ok = call();
+    if (!g_captured) llama_log_set(nullptr, nullptr);  // llama.h's default log again
+    if (!ok) *why = capi_last_error();
+    return ok;
+}
+
+}  // namespace lctx::generate
