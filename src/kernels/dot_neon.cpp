@@ -1,12 +1,13 @@
 // ARM64 NEON level (armv8.0 Advanced SIMD, every AArch64 core): the 8-bit dot products by widening multiplies
-// (dot_arm_inl.h), the float dot products in four 4-lane chains, and the Q8_0 activation quantizer. Compiled
-// on ARM64 only (CMakeLists.txt: *_neon.cpp).
+// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h), the float dot products in four 4-lane chains, and
+// the Q8_0 activation quantizer. Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
 #include <arm_neon.h>
 
 #include <cmath>
 
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
+#include "kernels/dot_kquants_arm_inl.h"
 #include "tensor/block_layouts.h"
 #include "tensor/fp16.h"
 
@@ -100,6 +101,18 @@ VecDotFn vec_dot_neon(GgmlType t) {
             return &arm::vec_dot_q5_1<false>;
         case GgmlType::IQ4_NL:
             return &arm::vec_dot_iq4_nl<false>;
+        case GgmlType::Q2_K:
+            return &arm::vec_dot_q2_K<false>;
+        case GgmlType::Q3_K:
+            return &arm::vec_dot_q3_K<false>;
+        case GgmlType::Q4_K:
+            return &arm::vec_dot_q4_K<false>;
+        case GgmlType::Q5_K:
+            return &arm::vec_dot_q5_K<false>;
+        case GgmlType::Q6_K:
+            return &arm::vec_dot_q6_K<false>;
+        case GgmlType::IQ4_XS:
+            return &arm::vec_dot_iq4_xs<false>;
         default:
             return nullptr;
     }
@@ -129,6 +142,18 @@ GemmFn gemm_neon(GgmlType t) {
             return &arm::gemm_by_dots<&arm::vec_dot_q5_1<false>>;
         case GgmlType::IQ4_NL:
             return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<false>>;
+        case GgmlType::Q2_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q2_K<false>>;
+        case GgmlType::Q3_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q3_K<false>>;
+        case GgmlType::Q4_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q4_K<false>>;
+        case GgmlType::Q5_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_K<false>>;
+        case GgmlType::Q6_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q6_K<false>>;
+        case GgmlType::IQ4_XS:
+            return &arm::gemm_by_dots<&arm::vec_dot_iq4_xs<false>>;
         default:
             return nullptr;
     }
