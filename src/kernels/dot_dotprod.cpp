@@ -1,8 +1,10 @@
 // ARM64 dotprod level (FEAT_DotProd: SDOT): the NEON level's integer kernels with SDOT for the 8-bit dot
-// products (dot_arm_inl.h); the same integer sums, so the same values as the NEON level. Compiled with
-// +dotprod on ARM64 only (CMakeLists.txt: *_dotprod.cpp) and entered only when the CPU reports ASIMDDP.
+// products (dot_arm_inl.h, dot_kquants_arm_inl.h); the same integer sums, so the same values as the NEON
+// level. Compiled with +dotprod on ARM64 only (CMakeLists.txt: *_dotprod.cpp) and entered only when the CPU
+// reports ASIMDDP.
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
+#include "kernels/dot_kquants_arm_inl.h"
 
 namespace lctx::kernels::detail {
 
@@ -20,6 +22,18 @@ VecDotFn vec_dot_dotprod(GgmlType t) {
             return &arm::vec_dot_q5_1<true>;
         case GgmlType::IQ4_NL:
             return &arm::vec_dot_iq4_nl<true>;
+        case GgmlType::Q2_K:
+            return &arm::vec_dot_q2_K<true>;
+        case GgmlType::Q3_K:
+            return &arm::vec_dot_q3_K<true>;
+        case GgmlType::Q4_K:
+            return &arm::vec_dot_q4_K<true>;
+        case GgmlType::Q5_K:
+            return &arm::vec_dot_q5_K<true>;
+        case GgmlType::Q6_K:
+            return &arm::vec_dot_q6_K<true>;
+        case GgmlType::IQ4_XS:
+            return &arm::vec_dot_iq4_xs<true>;
         default:
             return nullptr;
     }
@@ -39,6 +53,18 @@ GemmFn gemm_dotprod(GgmlType t) {
             return &arm::gemm_by_dots<&arm::vec_dot_q5_1<true>>;
         case GgmlType::IQ4_NL:
             return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<true>>;
+        case GgmlType::Q2_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q2_K<true>>;
+        case GgmlType::Q3_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q3_K<true>>;
+        case GgmlType::Q4_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q4_K<true>>;
+        case GgmlType::Q5_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_K<true>>;
+        case GgmlType::Q6_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q6_K<true>>;
+        case GgmlType::IQ4_XS:
+            return &arm::gemm_by_dots<&arm::vec_dot_iq4_xs<true>>;
         default:
             return nullptr;
     }

@@ -1,12 +1,14 @@
 // ARM64 NEON level (armv8.0 Advanced SIMD, every AArch64 core): the 8-bit dot products by widening multiplies
-// (dot_arm_inl.h), the float dot products in four 4-lane chains, and the Q8_0 activation quantizer. Compiled
-// on ARM64 only (CMakeLists.txt: *_neon.cpp).
+// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h), the float dot products in four 4-lane chains, and
+// the Q8_0 and Q8_K activation quantizers. Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
 #include <arm_neon.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
+#include "kernels/dot_kquants_arm_inl.h"
 #include "tensor/block_layouts.h"
 #include "tensor/fp16.h"
 
@@ -76,6 +78,45 @@ void quantize_q8_0(const float *x, void *vy, int64_t n) {
     }
 }
 
+// Q8_K activations: the reference's bytes (quantize_row_q8_K_ref). The element of largest magnitude (the
+// first of equals, with its sign) gives iscale = -127 / max; q = min(nearest_int(iscale * x), 127); d =
+// 1 / iscale; bsums the sums of each 16 q. MAXNM skips NaNs as the reference's comparison does. nearest_int
+// adds 1.5 * 2^23 and keeps the low mantissa bits; on ARM64 the compiler fuses the reference's product and
+// that addition into one FMA (-ffp-contract=fast), rounding the exact product, so the same FMA here: a
+// product rounded first (FMUL, FCVTNS) differs where it rounds onto a tie (about one row of 256 in 1000).
+inline int32x4_t q8_K_codes(const float *x, float iscale) {
+    const float32x4_t biased = vfmaq_n_f32(vdupq_n_f32(12582912.0f), vld1q_f32(x), iscale);
+    const int32x4_t bits = vandq_s32(vreinterpretq_s32_f32(biased), vdupq_n_s32(0x007fffff));
+    return vminq_s32(vsubq_s32(bits, vdupq_n_s32(0x00400000)), vdupq_n_s32(127));
+}
+
+void quantize_q8_K(const float *x, void *vy, int64_t n) {
+    auto *y = static_cast<block_q8_K *>(vy);
+    for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+        float32x4_t m = vdupq_n_f32(0.0f);
+        for (int k = 0; k < kQK_K; k += 4) m = vmaxnmq_f32(m, vabsq_f32(vld1q_f32(x + k)));
+        const float amax = vmaxnmvq_f32(m);
+        block_q8_K b;
+        std::memset(&b, 0, sizeof(b));
+        if (amax != 0.0f) {
+            int j = 0;
+            while (std::fabs(x[j]) != amax) ++j;
+            const float iscale = -127.0f / x[j];
+            for (int k = 0; k < kQK_K; k += 16) {
+                int16x8_t h[2];
+                for (int u = 0; u < 2; ++u)
+                    h[u] = vcombine_s16(vmovn_s32(q8_K_codes(x + k + 8 * u, iscale)),
+                                        vmovn_s32(q8_K_codes(x + k + 8 * u + 4, iscale)));
+                vst1q_s8(b.qs + k, vcombine_s8(vmovn_s16(h[0]), vmovn_s16(h[1])));
+                b.bsums[k / 16] =
+                    static_cast<int16_t>(vaddvq_s32(vaddq_s32(vpaddlq_s16(h[0]), vpaddlq_s16(h[1]))));
+            }
+            b.d = 1.0f / iscale;
+        }
+        std::memcpy(y + i, &b, sizeof(b));
+    }
+}
+
 }  // namespace
 
 namespace detail {
@@ -100,13 +141,32 @@ VecDotFn vec_dot_neon(GgmlType t) {
             return &arm::vec_dot_q5_1<false>;
         case GgmlType::IQ4_NL:
             return &arm::vec_dot_iq4_nl<false>;
+        case GgmlType::Q2_K:
+            return &arm::vec_dot_q2_K<false>;
+        case GgmlType::Q3_K:
+            return &arm::vec_dot_q3_K<false>;
+        case GgmlType::Q4_K:
+            return &arm::vec_dot_q4_K<false>;
+        case GgmlType::Q5_K:
+            return &arm::vec_dot_q5_K<false>;
+        case GgmlType::Q6_K:
+            return &arm::vec_dot_q6_K<false>;
+        case GgmlType::IQ4_XS:
+            return &arm::vec_dot_iq4_xs<false>;
         default:
             return nullptr;
     }
 }
 
 QuantizeActFn quantize_act_neon(GgmlType act_type) {
-    return act_type == GgmlType::Q8_0 ? &quantize_q8_0 : nullptr;
+    switch (act_type) {
+        case GgmlType::Q8_0:
+            return &quantize_q8_0;
+        case GgmlType::Q8_K:
+            return &quantize_q8_K;
+        default:
+            return nullptr;
+    }
 }
 
 GemmFn gemm_neon(GgmlType t) {
@@ -129,6 +189,18 @@ GemmFn gemm_neon(GgmlType t) {
             return &arm::gemm_by_dots<&arm::vec_dot_q5_1<false>>;
         case GgmlType::IQ4_NL:
             return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<false>>;
+        case GgmlType::Q2_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q2_K<false>>;
+        case GgmlType::Q3_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q3_K<false>>;
+        case GgmlType::Q4_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q4_K<false>>;
+        case GgmlType::Q5_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q5_K<false>>;
+        case GgmlType::Q6_K:
+            return &arm::gemm_by_dots<&arm::vec_dot_q6_K<false>>;
+        case GgmlType::IQ4_XS:
+            return &arm::gemm_by_dots<&arm::vec_dot_iq4_xs<false>>;
         default:
             return nullptr;
     }

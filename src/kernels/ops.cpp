@@ -134,6 +134,10 @@ void rope_angles(float pos, const RopeParams &p, float *cos_sin) {
 }
 
 void rope_apply(float *x, int n_head, int head_dim, const float *cos_sin, const RopeParams &p) {
+#if defined(__aarch64__)
+    if (use_neon_row_ops())
+        return detail::rope_apply_neon(x, n_head, head_dim, cos_sin, p.n_rot, p.mode == RopeMode::Neox);
+#endif
     const int half = p.n_rot / 2;
     const float *cos_v = cos_sin, *sin_v = cos_sin + half;
     for (int h = 0; h < n_head; ++h) {

@@ -18,5 +18,7 @@ void axpy_f32_neon(float a, const float *x, float *y, int64_t n);
 void add_neon(float *y, const float *x, int64_t n);
 double sum_sq_neon(const float *x, int64_t n);
 void scale_mul_neon(const float *x, float s, const float *w, float *y, int64_t n);
+// rope_apply's rotation (ops.h), pairs (2i, 2i + 1) or, neox, (i, i + n_rot / 2).
+void rope_apply_neon(float *x, int n_head, int head_dim, const float *cos_sin, int n_rot, bool neox);
 
 }  // namespace lctx::kernels::detail

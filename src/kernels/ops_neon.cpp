@@ -1,5 +1,6 @@
 // NEON row ops (ARM64 only, CMakeLists.txt: *_neon.cpp): softmax's exp and sum, SiLU / SwiGLU, the RMS norm's
-// sum of squares and scaling, and attention's axpy, 4 lanes at a time with the scalar code for the tails.
+// sum of squares and scaling, attention's axpy and rope's rotation, 4 lanes at a time with the scalar code
+// for the tails.
 // The exp is exp_poly.h's, as on x86: 2^n e^r with the degree-7 polynomial.
 #include <arm_neon.h>
 
@@ -137,6 +138,37 @@ void scale_mul_neon(const float *x, float s, const float *w, float *y, int64_t n
     } else {
         for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vmulq_n_f32(vld1q_f32(x + i), s));
         for (; i < n; ++i) y[i] = x[i] * s;
+    }
+}
+
+// Rope's rotation of each head's pairs by precomputed angles (rope_apply's contract): 4 pairs at a time, the
+// pairs (2i, 2i + 1) split and rejoined by LD2 / ST2 (normal) or (i, i + half) read as two runs (NeoX).
+void rope_apply_neon(float *x, int n_head, int head_dim, const float *cos_sin, int n_rot, bool neox) {
+    const int half = n_rot / 2;
+    const float *cos_v = cos_sin, *sin_v = cos_sin + half;
+    for (int h = 0; h < n_head; ++h) {
+        float *v = x + static_cast<int64_t>(h) * head_dim;
+        int i = 0;
+        for (; i + 4 <= half; i += 4) {
+            const float32x4_t c = vld1q_f32(cos_v + i), s = vld1q_f32(sin_v + i);
+            if (neox) {
+                const float32x4_t x0 = vld1q_f32(v + i), x1 = vld1q_f32(v + i + half);
+                vst1q_f32(v + i, vfmsq_f32(vmulq_f32(x0, c), x1, s));
+                vst1q_f32(v + i + half, vfmaq_f32(vmulq_f32(x1, c), x0, s));
+            } else {
+                const float32x4x2_t p = vld2q_f32(v + 2 * i);
+                float32x4x2_t r;
+                r.val[0] = vfmsq_f32(vmulq_f32(p.val[0], c), p.val[1], s);
+                r.val[1] = vfmaq_f32(vmulq_f32(p.val[1], c), p.val[0], s);
+                vst2q_f32(v + 2 * i, r);
+            }
+        }
+        for (; i < half; ++i) {
+            const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * cos_v[i] - x1 * sin_v[i];
+            v[b] = x0 * sin_v[i] + x1 * cos_v[i];
+        }
     }
 }
 

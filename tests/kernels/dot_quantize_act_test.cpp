@@ -36,8 +36,10 @@ GgmlType weight_for(GgmlType act) {
 }
 
 // Rows whose elements exercise the converter: per-block magnitudes over 10^±6 (10^±2 where a half
-// must hold the values), exact rounding ties, a zero block, +/- ties for the largest magnitude.
+// must hold the values), exact rounding ties, a zero block, +/- ties for the largest magnitude, and for
+// Q8_K products that fall within a few ulps of a rounding tie.
 std::vector<float> tricky_row(GgmlType act, int64_t n, uint32_t seed) {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> spread(-1.0f, 1.0f);
@@ -56,6 +58,17 @@ std::vector<float> tricky_row(GgmlType act, int64_t n, uint32_t seed) {
                 if (i == lo) v = -127.0f;
             } else if (kind == 2) {
                 v = 0.0f;  // a zero block
+            } else if (kind == 4 && act == GgmlType::Q8_K) {
+                // Products iscale * x within a few ulps of a half-integer: a kernel that rounds the product
+                // before the rounding to an integer and one that rounds the exact product (an FMA) differ.
+                const float max = -3.0f * scale, iscale = -127.0f / max;
+                if (i == lo) {
+                    v = max;
+                } else {
+                    v = (static_cast<float>(static_cast<int>(rng() % 250) - 125) + 0.5f) / iscale;
+                    for (int s = static_cast<int>(rng() % 5) - 2; s != 0; s += s > 0 ? -1 : 1)
+                        v = std::nextafter(v, s > 0 ? kInf : -kInf);
+                }
             } else if (kind == 3 && (i - lo) % 5 == 1) {
                 // The largest magnitude several times, the first with the other sign: Q8_K keys on the first.
                 v = (i - lo == 1 ? -20.0f : 20.0f) * (b % 2 ? -scale : scale);

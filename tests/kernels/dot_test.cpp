@@ -350,30 +350,12 @@ TEST(DotDispatch, IsaAboveTheCpuThrows) {
     }
 }
 
-// Every level above scalar has its own dot product and gemm for the weight types it covers (a type left to
-// the scalar reference runs several times slower there). The x86 levels cover every weight type; the ARM64
-// levels every one but those listed (their plain-row dots are still the scalar reference's; Q4_K and Q6_K
-// model weights go through the interleaved kernels).
-bool left_to_scalar_on_arm(GgmlType t) {
-    switch (t) {
-        case GgmlType::Q2_K:
-        case GgmlType::Q3_K:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-        case GgmlType::Q6_K:
-        case GgmlType::IQ4_XS:
-            return true;
-        default:
-            return false;
-    }
-}
-
+// Every level above scalar has its own dot product and gemm for every weight type (a type left to the scalar
+// reference runs several times slower there), on x86 and on ARM64 alike.
 TEST(DotDispatch, EveryLevelHasItsOwnKernelsForItsTypes) {
     for (Isa isa : test::available_isas()) {
         if (isa == Isa::Scalar) continue;
-        const bool arm = isa_at_least(isa, Isa::Neon);
         for (GgmlType t : kWeightTypes) {
-            if (arm && left_to_scalar_on_arm(t)) continue;
             const TypeKernels &k = type_kernels(t, isa), &ref = type_kernels(t, Isa::Scalar);
             EXPECT_NE(k.vec_dot, ref.vec_dot) << type_name(t) << " at " << isa_name(isa);
             EXPECT_NE(k.gemm, ref.gemm) << type_name(t) << " at " << isa_name(isa);

@@ -178,6 +178,43 @@ TEST(OpsTest, RopeAnglesOnceGivesRopesBits) {
     }
 }
 
+// rope_apply at the active level (NEON on ARM64) is the rotation of each pair by the given angles, to a few
+// roundings of the double evaluation: both pair layouts, rotated halves that are not whole vectors, and
+// the dimensions past n_rot left as they were.
+TEST(OpsTest, RopeApplyRotatesByTheGivenAngles) {
+    for (RopeMode mode : {RopeMode::Normal, RopeMode::Neox}) {
+        for (int n_rot : {2, 6, 8, 10, 24, 30, 64, 128}) {
+            for (int extra : {0, 6}) {
+                SCOPED_TRACE(std::to_string(static_cast<int>(mode)) + " rot " + std::to_string(n_rot) +
+                             " + " + std::to_string(extra));
+                RopeParams p;
+                p.n_rot = n_rot;
+                p.mode = mode;
+                p.freq_base = 10000.0f;
+                const int n_head = 3, head_dim = n_rot + extra, half = n_rot / 2;
+                const std::vector<float> x = random_vec(n_head * head_dim, 17 + n_rot + extra);
+                std::vector<float> cs(n_rot), y = x;
+                rope_angles(77.0f, p, cs.data());
+                rope_apply(y.data(), n_head, head_dim, cs.data(), p);
+                for (int h = 0; h < n_head; ++h) {
+                    const float *v = x.data() + h * head_dim;
+                    const float *got = y.data() + h * head_dim;
+                    for (int i = 0; i < half; ++i) {
+                        const int a = mode == RopeMode::Normal ? 2 * i : i;
+                        const int b = mode == RopeMode::Normal ? 2 * i + 1 : i + half;
+                        const double c = cs[i], sn = cs[half + i], x0 = v[a], x1 = v[b];
+                        const double tol = 4 * 0x1p-24 * (std::fabs(x0) + std::fabs(x1));
+                        EXPECT_NEAR(got[a], x0 * c - x1 * sn, tol) << "head " << h << " pair " << i;
+                        EXPECT_NEAR(got[b], x0 * sn + x1 * c, tol) << "head " << h << " pair " << i;
+                    }
+                    for (int e = n_rot; e < head_dim; ++e) EXPECT_EQ(got[e], v[e]) << "head " << h;
+                }
+                if (::testing::Test::HasFailure()) return;
+            }
+        }
+    }
+}
+
 TEST(OpsTest, RopeShiftF16MatchesF32) {
     RopeParams p;
     p.n_rot = 32;
