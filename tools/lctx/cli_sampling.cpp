@@ -1,5 +1,7 @@
 #include "tools/lctx/cli_sampling.h"
 
+#include <cstdio>
+
 #include "tools/lctx/capi_handles.h"
 #include "tools/lctx/read_file.h"
 
@@ -43,6 +45,14 @@ SamplerPtr make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *v
     std::string why;
     SamplerPtr chain(generate::make_sampler_chain(c, vocab, n_ctx, &why));
     if (!chain) *error = "--grammar: " + capi_last_error();
+    return chain;
+}
+
+SamplerPtr make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
+                                  const char *cmd) {
+    std::string error;
+    SamplerPtr chain = make_cli_sampler_chain(o, vocab, n_ctx, &error);
+    if (!chain) std::fprintf(stderr, "lctx %s: %s\n", cmd, error.c_str());
     return chain;
 }
 

@@ -20,5 +20,8 @@ bool cli_sampling_config(const SamplingOptions &o, const llama_vocab *vocab, gen
 // The chain itself; null with *error set, naming the option (a grammar that cannot be used).
 SamplerPtr make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
                                   std::string *error);
+// The same, the error printed as one line of command `cmd` ("lctx run: --grammar: ...").
+SamplerPtr make_cli_sampler_chain(const SamplingOptions &o, const llama_vocab *vocab, int32_t n_ctx,
+                                  const char *cmd);
 
 }  // namespace lctx::cli

@@ -300,12 +300,8 @@ int cmd_chat(int argc, char **argv) {
     const int32_t n_ctx = shape.n_ctx;
     ChatSession session(ctx, n_ctx, shape.n_batch);
     session.shift.enabled = !o.no_context_shift && o.n_predict != -2;
-    std::string chain_error;
-    const SamplerPtr chain_owner = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
-    if (!chain_owner) {
-        std::fprintf(stderr, "lctx chat: %s\n", chain_error.c_str());
-        return 1;
-    }
+    const SamplerPtr chain_owner = make_cli_sampler_chain(o.sampling, vocab, n_ctx, "chat");
+    if (!chain_owner) return 1;
     llama_sampler *chain = chain_owner.get();
     const int32_t n_vocab = llama_vocab_n_tokens(vocab);
     // -md / --lookup: the drafter, the verifier's filters (the chain without its draw) and the speculator.
@@ -324,9 +320,10 @@ int cmd_chat(int argc, char **argv) {
             std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
             return 1;
         }
-        filters.reset(make_spec_filters(o.sampling, vocab, n_ctx, seed, &chain_error));
+        std::string filters_error;
+        filters.reset(make_spec_filters(o.sampling, vocab, n_ctx, seed, &filters_error));
         if (!filters) {
-            std::fprintf(stderr, "lctx chat: %s\n", chain_error.c_str());
+            std::fprintf(stderr, "lctx chat: %s\n", filters_error.c_str());
             return 1;
         }
         generate::SpecParams sp;

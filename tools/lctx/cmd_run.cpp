@@ -240,12 +240,8 @@ int run_main(int argc, char **argv, bool infill) {
     // -n -2 stops when the context is full; -n -1 and counts shift it (unless --no-context-shift).
     shift.enabled = o.n_predict != -2 && !o.no_context_shift;
 
-    std::string chain_error;
-    const SamplerPtr chain_owner = make_cli_sampler_chain(o.sampling, vocab, n_ctx, &chain_error);
-    if (!chain_owner) {
-        std::fprintf(stderr, "lctx run: %s\n", chain_error.c_str());
-        return 1;
-    }
+    const SamplerPtr chain_owner = make_cli_sampler_chain(o.sampling, vocab, n_ctx, "run");
+    if (!chain_owner) return 1;
     llama_sampler *chain = chain_owner.get();
     generate::accept_prompt(chain, prompt_ids);
     if (!o.quiet && !o.json) std::fprintf(stderr, "seed: %u\n", seed);
