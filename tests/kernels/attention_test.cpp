@@ -41,6 +41,13 @@ struct Case {
     // of the tokens are a prompt of region 0's sequence, the others tokens of the other sequences in turn,
     // and each sees only its own region (a server step: one prompt chunk beside decoded tokens)
     int regions = 0;
+    // > 0: that many sequences, token t of sequence t % interleave, each seeing only its region of the cells
+    // (as regions lays them out); interleaved_cells then moves region r's cell o to cell o * interleave + r,
+    // the layout a batched decode leaves (n_kv a multiple of interleave), with the same values and mask
+    int interleave = 0;
+    bool interleaved_cells = false;
+    bool prompts =
+        false;  // with interleave: tokens of a sequence in a run (t * interleave / n_tokens), prompts
     bool no_holes = false;    // no random holes in the mask (every cell before the token visible)
     bool f16_values = false;  // V's values rounded to F16 first: an F32 cache then holds an F16 one's values
 };
@@ -50,7 +57,9 @@ std::string case_name(const Case &c) {
            std::to_string(c.head_dim) + " kv" + std::to_string(c.n_kv) + " t" + std::to_string(c.n_tokens) +
            " " + type_name(c.type_k) + "/" + type_name(c.type_v) + (c.v_trans ? " vt" : "") +
            (c.softcap > 0 ? " softcap" : "") + (c.alibi_max_bias > 0 ? " alibi" : "") +
-           (c.per_head_bias ? " head-bias" : "") + (c.regions > 0 ? " regions" : "");
+           (c.per_head_bias ? " head-bias" : "") + (c.regions > 0 ? " regions" : "") +
+           (c.interleave > 0 ? " seqs" + std::to_string(c.interleave) : "") +
+           (c.interleaved_cells ? " interleaved" : "");
 }
 
 // Round trip of n floats through `type`.
@@ -77,6 +86,19 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     for (float &v : kf) v = normal(rng) * 1.5f;
     for (float &v : vf) v = normal(rng);
     if (c.f16_values) vf = through(GgmlType::F16, vf.data(), static_cast<int64_t>(vf.size()));
+    // the cell that holds logical cell j (regions side by side, or interleaved)
+    auto cell_of = [&](int j) {
+        if (!c.interleaved_cells) return j;
+        const int per = c.n_kv / c.interleave, r = j / per;
+        return (j - r * per) * c.interleave + r;
+    };
+    if (c.interleaved_cells) {
+        const std::vector<float> k0 = kf, v0 = vf;
+        for (int j = 0; j < c.n_kv; ++j) {
+            std::copy_n(k0.begin() + j * kv_dim, kv_dim, kf.begin() + cell_of(j) * kv_dim);
+            std::copy_n(v0.begin() + j * kv_dim, kv_dim, vf.begin() + cell_of(j) * kv_dim);
+        }
+    }
     const size_t k_row_bytes = row_size(c.type_k, kv_dim);
     std::vector<uint8_t> kbuf(cells * k_row_bytes);
     std::vector<float> kdq(cells * kv_dim);  // what the kernel sees
@@ -128,6 +150,9 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
                 const int seq_t = t < c.n_tokens / 2 ? 0 : 1 + t % (c.regions - 1);
                 if (static_cast<int64_t>(j) * c.regions / c.n_kv != seq_t) mask[t * ldmask + j] = -kInf;
             }
+            if (c.interleave > 0 && static_cast<int64_t>(j) * c.interleave / c.n_kv !=
+                                        (c.prompts ? t * c.interleave / c.n_tokens : t % c.interleave))
+                mask[t * ldmask + j] = -kInf;
         }
         if (c.n_tokens > 1 && t == c.n_tokens - 1)
             for (int j = 0; j < c.n_kv; ++j) mask[t * ldmask + j] = -kInf;
@@ -136,6 +161,10 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
             for (int j = 0; j < c.n_kv; ++j)
                 if (mask[t * ldmask + j] != -kInf)
                     mask[t * ldmask + j] = -static_cast<float>(std::abs(c.n_kv - c.n_tokens + t - j));
+        if (c.interleaved_cells) {  // the row's values move with their cells
+            const std::vector<float> row(mask.begin() + t * ldmask, mask.begin() + t * ldmask + c.n_kv);
+            for (int j = 0; j < c.n_kv; ++j) mask[t * ldmask + cell_of(j)] = row[j];
+        }
     }
     // per-head masks [n_head][n_tokens][ldmask]: the -inf cells stay, the others get a bias of their own
     const int64_t head_stride = c.n_tokens * ldmask;
@@ -143,8 +172,12 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     if (c.per_head_bias) {
         head_masks.resize(c.n_head * head_stride);
         for (int h = 0; h < c.n_head; ++h)
-            for (int64_t i = 0; i < head_stride; ++i)
+            for (int64_t l = 0; l < head_stride; ++l) {
+                // (in the order of the logical cells: the interleaved layout gets the same biases)
+                const int j = static_cast<int>(l % ldmask);
+                const int64_t i = l - j + (j < c.n_kv ? cell_of(j) : j);
                 head_masks[h * head_stride + i] = mask[i] == -kInf ? -kInf : mask[i] + normal(rng) * 1.5f;
+            }
     }
     // the mask value head h sees for token t, cell j
     auto mask_at = [&](int h, int t, int j) {
@@ -523,6 +556,86 @@ TEST(AttentionTest, AlibiSlopesOfOneKeepTheBits) {
             const std::vector<float> plain = run_case(c, 77, 2);
             c.slopes_of_one = true;
             EXPECT_EQ(plain, run_case(c, 77, 2)) << "tokens " << n_tokens << " v_trans " << v_trans;
+        }
+    }
+}
+
+// Tokens of 2, 4 or 8 sequences whose cells interleave (one cell of each per decode step): each row sees a
+// small part of its span and is computed over its visible cells (2 sequences with holes, 4 and 8), against
+// the reference, and against the same sequences with their cells side by side (the span path): the same
+// values up to the order of the sums. Every cache type, the head dims of the other tests, V transposed or
+// by rows, GQA, 1 and 2 threads; ALiBi, a softcap and per-head masks on the way.
+TEST(AttentionTest, InterleavedSequencesOverTheirVisibleCells) {
+    uint32_t seed = 1000;
+    for (GgmlType t : kCacheTypes) {
+        for (int hd : {64, 72, 80, 96, 128}) {
+            if (type_traits(t).is_quantized && hd % 32 != 0) continue;  // block rows are whole blocks
+            if (t != GgmlType::F16 && hd != 64 && hd != 128) continue;
+            for (bool v_trans : {true, false}) {
+                const GgmlType tv = v_trans && type_traits(t).is_quantized ? GgmlType::F16 : t;
+                for (int seqs : {2, 4, 8}) {
+                    const int n_tokens = seqs == 2 ? 5 : seqs + 1;
+                    Case c{seqs == 8 ? 9 : 8,
+                           seqs == 8 ? 3 : 2,
+                           hd,
+                           32 * seqs + 8 * seqs,
+                           n_tokens,
+                           t,
+                           tv,
+                           v_trans};
+                    c.interleave = seqs;
+                    c.softcap = seqs == 4 && v_trans ? 5.0f : 0.0f;
+                    c.alibi_max_bias = seqs == 4 && !v_trans ? 8.0f : 0.0f;
+                    c.per_head_bias = seqs == 2 && t == GgmlType::F16;
+                    for (int tok = n_tokens - 1; tok >= 0; --tok) c.rows.push_back(tok);
+                    for (int threads : {1, 2}) {
+                        const std::vector<float> dense = run_case(c, seed, threads);
+                        Case inter = c;
+                        inter.interleaved_cells = true;
+                        const std::vector<float> sparse = run_case(inter, seed, threads);
+                        ASSERT_EQ(dense.size(), sparse.size());
+                        int bad = 0;
+                        for (size_t i = 0; i < dense.size(); ++i)
+                            if (!(std::fabs(dense[i] - sparse[i]) <= 1e-5f * (1.0f + std::fabs(dense[i]))) &&
+                                ++bad < 5)
+                                ADD_FAILURE() << case_name(inter) << " threads " << threads << " output " << i
+                                              << ": " << sparse[i] << " vs side by side " << dense[i];
+                        ++seed;
+                    }
+                    if (::testing::Test::HasFailure()) return;
+                }
+            }
+        }
+    }
+}
+
+// Prompt chunks of 4 sequences over interleaved cells (each sequence's tokens in a run): rows next to a row
+// of their own sequence keep their spans where key blocks may be turned, the others (a run's ends, and every
+// row where no blocks are turned) go over their visible cells; the same values either way.
+TEST(AttentionTest, InterleavedPromptChunks) {
+    uint32_t seed = 1500;
+    // (Not Q4_1 / Q5_1 here: their turned key blocks skip the f16 rounding of the Q8_1 query sums that their
+    // dot products take, a difference the reference allows but the comparison between the layouts would not.)
+    for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::F32, GgmlType::BF16, GgmlType::IQ4_NL}) {
+        for (bool v_trans : {true, false}) {
+            const GgmlType tv = v_trans && type_traits(t).is_quantized ? GgmlType::F16 : t;
+            for (int n_tokens : {8, 13}) {
+                Case c{6, 2, 64, 160, n_tokens, t, tv, v_trans};
+                c.interleave = 4;
+                c.prompts = true;
+                for (int tok = 0; tok < n_tokens; ++tok) c.rows.push_back(tok);
+                for (int threads : {1, 2}) {
+                    const std::vector<float> dense = run_case(c, seed, threads);
+                    Case inter = c;
+                    inter.interleaved_cells = true;
+                    const std::vector<float> sparse = run_case(inter, seed, threads);
+                    ASSERT_EQ(dense.size(), sparse.size());
+                    for (size_t i = 0; i < dense.size(); ++i)
+                        ASSERT_LE(std::fabs(dense[i] - sparse[i]), 1e-5f * (1.0f + std::fabs(dense[i])))
+                            << case_name(inter) << " threads " << threads << " output " << i;
+                    ++seed;
+                }
+            }
         }
     }
 }
