@@ -140,12 +140,19 @@ const OptionRow<SamplingFields> kSamplingOptions[] = {
     {"--grammar-file", &SamplingOptions::grammar_file, "file with a GBNF grammar the output must follow"},
 };
 
+// The sampler parameters a Config member of a row names (taking the member keeps the call dependent, so a
+// table without Config rows never names it: clang checks the discarded branch's non-dependent expressions).
+template <typename Options, typename Member>
+auto &config_of(Options &o, Member) {
+    return o.config;
+}
+
 // A row's value: a member of the options, or of their sampler parameters (SamplingOptions::config).
 template <typename Options>
 auto option_value(Options &o) {
     return [&o](auto member) -> auto & {
         if constexpr (std::is_same_v<typename MemberOf<decltype(member)>::type, Config>)
-            return o.config.*member;
+            return config_of(o, member).*member;
         else
             return o.*member;
     };
