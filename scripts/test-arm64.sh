@@ -49,11 +49,12 @@ sysroot=$("$root/scripts/arm64-ld-prefix.sh")
 run_timeout=${LCTX_ARM64_RUN_TIMEOUT:-900}
 
 # CI's kernel subsets (see the header).
-# On the max CPU at i8mm: the suites parameterized by level as their dotprod and i8mm instances (in two
-# processes, one per core, so that the two sides take about as long), the others once (less the thread
-# pool's tests, which test no level and under emulation only slow the run).
-kernel_filter_ci_max='-*_scalar:*_neon:*_dotprod:ThreadPoolTest.*'
-kernel_filter_ci_max_dotprod='*_dotprod'
+# On the max CPU at i8mm: the suites parameterized by level as their dotprod and i8mm instances, the others
+# once (less the thread pool's tests, which test no level and under emulation only slow the run), in two
+# processes, one per core, so that the two sides take about as long: the dotprod instances and the attention
+# suite beside the A53's runs, the rest on the other core.
+kernel_filter_ci_max='-*_scalar:*_neon:*_dotprod:ThreadPoolTest.*:AttentionTest.*'
+kernel_filter_ci_max_dotprod='*_dotprod:AttentionTest.*'
 kernel_filter_ci_a53='*_neon:IsaLevel.*:DotDispatch.*'
 # CI's model subset: the shipped model's golden logits and greedy tokens (small inputs).
 model_filter_ci='*Golden*Logits*:*GoldenGreedy*:IsaLevel.*'
@@ -98,7 +99,7 @@ if [ "$mode" = ci ]; then
     run max i8mm i8mm test_model "$model_filter_ci"
   ) &
   (
-    run max i8mm i8mm test_kernels "$kernel_filter_ci_max_dotprod" "dotprod instances"
+    run max i8mm i8mm test_kernels "$kernel_filter_ci_max_dotprod" "dotprod instances, attention"
     run cortex-a53 neon neon test_kernels "$kernel_filter_ci_a53"
     run_skips cortex-a53 dotprod neon test_kernels
     run cortex-a53 neon neon test_model "$model_filter_ci"

@@ -177,6 +177,21 @@ class SamplerChainFromOptions : public lctx::testing::StoriesVocabTest {
         return c;
     }
     // The token the chain picks from these logits (and accepts, as sampling does).
+    // --mirostat 1 options (seed, temperature, tau) and b4748's chain for them with Zipf estimate size m.
+    static SamplingOptions mirostat_v1(int64_t seed, float temp, float tau) {
+        SamplingOptions o;
+        o.config.mirostat = 1;
+        o.seed = seed;
+        o.config.temperature = temp;
+        o.config.mirostat_tau = tau;
+        return o;
+    }
+    SamplerPtr mirostat_v1_chain(const SamplingOptions &o, int32_t m) {
+        return chain({llama_sampler_init_temp(o.config.temperature),
+                      llama_sampler_init_mirostat(n_vocab(), static_cast<uint32_t>(o.seed),
+                                                  o.config.mirostat_tau, o.config.mirostat_eta, m)});
+    }
+
     static llama_token sample(llama_sampler *c, const std::vector<float> &logits) {
         std::vector<llama_token_data> cand(logits.size());
         for (size_t i = 0; i < logits.size(); ++i) cand[i] = {static_cast<llama_token>(i), logits[i], 0.0f};
@@ -194,16 +209,10 @@ class SamplerChainFromOptions : public lctx::testing::StoriesVocabTest {
 // (These logits do not tell m = 50 from m = 100 apart: docs/MUTATION.md, cli_mirostat_m.)
 TEST_F(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
     ASSERT_TRUE(model_);
-    SamplingOptions o;
-    o.config.mirostat = 1;
-    o.seed = 1234;
-    o.config.temperature = 0.9f;
-    o.config.mirostat_tau = 1.0f;
+    const SamplingOptions o = mirostat_v1(1234, 0.9f, 1.0f);
     const auto got = chain_of(o);
     ASSERT_TRUE(got);
-    const auto want = chain(
-        {llama_sampler_init_temp(0.9f),
-         llama_sampler_init_mirostat(n_vocab(), 1234u, o.config.mirostat_tau, o.config.mirostat_eta, 100)});
+    const auto want = mirostat_v1_chain(o, 100);
     std::mt19937 rng(7);
     std::normal_distribution<float> d(0.0f, 3.0f);
     std::vector<float> logits(static_cast<size_t>(n_vocab()));
@@ -221,20 +230,11 @@ TEST_F(SamplerChainFromOptions, MirostatV1IsTemperatureThenMirostat) {
 TEST_F(SamplerChainFromOptions, MirostatV1EstimatesFromAHundredCandidates) {
     ASSERT_TRUE(model_);
     ASSERT_GT(n_vocab(), 200);
-    SamplingOptions o;
-    o.config.mirostat = 1;
-    o.seed = 99;
-    o.config.temperature = 1.0f;
-    o.config.mirostat_tau = 5.0f;
+    const SamplingOptions o = mirostat_v1(99, 1.0f, 5.0f);
     const auto got = chain_of(o);
     ASSERT_TRUE(got);
-    const auto want = chain(
-        {llama_sampler_init_temp(1.0f),
-         llama_sampler_init_mirostat(n_vocab(), 99u, o.config.mirostat_tau, o.config.mirostat_eta, 100)});
-    // What the chain must not be.
-    const auto fifty = chain(
-        {llama_sampler_init_temp(1.0f),
-         llama_sampler_init_mirostat(n_vocab(), 99u, o.config.mirostat_tau, o.config.mirostat_eta, 50)});
+    const auto want = mirostat_v1_chain(o, 100);
+    const auto fifty = mirostat_v1_chain(o, 50);  // what the chain must not be
     std::vector<int32_t> ids(static_cast<size_t>(n_vocab()));
     std::iota(ids.begin(), ids.end(), 0);
     std::mt19937 rng(11);

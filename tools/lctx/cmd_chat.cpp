@@ -177,10 +177,7 @@ int cmd_chat(int argc, char **argv) {
         return 1;
     }
     if (std::string e = check_spec_options(app, spec); !e.empty() || spec.enabled()) {
-        if (e.empty()) e = spec_unsupported_gen_options(o);
-        if (e.empty() && n_probs > 0) e = "--n-probs: not with speculative decoding (-md, --lookup) yet";
-        if (e.empty() && cache.enabled())
-            e = "--prompt-cache: not with speculative decoding (-md, --lookup) yet";
+        if (e.empty()) e = spec_unsupported_gen_options(o, false, n_probs, cache.enabled());
         if (!e.empty()) {
             std::fprintf(stderr, "lctx chat: %s\n", e.c_str());
             return 1;

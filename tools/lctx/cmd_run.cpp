@@ -98,12 +98,7 @@ int run_main(int argc, char **argv, bool infill) {
         return 1;
     }
     if (spec.enabled()) {
-        std::string e = spec_unsupported_gen_options(o);
-        if (e.empty() && cvec.any())
-            e = "--control-vector: not with speculative decoding (-md, --lookup) yet";
-        if (e.empty() && n_probs > 0) e = "--n-probs: not with speculative decoding (-md, --lookup) yet";
-        if (e.empty() && cache.enabled())
-            e = "--prompt-cache: not with speculative decoding (-md, --lookup) yet";
+        const std::string e = spec_unsupported_gen_options(o, cvec.any(), n_probs, cache.enabled());
         if (!e.empty()) {
             std::fprintf(stderr, "lctx run: %s\n", e.c_str());
             return 1;

@@ -51,7 +51,8 @@ std::string check_spec_options(const CLI::App &app, SpecOptions &o) {
     return "";
 }
 
-std::string spec_unsupported_gen_options(const GenOptions &o) {
+std::string spec_unsupported_gen_options(const GenOptions &o, bool control_vector, int32_t n_probs,
+                                         bool prompt_cache) {
     const SamplingOptions &s = o.sampling;
     auto no = [](const char *opt) {
         return std::string(opt) + ": not with speculative decoding (-md, --lookup) yet";
@@ -71,6 +72,9 @@ std::string spec_unsupported_gen_options(const GenOptions &o) {
         a.yarn_attn_factor != r.yarn_attn_factor || a.yarn_beta_slow != r.yarn_beta_slow ||
         a.yarn_beta_fast != r.yarn_beta_fast || a.yarn_orig_ctx != r.yarn_orig_ctx)
         return no("--rope-*");
+    if (control_vector) return no("--control-vector");
+    if (n_probs > 0) return no("--n-probs");
+    if (prompt_cache) return no("--prompt-cache");
     return "";
 }
 

@@ -36,9 +36,11 @@ void add_spec_options(CLI::App &app, SpecOptions &o);
 // refused. The first problem as one line, or "".
 std::string check_spec_options(const CLI::App &app, SpecOptions &o);
 
-// What speculative generation cannot combine with yet, among the generation options: the first one as one
+// What speculative generation cannot combine with yet, among the generation options and the command's own
+// (a control vector where the command refuses it, --n-probs above 0, a prompt cache): the first one as one
 // line ("--grammar: not with speculative decoding"), or "".
-std::string spec_unsupported_gen_options(const GenOptions &o);
+std::string spec_unsupported_gen_options(const GenOptions &o, bool control_vector, int32_t n_probs,
+                                         bool prompt_cache);
 
 // The sampler chain of the sampling options through llama.h without its final draw, for
 // generate::SpecSampling (null with *error set).
