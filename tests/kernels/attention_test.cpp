@@ -560,6 +560,12 @@ TEST(AttentionTest, AlibiSlopesOfOneKeepTheBits) {
     }
 }
 
+// The same case with the sequences' cells interleaved, as a batched decode leaves them.
+Case interleaved(Case c) {
+    c.interleaved_cells = true;
+    return c;
+}
+
 // Tokens of 2, 4 or 8 sequences whose cells interleave (one cell of each per decode step): each row sees a
 // small part of its span and is computed over its visible cells (2 sequences with holes, 4 and 8), against
 // the reference, and against the same sequences with their cells side by side (the span path): the same
@@ -589,9 +595,8 @@ TEST(AttentionTest, InterleavedSequencesOverTheirVisibleCells) {
                     c.per_head_bias = seqs == 2 && t == GgmlType::F16;
                     for (int tok = n_tokens - 1; tok >= 0; --tok) c.rows.push_back(tok);
                     for (int threads : {1, 2}) {
+                        const Case inter = interleaved(c);
                         const std::vector<float> dense = run_case(c, seed, threads);
-                        Case inter = c;
-                        inter.interleaved_cells = true;
                         const std::vector<float> sparse = run_case(inter, seed, threads);
                         ASSERT_EQ(dense.size(), sparse.size());
                         int bad = 0;
@@ -625,9 +630,8 @@ TEST(AttentionTest, InterleavedPromptChunks) {
                 c.prompts = true;
                 for (int tok = 0; tok < n_tokens; ++tok) c.rows.push_back(tok);
                 for (int threads : {1, 2}) {
+                    const Case inter = interleaved(c);
                     const std::vector<float> dense = run_case(c, seed, threads);
-                    Case inter = c;
-                    inter.interleaved_cells = true;
                     const std::vector<float> sparse = run_case(inter, seed, threads);
                     ASSERT_EQ(dense.size(), sparse.size());
                     for (size_t i = 0; i < dense.size(); ++i)
