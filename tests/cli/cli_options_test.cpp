@@ -592,25 +592,6 @@ TEST(ChatOptions, NProbsInEachReply) {
     }
 }
 
-// The parsers behind the options, on their own.
-TEST(GenExtraOptions, SamplerNamesAndLetters) {
-    using lctx::cli::SamplerKind;
-    std::vector<SamplerKind> v;
-    std::string why;
-    ASSERT_TRUE(lctx::cli::parse_sampler_letters("edkypmxt", &v, &why)) << why;
-    EXPECT_EQ(v, lctx::cli::default_sampler_order());
-    ASSERT_TRUE(
-        lctx::cli::parse_sampler_names("penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature", &v, &why));
-    EXPECT_EQ(v, lctx::cli::default_sampler_order());
-    ASSERT_TRUE(lctx::cli::parse_sampler_names("nucleus;typical;temp;infill;top-k", &v, &why)) << why;
-    EXPECT_EQ(v, (std::vector<SamplerKind>{SamplerKind::TopP, SamplerKind::TypicalP, SamplerKind::Temperature,
-                                           SamplerKind::Infill, SamplerKind::TopK}));
-    EXPECT_FALSE(lctx::cli::parse_sampler_names("top_k;Top_p", &v, &why));
-    EXPECT_NE(why.find("'Top_p'"), std::string::npos) << why;
-    EXPECT_FALSE(lctx::cli::parse_sampler_letters("kq", &v, &why));
-    EXPECT_FALSE(lctx::cli::parse_sampler_letters("", &v, &why));
-}
-
 TEST(GenExtraOptions, RopeOverridesFromOptions) {
     lctx::cli::RopeArgs a;
     lctx::RopeOverrides o;

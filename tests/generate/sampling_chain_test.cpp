@@ -87,13 +87,18 @@ TEST_F(GenerateSamplingChain, NamesAndLettersOfTheOrder) {
     std::string why;
     ASSERT_TRUE(lctx::generate::parse_sampler_letters("edkypmxt", &v, &why)) << why;
     EXPECT_EQ(v, lctx::generate::default_sampler_order());
+    ASSERT_TRUE(lctx::generate::parse_sampler_names("penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature",
+                                                    &v, &why));
+    EXPECT_EQ(v, lctx::generate::default_sampler_order());
     ASSERT_TRUE(
         lctx::generate::parse_sampler_names("nucleus;typical;temp;infill;top-k;top_n_sigma", &v, &why));
     EXPECT_EQ(
         v, (std::vector<SamplerStage>{SamplerStage::TopP, SamplerStage::TypicalP, SamplerStage::Temperature,
                                       SamplerStage::Infill, SamplerStage::TopK, SamplerStage::TopNSigma}));
     EXPECT_FALSE(lctx::generate::parse_sampler_names("top_k;Top_p", &v, &why));
+    EXPECT_NE(why.find("'Top_p'"), std::string::npos) << why;
     EXPECT_FALSE(lctx::generate::parse_sampler_letters("kq", &v, &why));
+    EXPECT_FALSE(lctx::generate::parse_sampler_letters("", &v, &why));
     EXPECT_STREQ(lctx::generate::sampler_stage_name(SamplerStage::TypicalP), "typ_p");
 }
 

@@ -174,6 +174,23 @@ std::vector<llama_token> plain_greedy(llama_model *m, const std::vector<llama_to
     return out;
 }
 
+// stories260K drafting for itself: the model, "Once upon a time" and the target's and the drafter's contexts
+// of n_ctx cells.
+struct SelfDraftSetup {
+    ModelPtr m;
+    std::vector<llama_token> prompt;
+    ContextPtr ctx, dctx;
+};
+SelfDraftSetup self_draft_setup(uint32_t n_ctx) {
+    SelfDraftSetup s;
+    s.m = load(golden_model("stories260K"));
+    if (!s.m) return s;
+    s.prompt = tokenize(s.m.get(), "Once upon a time");
+    s.ctx = make_ctx(s.m.get(), n_ctx);
+    s.dctx = make_ctx(s.m.get(), n_ctx);
+    return s;
+}
+
 struct SpecRun {
     std::vector<llama_token> out;
     lctx::generate::SpecStats stats;
@@ -267,37 +284,31 @@ TEST(SpecGreedy, SmallerDraftModelGivesPlainOutput) {
 
 TEST(SpecGreedy, ContextFullStopsWherePlainDecodingDoes) {
     // A token is only chosen for a position inside the context, drafts included: the history ends at n_ctx.
-    ModelPtr m = load(golden_model("stories260K"));
-    ASSERT_TRUE(m);
-    const std::vector<llama_token> prompt = tokenize(m.get(), "Once upon a time");
-    ContextPtr ctx = make_ctx(m.get(), 40);
-    ContextPtr dctx = make_ctx(m.get(), 40);
-    const size_t n_ctx = llama_n_ctx(ctx.get());
-    ModelDrafter drafter(dctx.get(), 0.0f);
-    Speculator spec(ctx.get(), &drafter, SpecParams{8, 0}, SpecSampling{});
-    std::vector<llama_token> history = prompt, out;
+    const SelfDraftSetup s = self_draft_setup(40);
+    ASSERT_TRUE(s.m && s.ctx && s.dctx);
+    const size_t n_ctx = llama_n_ctx(s.ctx.get());
+    ModelDrafter drafter(s.dctx.get(), 0.0f);
+    Speculator spec(s.ctx.get(), &drafter, SpecParams{8, 0}, SpecSampling{});
+    std::vector<llama_token> history = s.prompt, out;
     ASSERT_EQ(spec.prefill(history), "");
     while (history.size() < n_ctx) ASSERT_EQ(spec.step(history, &out), "");
     EXPECT_EQ(history.size(), n_ctx);
     EXPECT_EQ(spec.step(history, &out), "the context is full");
-    EXPECT_EQ(out, plain_greedy(m.get(), prompt, static_cast<int>(out.size())));
+    EXPECT_EQ(out, plain_greedy(s.m.get(), s.prompt, static_cast<int>(out.size())));
 }
 
 // A caller that decoded the history itself (a chat's turn on its cached conversation) resumes from the
 // context's logits; a history limit below the context's (a chat's -c) bounds the drafts, and after a resume
 // at the limit one token is chosen for the position past it (the caller shifts before decoding it).
 TEST(SpecGreedy, ResumesFromTheCallersDecodeUpToTheGivenContext) {
-    ModelPtr m = load(golden_model("stories260K"));
-    ASSERT_TRUE(m);
-    const std::vector<llama_token> prompt = tokenize(m.get(), "Once upon a time");
-    ContextPtr ctx = make_ctx(m.get(), 64);
-    ContextPtr dctx = make_ctx(m.get(), 64);
-    std::vector<llama_token> history = prompt, out;
+    const SelfDraftSetup s = self_draft_setup(64);
+    ASSERT_TRUE(s.m && s.ctx && s.dctx);
+    std::vector<llama_token> history = s.prompt, out;
     llama_batch b = llama_batch_get_one(history.data(), static_cast<int32_t>(history.size()));
-    ASSERT_EQ(llama_decode(ctx.get(), b), 0);
-    ModelDrafter drafter(dctx.get(), 0.0f);
+    ASSERT_EQ(llama_decode(s.ctx.get(), b), 0);
+    ModelDrafter drafter(s.dctx.get(), 0.0f);
     const int32_t limit = 32;
-    Speculator spec(ctx.get(), &drafter, SpecParams{8, 0, limit}, SpecSampling{});
+    Speculator spec(s.ctx.get(), &drafter, SpecParams{8, 0, limit}, SpecSampling{});
     ASSERT_EQ(spec.resume(), "");
     while (static_cast<int32_t>(history.size()) < limit) ASSERT_EQ(spec.step(history, &out), "");
     EXPECT_EQ(static_cast<int32_t>(history.size()), limit);
@@ -306,11 +317,11 @@ TEST(SpecGreedy, ResumesFromTheCallersDecodeUpToTheGivenContext) {
     // The last token decoded by the caller, then one more token chosen from its logits.
     llama_token last = history.back();
     b = llama_batch_get_one(&last, 1);
-    ASSERT_EQ(llama_decode(ctx.get(), b), 0);
+    ASSERT_EQ(llama_decode(s.ctx.get(), b), 0);
     ASSERT_EQ(spec.resume(), "");
     ASSERT_EQ(spec.step(history, &out), "");
     EXPECT_EQ(static_cast<int32_t>(history.size()), limit + 1);
-    EXPECT_EQ(out, plain_greedy(m.get(), prompt, static_cast<int>(out.size())));
+    EXPECT_EQ(out, plain_greedy(s.m.get(), s.prompt, static_cast<int>(out.size())));
 }
 
 // A drafter that proposes what plain greedy decoding continues `full` with, then `bad`, then a valid id: as a
