@@ -117,6 +117,32 @@ tsan_build() {
 }
 tsan_build_pid=""
 tsan_build_log=""
+# The ARM64 kernel and model suites, cross-built once the toolchain is in (the install began beside the
+# release tests). With --sanitize and --tsan they build before the fuzz smoke run and run under qemu beside
+# the TSan build.
+arm64_build() {
+  stage "ARM64 cross build"
+  if ! wait "$arm_install_pid"; then
+    cat "$arm_install_log"
+    echo "test.sh: installing the ARM64 toolchain failed" >&2
+    exit 1
+  fi
+  LCTX_BUILD_TARGETS="test_kernels test_model" "$root/scripts/build-arm64.sh" -DLCTX_UNITY="$unity"
+}
+arm64_build_done=0
+# The qemu runs begun beside the TSan build end before the TSan tests start (those time a server's drain).
+arm64_tests_wait() {
+  stage "ARM64 tests (qemu)"
+  echo "test.sh: (begun beside the TSan build; its output follows)"
+  local rc=0
+  wait "$arm_tests_pid" || rc=$?
+  cat "$arm_tests_log"
+  [ $rc = 0 ] || { echo "test.sh: the ARM64 tests failed" >&2; exit 1; }
+  arm64_tests_waited=1
+}
+arm64_tests_waited=0
+arm_tests_pid=""
+arm_tests_log=""
 if [ $sanitize = 1 ]; then
   # One instrumented library serves both the tests and the fuzz harnesses: with LCTX_FUZZ on, fuzz/CMakeLists.txt
   # adds libFuzzer's coverage hooks (-fsanitize=fuzzer-no-link, served by the ASan runtime in test binaries) to
@@ -137,6 +163,10 @@ if [ $sanitize = 1 ]; then
   stage "ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest "$root/build-asan" --timeout "$timeout_sanitized" -LE '^((avx2|avx512|amx)(-.*)?|scalar-.*)$'
+  if [ $arm64 = 1 ]; then
+    arm64_build
+    arm64_build_done=1
+  fi
   stage "fuzz smoke run"
   # A bounded smoke run that leaves the committed corpus as it is. Each harness runs for a fixed time on one
   # thread and the run kept the 2 cores only 60% busy (88 CPU s in 71 s), so the TSan build starts beside it
@@ -148,6 +178,14 @@ if [ $sanitize = 1 ]; then
     tsan_build_pid=$!
   fi
   LCTX_FUZZ_KEEP=0 LCTX_FUZZ_BUILD="$root/build-asan" "$root/scripts/fuzz.sh" "${LCTX_FUZZ_SECONDS:-30}"
+  # The ARM64 runs under qemu go beside the rest of the TSan build: on their own they left a core idle a third
+  # of the time (their two lanes end apart), and neither they nor a compile depend on timing (the fuzz run's
+  # per-input limit does, so they wait for it).
+  if [ $arm64 = 1 ] && [ -n "$tsan_build_pid" ]; then
+    arm_tests_log="$root/build-arm64/test-arm64.log"
+    "$root/scripts/test-arm64.sh" --ci --no-build >"$arm_tests_log" 2>&1 &
+    arm_tests_pid=$!
+  fi
 fi
 if [ $tsan = 1 ]; then
   stage "TSan build"
@@ -161,6 +199,7 @@ if [ $tsan = 1 ]; then
   else
     tsan_build
   fi
+  [ -z "$arm_tests_pid" ] || arm64_tests_wait
   # The unprefixed copies only (labelled by layer; the kernel suite's scalar copy runs the same threads over
   # other kernels), less tsan_filter's tests.
   stage "TSan tests"
@@ -168,15 +207,13 @@ if [ $tsan = 1 ]; then
     run_ctest "$root/build-tsan" --timeout "$timeout_sanitized" -L '^(kernels|context|server)$'
 fi
 if [ $arm64 = 1 ]; then
-  stage "ARM64 cross build"
-  if ! wait "$arm_install_pid"; then
-    cat "$arm_install_log"
-    echo "test.sh: installing the ARM64 toolchain failed" >&2
-    exit 1
+  if [ -n "$arm_tests_pid" ]; then
+    [ $arm64_tests_waited = 1 ] || arm64_tests_wait
+  else
+    [ $arm64_build_done = 1 ] || arm64_build
+    stage "ARM64 tests (qemu)"
+    "$root/scripts/test-arm64.sh" --ci --no-build
   fi
-  LCTX_BUILD_TARGETS="test_kernels test_model" "$root/scripts/build-arm64.sh" -DLCTX_UNITY="$unity"
-  stage "ARM64 tests (qemu)"
-  "$root/scripts/test-arm64.sh" --ci --no-build
 fi
 stage ""
 echo "test.sh: all stages took $((SECONDS - t_start)) s"
