@@ -14,6 +14,10 @@
 #                                                      llama-bench (about 10 minutes on 2 cores; JOBS=N sets the
 #                                                      parallel jobs, default 1, at nice 19);
 #                                                      default FOLDER: ~/.cache/lctx/peer-native
+#          scripts/install-peer.sh --native --server [FOLDER]
+#                                                      the same, and llama-server beside llama-bench (what
+#                                                      scripts/serve-bench.py --llama-server starts; prints
+#                                                      the folder that holds it)
 #          scripts/install-peer.sh --native-avx2 [FOLDER]
 #                                                      the same source built for AVX2 (with FMA, F16C, BMI2) and
 #                                                      no AVX-512: the peer for `LCTX_ISA=avx2` runs on an AVX-512
@@ -30,6 +34,11 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 if [ "${1:-}" = "--native" ] || [ "${1:-}" = "--native-avx2" ]; then
+    server=0
+    if [ "${2:-}" = "--server" ]; then
+        server=1
+        set -- "$1" "${@:3}"
+    fi
     if [ "$1" = "--native" ]; then
         DIR="${2:-$CACHE/peer-native}"
         ARCH="-DGGML_NATIVE=ON"
@@ -41,7 +50,8 @@ if [ "${1:-}" = "--native" ] || [ "${1:-}" = "--native-avx2" ]; then
         WHAT="AVX2 (FMA, F16C, BMI2), no AVX-512"
     fi
     OUT="$DIR/build/bin"
-    if [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-bench" ] && [ -f "$DIR/lctx-peer-native" ]; then
+    if [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-bench" ] && [ -f "$DIR/lctx-peer-native" ] &&
+       { [ $server = 0 ] || [ -x "$OUT/llama-server" ]; }; then
         echo "$OUT"
         exit 0
     fi
@@ -63,9 +73,15 @@ if [ "${1:-}" = "--native" ] || [ "${1:-}" = "--native-avx2" ]; then
         rm -rf "$DIR/pkg"
     fi
     echo "install-peer: building llama.cpp $(git -C "$DIR/src" describe --tags --always 2>/dev/null) ($WHAT) in $DIR/build (JOBS=${JOBS:-1})" >&2
+    targets=(llama llama-bench)
+    build_server=OFF
+    if [ $server = 1 ]; then
+        targets+=(llama-server)
+        build_server=ON
+    fi
     nice -n 19 cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release $ARCH \
-        -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
-    nice -n 19 cmake --build "$DIR/build" -j"${JOBS:-1}" --target llama llama-bench >&2
+        -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=$build_server >&2
+    nice -n 19 cmake --build "$DIR/build" -j"${JOBS:-1}" --target "${targets[@]}" >&2
     if [ ! -f "$OUT/libllama.so" ]; then
         echo "install-peer: $OUT/libllama.so is missing after the build" >&2
         exit 1

@@ -5,10 +5,14 @@
   3. the time to the first token of a short request, idle and sent together with 7 prompts of ~390 tokens.
 
   scripts/serve-bench.py [-m MODEL] [-t THREADS] [-n TOKENS] [-b STEP_TOKENS] [-r ROUNDS] [--url URL]
+                         [--llama-server PATH]
 The one-stream and 8-stream runs alternate for -r rounds (default 3) and each figure is the median of its
 rounds, so a burst of noise on a shared machine moves one round, not the ratio.
-Without --url it starts build/bin/lctx serve itself (-np 8) on a free port. The issue's figures use a
-synthetic smollm-135m Q8_0:  build/bin/lctx synth --shape smollm-135m --type Q8_0 -o /tmp/smollm.gguf
+Without --url it starts build/bin/lctx serve itself (-np 8) on a free port; with --llama-server it starts that
+llama-server binary with the same options instead (scripts/install-peer.sh --native --server builds one from the
+llama.cpp source node-llama-cpp ships), so the two servers are measured by one client on one machine: run the
+two in turn, alternating. The issue's figures use a synthetic smollm-135m Q8_0:
+  build/bin/lctx synth --shape smollm-135m --type Q8_0 -o /tmp/smollm.gguf
 """
 import argparse, http.client, json, os, socket, statistics, subprocess, sys, threading, time, urllib.parse
 
@@ -22,7 +26,7 @@ def stream(url, body):
     r = c.getresponse()
     if r.status != 200:
         raise RuntimeError(f"HTTP {r.status}: {r.read()[:300]!r}")
-    first, tokens = None, 0
+    first, tokens, events = None, 0, 0
     for line in r:
         line = line.strip()
         if not line.startswith(b"data: ") or line == b"data: [DONE]":
@@ -30,10 +34,13 @@ def stream(url, body):
         ev = json.loads(line[6:])
         if ev.get("usage"):
             tokens = ev["usage"]["completion_tokens"]
-        if first is None and ev.get("choices") and ev["choices"][0].get("text"):
-            first = time.monotonic() - t0
+        if ev.get("choices") and ev["choices"][0].get("text"):
+            events += 1
+            if first is None:
+                first = time.monotonic() - t0
     c.close()
-    return first, time.monotonic() - t0, tokens
+    # A server that sends no usage chunk streams one event per token (llama-server does both).
+    return first, time.monotonic() - t0, tokens or events
 
 def concurrent(url, bodies):
     out = [None] * len(bodies)
@@ -57,15 +64,18 @@ def main():
     ap.add_argument("--url")
     ap.add_argument("--lctx", default=os.path.join(root, "build", "bin", "lctx"),
                     help="the lctx binary to start (default build/bin/lctx; another build for before/after runs)")
+    ap.add_argument("--llama-server", metavar="PATH",
+                    help="start this llama-server binary (same options) instead of lctx serve")
     a = ap.parse_args()
     proc = None
     url = a.url
     if not url:
         s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-        proc = subprocess.Popen([a.lctx, "serve", "-m", a.model, "--port", str(port),
-                                 "-np", "8", "-c", str(a.ctx), "-t", str(a.threads), "--log-disable"]
-                                + (["-b", str(a.batch_size)] if a.batch_size else []),
-                                stderr=subprocess.DEVNULL)
+        common = ["-m", a.model, "--port", str(port), "-np", "8", "-c", str(a.ctx), "-t", str(a.threads),
+                  "--log-disable"] + (["-b", str(a.batch_size)] if a.batch_size else [])
+        cmd = [a.llama_server] + common if a.llama_server else [a.lctx, "serve"] + common
+        print(f"server: {' '.join(cmd)}", flush=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
         for _ in range(600):
             try:

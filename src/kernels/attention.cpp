@@ -92,6 +92,14 @@ constexpr int kMinRowsToTurnKeys = 4;
 constexpr int kMinRowsPerTurnedCell = 2;
 // Values stored by rows are turned for head sizes up to this (every model here: 64 to 256).
 constexpr int kMaxTurnedHeadDim = 512;
+// Whether a call's keys can take turned blocks (attention_x86.h): F16 and the block types on AVX-512, F32 in an
+// encoder's pass, for kMinRowsToTurnKeys rows or more.
+bool turnable_keys(const AttentionArgs &a) {
+    const bool type_ok = a.type_k == GgmlType::F16 || (a.type_k == GgmlType::F32 && a.encoder_pass) ||
+                         (a.type_k != GgmlType::F32 && a.head_dim_k <= kMaxTurnedHeadDim);
+    return type_ok && a.head_dim_k <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys &&
+           detail::use_avx512_row_ops();
+}
 // Query rows per work item against turned key blocks.
 constexpr int kRowsPerItem = 4;
 // A row that sees fewer than kSparseNum / kSparseDen of the cells in its span (tokens of sequences whose
@@ -178,9 +186,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     // Rows of one sequence's prompt (neighbours that see the same first cell) share the turned key blocks
     // below where there are some (F16 and quantized keys on AVX-512): one row over its gathered cells costs
     // more than its share of the blocks, masked cells and all. Such rows keep their spans.
-    const bool blocks_possible =
-        (a.type_k == GgmlType::F16 || (a.type_k != GgmlType::F32 && a.head_dim_k <= kMaxTurnedHeadDim)) &&
-        a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
+    const bool blocks_possible = turnable_keys(a);
     auto first_cell = [&](int r) { return vis[2 * r + 1] > 0 ? visible[vis[2 * r]] : -1; };
     int prev_first = -1;  // row r - 1's first visible cell before its count was cleared
     for (int r = 0; r < a.n_rows && blocks_possible; ++r) {
@@ -206,8 +212,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     using detail::kKeyBlock;
     const int dk = a.head_dim_k;
     const int64_t n_blocks = (a.n_kv + kKeyBlock - 1) / kKeyBlock;
-    bool key_blocks = (a.type_k == GgmlType::F16 || (a.type_k != GgmlType::F32 && dk <= kMaxTurnedHeadDim)) &&
-                      a.n_rows >= kMinRowsToTurnKeys && detail::use_avx512_row_ops();
+    bool key_blocks = blocks_possible;
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
     // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
     bool turn_values = !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys;
@@ -256,9 +261,12 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             const uint8_t *k0 = a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes;
             const int n = static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock));
             float *kt = buf.data() + i * per_block;
-            if (a.type_k == GgmlType::F16) {
+            if (a.type_k == GgmlType::F16 || a.type_k == GgmlType::F32) {
 #if defined(__x86_64__)  // (key_blocks is false elsewhere: the turned blocks are the AVX-512 kernels')
-                detail::turn_key_block_f16(k0, a.k_row_bytes, n, dk, kt);
+                if (a.type_k == GgmlType::F16)
+                    detail::turn_key_block_f16(k0, a.k_row_bytes, n, dk, kt);
+                else
+                    detail::turn_key_block_f32(k0, a.k_row_bytes, n, dk, kt);
 #endif
                 return;
             }

@@ -40,6 +40,11 @@ struct AttentionArgs {
     // as attention_mask_spans finds them; the context computes them once for every layer. Null: found here.
     const int32_t *spans = nullptr;
 
+    // The rows are a whole encoder pass over cells no decode reads again (BERT, T5's encoder): F32 keys may
+    // then take the turned key blocks too, whose scores differ from the dot products' in the last bits (a
+    // decode over an F32 cache keeps a one-token decode's bits, which scale-out's replicas rely on).
+    bool encoder_pass = false;
+
     const int32_t *rows = nullptr;  // query rows to compute
     int n_rows = 0;
     float *out = nullptr;  // [n_rows][ldo]: head h at out + h * head_dim_v

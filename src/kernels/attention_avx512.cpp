@@ -84,20 +84,32 @@ constexpr TileFn kTiles[3][4] = {
     {&scores_tile<3, 1>, &scores_tile<3, 2>, &scores_tile<3, 3>, &scores_tile<3, 4>},
 };
 
-}  // namespace
-
-void turn_key_block_f16(const uint8_t *k, size_t row_bytes, int n, int dk, float *kt) {
+// load(c, d0, m): elements d0.. (mask m) of cell c's keys as f32
+template <class Load>
+inline void turn_key_block(int n, int dk, float *kt, Load &&load) {
     for (int d0 = 0; d0 < dk; d0 += 16) {
         const int nd = dk - d0 < 16 ? dk - d0 : 16;
         const auto m = static_cast<__mmask16>((1u << nd) - 1);
         __m512 r[16];
         LCTX_UNROLL
-        for (int c = 0; c < 16; ++c)
-            r[c] = c < n ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, k + c * row_bytes + 2 * d0))
-                         : _mm512_setzero_ps();
+        for (int c = 0; c < 16; ++c) r[c] = c < n ? load(c, d0, m) : _mm512_setzero_ps();
         transpose_16x16(r);
         for (int d = 0; d < nd; ++d) _mm512_storeu_ps(kt + (d0 + d) * kKeyBlock, r[d]);
     }
+}
+
+}  // namespace
+
+void turn_key_block_f16(const uint8_t *k, size_t row_bytes, int n, int dk, float *kt) {
+    turn_key_block(n, dk, kt, [&](int c, int d0, __mmask16 m) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, k + c * row_bytes + 2 * d0));
+    });
+}
+
+void turn_key_block_f32(const uint8_t *k, size_t row_bytes, int n, int dk, float *kt) {
+    turn_key_block(n, dk, kt, [&](int c, int d0, __mmask16 m) {
+        return _mm512_maskz_loadu_ps(m, k + c * row_bytes + 4 * d0);
+    });
 }
 
 // Runs of 4 blocks (16 KiB of keys at head dim 64, held in L1) go past every query head before the next run
@@ -122,6 +134,7 @@ void key_block_scores(const float *q, int n_q, int dk, const float *kt, size_t b
 #else
 namespace lctx::kernels::detail {
 void turn_key_block_f16(const uint8_t *, size_t, int, int, float *) {}
+void turn_key_block_f32(const uint8_t *, size_t, int, int, float *) {}
 void key_block_scores(const float *, int, int, const float *, size_t, int64_t, float *, int64_t) {}
 }  // namespace lctx::kernels::detail
 #endif

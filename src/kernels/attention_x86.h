@@ -1,5 +1,5 @@
-// Internal: the AVX-512 scores of attention over an F16 or Q8_0 key cache (attention_avx512.cpp; Q8_0 keys
-// are turned from their f32 values in attention.cpp), entered only when use_avx512_row_ops() (ops_x86.h).
+// Internal: the AVX-512 scores of attention over an F16 or Q8_0 key cache, or an encoder's F32 keys
+// (attention_avx512.cpp; Q8_0 keys are turned from their f32 values in attention.cpp), entered only when use_avx512_row_ops() (ops_x86.h).
 //
 // The keys are read in blocks of 16 cells turned on their side (f32, kt[d][16]: element d of the 16 cells'
 // keys), so that a query head's 16 scores are one register accumulated over d: a multiply-add per element
@@ -18,6 +18,8 @@ constexpr int kKeyBlock = 16;  // cells per turned block
 // The keys of cells [0, n) (n <= 16; the rest of the block zero) of one head (dk F16 values at k, rows
 // row_bytes apart) turned into kt[d * 16 + c], d < dk.
 void turn_key_block_f16(const uint8_t *k, size_t row_bytes, int n, int dk, float *kt);
+// The same for F32 keys (an encoder's pass, AttentionArgs::encoder_pass).
+void turn_key_block_f32(const uint8_t *k, size_t row_bytes, int n, int dk, float *kt);
 
 // scores[h * lds + 16 b + c] = sum over d of q[h * dk + d] * kt[b * block_stride + d * 16 + c], for n_q query
 // heads (f32 values) and n_blocks turned blocks (block_stride floats apart) of 16 cells each.

@@ -112,6 +112,7 @@ bool forward_bert(const Model &model, const KvView &kv, const ForwardBatch &b, F
     const kernels::RopeParams rope = layer_rope(model, 0, kv);
     AttendOptions attn;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd_head_k));
+    attn.encoder_pass = true;
 
     float *x = grow_layer_scratch(hp, n_tokens, s);
     grow(s.ffn_a, n_tokens * n_ff);    // ffn_a: [n_rows][n_ff]   up, then gelu(up)

@@ -66,6 +66,7 @@ struct AttendOptions {
     const float *alibi = nullptr;  // [n_head] ALiBi slopes (kernels::alibi_slopes), or null
     // > 0: one mask per head, [n_head][n_tokens][n_kv] with this stride (relative_position_masks)
     int64_t mask_head_stride = 0;
+    bool encoder_pass = false;  // an encoder's whole pass (kernels::AttentionArgs::encoder_pass)
 };
 // out [r.n][n_head * head_dim_v] = attention of the query rows r.rows of q [n_tokens][n_head * head_dim_k]
 // (already rotated) over cells [0, n_kv) of layer il's cache.

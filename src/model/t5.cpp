@@ -120,6 +120,7 @@ bool forward_t5_encoder(const Model &model, const KvView &kv, const ForwardBatch
     const LayerRows rows = all_rows(b, s);  // every token's output is kept
     AttendOptions attn;                     // scale 1; the per-head masks carry the bias
     attn.mask_head_stride = n_tokens * b.n_kv;
+    attn.encoder_pass = true;
     const float *bias_of = nullptr;  // the table s.bias was built from
 
     float *x = grow_layer_scratch(hp, n_tokens, s);

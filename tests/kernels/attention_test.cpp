@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ops_x86.h"
 #include "tensor/types.h"
 
 namespace lctx::kernels::attention_test {
@@ -50,6 +51,7 @@ struct Case {
         false;  // with interleave: tokens of a sequence in a run (t * interleave / n_tokens), prompts
     bool no_holes = false;    // no random holes in the mask (every cell before the token visible)
     bool f16_values = false;  // V's values rounded to F16 first: an F32 cache then holds an F16 one's values
+    bool encoder_pass = false;  // AttentionArgs::encoder_pass (F32 keys may take the turned blocks)
 };
 
 std::string case_name(const Case &c) {
@@ -59,7 +61,7 @@ std::string case_name(const Case &c) {
            (c.softcap > 0 ? " softcap" : "") + (c.alibi_max_bias > 0 ? " alibi" : "") +
            (c.per_head_bias ? " head-bias" : "") + (c.regions > 0 ? " regions" : "") +
            (c.interleave > 0 ? " seqs" + std::to_string(c.interleave) : "") +
-           (c.interleaved_cells ? " interleaved" : "");
+           (c.interleaved_cells ? " interleaved" : "") + (c.encoder_pass ? " encoder" : "");
 }
 
 // Round trip of n floats through `type`.
@@ -213,6 +215,7 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     a.mask_head_stride = c.per_head_bias ? head_stride : 0;
     a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     a.softcap = c.softcap;
+    a.encoder_pass = c.encoder_pass;
     a.alibi = c.alibi_max_bias > 0 || c.slopes_of_one ? slopes.data() : nullptr;
     a.rows = rows.data();
     a.n_rows = static_cast<int>(rows.size());
@@ -478,6 +481,33 @@ TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
         for (int t : some)
             EXPECT_TRUE(std::equal(a.begin() + t * q_dim, a.begin() + (t + 1) * q_dim, c.begin() + t * q_dim))
                 << "token " << t;
+    }
+}
+
+// An encoder's pass (BERT, T5's encoder) over its F32 keys takes the turned key blocks where the CPU has
+// AVX-512: rows without random holes, T5's per-head bias, head dims off the 16s, spans that end inside a
+// block, GQA; each against the reference, with the same values on 1 and 2 threads. Where the turned path runs, its scores are summed in another order than the
+// dot products' (the only reason it is limited to encoders), so the output must differ from the dot
+// products' somewhere: a check that the path is taken at all.
+TEST(AttentionTest, EncoderPassOverF32Keys) {
+    uint32_t seed = 900;
+    bool any_differs = false;
+    for (int hd : {32, 64, 72})
+        for (bool v_trans : {true, false})
+            for (bool head_bias : {false, true}) {
+                Case c{6, head_bias ? 6 : 2, hd, 45, 45, GgmlType::F32, GgmlType::F32, v_trans};
+                c.no_holes = true;
+                c.per_head_bias = head_bias;
+                c.encoder_pass = true;
+                const std::vector<float> one = run_case(c, seed, 1), two = run_case(c, seed, 2);
+                EXPECT_EQ(one, two);
+                c.encoder_pass = false;
+                any_differs = any_differs || run_case(c, seed, 1) != one;
+                ++seed;
+                if (::testing::Test::HasFailure()) return;
+            }
+    if (detail::use_avx512_row_ops()) {
+        EXPECT_TRUE(any_differs) << "the encoder's pass took the dot products";
     }
 }
 
