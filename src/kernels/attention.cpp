@@ -345,14 +345,14 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const size_t p_bytes = (p_act_bytes * hpi + 63) / 64 * 64;
     const size_t vrow_bytes = a.v_trans ? 0 : sizeof(float) * a.head_dim_v;
     const size_t qf_bytes = key_blocks ? (sizeof(float) * nq * dk + 63) / 64 * 64 : 0;
-    const size_t scratch_bytes =
-        (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes + (vrow_bytes + 63) / 64 * 64 + qf_bytes + 64;
+    // An item's rows that start at the same cell weigh V in one product (below): their outputs [nq][head_dim_v]
+    const bool group_values = vk && vk->act_type == GgmlType::F32 && rpi > 1;
+    const size_t og_bytes = group_values ? (sizeof(float) * nq * a.head_dim_v + 63) / 64 * 64 : 0;
+    const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes +
+                                 (vrow_bytes + 63) / 64 * 64 + qf_bytes + og_bytes + 64;
 
-    // Softmax of one row's scores [hpi][lds] over its span [j0, j1) and the weighted sum of V into o
-    // [hpi][head_dim_v].
-    auto finish_row = [&](float *scores, const float *mask, int j0, int j1, int h0, float *o, uint8_t *pbuf,
-                          float *vrow) {
-        const int g = h0 / gqa;  // the KV head
+    // Softmax of one row's scores [hpi][lds] over its span [j0, j1).
+    auto softmax_row = [&](float *scores, const float *mask, int j0, int j1, int h0) {
         const int span = j1 - j0;
         for (int hh = 0; hh < hpi; ++hh) {
             float *s = scores + static_cast<int64_t>(hh) * lds;
@@ -365,7 +365,13 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 softmax(s + j0, m, span, a.scale, slope);
             }
         }
-
+    };
+    // The weighted sum of V over [j0, j1) into o [n_p][head_dim_v], the probabilities in scores' rows (a
+    // row's hpi heads; with V's channel rows, n_p may be the heads of several rows, lds apart).
+    auto weigh_values = [&](float *scores, int n_p, int j0, int j1, int h0, float *o, uint8_t *pbuf,
+                            float *vrow) {
+        const int g = h0 / gqa;  // the KV head
+        const int span = j1 - j0;
         if (vk) {
             // out[hh][c] = v_c . p_hh over the span (V channel rows as the gemm's weight rows): the cache's
             // own, or the turned copy of values stored by rows
@@ -375,7 +381,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             const uint8_t *p_act = reinterpret_cast<const uint8_t *>(scores + j0);
             size_t p_stride = sizeof(float) * lds;
             if (vk->act_type != GgmlType::F32) {
-                for (int hh = 0; hh < hpi; ++hh)
+                for (int hh = 0; hh < n_p; ++hh)
                     vk->quantize_act(scores + static_cast<int64_t>(hh) * lds + j0, pbuf + hh * p_act_bytes,
                                      span);
                 p_act = pbuf;
@@ -383,7 +389,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             }
             const uint8_t *vbase =
                 (a.v_trans ? a.v : v_turned) + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es;
-            v_gemm(span, vbase, ch_bytes, a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
+            v_gemm(span, vbase, ch_bytes, a.head_dim_v, p_act, p_stride, n_p, o, a.head_dim_v);
         } else {
             std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
             const uint8_t *vg = a.v + g * v_head_bytes;  // this KV head's values in each cell's row
@@ -523,6 +529,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             uint8_t *pbuf = qbuf + q_bytes;
             float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
             float *qf = reinterpret_cast<float *>(pbuf + p_bytes + (vrow_bytes + 63) / 64 * 64);  // [nq][dk]
+            float *og = reinterpret_cast<float *>(reinterpret_cast<uint8_t *>(qf) + qf_bytes);  // [nq][dv]
 
             const int64_t ri0 = it / items_per_row * rpi;
             const int nr =
@@ -575,6 +582,31 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 }
             }
 
+            // Rows that see spans from the same first cell (an encoder's rows, a prompt's neighbours) weigh V
+            // in one product over the longest span, each row's probabilities zero past its own: the channel
+            // rows are read once for all of them, and each output keeps its bits (a product's value does not
+            // depend on its tile, and the zeros add nothing).
+            bool grouped = group_values && nr > 1;
+            int g1 = 0;  // the longest span's end
+            for (int i = 0; i < nr && grouped; ++i) {
+                grouped = vis[2 * (ri0 + i) + 1] == 0 && j0s[i] < j1s[i] && j0s[i] == j0s[0];
+                g1 = std::max(g1, j1s[i]);
+            }
+            if (grouped) {
+                const int gj0 = j0s[0];
+                for (int i = 0; i < nr; ++i) {
+                    float *si = scores + static_cast<int64_t>(i) * hpi * lds;
+                    softmax_row(si, a.mask + static_cast<int64_t>(a.rows[ri0 + i]) * a.ldmask, gj0, j1s[i], h0);
+                    for (int hh = 0; hh < hpi; ++hh)
+                        std::fill(si + hh * lds + j1s[i], si + hh * lds + g1, 0.0f);
+                }
+                weigh_values(scores, nr * hpi, gj0, g1, h0, og, pbuf, vrow);  // og [nr * hpi][head_dim_v]
+                for (int i = 0; i < nr; ++i)
+                    std::memcpy(a.out + (ri0 + i) * a.ldo + static_cast<int64_t>(h0) * a.head_dim_v,
+                                og + static_cast<int64_t>(i) * hpi * a.head_dim_v,
+                                sizeof(float) * hpi * a.head_dim_v);
+                return;
+            }
             for (int i = 0; i < nr; ++i) {
                 const int64_t ri = ri0 + i;
                 const float *mask = a.mask + static_cast<int64_t>(a.rows[ri]) * a.ldmask;
@@ -592,7 +624,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
                     continue;
                 }
-                finish_row(scores + static_cast<int64_t>(i) * hpi * lds, mask, j0, j1, h0, o, pbuf, vrow);
+                float *si = scores + static_cast<int64_t>(i) * hpi * lds;
+                softmax_row(si, mask, j0, j1, h0);
+                weigh_values(si, hpi, j0, j1, h0, o, pbuf, vrow);
             }
         },
         max_threads);
