@@ -4,12 +4,18 @@
 # and tg128 on an empty cache; then the long-context table: the --depth-types models at depth N (default 4096)
 # with flash attention off and on, F16 K/V and (flash attention on) Q8_0 K/V; then the batched-decoding table
 # (`lctx bench -npp 128 -ntg 32 -npl 1,2,4,8,16,32 --peer`, as llama-batched-bench: total S_PP and S_TG of both
-# engines and their ratios) of the --batched-types models.
+# engines and their ratios) of the --batched-types models; then the Mamba table (the --mamba-shapes in the
+# --mamba-types, pp512 and tg128 as the first table) and the embeddings table (`lctx bench` in embedding mode:
+# one sequence of 512 tokens, 8 of 128 and 64 of 32 in one llama_encode, for the --embd-shapes in the
+# --embd-types, 1 and 2 threads).
 # Usage: scripts/bench-table.sh [-r REPS] [--shapes "smollm-135m tinyllama-1.1b"] [--types "F32 F16 ..."]
 #        [--depth N] [--depth-shape tinyllama-1.1b] [--depth-types "Q4_0 Q8_0"] [--depth-threads 1,2]
 #        [--batched-shape tinyllama-1.1b] [--batched-types "Q4_0 Q8_0"] [--batched-threads 1,2]
-#        [--npp 128] [--ntg 32] [--npl 1,2,4,8,16,32] [--doc] [DIR]
-#   --depth 0 skips the long-context table, --types "" the empty-cache one, --batched-types "" the batched one
+#        [--npp 128] [--ntg 32] [--npl 1,2,4,8,16,32]
+#        [--mamba-shapes "mamba-tiny mamba-130m"] [--mamba-types "F16 Q8_0 Q4_0"]
+#        [--embd-shapes "bge-small nomic-embed-text"] [--embd-types "F16 Q8_0"] [--doc] [DIR]
+#   --depth 0 skips the long-context table, --types "" the empty-cache one, --batched-types "" the batched one,
+#   --mamba-types "" the Mamba one, --embd-types "" the embeddings one
 #   (with --doc, a run of some of the parts writes a section of its own, beside the other parts').
 # The peer is llama.cpp built for this machine (scripts/install-peer.sh --native); with the kernels capped below
 # AVX-512 on an AVX-512 machine (LCTX_ISA=avx2), llama.cpp built for AVX2 (--native-avx2), so that both engines
@@ -33,6 +39,10 @@ batched_threads="1,2"
 npp=128
 ntg=32
 npl="1,2,4,8,16,32"
+mamba_shapes="mamba-tiny mamba-130m"
+mamba_types="F16 Q8_0 Q4_0"
+embd_shapes="bge-small nomic-embed-text"
+embd_types="F16 Q8_0"
 doc=0
 args=$(printf '%q ' "$@")  # for the header, quoted as given
 args=${args% }
@@ -51,6 +61,10 @@ while [[ $# -gt 0 ]]; do
         --npp) npp=$2; shift 2 ;;
         --ntg) ntg=$2; shift 2 ;;
         --npl) npl=$2; shift 2 ;;
+        --mamba-shapes) mamba_shapes=$2; shift 2 ;;
+        --mamba-types) mamba_types=$2; shift 2 ;;
+        --embd-shapes) embd_shapes=$2; shift 2 ;;
+        --embd-types) embd_types=$2; shift 2 ;;
         --doc) doc=1; shift ;;
         *) break ;;
     esac
@@ -152,15 +166,37 @@ for key in sorted(by):
 PY
 }
 
-for shape in $shapes; do
-    for type in $types; do
-        model=$(synth "$shape" "$type")
-        heading "$shape $type"
-        json="$dir/$shape-$type.${level}.json"
-        "$lctx" bench -m "$model" -p 512 -n 128 -t 1,2 -r "$reps" --peer "$peer" --json >"$json"
-        table "$json" 0 | tee -a "$out"
+embd_table() {  # markdown rows of one lctx bench embedding-mode JSON file (both engines)
+    python3 - "$1" <<'PY'
+import json, sys
+by = {}
+for r in json.load(open(sys.argv[1])):
+    by.setdefault((r['n_seq'], r['n_prompt'], r['n_threads']), {})[r['engine']] = r
+print("| test | threads | lctx t/s | llama.cpp t/s | ratio | lctx % of peak | llama.cpp % of peak |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for key in sorted(by, key=lambda k: (-k[1], k[0], k[2])):
+    s, l, th = key
+    a, b = by[key].get('lctx'), by[key].get('llama.cpp')
+    f = lambda r: f"{r['avg_ts']:.1f} ± {r['stddev_ts']:.1f}" if r else "-"
+    pk = lambda r: f"{100 * r['frac_of_peak']:.0f}%" if r and r.get('frac_of_peak') is not None else "-"
+    ratio = f"**{a['avg_ts'] / b['avg_ts']:.2f}**" if a and b else "-"
+    print(f"| embd {s} x {l} | {th} | {f(a)} | {f(b)} | {ratio} | {pk(a)} | {pk(b)} |")
+PY
+}
+
+bench_shapes() {  # pp512 and tg128 of each of the shapes $1 in each of the types $2
+    for shape in $1; do
+        for type in $2; do
+            model=$(synth "$shape" "$type")
+            heading "$shape $type"
+            json="$dir/$shape-$type.${level}.json"
+            "$lctx" bench -m "$model" -p 512 -n 128 -t 1,2 -r "$reps" --peer "$peer" --json >"$json"
+            table "$json" 0 | tee -a "$out"
+        done
     done
-done
+}
+
+[[ -z $types ]] || bench_shapes "$shapes" "$types"
 
 if [[ $depth -gt 0 ]]; then
     for type in $depth_types; do
@@ -193,6 +229,30 @@ if [[ -n $batched_types ]]; then
     done
 fi
 
+[[ -z $mamba_types ]] || bench_shapes "$mamba_shapes" "$mamba_types"
+
+if [[ -n $embd_types ]]; then
+    # One long text, 8 of 128 tokens and 64 short ones per llama_encode (one JSON array of the three runs).
+    for shape in $embd_shapes; do
+        for type in $embd_types; do
+            model=$(synth "$shape" "$type")
+            heading "$shape $type, embeddings: S sequences of L tokens in one llama_encode"
+            json="$dir/$shape-$type.embd.${level}.json"
+            parts=()
+            for sl in "1 512" "8 128" "64 32"; do
+                set -- $sl
+                "$lctx" bench -m "$model" --embd --n-seq "$1" -p "$2" -t 1,2 -r "$reps" --peer "$peer" --json \
+                    >"$json.$1"
+                parts+=("$json.$1")
+            done
+            python3 -c 'import json,sys; json.dump(sum((json.load(open(p)) for p in sys.argv[2:]), []),
+                open(sys.argv[1], "w"), indent=1)' "$json" "${parts[@]}"
+            rm -f "${parts[@]}"
+            embd_table "$json" | tee -a "$out"
+        done
+    done
+fi
+
 if [[ $doc == 1 ]]; then
     # A run of some parts (--depth 0, --types "", --batched-types "") has a section of its own beside the
     # others'.
@@ -200,8 +260,10 @@ if [[ $doc == 1 ]]; then
     [[ -n $types ]] && ran+=("empty cache")
     [[ $depth -gt 0 ]] && ran+=("depth $depth")
     [[ -n $batched_types ]] && ran+=("batched")
+    [[ -n $mamba_types ]] && ran+=("mamba")
+    [[ -n $embd_types ]] && ran+=("embeddings")
     part=""
-    if [[ ${#ran[@]} -lt 3 ]]; then
+    if [[ ${#ran[@]} -lt 5 ]]; then
         part=" / $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g')"
     fi
     python3 - "$root/docs/BENCH.md" "${cpu:-unknown CPU} / ${level:-unknown}$part" "$out" <<'PY'

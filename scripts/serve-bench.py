@@ -6,6 +6,9 @@
 
   scripts/serve-bench.py [-m MODEL] [-t THREADS] [-n TOKENS] [-b STEP_TOKENS] [-r ROUNDS] [--url URL]
                          [--llama-server PATH]
+With --embd (an embedding model) it measures /v1/embeddings instead, and with --rerank (a reranker) /v1/rerank:
+requests per second with 1, 4 and 16 concurrent clients, each sending -n requests in turn (an embedding request:
+one text of ~32 tokens; a rerank request: a query and 8 documents of ~32 tokens).
 The one-stream and 8-stream runs alternate for -r rounds (default 3) and each figure is the median of its
 rounds, so a burst of noise on a shared machine moves one round, not the ratio.
 Without --url it starts build/bin/lctx serve itself (-np 8) on a free port; with --llama-server it starts that
@@ -57,13 +60,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", default=os.path.join(root, "models", "stories260K.gguf"))
     ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("-n", "--tokens", type=int, default=128)
+    ap.add_argument("-n", "--tokens", type=int, default=128,
+                    help="tokens per stream (with --embd / --rerank: requests per client)")
     ap.add_argument("-c", "--ctx", type=int, default=8192)
     ap.add_argument("-b", "--batch-size", type=int, default=0, help="lctx serve -b (0: its default)")
     ap.add_argument("-r", "--rounds", type=int, default=3)
     ap.add_argument("--url")
     ap.add_argument("--lctx", default=os.path.join(root, "build", "bin", "lctx"),
                     help="the lctx binary to start (default build/bin/lctx; another build for before/after runs)")
+    ap.add_argument("--embd", action="store_true", help="measure /v1/embeddings (an embedding model)")
+    ap.add_argument("--rerank", action="store_true", help="measure /v1/rerank (a reranker)")
     ap.add_argument("--llama-server", metavar="PATH",
                     help="start this llama-server binary (same options) instead of lctx serve")
     a = ap.parse_args()
@@ -73,7 +79,9 @@ def main():
         s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
         common = ["-m", a.model, "--port", str(port), "-np", "8", "-c", str(a.ctx), "-t", str(a.threads),
                   "--log-disable"] + (["-b", str(a.batch_size)] if a.batch_size else [])
-        cmd = [a.llama_server] + common if a.llama_server else [a.lctx, "serve"] + common
+        # (llama-server serves embeddings and reranking only when told; lctx serve by the model's pooling)
+        extra = (["--embeddings"] if a.embd else ["--reranking"] if a.rerank else []) if a.llama_server else []
+        cmd = [a.llama_server] + common + extra if a.llama_server else [a.lctx, "serve"] + common
         print(f"server: {' '.join(cmd)}", flush=True)
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
@@ -85,6 +93,8 @@ def main():
                 pass
             time.sleep(0.1)
     try:
+        if a.embd or a.rerank:
+            return embedding_requests(url, a)
         gen = {"prompt": "Once upon a time", "max_tokens": a.tokens}
         stream(url, dict(gen, max_tokens=8))  # warm-up
         ones, aggs = [], []
@@ -120,6 +130,43 @@ def main():
         if proc:
             proc.terminate()
             proc.wait(15)
+
+def post(url, path, body):
+    u = urllib.parse.urlparse(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status} from {path}: {data[:300]!r}")
+    return json.loads(data)
+
+def embedding_requests(url, a):
+    """Requests/s of /v1/embeddings or /v1/rerank with 1, 4 and 16 clients, the median of -r rounds each."""
+    text = "the quick brown fox jumps over the lazy dog while the cat sleeps in the warm afternoon sun. "
+    if a.rerank:
+        path = "/v1/rerank"
+        body = lambda i: {"query": f"question {i}: what does the fox do?",
+                          "documents": [f"document {d}: {text}" for d in range(8)]}
+    else:
+        path = "/v1/embeddings"
+        body = lambda i: {"input": f"{i} {text}"}
+    post(url, path, body(0))  # warm-up
+    n = max(1, a.tokens)
+    for clients in (1, 4, 16):
+        rates = []
+        for _ in range(max(1, a.rounds)):
+            def client(k):
+                for i in range(n):
+                    post(url, path, body(k * n + i))
+            ts = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+            t0 = time.monotonic()
+            for t in ts: t.start()
+            for t in ts: t.join()
+            rates.append(clients * n / (time.monotonic() - t0))
+        print(f"{path}, {clients:2d} clients x {n} requests: {statistics.median(rates):.1f} requests/s "
+              f"(median of {len(rates)}: {', '.join(f'{r:.1f}' for r in rates)})", flush=True)
 
 if __name__ == "__main__":
     main()

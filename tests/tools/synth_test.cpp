@@ -279,6 +279,13 @@ TEST(SynthFamilies, BertShapes) {
     EXPECT_EQ(n_params, 33360000u - (384u * 384u + 384u));
     EXPECT_EQ(names.count("output.weight"), 0u);
     EXPECT_EQ(names.count("cls.weight"), 0u);
+    // bge-rerank-small: bge-small's encoder with a classification head (rank pooling), nothing else
+    const Shape *rr = find_shape("bge-rerank-small");
+    ASSERT_NE(rr, nullptr);
+    std::set<std::string> rr_names;
+    for (const TensorPlan &p : plan_tensors(*rr, 30522, t)) rr_names.insert(p.name);
+    for (const std::string &n : names) EXPECT_EQ(rr_names.count(n), 1u) << n;
+    EXPECT_EQ(rr_names.count("cls.weight"), 1u);
 
     for (const char *name : {"bert-tiny", "bert-rerank-tiny"}) {
         const Shape *shape = find_shape(name);

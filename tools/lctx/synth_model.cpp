@@ -128,6 +128,8 @@ const std::vector<Shape> &shapes() {
         mamba("mamba-130m", 768, 24, 1536, 48, "ggml-vocab-gpt-2.gguf"),
         // BAAI/bge-small-en-v1.5: 12 layers of 384 (12 heads), feed-forward 1536, 512 positions, CLS pooling.
         bert("bge-small", 384, 12, 12, 1536, 512, 2, false),
+        // A reranker of bge-small's size (rank pooling over a classification head): /v1/rerank's throughput.
+        bert("bge-rerank-small", 384, 12, 12, 1536, 512, 4, true),
         // Small encoders for tests: a bge-like one, and a reranker (rank pooling over a classification head).
         bert("bert-tiny", 64, 2, 4, 128, 128, 2, false),
         bert("bert-rerank-tiny", 64, 2, 4, 128, 128, 4, true),
