@@ -1,7 +1,7 @@
 // ARM64 dotprod level (FEAT_DotProd: SDOT): the NEON level's integer kernels with SDOT for the 8-bit dot
-// products (dot_arm_inl.h, dot_kquants_arm_inl.h); the same integer sums, so the same values as the NEON
-// level. Compiled with +dotprod on ARM64 only (CMakeLists.txt: *_dotprod.cpp) and entered only when the CPU
-// reports ASIMDDP.
+// products (dot_arm_inl.h, dot_kquants_arm_inl.h, gemm_kquants_arm_inl.h); the same integer sums, so the
+// same values as the NEON level. Compiled with +dotprod on ARM64 only (CMakeLists.txt: *_dotprod.cpp) and
+// entered only when the CPU reports ASIMDDP.
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
 #include "kernels/dot_kquants_arm_inl.h"

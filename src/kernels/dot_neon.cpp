@@ -1,6 +1,8 @@
 // ARM64 NEON level (armv8.0 Advanced SIMD, every AArch64 core): the 8-bit dot products by widening multiplies
-// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h), the float dot products in four 4-lane chains, and
-// the Q8_0 and Q8_K activation quantizers. Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
+// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h, the K types' prompt tiles in
+// gemm_kquants_arm_inl.h), the float dot products in four 4-lane chains with their plain-row and interleaved
+// prompt tiles (the dotprod and i8mm levels share them), and the Q8_0 and Q8_K activation quantizers.
+// Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
 #include <arm_neon.h>
 
 #include <cmath>
