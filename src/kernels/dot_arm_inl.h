@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/dot.h"
 #include "kernels/interleave.h"
@@ -274,7 +275,46 @@ inline void q4_0x8_block(const uint8_t *qs, int8x16_t a0, int8x16_t a1, int32x4_
     q4x8_run<kSdot, 8>(qs, a0, a1, s0, s1);
 }
 
-// Interleaved Q8_0 / Q4_0 (act Q8_0) over groups of 8 rows; Block = block_q8_0xG<8> or block_q4_0xG<8>.
+// One Q5_0 block of 8 interleaved rows: Q4_0's 4 lines of low nibbles, and one line qh (rows 0-3, 4-7) whose
+// bits 2g / 2g + 1 are the fifth bits of line g's low / high nibbles; values code - 16. qh is shifted right 2
+// bits a line, so each line's bits are bits 0 and 1, moved to bit 4.
+template <bool kSdot>
+inline void q5_0x8_block(const uint8_t *qs, const uint8_t *qh, int8x16_t a0, int8x16_t a1, int32x4_t *s0,
+                         int32x4_t *s1) {
+    int32x4_t r0 = vdupq_n_s32(0), r1 = vdupq_n_s32(0);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), b4 = vdupq_n_u8(0x10);
+    const int8x16_t sixteen = vdupq_n_s8(16);
+    uint8x16_t h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
+    auto lo = [&](uint8x16_t v, uint8x16_t h) {
+        return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, m4), vandq_u8(vshlq_n_u8(h, 4), b4))),
+                        sixteen);
+    };
+    auto hi = [&](uint8x16_t v, uint8x16_t h) {
+        return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), vandq_u8(vshlq_n_u8(h, 3), b4))),
+                        sixteen);
+    };
+#define LCTX_LINE(g, a, lane_lo, lane_hi)                   \
+    {                                                       \
+        const uint8x16_t w0 = vld1q_u8(qs + 32 * (g));      \
+        const uint8x16_t w1 = vld1q_u8(qs + 32 * (g) + 16); \
+        r0 = dot_lane<kSdot, lane_lo>(r0, lo(w0, h0), a);   \
+        r1 = dot_lane<kSdot, lane_lo>(r1, lo(w1, h1), a);   \
+        r0 = dot_lane<kSdot, lane_hi>(r0, hi(w0, h0), a);   \
+        r1 = dot_lane<kSdot, lane_hi>(r1, hi(w1, h1), a);   \
+        h0 = vshrq_n_u8(h0, 2);                             \
+        h1 = vshrq_n_u8(h1, 2);                             \
+    }
+    LCTX_LINE(0, a0, 0, 1)
+    LCTX_LINE(1, a0, 2, 3)
+    LCTX_LINE(2, a1, 0, 1)
+    LCTX_LINE(3, a1, 2, 3)
+#undef LCTX_LINE
+    *s0 = r0;
+    *s1 = r1;
+}
+
+// Interleaved Q8_0 / Q4_0 / Q5_0 (act Q8_0) over groups of 8 rows; Block = block_q8_0xG<8>, block_q4_0xG<8>
+// or block_q5_0xG<8> (kQ4: the 4-bit lines, with Q5_0's fifth bits where Block has them).
 template <bool kSdot, class Block, bool kQ4>
 void gemm_interleaved_x8(int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
                          size_t act_stride, int64_t n_act, float *y, int64_t ldy) {
@@ -289,7 +329,9 @@ void gemm_interleaved_x8(int64_t n, const void *w, size_t w_stride, int64_t n_ro
                 __builtin_prefetch(reinterpret_cast<const uint8_t *>(wg + b) + kPrefetchAhead);
                 const int8x16_t a0 = vld1q_s8(a[b].qs), a1 = vld1q_s8(a[b].qs + 16);
                 int32x4_t s0, s1;
-                if constexpr (kQ4)
+                if constexpr (std::is_same_v<Block, block_q5_0xG<8>>)
+                    q5_0x8_block<kSdot>(wg[b].qs, wg[b].qh, a0, a1, &s0, &s1);
+                else if constexpr (kQ4)
                     q4_0x8_block<kSdot>(wg[b].qs, a0, a1, &s0, &s1);
                 else
                     q8_0x8_block<kSdot>(wg[b].qs, a0, a1, &s0, &s1);

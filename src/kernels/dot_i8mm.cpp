@@ -1,11 +1,13 @@
-// ARM64 i8mm level (FEAT_I8MM: SMMLA): the interleaved Q8_0 / Q4_0 gemm takes two activations at a time.
-// SMMLA multiplies a 2 x 8 int8 matrix by another's transpose into 2 x 2 i32 sums: two rows' 8 consecutive
-// elements against two activations' same 8 elements, twice the products of an SDOT. The interleaved lines
-// hold 4 elements per row (interleave.h), so two lines zipped by 32-bit lanes give two rows' 8 consecutive
-// elements, with no other layout. The integer sums are those of the dotprod level, and each output takes the
-// same float steps, so this level gives the dotprod level's values bit for bit; a last odd activation goes
-// through the dotprod kernel. Everything else is the dotprod level's. Compiled with +dotprod+i8mm on ARM64
-// only (CMakeLists.txt: *_i8mm.cpp), entered only when the CPU reports I8MM.
+// ARM64 i8mm level (FEAT_I8MM: SMMLA): the interleaved Q8_0 / Q4_0 / Q5_0 gemm takes two activations at a
+// time. SMMLA multiplies a 2 x 8 int8 matrix by another's transpose into 2 x 2 i32 sums: two rows' 8
+// consecutive elements against two activations' same 8 elements, twice the products of an SDOT. The
+// interleaved lines hold 4 elements per row (interleave.h), so two lines zipped by 32-bit lanes give two
+// rows' 8 consecutive elements, with no other layout. The integer sums are those of the dotprod level, and
+// each output takes the same float steps, so this level gives the dotprod level's values bit for bit; a last
+// odd activation goes through the dotprod kernel. Everything else is the dotprod level's. Compiled with
+// +dotprod+i8mm on ARM64 only (CMakeLists.txt: *_i8mm.cpp), entered only when the CPU reports I8MM.
+#include <type_traits>
+
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
 
@@ -25,13 +27,15 @@ inline void mmla4(int8x16_t x, int8x16_t y, int8x16_t a, int32x4_t *acc01, int32
     *acc23 = vmmlaq_s32(*acc23, vreinterpretq_s8_s32(vzip2q_s32(xi, yi)), a);
 }
 
+// Block: block_q8_0xG<8>, block_q4_0xG<8> or block_q5_0xG<8> (kQ4: 4-bit lines, with Q5_0's fifth bits).
 template <class Block, bool kQ4>
 void gemm_interleaved_x8_i8mm(int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
                               size_t act_stride, int64_t n_act, float *y, int64_t ldy) {
     const int64_t nb = n / kQK8_0;
     const auto *ab = static_cast<const uint8_t *>(act);
-    const uint8x16_t m4 = vdupq_n_u8(0x0f);
-    const int8x16_t eight = vdupq_n_s8(8);
+    constexpr bool kQ5 = std::is_same_v<Block, block_q5_0xG<8>>;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), b4 = vdupq_n_u8(0x10);
+    const int8x16_t offset = vdupq_n_s8(kQ5 ? 16 : 8);  // Q4_0: code - 8; Q5_0: code - 16
     for (int64_t g = 0; g < n_rows / 8; ++g) {
         const uint8_t *wgb = static_cast<const uint8_t *>(w) + g * 8 * w_stride;
         const auto *wg = reinterpret_cast<const Block *>(wgb);
@@ -45,6 +49,12 @@ void gemm_interleaved_x8_i8mm(int64_t n, const void *w, size_t w_stride, int64_t
                 __builtin_prefetch(reinterpret_cast<const uint8_t *>(wg + b) + arm::kPrefetchAhead);
                 // i32 sums, rows (0,1), (2,3), (4,5), (6,7) each against both activations
                 int32x4_t s01 = vdupq_n_s32(0), s23 = s01, s45 = s01, s67 = s01;
+                // Q5_0: the fifth bits of line h at bits 0 / 1 (rows 0-3, 4-7), shifted 2 bits a line
+                [[maybe_unused]] uint8x16_t h0, h1;
+                if constexpr (kQ5) {
+                    h0 = vld1q_u8(wg[b].qh);
+                    h1 = vld1q_u8(wg[b].qh + 16);
+                }
                 for (int h = 0; h < 4; ++h) {
                     const int8x16_t a = act_pair(x0[b].qs, x1[b].qs, h);
                     int8x16_t lo0, lo1, hi0,
@@ -52,10 +62,20 @@ void gemm_interleaved_x8_i8mm(int64_t n, const void *w, size_t w_stride, int64_t
                     if constexpr (kQ4) {
                         const uint8x16_t v0 = vld1q_u8(wg[b].qs + 32 * h),
                                          v1 = vld1q_u8(wg[b].qs + 32 * h + 16);
-                        lo0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v0, m4)), eight);
-                        lo1 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v1, m4)), eight);
-                        hi0 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v0, 4)), eight);
-                        hi1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v1, 4)), eight);
+                        uint8x16_t c_lo0 = vandq_u8(v0, m4), c_lo1 = vandq_u8(v1, m4);
+                        uint8x16_t c_hi0 = vshrq_n_u8(v0, 4), c_hi1 = vshrq_n_u8(v1, 4);
+                        if constexpr (kQ5) {
+                            c_lo0 = vorrq_u8(c_lo0, vandq_u8(vshlq_n_u8(h0, 4), b4));
+                            c_lo1 = vorrq_u8(c_lo1, vandq_u8(vshlq_n_u8(h1, 4), b4));
+                            c_hi0 = vorrq_u8(c_hi0, vandq_u8(vshlq_n_u8(h0, 3), b4));
+                            c_hi1 = vorrq_u8(c_hi1, vandq_u8(vshlq_n_u8(h1, 3), b4));
+                            h0 = vshrq_n_u8(h0, 2);
+                            h1 = vshrq_n_u8(h1, 2);
+                        }
+                        lo0 = vsubq_s8(vreinterpretq_s8_u8(c_lo0), offset);
+                        lo1 = vsubq_s8(vreinterpretq_s8_u8(c_lo1), offset);
+                        hi0 = vsubq_s8(vreinterpretq_s8_u8(c_hi0), offset);
+                        hi1 = vsubq_s8(vreinterpretq_s8_u8(c_hi1), offset);
                     } else {
                         const int8_t *q = reinterpret_cast<const int8_t *>(wg[b].qs) + 64 * h;
                         lo0 = vld1q_s8(q);
@@ -97,6 +117,8 @@ GemmFn gemm_interleaved_i8mm(GgmlType t) {
             return &gemm_interleaved_x8_i8mm<block_q8_0xG<8>, false>;
         case GgmlType::Q4_0:
             return &gemm_interleaved_x8_i8mm<block_q4_0xG<8>, true>;
+        case GgmlType::Q5_0:
+            return &gemm_interleaved_x8_i8mm<block_q5_0xG<8>, true>;
         default:
             return nullptr;
     }

@@ -191,6 +191,19 @@ float vec_dot_q3_K(int64_t n, const void *vx, const void *vy) {
     return sum;
 }
 
+// Q2_K: the minimums (the high nibbles of the 16 scale bytes) against the activation's sums of 16.
+inline int32_t q2_K_min_sum(const uint8_t *scales, const int16_t *bsums) {
+    const uint8x16_t scm = vld1q_u8(scales);
+    const int16x8_t mn0 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vget_low_u8(scm), 4)));
+    const int16x8_t mn1 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vget_high_u8(scm), 4)));
+    const int16x8_t b0 = vld1q_s16(bsums), b1 = vld1q_s16(bsums + 8);
+    int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(mn0));
+    ms = vmlal_high_s16(ms, b0, mn0);
+    ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(mn1));
+    ms = vmlal_high_s16(ms, b1, mn1);
+    return vaddvq_s32(ms);
+}
+
 // Q2_K: half h's 32 bytes qs[32h ..]; sub-block 8h + 2k + g (16 elements) is bits 2k, 2k + 1 of bytes
 // 16g .. 16g + 15. x = d (sc & 15) q - dmin (sc >> 4), q 0..3.
 template <bool kSdot>
@@ -200,16 +213,7 @@ float vec_dot_q2_K(int64_t n, const void *vx, const void *vy) {
     const uint8x16_t m3 = vdupq_n_u8(0x03);
     float sum = 0.0f;
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-        const uint8x16_t scm = vld1q_u8(x[i].scales);
-        // the minimums (high nibbles) against the activation's sums of 16
-        const int16x8_t mn0 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vget_low_u8(scm), 4)));
-        const int16x8_t mn1 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vget_high_u8(scm), 4)));
-        const int16x8_t b0 = vld1q_s16(y[i].bsums), b1 = vld1q_s16(y[i].bsums + 8);
-        int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(mn0));
-        ms = vmlal_high_s16(ms, b0, mn0);
-        ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(mn1));
-        ms = vmlal_high_s16(ms, b1, mn1);
-        const int32_t msum = vaddvq_s32(ms);
+        const int32_t msum = q2_K_min_sum(x[i].scales, y[i].bsums);
         int32x4_t isum = vdupq_n_s32(0);
         for (int h = 0; h < 2; ++h)
             for (int g = 0; g < 2; ++g) {

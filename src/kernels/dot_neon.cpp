@@ -1,6 +1,8 @@
 // ARM64 NEON level (armv8.0 Advanced SIMD, every AArch64 core): the 8-bit dot products by widening multiplies
-// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h), the float dot products in four 4-lane chains, and
-// the Q8_0 and Q8_K activation quantizers. Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
+// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h, the K types' prompt tiles in
+// gemm_kquants_arm_inl.h), the float dot products in four 4-lane chains with their plain-row and interleaved
+// prompt tiles (the dotprod and i8mm levels share them), and the Q8_0 and Q8_K activation quantizers.
+// Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
 #include <arm_neon.h>
 
 #include <cmath>
@@ -9,6 +11,8 @@
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
 #include "kernels/dot_kquants_arm_inl.h"
+#include "kernels/gemm_kquants_arm_inl.h"
+#include "kernels/interleave.h"
 #include "tensor/block_layouts.h"
 #include "tensor/fp16.h"
 
@@ -51,6 +55,133 @@ float dot_float(int64_t n, const void *vx, const void *vy) {
     float sum = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
     for (; i < n; ++i) sum += LX::one(x + i) * LY::one(y + i);
     return sum;
+}
+
+// Plain float rows against up to kFloatTileActs activations at once: each output takes dot_float's steps
+// (four 4-lane chains over 16 elements, then 4, the chains added, the last elements one at a time), so the
+// gemm gives vec_dot's bits, with each 16 of the row loaded (F16 / BF16: converted) once for all of them.
+constexpr int kFloatTileActs = 4;
+
+template <class LX, class LY, int kActs>
+void dot_float_tile(int64_t n, const typename LX::T *x, const uint8_t *ab, size_t lda, float *y,
+                    int64_t ldy) {
+    const typename LY::T *a[kActs];
+    float32x4_t s[kActs][4];
+    for (int k = 0; k < kActs; ++k) {
+        a[k] = reinterpret_cast<const typename LY::T *>(ab + k * lda);
+        s[k][0] = s[k][1] = s[k][2] = s[k][3] = vdupq_n_f32(0.0f);
+    }
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __builtin_prefetch(reinterpret_cast<const uint8_t *>(x + i) + arm::kPrefetchAhead);
+        const float32x4_t w0 = LX::load(x + i), w1 = LX::load(x + i + 4), w2 = LX::load(x + i + 8),
+                          w3 = LX::load(x + i + 12);
+        for (int k = 0; k < kActs; ++k) {
+            s[k][0] = vfmaq_f32(s[k][0], w0, LY::load(a[k] + i));
+            s[k][1] = vfmaq_f32(s[k][1], w1, LY::load(a[k] + i + 4));
+            s[k][2] = vfmaq_f32(s[k][2], w2, LY::load(a[k] + i + 8));
+            s[k][3] = vfmaq_f32(s[k][3], w3, LY::load(a[k] + i + 12));
+        }
+    }
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t w = LX::load(x + i);
+        for (int k = 0; k < kActs; ++k) s[k][0] = vfmaq_f32(s[k][0], w, LY::load(a[k] + i));
+    }
+    for (int k = 0; k < kActs; ++k) {
+        float sum = vaddvq_f32(vaddq_f32(vaddq_f32(s[k][0], s[k][1]), vaddq_f32(s[k][2], s[k][3])));
+        for (int64_t j = i; j < n; ++j) sum += LX::one(x + j) * LY::one(a[k] + j);
+        y[k * ldy] = sum;
+    }
+}
+
+template <class LX, class LY>
+void gemm_float(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
+                float *y, int64_t ldy) {
+    const auto *wb = static_cast<const uint8_t *>(w);
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t r = 0; r < nr; ++r) {
+        const auto *x = reinterpret_cast<const typename LX::T *>(wb + r * ldw);
+        int64_t c = 0;
+        for (; c + kFloatTileActs <= nc; c += kFloatTileActs)
+            dot_float_tile<LX, LY, kFloatTileActs>(n, x, ab + c * lda, lda, y + c * ldy + r, ldy);
+        switch (nc - c) {
+            case 3:
+                dot_float_tile<LX, LY, 3>(n, x, ab + c * lda, lda, y + c * ldy + r, ldy);
+                break;
+            case 2:
+                dot_float_tile<LX, LY, 2>(n, x, ab + c * lda, lda, y + c * ldy + r, ldy);
+                break;
+            case 1:
+                dot_float_tile<LX, LY, 1>(n, x, ab + c * lda, lda, y + c * ldy + r, ldy);
+                break;
+            default:
+                break;
+        }
+    }
+}
+
+// Interleaved F32 / F16 / BF16 (block_x8: 8 elements of each of 8 rows a block) against activations of the
+// same type. Rows 0-3 and then 4-7 of a group, each against up to kFloatTileActs activations: one 4-lane
+// chain per output over the blocks (row r's elements 8b .. 8b + 3, then 8b + 4 .. 8b + 7, against the
+// activation's), its lanes added pairwise at the end (vpaddq: (l0 + l1) + (l2 + l3)), so an output's value
+// does not depend on the tile. Each row's 8 elements are loaded (F16 / BF16: widened to f32, as the plain
+// kernels do) once for all the tile's activations.
+template <class L, int kActs>
+void float_x8_tile(int64_t nb, const block_x8<typename L::T> *wg, const uint8_t *ab, size_t lda, float *y,
+                   int64_t ldy) {
+    const typename L::T *a[kActs];
+    for (int k = 0; k < kActs; ++k) a[k] = reinterpret_cast<const typename L::T *>(ab + k * lda);
+    for (int half = 0; half < 2; ++half) {
+        float32x4_t acc[kActs][4];
+        for (int k = 0; k < kActs; ++k) acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = vdupq_n_f32(0.0f);
+        for (int64_t b = 0; b < nb; ++b) {
+            __builtin_prefetch(reinterpret_cast<const uint8_t *>(wg + b) + arm::kPrefetchAhead);
+            float32x4_t al[kActs], ah[kActs];
+            for (int k = 0; k < kActs; ++k) {
+                al[k] = L::load(a[k] + 8 * b);
+                ah[k] = L::load(a[k] + 8 * b + 4);
+            }
+            for (int r = 0; r < 4; ++r) {
+                const typename L::T *p = wg[b].v[4 * half + r];
+                const float32x4_t wl = L::load(p), wh = L::load(p + 4);
+                for (int k = 0; k < kActs; ++k) {
+                    acc[k][r] = vfmaq_f32(acc[k][r], wl, al[k]);
+                    acc[k][r] = vfmaq_f32(acc[k][r], wh, ah[k]);
+                }
+            }
+        }
+        for (int k = 0; k < kActs; ++k)
+            vst1q_f32(y + k * ldy + 4 * half,
+                      vpaddq_f32(vpaddq_f32(acc[k][0], acc[k][1]), vpaddq_f32(acc[k][2], acc[k][3])));
+    }
+}
+
+template <class L>
+void gemm_interleaved_float_x8(int64_t n, const void *w, size_t w_stride, int64_t n_rows, const void *act,
+                               size_t act_stride, int64_t n_act, float *y, int64_t ldy) {
+    using Block = block_x8<typename L::T>;
+    const int64_t nb = n / 8;
+    const auto *ab = static_cast<const uint8_t *>(act);
+    for (int64_t g = 0; g < n_rows / 8; ++g) {
+        const auto *wg = reinterpret_cast<const Block *>(static_cast<const uint8_t *>(w) + g * 8 * w_stride);
+        float *yg = y + 8 * g;
+        int64_t c = 0;
+        for (; c + kFloatTileActs <= n_act; c += kFloatTileActs)
+            float_x8_tile<L, kFloatTileActs>(nb, wg, ab + c * act_stride, act_stride, yg + c * ldy, ldy);
+        switch (n_act - c) {
+            case 3:
+                float_x8_tile<L, 3>(nb, wg, ab + c * act_stride, act_stride, yg + c * ldy, ldy);
+                break;
+            case 2:
+                float_x8_tile<L, 2>(nb, wg, ab + c * act_stride, act_stride, yg + c * ldy, ldy);
+                break;
+            case 1:
+                float_x8_tile<L, 1>(nb, wg, ab + c * act_stride, act_stride, yg + c * ldy, ldy);
+                break;
+            default:
+                break;
+        }
+    }
 }
 
 // Q8_0 activations: the reference's bytes (quantize_row_q8_0_ref): d = max |x| / 127, q = round(x / d) with
@@ -172,11 +303,11 @@ QuantizeActFn quantize_act_neon(GgmlType act_type) {
 GemmFn gemm_neon(GgmlType t) {
     switch (t) {
         case GgmlType::F32:
-            return &arm::gemm_by_dots<&dot_float<LoadF32, LoadF32>>;
+            return &gemm_float<LoadF32, LoadF32>;
         case GgmlType::F16:
-            return &arm::gemm_by_dots<&dot_float<LoadF16, LoadF16>>;
+            return &gemm_float<LoadF16, LoadF16>;
         case GgmlType::BF16:
-            return &arm::gemm_by_dots<&dot_float<LoadBF16, LoadBF16>>;
+            return &gemm_float<LoadBF16, LoadBF16>;
         case GgmlType::Q8_0:
             return &arm::gemm_by_dots<&arm::vec_dot_q8_0<false>>;
         case GgmlType::Q4_0:
@@ -190,17 +321,17 @@ GemmFn gemm_neon(GgmlType t) {
         case GgmlType::IQ4_NL:
             return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<false>>;
         case GgmlType::Q2_K:
-            return &arm::gemm_by_dots<&arm::vec_dot_q2_K<false>>;
+            return &arm::gemm_k_tiles<false, arm::Q2KTile>;
         case GgmlType::Q3_K:
-            return &arm::gemm_by_dots<&arm::vec_dot_q3_K<false>>;
+            return &arm::gemm_k_tiles<false, arm::Q3KTile>;
         case GgmlType::Q4_K:
             return &arm::gemm_by_dots<&arm::vec_dot_q4_K<false>>;
         case GgmlType::Q5_K:
-            return &arm::gemm_by_dots<&arm::vec_dot_q5_K<false>>;
+            return &arm::gemm_k_tiles<false, arm::Q5KTile>;
         case GgmlType::Q6_K:
             return &arm::gemm_by_dots<&arm::vec_dot_q6_K<false>>;
         case GgmlType::IQ4_XS:
-            return &arm::gemm_by_dots<&arm::vec_dot_iq4_xs<false>>;
+            return &arm::gemm_k_tiles<false, arm::IQ4XSTile>;
         default:
             return nullptr;
     }
@@ -208,10 +339,18 @@ GemmFn gemm_neon(GgmlType t) {
 
 GemmFn gemm_interleaved_neon(GgmlType t) {
     switch (t) {
+        case GgmlType::F32:
+            return &gemm_interleaved_float_x8<LoadF32>;
+        case GgmlType::F16:
+            return &gemm_interleaved_float_x8<LoadF16>;
+        case GgmlType::BF16:
+            return &gemm_interleaved_float_x8<LoadBF16>;
         case GgmlType::Q8_0:
             return &arm::gemm_interleaved_x8<false, block_q8_0xG<8>, false>;
         case GgmlType::Q4_0:
             return &arm::gemm_interleaved_x8<false, block_q4_0xG<8>, true>;
+        case GgmlType::Q5_0:
+            return &arm::gemm_interleaved_x8<false, block_q5_0xG<8>, true>;
         case GgmlType::Q4_K:
             return &arm::gemm_interleaved_q4_K_x8<false>;
         case GgmlType::Q6_K:
@@ -221,9 +360,10 @@ GemmFn gemm_interleaved_neon(GgmlType t) {
     }
 }
 
-// F16 rows against F32 activations: the F32 gemm's arithmetic (dot_float) on the rows converted as loaded.
+// F16 rows against F32 activations: the F32 gemm's arithmetic (dot_float's steps) on the rows converted as
+// loaded, each 16 converted once for a tile's activations.
 GemmFn gemm_f16_by_f32_neon() {
-    return &arm::gemm_by_dots<&dot_float<LoadF16, LoadF32>>;
+    return &gemm_float<LoadF16, LoadF32>;
 }
 
 }  // namespace detail

@@ -24,6 +24,7 @@
 
 #include "dot_test_util.h"
 #include "isa_level.h"
+#include "kernels/interleave.h"
 #include "tensor/block_layouts.h"
 #include "tensor/fp16.h"
 #include "tensor/types.h"
@@ -359,6 +360,23 @@ TEST(DotDispatch, EveryLevelHasItsOwnKernelsForItsTypes) {
             const TypeKernels &k = type_kernels(t, isa), &ref = type_kernels(t, Isa::Scalar);
             EXPECT_NE(k.vec_dot, ref.vec_dot) << type_name(t) << " at " << isa_name(isa);
             EXPECT_NE(k.gemm, ref.gemm) << type_name(t) << " at " << isa_name(isa);
+        }
+    }
+}
+
+// ARM64: every type with an interleaved layout has the level's own kernel over it at every ARM level this
+// CPU runs (model loading interleaves every such matrix whatever the level, so a missing kernel would leave
+// it to the scalar one, which de-interleaves each group per call).
+TEST(DotDispatch, ArmLevelsHaveKernelsForEveryInterleavedLayout) {
+    for (Isa isa : {Isa::Neon, Isa::Dotprod, Isa::I8mm}) {
+        if (!isa_at_least(isa_detected(), isa)) continue;
+        for (GgmlType t : kWeightTypes) {
+            if (interleave_block_elems(t) == 0) continue;
+            const TypeKernels &k = type_kernels(t, isa);
+            EXPECT_NE(k.gemm_interleaved, nullptr) << type_name(t) << " at " << isa_name(isa);
+            EXPECT_NE(k.gemm_interleaved, type_kernels(t, Isa::Scalar).gemm_interleaved)
+                << type_name(t) << " at " << isa_name(isa);
+            EXPECT_EQ(k.group_rows, 8) << type_name(t) << " at " << isa_name(isa);
         }
     }
 }

@@ -3,6 +3,8 @@
 // tails: an odd block count for the 32-element types, lengths off every vector width for the float types):
 // * every output is within the float rounding bound of the exact block formula, and close to the same
 //   ISA's vec_dot (both within that bound);
+// * at the ARM64 levels, every output alone is bit-identical to the level's vec_dot (their multi-activation
+//   tiles take the dot products' steps);
 // * every output is bit-identical to the same (row, activation) computed alone in a 1 x 1 call, whatever
 //   the tile shape and position (GemmFn's promise: matmul results do not depend on batch size or thread
 //   split);
@@ -123,6 +125,7 @@ TEST_P(GemmIsaTest, OddShapesMatchVecDotAndOneByOne) {
     const TypeKernels &k = type_kernels(type(), isa());
     ASSERT_NE(k.gemm, nullptr);
     ASSERT_EQ(k.act_type, type_traits(type()).vec_dot_type);
+    const bool arm_level = isa() == Isa::Neon || isa() == Isa::Dotprod;
     for (int64_t nsb : {1, 2, 3, 4, 5, 6}) {
         if (is_whole_8s_case(nsb) && type_traits(type()).block_size != 1) continue;
         const int64_t cols = row_length(type(), nsb);
@@ -147,6 +150,11 @@ TEST_P(GemmIsaTest, OddShapesMatchVecDotAndOneByOne) {
                 const float dot = k.vec_dot(cols, p.wrow(r), p.arow(c));
                 EXPECT_LE(std::fabs(static_cast<double>(out[0]) - dot), 2 * bound)
                     << "row " << r << " act " << c << ": vec_dot " << dot;
+                // ARM64: the gemm's tiles take the level's dot products' steps, so their bits.
+                if (arm_level) {
+                    EXPECT_EQ(std::memcmp(&out[0], &dot, sizeof dot), 0)
+                        << "row " << r << " act " << c << ": " << out[0] << ", vec_dot " << dot;
+                }
             }
         }
         if (HasFailure()) return;

@@ -173,8 +173,8 @@ TEST_P(GemmInterleavedTest, MatchesExactAndIsTileInvariant) {
                         const int64_t g0 = r / g * g;
                         if (r == g0)
                             k.gemm_interleaved(cols, m.packed.data() + g0 * m.packed_row_bytes,
-                                               m.packed_row_bytes, g, act.data() + c * act_row, act_row, 1, one,
-                                               g);
+                                               m.packed_row_bytes, g, act.data() + c * act_row, act_row, 1,
+                                               one, g);
                         ASSERT_EQ(got, one[r - g0]) << "act " << c << " row " << r;
                     }
                 }
@@ -227,12 +227,13 @@ TEST(Interleave, SixteenRowGroupsGiveTheEightRowValues) {
 // ARM64: the three levels compute the same integer sums (widening multiplies, SDOT by lane, SMMLA on zipped
 // line pairs) and take the same float steps per output, so their interleaved gemms agree bit for bit, for an
 // odd activation count too (the i8mm level's last activation goes through the dotprod kernel; its K-quants
-// are the dotprod level's).
+// are the dotprod level's, its float types the NEON level's). Every layout has an ARM kernel (not the
+// scalar one that de-interleaves the group).
 TEST(Interleave, ArmLevelsGiveTheSameBits) {
     if (!isa_at_least(isa_detected(), Isa::Dotprod)) GTEST_SKIP() << "no dotprod on this CPU";
     std::vector<Isa> levels = {Isa::Neon, Isa::Dotprod};
     if (isa_at_least(isa_detected(), Isa::I8mm)) levels.push_back(Isa::I8mm);
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType t : kTypes) {
         SCOPED_TRACE(type_name(t));
         const int64_t rows = 24, cols = type_traits(t).block_size == 256 ? 512 : 160;
         const Mat m = make_mat(t, rows, cols, 41, 8);
