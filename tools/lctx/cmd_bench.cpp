@@ -4,7 +4,9 @@
 // with the runs of the two engines alternating, for each model given (-m A -m B or -m A,B). Output as
 // llama-bench's: md, csv, json, jsonl or sql. An encoder
 // without an output matrix (bert), or with --embd any model with an encoder pass, is measured in embedding
-// mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them.
+// mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them. An
+// encoder-decoder (T5) is measured in T5 mode: an encode of -p tokens (encP), then -n single-token decoder
+// steps (decG @ eP), timed apart.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -851,7 +853,8 @@ int cmd_bench(int argc, char **argv) {
         if (t5) {
             appendf(&md_notes,
                     "\nencP: P tokens in one llama_encode; decG @ eP: G decoder steps of one token after it, "
-                    "from the decoder start token\n");
+                    "from the decoder start token; lctx's kernels at the %s level\n",
+                    kernels::isa_name(kernels::isa_active()));
         } else if (!embd) {
             appendf(&md_notes, "\nbytes read per generated token: %.2f MiB",
                     facts.bytes_per_token / 1048576.0);
