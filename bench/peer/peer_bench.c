@@ -12,7 +12,10 @@
 //   cache first, untimed, then a prompt of P tokens and G generated ones; -pg and -d of llama-bench) with
 //   {"test":"pg",...,"ns":NANOSECONDS}; "quit" or end of input stops it. With --embd S (an embedding model:
 //   embeddings on, the model's pooling, S sequences, n_batch = n_ubatch = N_CTX) it answers "embd S L T" (S
-//   sequences of L tokens in one llama_encode) with {"test":"embd",...,"ns":NANOSECONDS}. With --batched B
+//   sequences of L tokens in one llama_encode) with {"test":"embd",...,"ns":NANOSECONDS}. On an
+//   encoder-decoder model (T5; -b and -ub at least P) it answers "t5 P G T" (P tokens in one llama_encode,
+//   then G decoder steps of one token each from llama_model_decoder_start_token, random tokens after it)
+//   with {"test":"t5",...,"ns_enc":NANOSECONDS,"ns_dec":NANOSECONDS}. With --batched B
 //   (llama-batched-bench's context: n_seq_max B, one cache stream of N_CTX / B cells per sequence) it answers
 //   "warmup T" (16 tokens of sequence 0, untimed) with {"test":"warmup"} and "batched PP TG PL S T" (PL
 //   sequences of PP prompt tokens, or with S = 1 one prompt copied to all, in calls of n_batch tokens; then
@@ -151,6 +154,8 @@ static struct {
     float *(*get_embeddings_ith)(struct llama_context *, int32_t);  // optional: --embed
     int32_t (*model_n_embd)(const struct llama_model *);            // optional: --embed
     int32_t (*pooling_type)(const struct llama_context *);          // optional: --embed
+    bool (*model_has_encoder)(const struct llama_model *);          // optional: t5
+    int32_t (*decoder_start_token)(const struct llama_model *);     // optional: t5
     float *(*get_logits_ith)(struct llama_context *, int32_t);
     void (*synchronize)(struct llama_context *);
     llama_memory_t (*get_memory)(const struct llama_context *);
@@ -299,7 +304,8 @@ static void decode_prompt(struct bench *b, int n, int pos0) {
 
 // llama-bench's tests on a cleared cache: `depth` tokens first (untimed), then timed: a prompt of n_pp tokens
 // and n_tg single-token decodes after it (pp: n_tg = 0; tg: n_pp = 0; pg: both). As lctx's runner does, the
-// depth tokens are decoded once and kept: a later test with the same depth only removes the tokens after them.
+// depth tokens are decoded once and kept: a later test with the same depth only removes the tokens after
+// them.
 static uint64_t run_pg(struct bench *b, int n_pp, int n_tg, int depth) {
     if (depth > 0 && depth == b->kept_depth && L.memory_seq_rm(L.get_memory(b->ctx), 0, depth, -1)) {
         /* the depth is in place */
@@ -344,6 +350,40 @@ static uint64_t run_embd(struct bench *b, int n_seq, int n) {
     if (rc != 0) fail("llama_encode returned %d", rc);
     L.synchronize(b->ctx);
     return now_ns() - t0;
+}
+
+// T5 mode: n_enc random tokens (positions 0..n_enc-1) in one llama_encode, then n_dec decoder steps of one
+// token each on an empty decoder cache: the decoder start token, then random ones (what is decoded does not
+// change the time). Wall nanoseconds of the two parts.
+static void run_t5(struct bench *b, int n_enc, int n_dec, uint64_t *ns_enc, uint64_t *ns_dec) {
+    for (int i = 0; i < n_enc; ++i) {
+        b->batch.token[i] = next_token(b->n_vocab);
+        b->batch.pos[i] = i;
+        b->batch.n_seq_id[i] = 1;
+        b->batch.seq_id[i][0] = 0;
+        b->batch.logits[i] = 1;
+    }
+    b->batch.n_tokens = n_enc;
+    L.memory_clear(L.get_memory(b->ctx), true);
+    const uint64_t t0 = now_ns();
+    const int32_t rc = L.encode(b->ctx, b->batch);
+    if (rc != 0) fail("llama_encode returned %d", rc);
+    L.synchronize(b->ctx);
+    const uint64_t t1 = now_ns();
+    int32_t tok = L.decoder_start_token(b->model);
+    if (tok < 0) tok = 0;
+    for (int i = 0; i < n_dec; ++i) {
+        b->batch.token[0] = tok;
+        b->batch.pos[0] = i;
+        b->batch.n_seq_id[0] = 1;
+        b->batch.seq_id[0][0] = 0;
+        b->batch.logits[0] = 1;
+        decode_or_fail(b, 1);
+        L.synchronize(b->ctx);
+        tok = next_token(b->n_vocab);
+    }
+    *ns_enc = t1 - t0;
+    *ns_dec = now_ns() - t1;
 }
 
 // Decodes tokens [0, n) of b->big in calls of b->step tokens (llama-batched-bench's decode helper),
@@ -754,11 +794,13 @@ int main(int argc, char **argv) {
     *(void **)&L.memory_seq_pos_max = sym(llama, "llama_memory_seq_pos_max", n_batched_seq > 0);
     *(void **)&L.n_ctx_seq = sym(llama, "llama_n_ctx_seq", false);
     const bool embed = embed_text != NULL;
-    *(void **)&L.encode = sym(llama, "llama_encode", n_embd_seq > 0 || embed);
+    *(void **)&L.encode = sym(llama, "llama_encode", n_embd_seq > 0 || embed);  // (and t5's)
     *(void **)&L.get_embeddings_seq = sym(llama, "llama_get_embeddings_seq", embed);
     *(void **)&L.get_embeddings_ith = sym(llama, "llama_get_embeddings_ith", embed);
     *(void **)&L.model_n_embd = sym(llama, "llama_model_n_embd", embed);
     *(void **)&L.pooling_type = sym(llama, "llama_pooling_type", embed);
+    *(void **)&L.model_has_encoder = sym(llama, "llama_model_has_encoder", false);
+    *(void **)&L.decoder_start_token = sym(llama, "llama_model_decoder_start_token", false);
     *(void **)&L.set_n_threads = sym(llama, "llama_set_n_threads", false);
     *(void **)&L.model_desc = sym(llama, "llama_model_desc", false);
     const bool grammar = grammar_path != NULL;
@@ -884,6 +926,25 @@ int main(int argc, char **argv) {
                 ns = run_embd(&b, n_seq, n);
                 printf("{\"test\":\"embd\",\"n_seq\":%d,\"n\":%d,\"threads\":%d,\"ns\":%llu}\n", n_seq, n, t,
                        (unsigned long long)ns);
+                fflush(stdout);
+                continue;
+            }
+            if (!strncmp(line, "t5 ", 3)) {
+                if (sscanf(line, "t5 %d %d %d", &n, &n_tg, &t) != 3 || n < 1 || n_tg < 0 || t < 1)
+                    fail("bad command: %s", line);
+                if (!L.encode || !L.decoder_start_token || !L.model_has_encoder ||
+                    !L.model_has_encoder(b.model))
+                    fail("t5 needs an encoder-decoder model and llama_encode");
+                if (n > b.step || n + n_tg > n_ctx)
+                    fail("an encode of %d tokens and %d steps do not fit (-b %d, -c %d)", n, n_tg, b.step,
+                         n_ctx);
+                set_threads(&b, t);
+                uint64_t ns_enc = 0, ns_dec = 0;
+                run_t5(&b, n, n_tg, &ns_enc, &ns_dec);
+                printf(
+                    "{\"test\":\"t5\",\"n_enc\":%d,\"n_dec\":%d,\"threads\":%d,\"ns_enc\":%llu,"
+                    "\"ns_dec\":%llu}\n",
+                    n, n_tg, t, (unsigned long long)ns_enc, (unsigned long long)ns_dec);
                 fflush(stdout);
                 continue;
             }

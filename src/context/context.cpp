@@ -463,10 +463,20 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.mask_spans = mask_spans_.data();
         fb.mask_swa_spans = hp.n_swa > 0 ? mask_swa_spans_.data() : nullptr;
         fb.kv_pos = kv_pos_.data();
+        fb.lora = lora_.active();
         if (!enc_out_.empty()) {
             fb.enc_out = enc_out_.data();
             fb.n_enc = static_cast<int32_t>(enc_seq_.size());
             fb.cross_mask = cross_mask_.data();
+            cross_kv_.resize(static_cast<size_t>(hp.n_layer_cache()) * fb.n_enc *
+                             (hp.n_embd_k_gqa() + hp.n_embd_v_gqa()));
+            fb.cross_kv = cross_kv_.data();
+            fb.cross_kv_ready =
+                cross_kv_ready_ &&
+                std::equal(fb.lora.begin(), fb.lora.end(), cross_kv_lora_.begin(), cross_kv_lora_.end(),
+                           [](const LoraActive &a, const LoraActive &c) {
+                               return a.adapter == c.adapter && a.scale == c.scale;
+                           });
         }
         fb.n_outputs = static_cast<int32_t>(out_rows_.size());
         fb.out_rows = out_rows_.data();
@@ -475,11 +485,15 @@ DecodeStatus Context::decode(const Batch &in) {
         fb.cvec = cvec_.empty() ? nullptr : cvec_.data();
         fb.cvec_first = cvec_first_;
         fb.cvec_last = cvec_last_;
-        fb.lora = lora_.active();
         scratch_.mm.lora = fb.lora;
         fb.abort_cb = params_.abort_callback;
         fb.abort_data = params_.abort_callback_data;
+        if (fb.cross_kv && !fb.cross_kv_ready) cross_kv_ready_ = false;  // until every layer is projected
         if (!forward(model_, kv_->view(), fb, scratch_, pool)) return stop(DecodeStatus::Aborted);
+        if (fb.cross_kv && !fb.cross_kv_ready) {
+            cross_kv_ready_ = true;
+            cross_kv_lora_.assign(fb.lora.begin(), fb.lora.end());
+        }
         if (!kv_->recurrent()) kv_->advance_head(static_cast<uint32_t>(n));
         out_row += fb.n_outputs;
         if (params_.abort_callback && ubatch_ends[k] < n_tokens &&

@@ -206,6 +206,12 @@ class Context {
     std::vector<SeqSet> enc_seq_;     // [n_enc]
     std::vector<float> cross_mask_;   // [n_ubatch][n_enc]
     bool enc_rows_readable_ = false;  // embd_ holds the last encode's rows (read even with embeddings off)
+    // The decoder's cross-attention K and V of enc_out_ (ForwardBatch::cross_kv): projected by the first
+    // decode after an encode, with the LoRA set it ran with, and read by the next decodes while the encoder
+    // output and that set stay (a T5 decode step otherwise projects all encoder rows in every layer again).
+    std::vector<float> cross_kv_;
+    bool cross_kv_ready_ = false;
+    std::vector<LoraActive> cross_kv_lora_;
     PerfCounters perf_;
     bool causal_attn_ = true;
 };

@@ -143,6 +143,7 @@ DecodeStatus Context::encode(const Batch &in) {
         for (int32_t i = 0; i < n; ++i)
             for (int32_t s = 0; s < b.n_seq_id[i]; ++s) enc_seq_[i].set(b.seq_id[i][s]);
         enc_out_ = rows;
+        cross_kv_ready_ = false;  // the next decode projects the new rows
         embd_ = std::move(rows);
         enc_rows_readable_ = true;
     } else {

@@ -288,6 +288,11 @@ void gelu_inplace(float *x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = gelu_from(table, x[i]);
 }
 void relu_inplace(float *x, int64_t n) {
+#if defined(__x86_64__)
+    // (the plain loop compiles to a compare and branch per element: half of them mispredicted on a
+    // projection's output, 14% of t5-small's encoder)
+    if (use_avx2_row_ops()) return detail::relu_avx2(x, n);
+#endif
     for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 void silu_inplace(float *x, int64_t n) {

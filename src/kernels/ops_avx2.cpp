@@ -181,6 +181,16 @@ void silu_avx2(float *x, int64_t n) {
     for (; i < n; ++i) x[i] = x[i] / (1.0f + exp_scalar(-x[i]));
 }
 
+void relu_avx2(float *x, int64_t n) {
+    const __m256 zero = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 32; k += 8)
+            _mm256_storeu_ps(x + i + k, _mm256_max_ps(_mm256_loadu_ps(x + i + k), zero));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_max_ps(_mm256_loadu_ps(x + i), zero));
+    for (; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
 void axpy_f32_avx2(float a, const float *x, float *y, int64_t n) {
     const __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;

@@ -26,6 +26,8 @@ void gelu_avx2(float *x, int64_t n, const float *table);
 // y = silu(g) * u
 void swiglu_avx2(const float *g, const float *u, float *y, int64_t n);
 void silu_avx2(float *x, int64_t n);
+// x = x > 0 ? x : 0 (max(x, 0) with 0 second: a NaN or -0 gives +0, as the plain loop)
+void relu_avx2(float *x, int64_t n);
 // y += a * x, x in F32 or F16
 void axpy_f32_avx2(float a, const float *x, float *y, int64_t n);
 void axpy_f16_avx2(float a, const uint16_t *x, float *y, int64_t n);

@@ -58,6 +58,11 @@ struct ForwardBatch {
     const float *enc_out = nullptr;
     int32_t n_enc = 0;
     const float *cross_mask = nullptr;
+    // The cross-attention's K and V of enc_out, [n_layer_dec][n_enc K rows, then n_enc V rows] (F32): the
+    // decoder projects them into it when !cross_kv_ready, and reads them when ready (the context keeps them
+    // from the first decode after an encode to the next encode). Null: projected into scratch every pass.
+    float *cross_kv = nullptr;
+    bool cross_kv_ready = false;
     int32_t n_outputs = 0;
     const int32_t *out_rows = nullptr;  // [n_outputs] ubatch rows whose outputs are wanted (ascending)
     float *logits = nullptr;            // [n_outputs][n_vocab], or null

@@ -22,7 +22,9 @@
 //     q, k, v = h Wq, h Wk, h Wv;  store k, v in the cells
 //     x += attention(q, cached K, cached V, causal mask + bias(kv_pos - pos)) Wo
 //     h = rmsnorm(x) * cross_attn_norm
-//     x += attention(h Wq', enc_out Wk', enc_out Wv', cross mask) Wo'   (K', V' computed anew each pass)
+//     x += attention(h Wq', enc_out Wk', enc_out Wv', cross mask) Wo'   (K', V' projected by the first
+//                                                      pass after an encode, kept by the context for the
+//                                                      next)
 //     h = rmsnorm(x) * ffn_norm
 //     x += (gelu(h Wgate) * (h Wup)) Wdown
 //     x += control_vector[il]                      (when one is applied)
@@ -182,12 +184,14 @@ bool forward_t5_decoder(const Model &model, const KvView &kv, const ForwardBatch
     self_attn.mask_head_stride = n_tokens * b.n_kv;
     const float *bias_of = nullptr;
 
-    // Cross-attention reads the encoder output's K and V as a cache of its own: n_enc f32 rows of one
-    // layer (s.k, s.v, free once the self-attention's K/V are stored).
+    // Cross-attention reads the encoder output's K and V as a cache of its own: n_enc f32 rows per layer in
+    // the context's b.cross_kv, or without one in s.k, s.v (free once the self-attention's K/V are stored).
+    const int64_t cross_layer = static_cast<int64_t>(b.n_enc) * (k_dim + v_dim);
     ForwardBatch cross_b = b;  // the same tokens, attending over the encoder's rows
     cross_b.n_kv = b.n_enc;
     cross_b.mask = b.cross_mask;
-    cross_b.mask_spans = cross_b.mask_swa_spans = nullptr;  // the self-attention's (the attention finds these)
+    cross_b.mask_spans = cross_b.mask_swa_spans =
+        nullptr;  // the self-attention's (the attention finds these)
     KvView cross;
     cross.type_k = cross.type_v = GgmlType::F32;
     cross.v_trans = false;
@@ -224,10 +228,13 @@ bool forward_t5_decoder(const Model &model, const KvView &kv, const ForwardBatch
         kernels::rms_norm_rows(x, l.cross_attn_norm.data(), s.cur.data(), n_tokens, n_embd, hp.norm_rms_eps,
                                pool);
         project({{&l.cross_wq, nullptr, s.q.data(), q_dim}}, s.cur.data(), n_embd, n_tokens, pool, s.mm);
-        project({{&l.cross_wk, nullptr, s.k.data(), k_dim}, {&l.cross_wv, nullptr, s.v.data(), v_dim}},
-                b.enc_out, n_embd, b.n_enc, pool, s.mm);
-        cross.k = {reinterpret_cast<uint8_t *>(s.k.data())};
-        cross.v = {reinterpret_cast<uint8_t *>(s.v.data())};
+        float *ck = b.cross_kv ? b.cross_kv + il * cross_layer : s.k.data();
+        float *cv = b.cross_kv ? ck + static_cast<int64_t>(b.n_enc) * k_dim : s.v.data();
+        if (!b.cross_kv_ready)
+            project({{&l.cross_wk, nullptr, ck, k_dim}, {&l.cross_wv, nullptr, cv, v_dim}}, b.enc_out, n_embd,
+                    b.n_enc, pool, s.mm);
+        cross.k = {reinterpret_cast<uint8_t *>(ck)};
+        cross.v = {reinterpret_cast<uint8_t *>(cv)};
         attend(hp, cross, 0, cross_b, s.q.data(), rows, s.attn.data(), cross_attn, pool);
         project({{&l.cross_wo, nullptr, s.out.data(), n_embd}}, s.attn.data(), o_dim, n_tokens, pool, s.mm);
         kernels::add_rows(x, s.out.data(), n_tokens, n_embd, pool);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -573,6 +574,33 @@ TEST(OpsTest, AddScaleMul) {
         y = a;
         mul_inplace(y.data(), b.data(), n);
         for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], a[i] * b[i]);
+    }
+}
+
+}  // namespace
+}  // namespace lctx::kernels::ops_test
+
+namespace lctx::kernels::ops_test {
+namespace {
+
+// ReLU keeps a positive value's bits and gives +0 for everything else (negatives, -0, NaN), at every length
+// (the vector body and the tail).
+TEST(OpsTest, ReluKeepsPositivesAndZeroesTheRest) {
+    for (int64_t n : {0, 1, 7, 8, 31, 32, 33, 100}) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 11) - 5.25f;
+        if (n > 5) {
+            x[1] = -0.0f;
+            x[2] = std::nanf("");
+            x[3] = 1e-40f;  // a denormal stays
+            x[4] = -std::numeric_limits<float>::infinity();
+        }
+        std::vector<float> y = x;
+        relu_inplace(y.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+            const float want = x[i] > 0.0f ? x[i] : 0.0f;
+            EXPECT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want)) << n << " " << i;
+        }
     }
 }
 

@@ -229,6 +229,41 @@ TEST(T5Golden, TwoSequencesInOneBatchEachMatchTheirOwnCase) {
         1e-2f);
 }
 
+// The decoder's cross-attention K and V are projected once per encode and kept for the next steps: after a
+// second encode (another text) the steps give the bits a fresh context gives for that text, not the first
+// text's.
+TEST(T5Golden, CrossAttentionCacheFollowsEachEncode) {
+    auto model = Model::load(t5_dir() + "models/t5.gguf");
+    ContextParams p;
+    p.n_ctx = 64;
+    const std::vector<int32_t> first = {13959, 1566, 12, 2968, 10, 37, 629, 19, 1627, 5, 1};
+    const std::vector<int32_t> second = {1525, 10, 363, 19, 8, 1784, 1};
+    const auto steps = [&](Context &ctx, const std::vector<int32_t> &enc) {
+        ctx.kv().clear();
+        BatchBuilder bb;
+        for (size_t i = 0; i < enc.size(); ++i) bb.add(enc[i], static_cast<int32_t>(i), 0, true);
+        EXPECT_EQ(ctx.encode(bb.view()), DecodeStatus::Ok);
+        std::vector<float> logits;
+        for (int32_t pos = 0; pos < 4; ++pos) {
+            const int32_t tok = std::vector<int32_t>{0, 644, 4598, 229}[static_cast<size_t>(pos)];
+            Batch one;
+            one.n_tokens = 1;
+            one.token = &tok;
+            one.pos = &pos;
+            EXPECT_EQ(ctx.decode(one), DecodeStatus::Ok);
+            const float *l = ctx.logits_ith(-1);
+            logits.insert(logits.end(), l, l + model->hparams().n_vocab);
+        }
+        return logits;
+    };
+    Context reused(*model, p);
+    const std::vector<float> a = steps(reused, first);
+    const std::vector<float> b = steps(reused, second);
+    Context fresh(*model, p);
+    EXPECT_NE(a, b);
+    EXPECT_EQ(b, steps(fresh, second));
+}
+
 // A decode before any encode has no encoder output to attend to: refused, nothing changes.
 TEST(T5Golden, DecodeBeforeEncodeIsRefused) {
     auto model = Model::load(t5_dir() + "models/t5.gguf");

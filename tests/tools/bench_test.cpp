@@ -224,6 +224,88 @@ TEST(BenchRun, EmbeddingModeEncodesSequences) {
     EXPECT_NEAR(j.value("avg_ts", 0.0), 48e9 / static_cast<double>(r.samples_ns[0]), 1e-6);
 }
 
+// T5 mode on a synthesized t5-tiny: an encode of n_prompt tokens then n_gen decoder steps per run, the two
+// parts timed apart; the decoder's cache starts empty each run (a second run fits the same context).
+TEST(BenchRun, T5ModeTimesEncoderAndDecoder) {
+    const synth::Shape *shape = synth::find_shape("t5-tiny");
+    ASSERT_NE(shape, nullptr);
+    synth::TypeChoice type;
+    ASSERT_TRUE(synth::parse_type("Q8_0", &type));
+    synth::Options opts;
+    opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
+    opts.n_threads = 1;
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx_bench_t5_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    synth::write_model(*shape, type, path, opts);
+    std::unique_ptr<Model> m = Model::load(path);
+    std::filesystem::remove(path);
+    Settings s;
+    s.n_prompt = 24;
+    s.n_gen = 6;
+    s.n_batch = 8;  // ignored: the encode takes the whole batch at once
+    s.n_ubatch = 8;
+    s.t5 = true;
+    EXPECT_EQ(s.n_ctx(), 30u);
+    EXPECT_EQ(s.eff_ubatch(), 30u);
+    LctxRunner run(*m, s);
+    run.set_threads(1);
+    const int64_t before = run.tokens_decoded();
+    for (int rep = 0; rep < 2; ++rep) {
+        const auto [enc, dec] = run.run_t5();
+        EXPECT_GT(enc, 0u);
+        EXPECT_GT(dec, 0u);
+    }
+    EXPECT_EQ(run.tokens_decoded() - before, 12);  // 6 single-token decoder steps per run
+    Result r;
+    r.engine = "lctx";
+    r.model = model_facts(*m);
+    r.n_prompt = 24;
+    r.n_gen = 6;
+    r.t5_part = 2;
+    r.samples_ns = {3000000000u};
+    EXPECT_EQ(r.test_name(), "dec6 @ e24");
+    EXPECT_EQ(r.n_tokens(), 6);
+    const nlohmann::json j = nlohmann::json::parse(to_json(r, lctx_build_info(), cpu_info()).dump());
+    EXPECT_EQ(j.value("t5_part", ""), "decoder");
+    EXPECT_NEAR(j.value("avg_ts", 0.0), 2.0, 1e-9);
+    r.t5_part = 1;
+    r.n_gen = 0;
+    EXPECT_EQ(r.test_name(), "enc24");
+    EXPECT_EQ(r.n_tokens(), 24);
+}
+
+// The CLI's T5 mode: an encoder row and a decoder row per (-p, -n) pair, in JSON.
+TEST(BenchCli, T5ModeGivesEncoderAndDecoderRows) {
+    const std::string lctx = sibling("lctx");
+    if (lctx.empty()) GTEST_SKIP() << "the lctx binary is not built next to this test";
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx_bench_t5cli_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    ASSERT_EQ(
+        std::system((lctx + " synth --shape t5-tiny --type Q8_0 -t 1 -o " + path + " > /dev/null").c_str()),
+        0);
+    const std::string out = path + ".json";
+    const int status =
+        std::system((lctx + " bench -m " + path + " -p 16 -n 4 -r 2 -t 1 --json > " + out).c_str());
+    std::ifstream in(out);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    std::filesystem::remove(path);
+    std::filesystem::remove(out);
+    ASSERT_EQ(status, 0);
+    ASSERT_TRUE(j.is_array()) << j.dump();
+    ASSERT_EQ(j.size(), 2u) << j.dump();
+    EXPECT_EQ(j[0].value("t5_part", ""), "encoder");
+    EXPECT_EQ(j[0].value("n_prompt", 0), 16);
+    EXPECT_EQ(j[0].value("n_gen", -1), 0);
+    EXPECT_EQ(j[1].value("t5_part", ""), "decoder");
+    EXPECT_EQ(j[1].value("n_gen", 0), 4);
+    for (const nlohmann::json &r : j) {
+        EXPECT_EQ(r["samples_ns"].size(), 2u);
+        EXPECT_GT(r.value("avg_ts", 0.0), 0.0);
+    }
+}
+
 TEST(BenchPeer, LlamaCppRunsASynthesizedModel) {
     const char *home = std::getenv("HOME");
     const std::string lib = resolve_peer_lib_dir(std::string(home ? home : "") + "/.cache/lctx/peer");
@@ -269,6 +351,38 @@ TEST(BenchPeer, LlamaCppEncodesABertModel) {
     EXPECT_EQ(peer.facts().n_vocab, 30522);
     EXPECT_GT(peer.run_embd(2, 16, 1), 0u);
     EXPECT_THROW(peer.run_embd(3, 16, 1), Error);  // more sequences than the context was made for
+}
+
+// The peer's T5 mode on a synthesized t5-tiny: llama.cpp loads it, encodes and runs decoder steps.
+TEST(BenchPeer, LlamaCppRunsT5) {
+    const std::string dir = default_peer_dir();  // the native build when installed
+    const std::string lib = dir.empty() ? "" : resolve_peer_lib_dir(dir);
+    const std::string exe = sibling("lctx-peer-bench");
+    if (lib.empty() || exe.empty())
+        GTEST_SKIP() << "peer not installed (scripts/install-peer.sh) or not built";
+    const synth::Shape *shape = synth::find_shape("t5-tiny");
+    synth::TypeChoice type;
+    ASSERT_TRUE(synth::parse_type("F16", &type));
+    synth::Options opts;
+    opts.vocab_path = std::string(LCTX_FIXTURES_DIR) + "/vocab/" + shape->vocab_file;
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lctx_peer_t5_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    const synth::Summary sum = synth::write_model(*shape, type, path, opts);
+    {
+        Settings s;
+        s.n_prompt = 16;
+        s.n_gen = 4;
+        s.t5 = true;
+        PeerProcess peer(exe, lib, path, s);
+        EXPECT_EQ(peer.facts().n_vocab, 32128);
+        EXPECT_EQ(peer.facts().n_params, sum.n_params);
+        const auto [enc, dec] = peer.run_t5(16, 4, 1);
+        EXPECT_GT(enc, 0u);
+        EXPECT_GT(dec, 0u);
+        EXPECT_THROW(peer.run_t5(16, 5, 1), Error);  // one step more than the context holds
+    }
+    std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -501,3 +501,75 @@ TEST(SynthFamilies, TinyMambaLoadsAndDecodes) {
 
 }  // namespace
 }  // namespace lctx::synth::synth_test
+
+namespace lctx::synth::synth_test {
+namespace {
+
+// The T5 shapes: t5-small has t5-small's parameter count (60.5M, the output tied) and the ReLU
+// feed-forward; t5-tiny (gated) loads with the T5 vocabulary, encodes, and its decoder gives finite logits.
+TEST(SynthFamilies, T5ShapesLoadEncodeAndDecode) {
+    const Shape *small = find_shape("t5-small");
+    ASSERT_NE(small, nullptr);
+    EXPECT_EQ(small->arch, "t5");
+    TypeChoice t;
+    ASSERT_TRUE(parse_type("Q8_0", &t));
+    uint64_t n_params = 0;
+    std::set<std::string> names;
+    for (const TensorPlan &p : plan_tensors(*small, 32128, t)) {
+        int64_t n = 1;
+        for (int64_t d : p.ne) n *= d;
+        n_params += static_cast<uint64_t>(n);
+        names.insert(p.name);
+        if (p.name.find("rel_b") != std::string::npos) EXPECT_EQ(p.type, GgmlType::F32) << p.name;
+    }
+    EXPECT_EQ(n_params, 60506624u);  // HF's count for t5-small
+    EXPECT_EQ(names.count("output.weight"), 0u);
+    EXPECT_EQ(names.count("enc.blk.5.ffn_gate.weight"), 0u);
+    EXPECT_EQ(names.count("dec.blk.5.cross_attn_o.weight"), 1u);
+    EXPECT_EQ(names.count("dec.blk.1.attn_rel_b.weight"), 0u);
+
+    const Shape *tiny = find_shape("t5-tiny");
+    ASSERT_NE(tiny, nullptr);
+    Options opts;
+    opts.vocab_path = vocab_path(*tiny);
+    opts.n_threads = 1;
+    const std::string path = temp_path("t5-tiny.gguf");
+    write_model(*tiny, t, path, opts);
+    std::unique_ptr<Model> m = Model::load(path);
+    std::filesystem::remove(path);
+    EXPECT_EQ(m->hparams().arch, Arch::T5);
+    EXPECT_EQ(m->hparams().n_vocab, 32128u);
+    EXPECT_EQ(m->hparams().n_layer, 2u);
+    EXPECT_EQ(m->hparams().n_layer_dec, 2u);
+    EXPECT_EQ(m->hparams().n_rel_buckets, 32u);
+    EXPECT_EQ(m->hparams().dec_start_token, 0);
+    ASSERT_NE(m->weights().layers[1].ffn_gate.data, nullptr);
+    ContextParams cp;
+    cp.n_ctx = 32;
+    Context ctx(*m, cp);
+    ASSERT_TRUE(ctx.is_encoder_decoder());
+    const int32_t enc[5] = {13959, 1566, 12, 2968, 1};
+    Batch b;
+    b.n_tokens = 5;
+    b.token = enc;
+    ASSERT_EQ(ctx.encode(b), DecodeStatus::Ok);
+    int32_t tok = m->hparams().dec_start_token;
+    for (int32_t pos = 0; pos < 3; ++pos) {
+        Batch d;
+        d.n_tokens = 1;
+        d.token = &tok;
+        d.pos = &pos;
+        ASSERT_EQ(ctx.decode(d), DecodeStatus::Ok);
+        const float *logits = ctx.logits_ith(-1);
+        ASSERT_NE(logits, nullptr);
+        int32_t best = 0;
+        for (uint32_t i = 0; i < m->hparams().n_vocab; ++i) {
+            ASSERT_TRUE(std::isfinite(logits[i])) << i;
+            if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+        }
+        tok = best;
+    }
+}
+
+}  // namespace
+}  // namespace lctx::synth::synth_test

@@ -178,6 +178,29 @@ uint64_t LctxRunner::run_embd() {
     return ns;
 }
 
+std::pair<uint64_t, uint64_t> LctxRunner::run_t5() {
+    const int32_t n_vocab = static_cast<int32_t>(model_.hparams().n_vocab);
+    BatchBuilder bb;  // the encoder's tokens, every row an output (the decoder reads them all)
+    for (int i = 0; i < s_.n_prompt; ++i) bb.add(next_token(rng_, n_vocab), i, 0, true);
+    ctx_->kv().clear();
+    const uint64_t t0 = now_ns();
+    const DecodeStatus st = ctx_->encode(bb.view());
+    const uint64_t t1 = now_ns();
+    if (st != DecodeStatus::Ok)
+        throw Error("lctx encode failed with status " + std::to_string(static_cast<int>(st)));
+    int32_t tok = model_.hparams().dec_start_token >= 0 ? model_.hparams().dec_start_token : 0;
+    for (int i = 0; i < s_.n_gen; ++i) {
+        int32_t pos = i;
+        Batch b;
+        b.n_tokens = 1;
+        b.token = &tok;
+        b.pos = &pos;
+        decode_or_throw(b);
+        tok = next_token(rng_, n_vocab);
+    }
+    return {t1 - t0, now_ns() - t1};
+}
+
 double read_bandwidth(int n_threads, size_t bytes, int passes) {
     // 16-byte vectors (SSE2, the x86-64 baseline): four independent sums keep the loads in flight, and a
     // software prefetch 1 KiB ahead adds the misses one core's hardware prefetcher does not start (10-20%
@@ -252,6 +275,8 @@ Stats compute_stats(const std::vector<uint64_t> &samples_ns, int n_tokens) {
 
 std::string Result::test_name() const {
     if (n_seq > 0) return "embd" + std::to_string(n_seq) + "x" + std::to_string(n_prompt);
+    if (t5_part == 1) return "enc" + std::to_string(n_prompt);
+    if (t5_part == 2) return "dec" + std::to_string(n_gen) + " @ e" + std::to_string(n_prompt);
     const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
     if (n_prompt > 0 && n_gen == 0) return "pp" + std::to_string(n_prompt) + depth;
     if (n_gen > 0 && n_prompt == 0) return "tg" + std::to_string(n_gen) + depth;
@@ -337,6 +362,7 @@ nlohmann::ordered_json to_json(const Result &r, const BuildInfo &build, const st
         {"engine", r.engine},
     };
     if (r.n_seq > 0) j["n_seq"] = r.n_seq;
+    if (r.t5_part) j["t5_part"] = r.t5_part == 1 ? "encoder" : "decoder";
     if (r.n_gen > 0 && r.n_prompt == 0) {
         const double gbps = st.avg_ts * static_cast<double>(r.model.bytes_per_token) / 1e9;
         j["bytes_per_token"] = r.model.bytes_per_token;

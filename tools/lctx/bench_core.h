@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "context/context.h"
@@ -27,14 +28,17 @@ struct Settings {
     // > 0: embedding mode (an encoder such as bert): n_seq sequences of n_prompt tokens in one llama_encode,
     // which takes the whole batch as one micro-batch (n_batch = n_ubatch = n_ctx = n_seq * n_prompt).
     int n_seq = 0;
+    // T5 mode (an encoder-decoder): n_prompt tokens in one llama_encode, then n_gen single-token decoder
+    // steps from the decoder start token; the encode takes its batch as one micro-batch, as llama.cpp's must.
+    bool t5 = false;
     // n_ctx = n_depth + n_prompt + n_gen; n_batch is clamped to n_ctx and n_ubatch to n_batch, as llama.cpp
     // does.
     uint32_t n_ctx() const {
         if (n_seq > 0) return static_cast<uint32_t>(std::max(1, n_seq * n_prompt));
         return static_cast<uint32_t>(std::max(1, n_depth + n_prompt + n_gen));
     }
-    uint32_t eff_batch() const { return n_seq > 0 ? n_ctx() : std::min(n_batch, n_ctx()); }
-    uint32_t eff_ubatch() const { return n_seq > 0 ? n_ctx() : std::min(n_ubatch, eff_batch()); }
+    uint32_t eff_batch() const { return n_seq > 0 || t5 ? n_ctx() : std::min(n_batch, n_ctx()); }
+    uint32_t eff_ubatch() const { return n_seq > 0 || t5 ? n_ctx() : std::min(n_ubatch, eff_batch()); }
 };
 
 // What the output needs to know about a model file.
@@ -70,6 +74,9 @@ class LctxRunner {
     uint64_t run_pg(int n_pp, int n_tg, int depth);
     // Embedding mode: n_seq sequences of n_prompt tokens (the settings') in one encode; wall nanoseconds.
     uint64_t run_embd();
+    // T5 mode: n_prompt random tokens in one encode, then n_gen decoder steps of one token each (the decoder
+    // start token, then random ones) on an empty decoder cache; wall nanoseconds of the two parts.
+    std::pair<uint64_t, uint64_t> run_t5();
     const Context &context() const { return *ctx_; }
     int64_t tokens_decoded() const { return tokens_decoded_; }  // timed or not, since construction
 
@@ -102,7 +109,10 @@ struct Result {
     ModelFacts model;
     int n_threads = 1;
     int n_prompt = 0, n_gen = 0, n_depth = 0;
-    int n_seq = 0;                       // embedding mode: sequences of n_prompt tokens per encode
+    int n_seq = 0;  // embedding mode: sequences of n_prompt tokens per encode
+    // T5 mode: 1 the encoder (n_prompt tokens per encode), 2 the decoder (n_gen steps after an encode of
+    // n_prompt tokens)
+    int t5_part = 0;
     uint32_t n_batch = 0, n_ubatch = 0;  // as used: n_batch capped by the context, n_ubatch by n_batch
     std::string type_k = "f16", type_v = "f16";  // K/V cache types, as llama-bench names them
     bool flash_attn = false;
@@ -113,9 +123,13 @@ struct Result {
     // the kind the weights use, for n_threads (0: not probed).
     double ops_per_token = 0, peak_ops = 0;
     std::string peak_kind;
-    // "pp512" / "tg128" / "pp512+tg128", " @ d1024" after a depth; "embd8x128" (8 sequences of 128 tokens)
+    // "pp512" / "tg128" / "pp512+tg128", " @ d1024" after a depth; "embd8x128" (8 sequences of 128 tokens);
+    // T5's "enc128" and "dec32 @ e128" (32 decoder steps after an encode of 128 tokens)
     std::string test_name() const;
-    int n_tokens() const { return n_seq > 0 ? n_seq * n_prompt : n_prompt + n_gen; }
+    int n_tokens() const {
+        if (t5_part) return t5_part == 1 ? n_prompt : n_gen;
+        return n_seq > 0 ? n_seq * n_prompt : n_prompt + n_gen;
+    }
 };
 
 struct BuildInfo {

@@ -105,8 +105,8 @@ PeerProcess::PeerProcess(const std::string &exe, const std::string &lib_dir, con
                                      "--lib",  lib_dir,
                                      "-m",     model,
                                      "-c",     std::to_string(s.n_ctx()),
-                                     "-b",     std::to_string(s.n_batch),
-                                     "-ub",    std::to_string(s.n_ubatch),
+                                     "-b",     std::to_string(s.t5 ? s.eff_batch() : s.n_batch),
+                                     "-ub",    std::to_string(s.t5 ? s.eff_ubatch() : s.n_ubatch),
                                      "--seed", std::to_string(s.seed),
                                      "-fa",    s.flash_attn ? "1" : "0",
                                      "-ctk",   type_name(s.type_k),
@@ -212,6 +212,12 @@ uint64_t PeerProcess::run(const char *test, int n, int n_threads) {
 uint64_t PeerProcess::run_embd(int n_seq, int n, int n_threads) {
     send("embd " + std::to_string(n_seq) + " " + std::to_string(n) + " " + std::to_string(n_threads));
     return read_reply().at("ns").get<uint64_t>();
+}
+
+std::pair<uint64_t, uint64_t> PeerProcess::run_t5(int n_enc, int n_dec, int n_threads) {
+    send("t5 " + std::to_string(n_enc) + " " + std::to_string(n_dec) + " " + std::to_string(n_threads));
+    const nlohmann::json j = read_reply();
+    return {j.at("ns_enc").get<uint64_t>(), j.at("ns_dec").get<uint64_t>()};
 }
 
 uint64_t PeerProcess::run_pg(int n_pp, int n_tg, int depth, int n_threads) {

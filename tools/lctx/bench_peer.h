@@ -61,6 +61,9 @@ class PeerProcess {
     uint64_t run_pg(int n_pp, int n_tg, int depth, int n_threads);
     // Embedding mode (Settings::n_seq): n_seq sequences of n tokens in one llama_encode.
     uint64_t run_embd(int n_seq, int n, int n_threads);
+    // T5 mode (Settings::t5): n_enc tokens in one llama_encode, then n_dec single-token decoder steps from
+    // the decoder start token; nanoseconds of the encode and of the decoder steps.
+    std::pair<uint64_t, uint64_t> run_t5(int n_enc, int n_dec, int n_threads);
     // Batched mode: llama-batched-bench's warm-up (16 tokens, untimed), then runs like BatchedRunner::run.
     void warm_up_batched(int n_threads);
     PeerBatchedRun run_batched(int pp, int tg, int pl, bool shared_prompt, int n_threads);

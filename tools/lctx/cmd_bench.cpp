@@ -4,7 +4,9 @@
 // with the runs of the two engines alternating, for each model given (-m A -m B or -m A,B). Output as
 // llama-bench's: md, csv, json, jsonl or sql. An encoder
 // without an output matrix (bert), or with --embd any model with an encoder pass, is measured in embedding
-// mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them.
+// mode instead: --n-seq sequences of -p tokens in one llama_encode, tokens/s over all of them. An
+// encoder-decoder (T5) is measured in T5 mode: an encode of -p tokens (encP), then -n single-token decoder
+// steps (decG @ eP), timed apart.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -149,7 +151,8 @@ const char *const kInstalledPeer = "<installed>";
 
 struct Test {
     int n_prompt, n_gen;
-    int n_seq = 0;  // embedding mode: sequences of n_prompt tokens per encode
+    int n_seq = 0;    // embedding mode: sequences of n_prompt tokens per encode
+    bool t5 = false;  // T5 mode: an encode of n_prompt tokens, then n_gen decoder steps
 };
 
 // Batched mode: every (-t, -b, -ub, -fa, -ctk, -ctv) setting gets a header line and a table of the
@@ -346,6 +349,41 @@ int run_batched(const std::vector<std::string> &model_args, const std::string &n
         std::fprintf(stderr, "lctx bench: llama.cpp: %s\n", bench::describe_peer(peer_lib).c_str());
     for (const std::string &w : warnings) std::fprintf(stderr, "lctx bench: warning: %s\n", w.c_str());
     return 0;
+}
+
+// T5 mode, one thread count: an uncounted warm-up on each engine, then `reps` runs alternating the engines;
+// each run gives the encoder's time and the decoder's, appended as two results per engine (`mine`,
+// `theirs`: the rows' settings).
+template <typename Progress>
+void run_t5_test(bench::LctxRunner &lctx_run, bench::PeerProcess *peer, int n_enc, int n_dec, int reps,
+                 const bench::Result &mine, const bench::Result &theirs, std::vector<bench::Result> *results,
+                 Progress progress) {
+    const int t = mine.n_threads;
+    bench::Result enc[2] = {mine, theirs}, dec[2] = {mine, theirs};  // [lctx, llama.cpp]
+    for (bench::Result &r : enc) {
+        r.t5_part = 1;
+        r.n_gen = 0;
+    }
+    for (bench::Result &r : dec) r.t5_part = 2;
+    const std::string name = enc[0].test_name() + "+" + dec[0].test_name();
+    for (int rep = 0; rep <= reps; ++rep) {  // rep 0: the warm-up
+        progress("lctx", name, t, rep);
+        const auto [e, d] = lctx_run.run_t5();
+        if (rep > 0) {
+            enc[0].samples_ns.push_back(e);
+            dec[0].samples_ns.push_back(d);
+        }
+        if (!peer) continue;
+        progress("llama.cpp", name, t, rep);
+        const auto [pe, pd] = peer->run_t5(n_enc, n_dec, t);
+        if (rep > 0) {
+            enc[1].samples_ns.push_back(pe);
+            dec[1].samples_ns.push_back(pd);
+        }
+    }
+    for (int i = 0; i < (peer ? 2 : 1); ++i) results->push_back(enc[i]);
+    if (n_dec > 0)
+        for (int i = 0; i < (peer ? 2 : 1); ++i) results->push_back(dec[i]);
 }
 
 // lctx bench --spec: the first model, thread count and -n.
@@ -618,18 +656,32 @@ int cmd_bench(int argc, char **argv) {
         std::vector<Test> tests = all_tests;
         std::vector<int> prompts = prompt_sizes;
         bool embd = embd_flag;
-        if (is_encoder_decoder(*model)) {
-            std::fprintf(
-                stderr,
-                "lctx bench: '%s' is an encoder-decoder model (%s): bench measures decoder-only models, "
-                "and encoder-only ones (bert) in embedding mode\n",
-                model_path.c_str(), model->hparams().arch_name.c_str());
-            return 1;
+        // An encoder-decoder (T5): every (-p, -n) pair is one test, an encode of -p tokens then -n decoder
+        // steps, reported as two rows.
+        const bool t5 = is_encoder_decoder(*model);
+        if (t5) {
+            if (embd_flag || !pg_args.empty() ||
+                std::any_of(depth_attns.begin(), depth_attns.end(), [](const auto &d) { return d.first; })) {
+                std::fprintf(
+                    stderr,
+                    "lctx bench: '%s' is an encoder-decoder model (%s): its mode measures the encoder "
+                    "(-p) and the decoder (-n); --embd, --pg and -d do not apply\n",
+                    model_path.c_str(), model->hparams().arch_name.c_str());
+                return 1;
+            }
+            tests.clear();
+            for (int p : prompts)
+                for (int n : gens)
+                    if (p > 0) tests.push_back({p, n, 0, true});
+            if (tests.empty()) {
+                std::fprintf(stderr, "lctx bench: an encoder-decoder model needs -p above 0\n");
+                return 1;
+            }
         }
         // An encoder that only gives embeddings has no generation to measure.
         const Family *family = find_family(model->hparams().arch);
         const bool has_encoder = family && family->encode;
-        if (has_encoder && !model->weights().output.data) embd = true;
+        if (has_encoder && !model->weights().output.data && !t5) embd = true;
         if (embd && !has_encoder) {
             std::fprintf(stderr, "lctx bench: --embd: %s has no encoder pass (llama_encode) to measure\n",
                          model->hparams().arch_name.c_str());
@@ -687,6 +739,7 @@ int cmd_bench(int argc, char **argv) {
                             s.n_batch = static_cast<uint32_t>(n_batch);
                             s.n_ubatch = static_cast<uint32_t>(n_ubatch);
                             s.n_seq = test.n_seq;
+                            s.t5 = test.t5;
                             std::unique_ptr<bench::PeerProcess> peer;
                             if (!peer_dir.empty()) {
                                 peer =
@@ -715,6 +768,11 @@ int cmd_bench(int argc, char **argv) {
                                 theirs.engine = "llama.cpp";
                                 theirs.model = peer_facts;
                                 theirs.model.bytes_per_token = facts.bytes_per_token;  // same file
+                                if (test.t5) {
+                                    run_t5_test(lctx_run, peer.get(), test.n_prompt, test.n_gen, reps, mine,
+                                                theirs, &results, progress);
+                                    continue;
+                                }
                                 const std::string name = mine.test_name();
                                 const bool is_tg = test.n_prompt == 0;
                                 auto run_lctx = [&] {
@@ -792,7 +850,12 @@ int cmd_bench(int argc, char **argv) {
             if (results[i].ops_per_token > 0) results[i].peak_ops = peak_by_threads[results[i].n_threads];
         // The markdown's notes on this model, printed under the table.
         if (model_paths.size() > 1) appendf(&md_notes, "\n%s:", facts.filename.c_str());
-        if (!embd) {
+        if (t5) {
+            appendf(&md_notes,
+                    "\nencP: P tokens in one llama_encode; decG @ eP: G decoder steps of one token after it, "
+                    "from the decoder start token; lctx's kernels at the %s level\n",
+                    kernels::isa_name(kernels::isa_active()));
+        } else if (!embd) {
             appendf(&md_notes, "\nbytes read per generated token: %.2f MiB",
                     facts.bytes_per_token / 1048576.0);
             for (size_t i = first_result; i < results.size(); ++i) {

@@ -93,6 +93,18 @@ Shape nomic_bert(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n
     return s;
 }
 
+// T5 with the real T5 vocabulary (SentencePiece unigram, 32128 tokens) of the T5 golden fixtures; head size
+// 64 as every T5, RMS epsilon 1e-6, 32 relative-position buckets, the output matrix tied to the embedding
+// (as t5-small's; llama.cpp then skips T5's rescale, and lctx with it).
+Shape t5(const char *name, uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_ff, bool gated) {
+    Shape s = make_shape(name, n_embd, n_layer, n_head, n_head, n_ff, 512, true,
+                         "../golden-t5/vocab/ggml-vocab-t5.gguf", "t5", 10000.0f, 1e-6f);
+    s.head_dim = 64;
+    s.n_rel_buckets = 32;
+    s.ffn_gated = gated;
+    return s;
+}
+
 const std::vector<Shape> &shapes() {
     static const std::vector<Shape> all = {
         // Small enough for tests; rows of 256 so every type quantizes without a fallback.
@@ -137,6 +149,10 @@ const std::vector<Shape> &shapes() {
         // mean pooling), and a small one for tests.
         nomic_bert("nomic-embed-text", 768, 12, 12, 3072, 2048),
         nomic_bert("nomic-bert-tiny", 64, 2, 4, 128, 128),
+        // google-t5/t5-small: 6 encoder and 6 decoder layers of 512, 8 heads of 64, a ReLU feed-forward of
+        // 2048. A gated one small enough for tests (the Flan-T5 feed-forward).
+        t5("t5-small", 512, 6, 8, 2048, false),
+        t5("t5-tiny", 128, 2, 2, 256, true),
     };
     return all;
 }
@@ -313,6 +329,35 @@ void plan_bert(const Shape &s, GgmlType base, Matrix matrix, Norm norm, Bias bia
     }
 }
 
+// t5 after token_embd, in the order llama.cpp's converter writes it: the encoder's layers and norm, then the
+// decoder's (with cross-attention), the output matrix last. The bias tables (heads x buckets, only in the
+// first layer of each stack) stay F32 as llama-quantize leaves them.
+template <typename Matrix, typename Norm>
+void plan_t5(const Shape &s, GgmlType base, Matrix matrix, Norm norm) {
+    const int64_t e = s.n_embd, ff = s.n_ff, inner = int64_t(s.head_size()) * s.n_head;
+    for (const char *stack : {"enc", "dec"}) {
+        const bool dec = stack[0] == 'd';
+        for (uint32_t il = 0; il < s.n_layer; ++il) {
+            const std::string p = std::string(stack) + ".blk." + std::to_string(il) + ".";
+            norm(p + "attn_norm.weight");
+            if (il == 0) matrix(p + "attn_rel_b.weight", s.n_head, s.n_rel_buckets, GgmlType::F32);
+            for (const char *m : {"attn_q", "attn_k", "attn_v"}) matrix(p + m + ".weight", e, inner, base);
+            matrix(p + "attn_o.weight", inner, e, base);
+            if (dec) {
+                norm(p + "cross_attn_norm.weight");
+                for (const char *m : {"cross_attn_q", "cross_attn_k", "cross_attn_v"})
+                    matrix(p + m + ".weight", e, inner, base);
+                matrix(p + "cross_attn_o.weight", inner, e, base);
+            }
+            norm(p + "ffn_norm.weight");
+            if (s.ffn_gated) matrix(p + "ffn_gate.weight", e, ff, base);
+            matrix(p + "ffn_up.weight", e, ff, base);
+            matrix(p + "ffn_down.weight", ff, e, base);
+        }
+        norm(std::string(stack) + ".output_norm.weight");
+    }
+}
+
 }  // namespace
 
 std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const TypeChoice &type) {
@@ -341,6 +386,12 @@ std::vector<TensorPlan> plan_tensors(const Shape &s, uint32_t n_vocab, const Typ
     matrix("token_embd.weight", e, n_vocab, tied ? out_type : base);
     if (s.arch == "bert" || s.arch == "nomic-bert") {
         plan_bert(s, base, matrix, norm, bias);
+        finish_sizes(plan);
+        return plan;
+    }
+    if (s.arch == "t5") {
+        plan_t5(s, base, matrix, norm);
+        if (!tied) matrix("output.weight", e, n_vocab, out_type);
         finish_sizes(plan);
         return plan;
     }
@@ -467,6 +518,13 @@ Summary write_model(const Shape &s, const TypeChoice &type, const std::string &p
         w.set_bool(a + "attention.causal", false);
         if (s.pooling_type >= 0) w.set_u32(a + "pooling_type", static_cast<uint32_t>(s.pooling_type));
         if (s.arch == "nomic-bert") w.set_f32(a + "rope.freq_base", s.rope_freq_base);
+    } else if (s.arch == "t5") {  // the epsilon under both names, as llama.cpp's converter writes it
+        w.set_u32(a + "decoder_block_count", s.n_layer);
+        w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
+        w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);
+        w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+        w.set_u32(a + "attention.relative_buckets_count", s.n_rel_buckets);
+        w.set_u32(a + "decoder_start_token_id", 0);  // T5's pad token
     } else if (s.arch == "bloom") {
         w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
         w.set_f32(a + "attention.layer_norm_epsilon", s.rms_eps);

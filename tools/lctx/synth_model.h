@@ -1,6 +1,6 @@
 // Synthetic models for benchmarks: a GGUF with random weights in the shape of a real model (llama, qwen2,
-// phi3, gemma2, bloom, mamba or bert family), with the metadata and tokenizer llama.cpp needs, so both engines can
-// load the same file.
+// phi3, gemma2, bloom, mamba, bert or t5 family), with the metadata and tokenizer llama.cpp needs, so both
+// engines can load the same file.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,7 +15,8 @@ struct Shape {
     std::string name;
     std::string arch = "llama";  // general.architecture: llama, qwen2 (q/k/v biases), phi3 (fused tensors),
                                  // gemma2 (post norms, soft-caps, window), bloom (LayerNorms, ALiBi) or bert
-                                 // (an encoder: position and token-type embeddings, post-norm layers)
+                                 // (an encoder: position and token-type embeddings, post-norm layers) or t5
+                                 // (an encoder and a decoder)
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
@@ -25,8 +26,9 @@ struct Shape {
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
     bool tied_output = false;  // no output.weight: the output matrix is token_embd (always for gemma2)
-    std::string vocab_file;    // file name under fixtures/vocab with the tokenizer.* keys
-    uint32_t head_dim = 0;     // 0: n_embd / n_head
+    std::string
+        vocab_file;         // file name under fixtures/vocab with the tokenizer.* keys (or a path from there)
+    uint32_t head_dim = 0;  // 0: n_embd / n_head
     // gemma2: the sliding window of its even layers and the soft-capping values; phi3: the window of every
     // layer
     uint32_t sliding_window = 0;
@@ -37,14 +39,18 @@ struct Shape {
     // head (cls, cls.output with their biases)
     int pooling_type = -1;
     bool cls_head = false;
+    // t5: n_layer encoder and as many decoder layers, relative-position buckets, and a GELU-gated
+    // feed-forward (T5 v1.1, Flan-T5) or a ReLU one without a gate (the original T5)
+    uint32_t n_rel_buckets = 0;
+    bool ffn_gated = true;
 
     uint32_t head_size() const { return head_dim ? head_dim : n_head ? n_embd / n_head : 0; }
 };
 
 // The known shapes: "tiny", "smollm-135m", "tinyllama-1.1b", "qwen2-tiny", "qwen2-0.5b", "phi3-tiny",
-// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "mamba-tiny", "mamba-130m", "bge-small", "bert-tiny",
-// "bert-rerank-tiny", "nomic-embed-text", "nomic-bert-tiny". Null
-// when the name is unknown.
+// "phi3-mini", "gemma2-tiny", "gemma2-2b", "bloom-tiny", "mamba-tiny", "mamba-130m", "bge-small",
+// "bert-tiny", "bert-rerank-tiny", "nomic-embed-text", "nomic-bert-tiny", "t5-small", "t5-tiny". Null when
+// the name is unknown.
 const Shape *find_shape(const std::string &name);
 std::vector<std::string> shape_names();
 
