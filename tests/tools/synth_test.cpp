@@ -520,7 +520,9 @@ TEST(SynthFamilies, T5ShapesLoadEncodeAndDecode) {
         for (int64_t d : p.ne) n *= d;
         n_params += static_cast<uint64_t>(n);
         names.insert(p.name);
-        if (p.name.find("rel_b") != std::string::npos) EXPECT_EQ(p.type, GgmlType::F32) << p.name;
+        if (p.name.find("rel_b") != std::string::npos) {
+            EXPECT_EQ(p.type, GgmlType::F32) << p.name;
+        }
     }
     EXPECT_EQ(n_params, 60506624u);  // HF's count for t5-small
     EXPECT_EQ(names.count("output.weight"), 0u);
