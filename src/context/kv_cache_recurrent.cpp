@@ -197,7 +197,10 @@ bool KvCache::arrange_states(const std::vector<KvCell> &target, uint32_t head) {
     if (n_placed != n_used) return false;
 
     // Every layer's K (convolution) and V (SSM) rows follow their cell; rows of empty cells are left as they
-    // were (never read: a sequence starting in an empty cell starts from zeros).
+    // were (never read: a sequence starting in an empty cell starts from zeros). Usually no cell moves (each
+    // decode call ends here): then no row is copied (a copy of every state, every call, otherwise).
+    bool moves = false;
+    for (uint32_t i = 0; i < size_; ++i) moves |= from[i] >= 0 && static_cast<uint32_t>(from[i]) != i;
     std::vector<uint8_t> rows;
     auto move_rows = [&](uint8_t *base, size_t row) {
         rows.assign(base, base + row * size_);
@@ -205,7 +208,7 @@ bool KvCache::arrange_states(const std::vector<KvCell> &target, uint32_t head) {
             if (from[i] >= 0 && static_cast<uint32_t>(from[i]) != i)
                 std::memcpy(base + row * i, rows.data() + row * from[i], row);
     };
-    for (uint32_t il = 0; il < n_layer_; ++il) {
+    for (uint32_t il = 0; il < n_layer_ && moves; ++il) {
         move_rows(view_.k[il], view_.k_row_bytes);
         move_rows(view_.v[il], view_.v_row_bytes);
     }
