@@ -65,8 +65,9 @@ void KvCache::rs_seq_move(int32_t seq, int32_t p0, int32_t p1, int32_t delta, in
     c.pos = static_cast<int32_t>(pos);
 }
 
-void KvCache::begin_decode() {
+void KvCache::begin_decode(bool record_states) {
     if (!recurrent_) return;
+    record_states_ = record_states;
     undo_cells_ = cells_;
     undo_head_ = head_;
     undo_used_ = used_;
@@ -75,6 +76,7 @@ void KvCache::begin_decode() {
 }
 
 void KvCache::save_state(uint32_t cell) {
+    if (!record_states_) return;
     if (std::find(undo_ids_.begin(), undo_ids_.end(), cell) != undo_ids_.end()) return;
     undo_ids_.push_back(cell);
     for (uint32_t il = 0; il < n_layer_; ++il) {
