@@ -411,7 +411,8 @@ DecodeStatus Context::decode(const Batch &in) {
     // A call that stops early takes back every cell it placed and the search head, so the cache is as it
     // was and a retry places the batch in the same cells.
     const uint32_t head_before = kv_->head();
-    kv_->begin_decode();
+    // Only a call of several micro-batches, or one that may be aborted, can stop after changing a state.
+    kv_->begin_decode(ubatch_ends.size() > 1 || params_.abort_callback != nullptr);
     std::vector<KvCell> recurrent_before;  // the state cells as the call found them (b4748's placement below)
     if (kv_->recurrent()) recurrent_before = kv_->cells();
     placed_.clear();

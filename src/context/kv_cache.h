@@ -101,8 +101,10 @@ class KvCache {
                           std::vector<uint32_t> &out);
     // Starts a decode call: a recurrent forward pass overwrites its cells' state in place, so the cache
     // records each cell's state before its first change in the call (and the cells as they were), for
-    // rollback. Nothing to record for attention cells (a call only fills free cells).
-    void begin_decode();
+    // rollback. Nothing to record for attention cells (a call only fills free cells). record_states false:
+    // the call cannot stop once a state has changed (one micro-batch, no abort callback), so the states are
+    // not copied (a copy of every state the call continues, per call: per token when generating).
+    void begin_decode(bool record_states = true);
     // The cell holding seq's state (recurrent mode), or -1.
     int32_t seq_cell(int32_t seq) const;
     // Recurrent mode: moves the cells (sequence sets, positions and states) to the places `target` gives the
@@ -177,6 +179,7 @@ class KvCache {
     uint32_t undo_head_ = 0, undo_used_ = 0;
     std::vector<uint32_t> undo_ids_;
     std::vector<uint8_t> undo_bytes_;
+    bool record_states_ = true;
     PageBuffer storage_;  // all layers' K then V
     KvView view_;
 };

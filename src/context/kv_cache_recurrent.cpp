@@ -65,8 +65,9 @@ void KvCache::rs_seq_move(int32_t seq, int32_t p0, int32_t p1, int32_t delta, in
     c.pos = static_cast<int32_t>(pos);
 }
 
-void KvCache::begin_decode() {
+void KvCache::begin_decode(bool record_states) {
     if (!recurrent_) return;
+    record_states_ = record_states;
     undo_cells_ = cells_;
     undo_head_ = head_;
     undo_used_ = used_;
@@ -75,6 +76,7 @@ void KvCache::begin_decode() {
 }
 
 void KvCache::save_state(uint32_t cell) {
+    if (!record_states_) return;
     if (std::find(undo_ids_.begin(), undo_ids_.end(), cell) != undo_ids_.end()) return;
     undo_ids_.push_back(cell);
     for (uint32_t il = 0; il < n_layer_; ++il) {
@@ -197,7 +199,10 @@ bool KvCache::arrange_states(const std::vector<KvCell> &target, uint32_t head) {
     if (n_placed != n_used) return false;
 
     // Every layer's K (convolution) and V (SSM) rows follow their cell; rows of empty cells are left as they
-    // were (never read: a sequence starting in an empty cell starts from zeros).
+    // were (never read: a sequence starting in an empty cell starts from zeros). Usually no cell moves (each
+    // decode call ends here): then no row is copied (a copy of every state, every call, otherwise).
+    bool moves = false;
+    for (uint32_t i = 0; i < size_; ++i) moves |= from[i] >= 0 && static_cast<uint32_t>(from[i]) != i;
     std::vector<uint8_t> rows;
     auto move_rows = [&](uint8_t *base, size_t row) {
         rows.assign(base, base + row * size_);
@@ -205,7 +210,7 @@ bool KvCache::arrange_states(const std::vector<KvCell> &target, uint32_t head) {
             if (from[i] >= 0 && static_cast<uint32_t>(from[i]) != i)
                 std::memcpy(base + row * i, rows.data() + row * from[i], row);
     };
-    for (uint32_t il = 0; il < n_layer_; ++il) {
+    for (uint32_t il = 0; il < n_layer_ && moves; ++il) {
         move_rows(view_.k[il], view_.k_row_bytes);
         move_rows(view_.v[il], view_.v_row_bytes);
     }

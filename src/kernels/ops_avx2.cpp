@@ -2,35 +2,16 @@
 // No inline function from other headers is called here (see simd_x86_inl.h on why).
 #include <cstring>
 
-#include "kernels/exp_poly.h"
 #include "kernels/ops_x86.h"
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/vmath_x86_inl.h"
 #include "kernels/weighted_rows_x86_inl.h"
 
 namespace lctx::kernels::detail {
 
 namespace {
-
-// exp(x) for x <= 88 (larger gives +inf) by exp_poly.h; below -87.3 the result is 0, -inf gives 0.
-inline __m256 exp256(__m256 x) {
-    using namespace exp_poly;
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 r =
-        _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x));
-    __m256 p = _mm256_set1_ps(kCoeffs[0]);
-#pragma GCC unroll 8
-    for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kCoeffs[i]));
-    // 2^n for n in [-126, 127]; outside, the range checks below take over.
-    const __m256 nc = _mm256_min_ps(_mm256_max_ps(n, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(127.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nc), _mm256_set1_epi32(127)), 23);
-    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    y = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(kMin), _CMP_LT_OQ), y);
-    return _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()),
-                            _mm256_cmp_ps(x, _mm256_set1_ps(kMax), _CMP_GT_OQ));
-}
 
 inline float exp_scalar(float x) {
     alignas(32) float b[8] = {x, 0, 0, 0, 0, 0, 0, 0};

@@ -1,34 +1,16 @@
-// AVX-512 row ops: softmax's exp and sum 16 lanes at a time. Each lane computes what exp256 in ops_avx2.cpp
+// AVX-512 row ops: softmax's exp and sum 16 lanes at a time. Each lane computes what exp256 (vmath_x86_inl.h)
 // computes, with the same operations in the same order, and the sum is formed in the AVX2 version's order,
 // so the results have the same bits on either path.
-#include "kernels/exp_poly.h"
 #include "kernels/ops_x86.h"
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/vmath_x86_inl.h"
 #include "kernels/weighted_rows_x86_inl.h"
 
 namespace lctx::kernels::detail {
 
 namespace {
-
-// exp(x) as exp256 (exp_poly.h), 16 lanes.
-inline __m512 exp512(__m512 x) {
-    using namespace exp_poly;
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 r =
-        _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x));
-    __m512 p = _mm512_set1_ps(kCoeffs[0]);
-#pragma GCC unroll 8
-    for (int i = 1; i < 8; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kCoeffs[i]));
-    const __m512 nc = _mm512_min_ps(_mm512_max_ps(n, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nc), _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-    y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kMin), _CMP_NLT_UQ), y);
-    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(kMax), _CMP_GT_OQ),
-                              _mm512_set1_ps(__builtin_inff()));
-}
 
 // 16 lanes for weighted_rows_x86_inl.h: groups of 8 heads over 2 vectors (16 sums, 8 broadcasts and the
 // values in registers: 25 of 32), so a decoded token of an 8-query-head group reads each value once.

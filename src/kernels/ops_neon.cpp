@@ -1,31 +1,15 @@
 // NEON row ops (ARM64 only, CMakeLists.txt: *_neon.cpp): softmax's exp and sum, SiLU / SwiGLU, the RMS norm's
 // sum of squares and scaling, attention's axpy and rope's rotation, 4 lanes at a time with the scalar code
 // for the tails.
-// The exp is exp_poly.h's, as on x86: 2^n e^r with the degree-7 polynomial.
+// The exp is exp_poly.h's (vmath_neon_inl.h), as on x86: 2^n e^r with the degree-7 polynomial.
 #include <arm_neon.h>
 
-#include "kernels/exp_poly.h"
 #include "kernels/ops_arm.h"
+#include "kernels/vmath_neon_inl.h"
 
 namespace lctx::kernels::detail {
 
 namespace {
-
-// exp(x) for x <= 88 (larger gives +inf); below -87.3 the result is 0, -inf gives 0.
-inline float32x4_t exp128(float32x4_t x) {
-    using namespace exp_poly;
-    const float32x4_t n = vrndnq_f32(vmulq_n_f32(x, kLog2e));
-    const float32x4_t r = vfmsq_f32(vfmsq_f32(x, n, vdupq_n_f32(kLn2Hi)), n, vdupq_n_f32(kLn2Lo));
-    float32x4_t p = vdupq_n_f32(kCoeffs[0]);
-    for (int i = 1; i < 8; ++i) p = vfmaq_f32(vdupq_n_f32(kCoeffs[i]), p, r);
-    // 2^n for n in [-126, 127]; outside, the range checks below take over.
-    const float32x4_t nc = vminq_f32(vmaxq_f32(n, vdupq_n_f32(-126.0f)), vdupq_n_f32(127.0f));
-    const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(nc), vdupq_n_s32(127)), 23);
-    float32x4_t y = vmulq_f32(p, vreinterpretq_f32_s32(e));
-    const uint32x4_t below = vcltq_f32(x, vdupq_n_f32(kMin));
-    y = vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), below));
-    return vbslq_f32(vcgtq_f32(x, vdupq_n_f32(kMax)), vdupq_n_f32(__builtin_inff()), y);
-}
 
 inline float exp_scalar(float x) {
     return vgetq_lane_f32(exp128(vdupq_n_f32(x)), 0);
