@@ -1,10 +1,11 @@
 // ARM64 dotprod level (FEAT_DotProd: SDOT): the NEON level's integer kernels with SDOT for the 8-bit dot
-// products (dot_arm_inl.h, dot_kquants_arm_inl.h, gemm_kquants_arm_inl.h); the same integer sums, so the
-// same values as the NEON level. Compiled with +dotprod on ARM64 only (CMakeLists.txt: *_dotprod.cpp) and
-// entered only when the CPU reports ASIMDDP.
+// products (dot_arm_inl.h, dot_kquants_arm_inl.h, gemm_blocks_arm_inl.h, gemm_kquants_arm_inl.h); the same
+// integer sums, so the same values as the NEON level. Compiled with +dotprod on ARM64 only (CMakeLists.txt:
+// *_dotprod.cpp) and entered only when the CPU reports ASIMDDP.
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
 #include "kernels/dot_kquants_arm_inl.h"
+#include "kernels/gemm_blocks_arm_inl.h"
 #include "kernels/gemm_kquants_arm_inl.h"
 
 namespace lctx::kernels::detail {
@@ -43,17 +44,17 @@ VecDotFn vec_dot_dotprod(GgmlType t) {
 GemmFn gemm_dotprod(GgmlType t) {
     switch (t) {
         case GgmlType::Q8_0:
-            return &arm::gemm_by_dots<&arm::vec_dot_q8_0<true>>;
+            return &arm::gemm_block_tiles<true, arm::Q8_0Tile>;
         case GgmlType::Q4_0:
-            return &arm::gemm_by_dots<&arm::vec_dot_q4_0<true>>;
+            return &arm::gemm_block_tiles<true, arm::Q4_0Tile>;
         case GgmlType::Q4_1:
-            return &arm::gemm_by_dots<&arm::vec_dot_q4_1<true>>;
+            return &arm::gemm_block_tiles<true, arm::Q4_1Tile>;
         case GgmlType::Q5_0:
-            return &arm::gemm_by_dots<&arm::vec_dot_q5_0<true>>;
+            return &arm::gemm_block_tiles<true, arm::Q5_0Tile>;
         case GgmlType::Q5_1:
-            return &arm::gemm_by_dots<&arm::vec_dot_q5_1<true>>;
+            return &arm::gemm_block_tiles<true, arm::Q5_1Tile>;
         case GgmlType::IQ4_NL:
-            return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<true>>;
+            return &arm::gemm_block_tiles<true, arm::IQ4NLTile>;
         case GgmlType::Q2_K:
             return &arm::gemm_k_tiles<true, arm::Q2KTile>;
         case GgmlType::Q3_K:

@@ -1,8 +1,8 @@
 // ARM64 NEON level (armv8.0 Advanced SIMD, every AArch64 core): the 8-bit dot products by widening multiplies
-// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h, the K types' prompt tiles in
-// gemm_kquants_arm_inl.h), the float dot products in four 4-lane chains with their plain-row and interleaved
-// prompt tiles (the dotprod and i8mm levels share them), and the Q8_0 and Q8_K activation quantizers.
-// Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
+// (dot_arm_inl.h, the K types' in dot_kquants_arm_inl.h, the prompt tiles of the 32-element block types in
+// gemm_blocks_arm_inl.h and of the K types in gemm_kquants_arm_inl.h), the float dot products in four 4-lane
+// chains with their plain-row and interleaved prompt tiles (the dotprod and i8mm levels share them), and the
+// Q8_0 and Q8_K activation quantizers. Compiled on ARM64 only (CMakeLists.txt: *_neon.cpp).
 #include <arm_neon.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "kernels/dot.h"
 #include "kernels/dot_arm_inl.h"
 #include "kernels/dot_kquants_arm_inl.h"
+#include "kernels/gemm_blocks_arm_inl.h"
 #include "kernels/gemm_kquants_arm_inl.h"
 #include "kernels/interleave.h"
 #include "tensor/block_layouts.h"
@@ -309,17 +310,17 @@ GemmFn gemm_neon(GgmlType t) {
         case GgmlType::BF16:
             return &gemm_float<LoadBF16, LoadBF16>;
         case GgmlType::Q8_0:
-            return &arm::gemm_by_dots<&arm::vec_dot_q8_0<false>>;
+            return &arm::gemm_block_tiles<false, arm::Q8_0Tile>;
         case GgmlType::Q4_0:
-            return &arm::gemm_by_dots<&arm::vec_dot_q4_0<false>>;
+            return &arm::gemm_block_tiles<false, arm::Q4_0Tile>;
         case GgmlType::Q4_1:
-            return &arm::gemm_by_dots<&arm::vec_dot_q4_1<false>>;
+            return &arm::gemm_block_tiles<false, arm::Q4_1Tile>;
         case GgmlType::Q5_0:
-            return &arm::gemm_by_dots<&arm::vec_dot_q5_0<false>>;
+            return &arm::gemm_block_tiles<false, arm::Q5_0Tile>;
         case GgmlType::Q5_1:
-            return &arm::gemm_by_dots<&arm::vec_dot_q5_1<false>>;
+            return &arm::gemm_block_tiles<false, arm::Q5_1Tile>;
         case GgmlType::IQ4_NL:
-            return &arm::gemm_by_dots<&arm::vec_dot_iq4_nl<false>>;
+            return &arm::gemm_block_tiles<false, arm::IQ4NLTile>;
         case GgmlType::Q2_K:
             return &arm::gemm_k_tiles<false, arm::Q2KTile>;
         case GgmlType::Q3_K:
