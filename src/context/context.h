@@ -190,10 +190,10 @@ class Context {
     std::vector<float> cvec_;  // [n_layer][n_embd] control vector, empty when none
     int32_t cvec_first_ = 0, cvec_last_ = -1;
     LoraBinding lora_;
-    std::vector<float> mask_;        // [n_ubatch][n_kv]
-    std::vector<float> mask_swa_;    // [n_ubatch][n_kv], for the sliding-window layers of a model with some
+    std::vector<float> mask_;      // [n_ubatch][n_kv]
+    std::vector<float> mask_swa_;  // [n_ubatch][n_kv], for the sliding-window layers of a model with some
     std::vector<int32_t> mask_spans_, mask_swa_spans_;  // [n_ubatch][2] the masks' visible spans
-    std::vector<uint32_t> cells_;    // cells of the current micro-batch
+    std::vector<uint32_t> cells_;                       // cells of the current micro-batch
     std::vector<uint32_t> placed_;   // cells of every micro-batch of the current call (for rollback)
     std::vector<int32_t> out_rows_;  // ubatch rows with output
     std::vector<int32_t> auto_pos_;  // positions when the batch gave none

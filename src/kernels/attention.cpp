@@ -92,8 +92,8 @@ constexpr int kMinRowsToTurnKeys = 4;
 constexpr int kMinRowsPerTurnedCell = 2;
 // Values stored by rows are turned for head sizes up to this (every model here: 64 to 256).
 constexpr int kMaxTurnedHeadDim = 512;
-// Whether a call's keys can take turned blocks (attention_x86.h): F16 and the block types on AVX-512, F32 in an
-// encoder's pass, for kMinRowsToTurnKeys rows or more.
+// Whether a call's keys can take turned blocks (attention_x86.h): F16 and the block types on AVX-512, F32 in
+// an encoder's pass, for kMinRowsToTurnKeys rows or more.
 bool turnable_keys(const AttentionArgs &a) {
     const bool type_ok = a.type_k == GgmlType::F16 || (a.type_k == GgmlType::F32 && a.encoder_pass) ||
                          (a.type_k != GgmlType::F32 && a.head_dim_k <= kMaxTurnedHeadDim);
@@ -345,7 +345,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const size_t p_bytes = (p_act_bytes * hpi + 63) / 64 * 64;
     const size_t vrow_bytes = a.v_trans ? 0 : sizeof(float) * a.head_dim_v;
     const size_t qf_bytes = key_blocks ? (sizeof(float) * nq * dk + 63) / 64 * 64 : 0;
-    // An item's rows that start at the same cell weigh V in one product (below): their outputs [nq][head_dim_v]
+    // An item's rows that start at the same cell weigh V in one product (below), into og [nq][head_dim_v]
     const bool group_values = vk && vk->act_type == GgmlType::F32 && rpi > 1;
     const size_t og_bytes = group_values ? (sizeof(float) * nq * a.head_dim_v + 63) / 64 * 64 : 0;
     const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes +
@@ -529,7 +529,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             uint8_t *pbuf = qbuf + q_bytes;
             float *vrow = reinterpret_cast<float *>(pbuf + p_bytes);
             float *qf = reinterpret_cast<float *>(pbuf + p_bytes + (vrow_bytes + 63) / 64 * 64);  // [nq][dk]
-            float *og = reinterpret_cast<float *>(reinterpret_cast<uint8_t *>(qf) + qf_bytes);  // [nq][dv]
+            float *og = reinterpret_cast<float *>(reinterpret_cast<uint8_t *>(qf) + qf_bytes);    // [nq][dv]
 
             const int64_t ri0 = it / items_per_row * rpi;
             const int nr =
@@ -596,7 +596,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 const int gj0 = j0s[0];
                 for (int i = 0; i < nr; ++i) {
                     float *si = scores + static_cast<int64_t>(i) * hpi * lds;
-                    softmax_row(si, a.mask + static_cast<int64_t>(a.rows[ri0 + i]) * a.ldmask, gj0, j1s[i], h0);
+                    softmax_row(si, a.mask + static_cast<int64_t>(a.rows[ri0 + i]) * a.ldmask, gj0, j1s[i],
+                                h0);
                     for (int hh = 0; hh < hpi; ++hh)
                         std::fill(si + hh * lds + j1s[i], si + hh * lds + g1, 0.0f);
                 }

@@ -36,8 +36,9 @@ struct AttentionArgs {
     // relative positions); the heads' masks must have their -inf cells in the same places.
     int64_t mask_head_stride = 0;
 
-    // [mask rows][2]: the first visible cell of each mask row and one past its last (spans[2 t], spans[2 t + 1]),
-    // as attention_mask_spans finds them; the context computes them once for every layer. Null: found here.
+    // [mask rows][2]: the first visible cell of each mask row and one past its last (spans[2 t], spans[2 t +
+    // 1]), as attention_mask_spans finds them; the context computes them once for every layer. Null: found
+    // here.
     const int32_t *spans = nullptr;
 
     // The rows are a whole encoder pass over cells no decode reads again (BERT, T5's encoder): F32 keys may

@@ -1,5 +1,6 @@
 // Internal: the AVX-512 scores of attention over an F16 or Q8_0 key cache, or an encoder's F32 keys
-// (attention_avx512.cpp; Q8_0 keys are turned from their f32 values in attention.cpp), entered only when use_avx512_row_ops() (ops_x86.h).
+// (attention_avx512.cpp; Q8_0 keys are turned from their f32 values in attention.cpp), entered only when
+// use_avx512_row_ops() (ops_x86.h).
 //
 // The keys are read in blocks of 16 cells turned on their side (f32, kt[d][16]: element d of the 16 cells'
 // keys), so that a query head's 16 scores are one register accumulated over d: a multiply-add per element

@@ -486,9 +486,10 @@ TEST(AttentionTest, PromptRowsKeepTheirValuesInAnyGrouping) {
 
 // An encoder's pass (BERT, T5's encoder) over its F32 keys takes the turned key blocks where the CPU has
 // AVX-512: rows without random holes, T5's per-head bias, head dims off the 16s, spans that end inside a
-// block, GQA; each against the reference, with the same values on 1 and 2 threads. Where the turned path runs, its scores are summed in another order than the
-// dot products' (the only reason it is limited to encoders), so the output must differ from the dot
-// products' somewhere: a check that the path is taken at all.
+// block, GQA; each against the reference, with the same values on 1 and 2 threads. Where the turned path
+// runs, its scores are summed in another order than the dot products' (the only reason it is limited to
+// encoders), so the output must differ from the dot products' somewhere: a check that the path is taken at
+// all.
 TEST(AttentionTest, EncoderPassOverF32Keys) {
     uint32_t seed = 900;
     bool any_differs = false;
