@@ -66,6 +66,13 @@ bool Channel::pop(std::vector<Event> &out, int timeout_ms) {
     return true;
 }
 
+struct Engine::EmbedJob {
+    const std::vector<std::vector<int32_t>> *inputs = nullptr;  // the waiting handler's
+    bool done = false;
+    std::vector<std::vector<float>> rows;
+    std::optional<ApiError> error;
+};
+
 // ---- slots ----
 
 struct Engine::Slot {
@@ -312,7 +319,13 @@ void Engine::stop() {
         std::lock_guard<std::mutex> lk(mu_);
         left.swap(queue_);
         metrics_.waiting = 0;
+        for (auto &j : embed_jobs_) {  // only when the loop never ran: it answers the others
+            j->error.emplace(503, "the server is shutting down", "unavailable_error");
+            j->done = true;
+        }
+        embed_jobs_.clear();
     }
+    cv_.notify_all();
     metrics_.finished_abort += left.size();
     for (Task &t : left) {
         Event e;
@@ -466,18 +479,25 @@ bool Engine::idle() const {
 
 void Engine::loop() {
     std::deque<std::function<void()>> cmds;
+    std::vector<std::shared_ptr<EmbedJob>> embeds;
     flush_kv_events();  // the start's AllBlocksCleared
     for (;;) {
         {
             std::unique_lock<std::mutex> lk(mu_);
             const bool idle =
                 std::none_of(slots_.begin(), slots_.end(), [](const auto &s) { return s->busy.load(); });
-            if (idle) cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || !commands_.empty(); });
+            cv_.wait(lk, [&] {
+                return stopping_ ||
+                       (!paused_ && (!idle || !queue_.empty() || !commands_.empty() || !embed_jobs_.empty()));
+            });
             if (stopping_) break;
             cmds.swap(commands_);
+            embeds.swap(embed_jobs_);  // every embedding request queued by now shares the passes
         }
         for (auto &c : cmds) c();
         cmds.clear();
+        if (!embeds.empty()) run_embed_jobs(embeds);
+        embeds.clear();
         flush_kv_events();
         // A client gone frees its slot and cells before anything else.
         for (auto &s : slots_)
@@ -496,12 +516,15 @@ void Engine::loop() {
     update_kv_metrics();
     if (kv_blocks_) kv_blocks_->clear_all();  // a stopped replica holds nothing
     flush_kv_events();
-    // Slot actions that arrived too late still get an answer (each takes the mutex to hand it over).
+    // Slot actions and embedding requests that arrived too late still get an answer (each takes the mutex
+    // to hand it over).
     {
         std::lock_guard<std::mutex> lk(mu_);
         cmds.swap(commands_);
+        embeds.swap(embed_jobs_);
     }
     for (auto &c : cmds) c();
+    if (!embeds.empty()) run_embed_jobs(embeds);
 }
 
 // The result travels back as a value and an error as its fields, under the engine's mutex: no exception
@@ -619,16 +642,79 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<std::vector<int3
                                "invalid_request_error", "input");
     }
     if (inputs.empty()) return {};
+    // The loop answers under mu_ (as run_on_loop: no exception object crosses threads); inputs outlive the
+    // job's use, as this thread waits for its answer.
+    auto job = std::make_shared<EmbedJob>();
+    job->inputs = &inputs;
+    std::unique_lock<std::mutex> lk(mu_);
+    if (stopping_) throw ApiError(503, "the server is shutting down", "unavailable_error");
+    embed_jobs_.push_back(job);
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return job->done; });
+    if (job->error)
+        throw ApiError(job->error->status, job->error->what(), job->error->type, job->error->param);
+    return std::move(job->rows);
+}
+
+void Engine::run_embed_jobs(const std::vector<std::shared_ptr<EmbedJob>> &jobs) {
     using Rows = std::vector<std::vector<float>>;
-    return run_on_loop<Rows>([this, &inputs] {
-        apply_lora(lora_scales_for(nullptr));  // an embedding pass takes the global adapter scales
-        // Passes of at most n_slots inputs and max_embed_tokens_ tokens (the context's n_seq_max and
-        // n_batch = n_ubatch), as the generation layer packs them.
+    apply_lora(lora_scales_for(nullptr));  // an embedding pass takes the global adapter scales
+    // Passes of at most n_slots inputs and max_embed_tokens_ tokens (the context's n_seq_max and
+    // n_batch = n_ubatch), as the generation layer packs them; pooling gives each input its own row.
+    auto run = [this](const std::vector<std::vector<int32_t>> &inputs, Rows *rows) -> std::string {
+        size_t n_passes = 0;
+        try {  // what throws (out of memory) fails these requests, not the loop
+            const std::string why = generate::embed_sequences(ctx_, inputs, rows, &n_passes);
+            metrics_.embed_passes += n_passes;
+            return why;
+        } catch (const std::exception &e) {
+            return e.what();
+        }
+    };
+    std::vector<Rows> answers(jobs.size());
+    std::vector<std::string> errors(jobs.size());
+    bool together = false;
+    if (jobs.size() > 1) {
+        std::vector<std::vector<int32_t>> all;
+        for (const auto &j : jobs) all.insert(all.end(), j->inputs->begin(), j->inputs->end());
         Rows rows;
-        if (const std::string why = generate::embed_sequences(ctx_, inputs, &rows); !why.empty())
-            throw ApiError(500, "the embedding pass failed: " + why, "server_error");
-        return rows;
-    });
+        if (run(all, &rows).empty() && rows.size() == all.size()) {
+            together = true;
+            auto next = rows.begin();
+            for (size_t i = 0; i < jobs.size(); ++i) {
+                const auto n = static_cast<std::ptrdiff_t>(jobs[i]->inputs->size());
+                answers[i].assign(std::make_move_iterator(next), std::make_move_iterator(next + n));
+                next += n;
+            }
+        }
+    }
+    if (!together)
+        for (size_t i = 0; i < jobs.size(); ++i) errors[i] = run(*jobs[i]->inputs, &answers[i]);
+    metrics_.embed_requests += jobs.size();
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (size_t i = 0; i < jobs.size(); ++i) {
+            if (!errors[i].empty())
+                jobs[i]->error.emplace(500, "the embedding pass failed: " + errors[i], "server_error");
+            else
+                jobs[i]->rows = std::move(answers[i]);
+            jobs[i]->done = true;
+        }
+    }
+    cv_.notify_all();
+}
+
+void Engine::pause_loop(bool paused) {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        paused_ = paused;
+    }
+    cv_.notify_all();
+}
+
+size_t Engine::embed_requests_queued() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return embed_jobs_.size();
 }
 
 bool Engine::assign_waiting() {

@@ -234,10 +234,15 @@ class Engine {
     int32_t n_embd() const { return n_embd_; }
     int32_t max_embed_tokens() const { return max_embed_tokens_; }  // the longest input one pass takes
     // One row per input (the model's pooling: a vector, or rank's one score), through the generation layer's
-    // embed_sequences (generate/embed_batch.h) on the decode loop between steps; as many inputs per pass as
-    // fit n_ubatch tokens and n_seq_max sequences.
-    // Throws ApiError (400 for an input that no pass can hold, 500 when the pass fails).
+    // embed_sequences (generate/embed_batch.h) on the decode loop between steps. The loop takes every request
+    // queued by then and runs their inputs together, in arrival order: as many inputs per pass as fit
+    // n_ubatch tokens and n_seq_max sequences, whichever request they come from.
+    // Throws ApiError (400 for an input that no pass can hold, 500 when the pass fails, 503 once stopping).
     std::vector<std::vector<float>> embed(const std::vector<std::vector<int32_t>> &inputs);
+    // Tests: while paused the decode loop takes nothing between steps (nor steps), so requests sent meanwhile
+    // gather as behind a long step; embed_requests_queued() counts the embedding requests waiting.
+    void pause_loop(bool paused);
+    size_t embed_requests_queued() const;
     // llama-server's rerank input: [BOS] query [EOS] [SEP] document [EOS] (missing specials left out;
     // generate::rerank_tokens, as `lctx embed --query`).
     std::vector<int32_t> rerank_tokens(const std::string &query, const std::string &doc) const;
@@ -267,6 +272,11 @@ class Engine {
     void sync_blocks(Slot &s, size_t n);
     void flush_kv_events();
     void apply_lora(const std::vector<float> &scales);  // on the context, when not already set
+    // An embedding request waiting for the loop: its inputs, then its rows or error (set under mu_).
+    struct EmbedJob;
+    // The embedding requests the loop took, in one embed_sequences call; when that fails, each alone (one
+    // bad request must not fail the others). Answers each.
+    void run_embed_jobs(const std::vector<std::shared_ptr<EmbedJob>> &jobs);
 
     EngineOptions opts_;
     llama_model *model_ = nullptr;
@@ -299,10 +309,12 @@ class Engine {
     llama_batch batch_{};
     uint64_t use_clock_ = 0;  // orders slot reuse: the least recently used free slot goes first
 
-    mutable std::mutex mu_;  // guards queue_, stopping_ and the slots' busy/n_cached view
+    mutable std::mutex mu_;  // guards queue_, embed_jobs_, stopping_, paused_, the slots' busy/n_cached view
     std::condition_variable cv_;
     std::deque<Task> queue_;
-    std::deque<std::function<void()>> commands_;  // slot actions for the loop
+    std::deque<std::function<void()>> commands_;         // slot actions for the loop
+    std::vector<std::shared_ptr<EmbedJob>> embed_jobs_;  // embedding requests for the loop, in arrival order
+    bool paused_ = false;                                // pause_loop
     // Runs work() on the loop's thread between steps (the only thread touching the context) and returns its
     // result here, or rethrows what it threw; 503 once the server is stopping.
     template <typename R, typename F>

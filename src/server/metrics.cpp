@@ -96,6 +96,10 @@ std::string metrics_text(const Metrics &m, const std::string &model_name) {
          double(m.requests_success.load()));
     line(o, "counter", "lctx:decode_steps_total", "llama_decode calls of the scheduler.",
          double(m.decode_steps.load()));
+    line(o, "counter", "lctx:embedding_requests_total", "Embedding and rerank requests answered.",
+         double(m.embed_requests.load()));
+    line(o, "counter", "lctx:embedding_passes_total", "Encoder passes that ran them (requests share passes).",
+         double(m.embed_passes.load()));
     line(o, "gauge", "lctx:spec_step_draft_tokens_max",
          "The most draft tokens one decode step has added, all slots together (--draft-batch-max).",
          static_cast<double>(m.spec_step_draft_max.load()));

@@ -68,6 +68,9 @@ struct Metrics {
 
     // KV-cache events that did not fit the publisher's queue (--kv-events), dropped.
     std::atomic<uint64_t> kv_events_dropped{0};
+
+    // Embedding and rerank requests answered, and the encoder passes that ran them (requests share passes).
+    std::atomic<uint64_t> embed_requests{0}, embed_passes{0};
 };
 
 // Prometheus text exposition (version 0.0.4): lctx's names and the vllm: names the Gateway API

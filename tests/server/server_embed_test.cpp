@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "server/server_fixture.h"
 
@@ -230,6 +231,105 @@ TEST_F(EmbedServerTest, BadInput) {
     // Nothing else is affected.
     EXPECT_EQ(bert->post("/v1/embeddings", {{"input", "still fine"}}).first, 200);
     EXPECT_EQ(rerank->post("/v1/rerank", {{"query", "a"}, {"documents", {"b"}}}).first, 200);
+}
+
+// Sends each body to path from its own thread while the decode loop is paused, resumes the loop once all
+// have queued (n_queued, by default all: so the loop takes them together, deterministically), and returns
+// the responses.
+std::vector<std::pair<int, json>> post_together(LocalServer *s, const std::string &path,
+                                                const std::vector<json> &bodies, size_t n_queued = 0) {
+    if (n_queued == 0) n_queued = bodies.size();
+    std::vector<std::pair<int, json>> out(bodies.size());
+    s->engine->pause_loop(true);
+    std::vector<std::thread> ts;
+    for (size_t i = 0; i < bodies.size(); ++i) ts.emplace_back([&, i] { out[i] = s->post(path, bodies[i]); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (s->engine->embed_requests_queued() < n_queued && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(s->engine->embed_requests_queued(), n_queued);
+    s->engine->pause_loop(false);
+    for (auto &t : ts) t.join();
+    return out;
+}
+
+// 16 single-input requests at once share passes (8 sequences a pass: 2 passes, not 16), and each gets what
+// it gets alone. The texts have one length, so any arrival order makes the same passes, each sequence at a
+// multiple of that length (the kernels' token tiles then meet it alike; other offsets can move the last
+// bits, as in any multi-input request).
+TEST(EmbedServerOwn, ConcurrentRequestsSharePasses) {
+    server::EngineOptions eo = embed_options(kBert);
+    eo.n_slots = 8;
+    LocalServer s(eo);
+    std::vector<std::string> texts;
+    std::vector<json> bodies, alone;
+    for (int i = 0; i < 16; ++i) {
+        texts.push_back("request " + std::to_string(i) + " is here now");
+        ASSERT_EQ(s.engine->tokenize(texts.back(), true, false).size(),
+                  s.engine->tokenize(texts[0], true, false).size());
+        bodies.push_back({{"input", texts.back()}});
+        auto [st, j] = s.post("/v1/embeddings", bodies.back());
+        ASSERT_EQ(st, 200) << j.dump();
+        alone.push_back(j["data"][0]["embedding"]);
+    }
+    const uint64_t passes0 = s.engine->metrics().embed_passes, requests0 = s.engine->metrics().embed_requests;
+    EXPECT_EQ(passes0, 16u);  // one pass each
+    const auto got = post_together(&s, "/v1/embeddings", bodies);
+    EXPECT_EQ(s.engine->metrics().embed_requests - requests0, 16u);
+    EXPECT_EQ(s.engine->metrics().embed_passes - passes0, 2u);
+    EXPECT_EQ(s.metric("lctx:embedding_passes_total"), 18);
+    auto expect_alone = [&](const json &v, size_t i) {
+        ASSERT_EQ(v.size(), alone[i].size());
+        for (size_t k = 0; k < v.size(); ++k)
+            EXPECT_NEAR(v[k].get<double>(), alone[i][k].get<double>(), 1e-6) << i << " " << k;
+    };
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].first, 200) << got[i].second.dump();
+        expect_alone(got[i].second["data"][0]["embedding"], i);
+    }
+    // A request of many inputs, a bad one and a single one sent together: the bad one alone is refused
+    // (before it queues), the others share a pass.
+    const std::vector<json> mixed = {
+        {{"input", {texts[0], texts[1], texts[2]}}}, {{"input", {1, 99999999}}}, {{"input", texts[3]}}};
+    const uint64_t passes1 = s.engine->metrics().embed_passes;
+    const auto out = post_together(&s, "/v1/embeddings", mixed, 2);
+    EXPECT_EQ(s.engine->metrics().embed_passes - passes1, 1u);
+    ASSERT_EQ(out[0].first, 200);
+    ASSERT_EQ(out[0].second["data"].size(), 3u);
+    for (size_t i = 0; i < 3; ++i) expect_alone(out[0].second["data"][i]["embedding"], i);
+    EXPECT_EQ(out[1].first, 400);
+    ASSERT_EQ(out[2].first, 200);
+    expect_alone(out[2].second["data"][0]["embedding"], 3);
+}
+
+// Rerank requests at once share passes too (two sequences a pass: 4 requests of 3 documents take 6 passes
+// together, 8 alone), each with the scores it gets alone (pairs of one length, as above).
+TEST_F(EmbedServerTest, ConcurrentRerankSharesPasses) {
+    std::vector<json> bodies, alone;
+    for (int i = 0; i < 4; ++i) {
+        const std::string q = "what is thing " + std::to_string(i) + "?";
+        const std::vector<std::string> docs = {"a thing " + std::to_string(i), "the stock market",
+                                               "dogs bark loudly"};
+        for (const auto &d : docs)
+            ASSERT_EQ(rerank->engine->rerank_tokens(q, d).size(),
+                      rerank->engine->rerank_tokens("what is thing 0?", "a thing 0").size());
+        bodies.push_back({{"query", q}, {"documents", docs}});
+        auto [st, j] = rerank->post("/v1/rerank", bodies.back());
+        ASSERT_EQ(st, 200) << j.dump();
+        alone.push_back(j["results"]);
+    }
+    const uint64_t passes0 = rerank->engine->metrics().embed_passes;
+    const auto got = post_together(rerank, "/v1/rerank", bodies);
+    EXPECT_EQ(rerank->engine->metrics().embed_passes - passes0, 6u);
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].first, 200) << got[i].second.dump();
+        const json &r = got[i].second["results"];
+        ASSERT_EQ(r.size(), alone[i].size());
+        for (size_t k = 0; k < r.size(); ++k) {
+            EXPECT_EQ(r[k]["index"], alone[i][k]["index"]);
+            EXPECT_NEAR(r[k]["relevance_score"].get<double>(), alone[i][k]["relevance_score"].get<double>(),
+                        1e-5);
+        }
+    }
 }
 
 TEST(EmbedServerOwn, GenerationModelRefusesEmbeddings) {
