@@ -430,13 +430,23 @@ struct PairRowsTile512 {
             for (int p = 0; p < 4; ++p) _mm512_store_ps(acc_out + g * kAcc + p * 16, acc[g][p]);
         }
     }
+    // Each row's 8 lane sums added as hsum_ps adds them (l_i + l_i+4, then those at distance 2, then 1),
+    // the 8 rows side by side: the same bits for a twelfth of the instructions (one row at a time this
+    // took 8% of an 8 x 32-token bge-small pass).
     static void reduce(const float *acc, float *y) {
-        LCTX_UNROLL
-        for (int p = 0; p < 4; ++p) {
-            const __m512 v = _mm512_load_ps(acc + p * 16);
-            y[2 * p] = hsum_ps(_mm512_castps512_ps256(v));
-            y[2 * p + 1] = hsum_ps(_mm512_extractf32x8_ps(v, 1));
-        }
+        const __m512 v0 = _mm512_load_ps(acc), v1 = _mm512_load_ps(acc + 16);
+        const __m512 v2 = _mm512_load_ps(acc + 32), v3 = _mm512_load_ps(acc + 48);
+        // 128-bit lanes [row 2p lanes 0-3, row 2p lanes 4-7, row 2p+1 lanes 0-3, row 2p+1 lanes 4-7]:
+        // a = the rows' low quads + their high quads, rows 0-3 in a01 and 4-7 in a23.
+        const __m512 a01 =
+            _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xdd));
+        const __m512 a23 =
+            _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, 0x88), _mm512_shuffle_f32x4(v2, v3, 0xdd));
+        // lane k: [a0 + a2, a1 + a3] of row k, then of row k + 4
+        const __m512 b = _mm512_add_ps(_mm512_shuffle_ps(a01, a23, 0x44), _mm512_shuffle_ps(a01, a23, 0xee));
+        const __m512 t = _mm512_add_ps(b, _mm512_permute_ps(b, 0xb1));  // row k at 4k, row k + 4 at 4k + 2
+        const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+        _mm256_storeu_ps(y, _mm512_castps512_ps256(_mm512_permutexvar_ps(order, t)));
     }
 };
 template <int C>
