@@ -154,13 +154,20 @@ const Tables &tables() {
                                      &detail::gemm_avx512, &detail::gemm_interleaved_avx512,
                                      &detail::group_rows_avx512)
                        : r.avx2;
+        if (isa_at_least(detected, Isa::Avx512))
+            for (int32_t id = 0; id < kGgmlTypeCount; ++id)
+                r.avx512[id].gemm_interleaved_stages =
+                    r.avx512[id].gemm_interleaved &&
+                    detail::interleaved_stages_avx512(static_cast<GgmlType>(id));
         r.amx = r.avx512;
         if (isa_at_least(detected, Isa::Amx)) {
             r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm,
                                 &detail::gemm_interleaved_amx, nullptr);
             for (int32_t id = 0; id < kGgmlTypeCount; ++id)
                 r.amx[id].gemm_interleaved_stages =
-                    r.amx[id].gemm_interleaved && r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved;
+                    r.amx[id].gemm_interleaved && r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved
+                        ? true
+                        : r.avx512[id].gemm_interleaved_stages;  // the avx512 kernel, and its needs
         }
 #elif defined(__aarch64__)
         // ARM64: groups of 8 rows at every level (two 128-bit registers of 4 rows per interleaved line).

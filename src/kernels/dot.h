@@ -58,8 +58,8 @@ struct TypeKernels {
     // interleaved layout; group_rows is this level's lane count for the type (8 or 16).
     GemmFn gemm_interleaved = nullptr;
     int group_rows = 0;
-    // gemm_interleaved copies both operands into tile order on every call (the AMX kernels, from 16
-    // activations): it wants calls of many rows and many activations.
+    // gemm_interleaved copies operands on every call (the AMX kernels into tile order, from 16 activations;
+    // the 512-bit F16 kernel widens its activations to f32): it wants calls of many rows and activations.
     bool gemm_interleaved_stages = false;
 };
 
@@ -91,6 +91,8 @@ GemmFn gemm_avx512(GgmlType weight_type);
 GemmFn gemm_interleaved_avx2(GgmlType weight_type);
 GemmFn gemm_interleaved_avx512(GgmlType weight_type);
 int group_rows_avx512(GgmlType weight_type);
+// Whether the level's gemm_interleaved for the type copies operands on every call (gemm_interleaved_stages).
+bool interleaved_stages_avx512(GgmlType weight_type);
 // Activations one pass over an interleaved integer group serves at each x86 level (its widest tile): a
 // batched decode of up to that many sequences reads every weight block once. 0: no such tile.
 int interleaved_tile_acts_avx2(GgmlType weight_type);

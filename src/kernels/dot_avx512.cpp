@@ -795,6 +795,12 @@ int group_rows_avx512(GgmlType weight_type) {
 int interleaved_tile_acts_avx512(GgmlType weight_type) {
     return shared_interleaved_tile_acts<V512>(weight_type);
 }
+// gemm_interleaved_f16_512 widens each call's activations to f32 (they are F16): calls of 128 tokens and
+// 256 rows widen each once per 256 rows, where 64 x 64 calls did it once per 64 (nomic-embed-text F16, 512
+// tokens, 2 threads: 1101-1125 -> 1168-1191 t/s; TinyLlama F16 pp512 160-162 -> 171-179; one thread alike).
+bool interleaved_stages_avx512(GgmlType weight_type) {
+    return weight_type == GgmlType::F16;
+}
 // The float types in 512-bit tiles (attention over the KV cache); the others in the 256-bit tiles of the
 // shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across activations, which a
 // 512-bit dot per output cannot.
@@ -834,6 +840,9 @@ int group_rows_avx512(GgmlType) {
 }
 int interleaved_tile_acts_avx512(GgmlType) {
     return 0;
+}
+bool interleaved_stages_avx512(GgmlType) {
+    return false;
 }
 #endif
 

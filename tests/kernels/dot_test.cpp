@@ -381,6 +381,22 @@ TEST(DotDispatch, ArmLevelsHaveKernelsForEveryInterleavedLayout) {
     }
 }
 
+// Kernels that copy operands on every call ask matmul for large calls (gemm_interleaved_stages): the AMX
+// tiles, and the 512-bit F16 kernel (it widens its activations); a level above that keeps a kernel keeps
+// what it asks for.
+TEST(DotDispatch, KernelsThatCopyOperandsAskForLargeCalls) {
+    if (!isa_at_least(isa_detected(), Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (Isa isa : {Isa::Avx512, isa_detected()}) {
+        EXPECT_TRUE(type_kernels(GgmlType::F16, isa).gemm_interleaved_stages) << isa_name(isa);
+        EXPECT_FALSE(type_kernels(GgmlType::BF16, isa).gemm_interleaved_stages) << isa_name(isa);
+        EXPECT_FALSE(type_kernels(GgmlType::F32, isa).gemm_interleaved_stages) << isa_name(isa);
+    }
+    EXPECT_FALSE(type_kernels(GgmlType::F16, Isa::Avx2).gemm_interleaved_stages);
+    EXPECT_FALSE(type_kernels(GgmlType::Q8_0, Isa::Avx512).gemm_interleaved_stages);
+    if (isa_detected() == Isa::Amx)
+        EXPECT_TRUE(type_kernels(GgmlType::Q8_0, Isa::Amx).gemm_interleaved_stages);
+}
+
 // The AMX level is the AVX-512 level with its own interleaved gemm for the int8 prompt tiles.
 TEST(DotDispatch, AmxLevelSharesEverythingButInterleavedTiles) {
     if (isa_detected() != Isa::Amx) GTEST_SKIP() << "this CPU (or OS) offers no AMX tiles";
