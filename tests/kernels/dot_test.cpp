@@ -393,8 +393,9 @@ TEST(DotDispatch, KernelsThatCopyOperandsAskForLargeCalls) {
     }
     EXPECT_FALSE(type_kernels(GgmlType::F16, Isa::Avx2).gemm_interleaved_stages);
     EXPECT_FALSE(type_kernels(GgmlType::Q8_0, Isa::Avx512).gemm_interleaved_stages);
-    if (isa_detected() == Isa::Amx)
+    if (isa_detected() == Isa::Amx) {
         EXPECT_TRUE(type_kernels(GgmlType::Q8_0, Isa::Amx).gemm_interleaved_stages);
+    }
 }
 
 // The AMX level is the AVX-512 level with its own interleaved gemm for the int8 prompt tiles.
