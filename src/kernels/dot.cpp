@@ -164,10 +164,10 @@ const Tables &tables() {
             r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm,
                                 &detail::gemm_interleaved_amx, nullptr);
             for (int32_t id = 0; id < kGgmlTypeCount; ++id)
-                r.amx[id].gemm_interleaved_stages =
-                    r.amx[id].gemm_interleaved && r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved
-                        ? true
-                        : r.avx512[id].gemm_interleaved_stages;  // the avx512 kernel, and its needs
+                r.amx[id].gemm_interleaved_stages =  // its own tiles, or the avx512 kernel's needs
+                    (r.amx[id].gemm_interleaved &&
+                     r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved) ||
+                    r.avx512[id].gemm_interleaved_stages;
         }
 #elif defined(__aarch64__)
         // ARM64: groups of 8 rows at every level (two 128-bit registers of 4 rows per interleaved line).

@@ -67,37 +67,18 @@ void rms_norm(const float *x, const float *w, float *y, int64_t n, float eps) {
 
 namespace {
 
-// The sums in double over 8 interleaved partial sums (the compiler turns them into vector adds; one chain
-// of dependent adds made layer_norm 5% of a bge-small pass). Double keeps the order's effect far below a
-// float's rounding, as the one-chain sum did.
+// Sums in double over 8 interleaved partial sums (the compiler turns them into vector adds; one chain of
+// dependent adds made layer_norm 5% of a bge-small pass). Double keeps the order's effect far below a
+// float's rounding, as the one-chain sum did. term(i) gives element i's term.
 constexpr int kNormLanes = 8;
 
-double sum_double(const float *x, int64_t n) {
+template <class Term>
+double sum_in_parts(int64_t n, Term term) {
     double part[kNormLanes] = {};
     int64_t i = 0;
     for (; i + kNormLanes <= n; i += kNormLanes)
-        for (int j = 0; j < kNormLanes; ++j) part[j] += x[i + j];
-    for (; i < n; ++i) part[0] += x[i];
-    double sum = 0.0;
-    for (double p : part) sum += p;
-    return sum;
-}
-
-// y = x - mean; returns the sum of y's squares.
-double center_and_square(const float *x, float mean, float *y, int64_t n) {
-    double part[kNormLanes] = {};
-    int64_t i = 0;
-    for (; i + kNormLanes <= n; i += kNormLanes)
-        for (int j = 0; j < kNormLanes; ++j) {
-            const float d = x[i + j] - mean;
-            y[i + j] = d;
-            part[j] += static_cast<double>(d) * d;
-        }
-    for (; i < n; ++i) {
-        const float d = x[i] - mean;
-        y[i] = d;
-        part[0] += static_cast<double>(d) * d;
-    }
+        for (int j = 0; j < kNormLanes; ++j) part[j] += term(i + j);
+    for (; i < n; ++i) part[0] += term(i);
     double sum = 0.0;
     for (double p : part) sum += p;
     return sum;
@@ -106,8 +87,14 @@ double center_and_square(const float *x, float mean, float *y, int64_t n) {
 }  // namespace
 
 void layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps) {
-    const float mean = static_cast<float>(sum_double(x, n) / static_cast<double>(n));
-    const double var = center_and_square(x, mean, y, n);
+    const double sum = sum_in_parts(n, [x](int64_t i) { return static_cast<double>(x[i]); });
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    // y = x - mean on the way, the sum of its squares
+    const double var = sum_in_parts(n, [x, y, mean](int64_t i) {
+        const float d = x[i] - mean;
+        y[i] = d;
+        return static_cast<double>(d) * d;
+    });
     const float scale = 1.0f / std::sqrt(static_cast<float>(var / static_cast<double>(n)) + eps);
     for (int64_t i = 0; i < n; ++i) {
         float v = y[i] * scale;
