@@ -278,7 +278,10 @@ constexpr int64_t kChunkActBytes512 = 2048;  // per activation and chunk: 64 blo
 constexpr int64_t kChunkAboveActBytes512 = 384 * 1024;
 constexpr int64_t kChunkGroups512 = 4;
 
-using FloatX8TileFn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, float *, bool);
+// A tile's lane sums go to acc (a chunk before the last) or, reduced in registers, to y (the last chunk: y is
+// the tile's first activation's output at the group's first row, activations ldy apart).
+using FloatX8TileFn = void (*)(int64_t, const uint8_t *, const uint8_t *, size_t, float *, bool, float *,
+                               int64_t);
 // Tile<1>::run ... Tile<N>::run (a plain array: no library code instantiated with this file's flags).
 template <template <int> class Tile, class Seq>
 struct FloatX8TileTable;
@@ -305,6 +308,8 @@ struct FloatX8Driver512 {
         const bool tiles = nc > kMaxC;  // more than one tile of activations: prefetch, maybe chunks
         const bool chunked = tiles && nc * nb * Tile<1>::kActBlock > kChunkAboveActBytes512;
         const int64_t chunk = chunked ? even_chunk(nb, kChunkBlocks) : nb;
+        // Tiles of even size: 128 activations as 18 x 6 + 4 x 5, not 21 x 6 + 2 (a 2-activation tile's 8
+        // chains leave the FMA ports half idle; it took 2% of a nomic-embed pass).
         const int64_t n_tiles = (nc + kMaxC - 1) / kMaxC;
         for (int64_t rb = 0; rb < nr; rb += 8 * kChunkGroups512) {
             const int64_t block_end = rb + 8 * kChunkGroups512 < nr ? rb + 8 * kChunkGroups512 : nr;
@@ -318,17 +323,15 @@ struct FloatX8Driver512 {
                     const char *pf_base = reinterpret_cast<const char *>(w + p.r0 * ldw) + p.b0 * kBlockBytes;
                     float *ga = acc + (r0 - rb) / 8 * nc * kAcc;
                     const uint8_t *wc = w + r0 * ldw + b0 * kBlockBytes;
-                    for (int64_t c0 = 0; c0 < nc; c0 += kMaxC) {
+                    for (int64_t t = 0, c0 = 0; t < n_tiles; ++t) {
                         pf.step([&](int64_t i) { return pf_base + 64 * i; });
-                        const int cc = static_cast<int>(nc - c0 < kMaxC ? nc - c0 : kMaxC);
+                        const int cc = static_cast<int>(nc / n_tiles + (t < nc % n_tiles ? 1 : 0));
                         kTiles[cc - 1](kb, wc, a + c0 * lda + b0 * Tile<1>::kActBlock, lda, ga + c0 * kAcc,
-                                       b0 == 0);
+                                       b0 == 0, b0 + kb == nb ? y + c0 * ldy + r0 : nullptr, ldy);
+                        c0 += cc;
                     }
                 }
             }
-            for (int64_t r0 = rb; r0 < block_end; r0 += 8)
-                for (int64_t c = 0; c < nc; ++c)
-                    Tile<1>::reduce(acc + ((r0 - rb) / 8 * nc + c) * kAcc, y + c * ldy + r0);
         }
     }
 
@@ -373,7 +376,8 @@ struct PairRowsTile512 {
     static constexpr int64_t kAcc = 64;       // floats of lane sums per activation: 4 registers
     static constexpr int64_t kActBlock = 32;  // bytes of activation per block: 8 floats
     static constexpr int64_t kBlockBytes = sizeof(Block);
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *ab, size_t lda, float *acc_out, bool first) {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *ab, size_t lda, float *acc_out, bool first,
+                    float *y, int64_t ldy) {
         const auto *a = reinterpret_cast<const float *>(ab);
         const int64_t ldf = static_cast<int64_t>(lda / sizeof(float));
         __m512 acc[4][C];
@@ -395,6 +399,11 @@ struct PairRowsTile512 {
                 LCTX_UNROLL
                 for (int p = 0; p < 4; ++p) acc[p][c] = _mm512_fmadd_ps(xv[p], av, acc[p][c]);
             }
+        }
+        if (y) {
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) reduce(acc[0][c], acc[1][c], acc[2][c], acc[3][c], y + c * ldy);
+            return;
         }
         LCTX_UNROLL
         for (int c = 0; c < C; ++c) {
@@ -432,10 +441,13 @@ struct PairRowsTile512 {
     }
     // Each row's 8 lane sums added as hsum_ps adds them (l_i + l_i+4, then those at distance 2, then 1),
     // the 8 rows side by side: the same bits for a twelfth of the instructions (one row at a time this
-    // took 8% of an 8 x 32-token bge-small pass).
+    // took 8% of an 8 x 32-token bge-small pass). The last chunk's tile reduces from its registers: through
+    // acc and back, the lane sums of a 128-token call (128 KiB) came from L2, 7% of a nomic-embed pass.
     static void reduce(const float *acc, float *y) {
-        const __m512 v0 = _mm512_load_ps(acc), v1 = _mm512_load_ps(acc + 16);
-        const __m512 v2 = _mm512_load_ps(acc + 32), v3 = _mm512_load_ps(acc + 48);
+        reduce(_mm512_load_ps(acc), _mm512_load_ps(acc + 16), _mm512_load_ps(acc + 32),
+               _mm512_load_ps(acc + 48), y);
+    }
+    static void reduce(__m512 v0, __m512 v1, __m512 v2, __m512 v3, float *y) {
         // 128-bit lanes [row 2p lanes 0-3, row 2p lanes 4-7, row 2p+1 lanes 0-3, row 2p+1 lanes 4-7]:
         // a = the rows' low quads + their high quads, rows 0-3 in a01 and 4-7 in a23.
         const __m512 a01 =
@@ -494,7 +506,8 @@ struct BF16DpTile512 {
     static constexpr int64_t kAcc = 32;       // floats of lane sums per activation: 2 registers
     static constexpr int64_t kActBlock = 16;  // bytes of activation per block: 8 bf16
     static constexpr int64_t kBlockBytes = sizeof(block_f16x8);
-    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, float *acc_out, bool first) {
+    static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, float *acc_out, bool first,
+                    float *y, int64_t ldy) {
         __m512 acc[2][C];
         LCTX_UNROLL
         for (int h = 0; h < 2; ++h) {
@@ -512,6 +525,11 @@ struct BF16DpTile512 {
                 acc[0][c] = _mm512_dpbf16_ps(acc[0][c], x0, av);
                 acc[1][c] = _mm512_dpbf16_ps(acc[1][c], x1, av);
             }
+        }
+        if (y) {
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c) reduce(acc[0][c], acc[1][c], y + c * ldy);
+            return;
         }
         LCTX_UNROLL
         for (int c = 0; c < C; ++c) {
@@ -545,10 +563,13 @@ struct BF16DpTile512 {
         }
     }
     static void reduce(const float *acc, float *y) {
+        reduce(_mm512_load_ps(acc), _mm512_load_ps(acc + 16), y);
+    }
+    static void reduce(__m512 v0, __m512 v1, float *y) {
         LCTX_UNROLL
         for (int h = 0; h < 2; ++h) {
             // (l0 + l1) + (l2 + l3) of each row's 4 lanes, into the row's first lane
-            const __m512 v = _mm512_load_ps(acc + h * 16);
+            const __m512 v = h ? v1 : v0;
             const __m512 t = _mm512_add_ps(v, _mm512_permute_ps(v, 0xb1));
             alignas(64) float s[16];
             _mm512_store_ps(s, _mm512_add_ps(t, _mm512_permute_ps(t, 0x4e)));

@@ -287,6 +287,69 @@ double sum_sq_avx2(const float *x, int64_t n) {
     return sum;
 }
 
+namespace {
+// The 8 parts of a layer_norm sum (two registers of 4) added as the scalar code adds them, part 0 first.
+double add_parts(__m256d lo, __m256d hi, double tail) {
+    alignas(32) double part[8];
+    _mm256_store_pd(part, lo);
+    _mm256_store_pd(part + 4, hi);
+    part[0] += tail;
+    double sum = 0.0;
+    for (double p : part) sum += p;
+    return sum;
+}
+}  // namespace
+
+double sum_parts_avx2(const float *x, int64_t n) {
+    const int64_t n8 = n / 8 * 8;
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    for (int64_t i = 0; i < n8; i += 8) {
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)));
+    }
+    double tail = 0.0;
+    for (int64_t i = n8; i < n; ++i) tail += static_cast<double>(x[i]);
+    return add_parts(lo, hi, tail);
+}
+
+double center_sum_sq_avx2(const float *x, float mean, float *y, int64_t n) {
+    const int64_t n8 = n / 8 * 8;
+    const __m256 vm = _mm256_set1_ps(mean);
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    for (int64_t i = 0; i < n8; i += 8) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+        _mm256_storeu_ps(y + i, d);
+        const __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(d));
+        const __m256d d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(d, 1));
+        lo = _mm256_fmadd_pd(d0, d0, lo);  // (a float's square is exact in double: FMA or not)
+        hi = _mm256_fmadd_pd(d1, d1, hi);
+    }
+    double tail = 0.0;
+    for (int64_t i = n8; i < n; ++i) {
+        const float d = x[i] - mean;
+        y[i] = d;
+        tail += static_cast<double>(d) * d;
+    }
+    return add_parts(lo, hi, tail);
+}
+
+void scale_affine_avx2(float *y, float s, const float *w, const float *b, int64_t n) {
+    const __m256 vs = _mm256_set1_ps(s);
+    for (int64_t i = 0; i < n; i += 8) {
+        // the tail through a mask, so that every element takes the same instructions
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i < 8 ? n - i : 8)),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 v = _mm256_mul_ps(_mm256_maskload_ps(y + i, m), vs);
+        if (w && b)
+            v = _mm256_fmadd_ps(v, _mm256_maskload_ps(w + i, m), _mm256_maskload_ps(b + i, m));
+        else if (w)
+            v = _mm256_mul_ps(v, _mm256_maskload_ps(w + i, m));
+        else if (b)
+            v = _mm256_add_ps(v, _mm256_maskload_ps(b + i, m));
+        _mm256_maskstore_ps(y + i, m, v);
+    }
+}
+
 void scale_mul_avx2(const float *x, float s, const float *w, float *y, int64_t n) {
     const __m256 vs = _mm256_set1_ps(s);
     int64_t i = 0;

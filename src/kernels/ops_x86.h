@@ -47,5 +47,11 @@ void add_avx2(float *y, const float *x, int64_t n);
 double sum_sq_avx2(const float *x, int64_t n);
 // y = x * s * w (w may be null: y = x * s)
 void scale_mul_avx2(const float *x, float s, const float *w, float *y, int64_t n);
+// layer_norm's steps (ops.cpp), its sums in the scalar code's order: 8 partial sums in double, element i in
+// part i % 8 (a tail in part 0), added part by part. The sum of x; y = x - mean and the sum of y^2; y = y * s
+// * w + b (one FMA: w, b may be null).
+double sum_parts_avx2(const float *x, int64_t n);
+double center_sum_sq_avx2(const float *x, float mean, float *y, int64_t n);
+void scale_affine_avx2(float *y, float s, const float *w, const float *b, int64_t n);
 
 }  // namespace lctx::kernels::detail

@@ -56,6 +56,12 @@ void add_rows(float *y, const float *x, int64_t n_rows, int64_t n, ThreadPool &p
              [&](int64_t r0, int64_t r1) { add_inplace(y + r0 * n, x + r0 * n, (r1 - r0) * n); });
 }
 
+void add_row_to_rows(float *y, int64_t ldy, const float *b, int64_t n_rows, int64_t n, ThreadPool &pool) {
+    for_rows(n_rows, n, pool, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) add_inplace(y + r * ldy, b, n);
+    });
+}
+
 void rope_rows(float *x, int64_t n_rows, int64_t ld, int n_head, int head_dim, const float *cos_sin,
                const RopeParams &p, ThreadPool &pool) {
     for_rows(n_rows, ld, pool, [&](int64_t r0, int64_t r1) {

@@ -26,6 +26,8 @@ void gelu_rows(float *x, int64_t n_rows, int64_t n, ThreadPool &pool);
 void softcap_rows(float *x, int64_t n_rows, int64_t n, float cap, ThreadPool &pool);
 // y += x over n_rows rows of n
 void add_rows(float *y, const float *x, int64_t n_rows, int64_t n, ThreadPool &pool);
+// y[r] += b for n_rows rows of n, ldy floats apart (a projection's bias)
+void add_row_to_rows(float *y, int64_t ldy, const float *b, int64_t n_rows, int64_t n, ThreadPool &pool);
 // rope_apply to the n_head heads of each of n_rows rows (ld floats apart) with that row's angles
 // (cos_sin: n_rows x n_rot, from rope_angles)
 void rope_rows(float *x, int64_t n_rows, int64_t ld, int n_head, int head_dim, const float *cos_sin,

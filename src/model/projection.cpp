@@ -1,5 +1,6 @@
 #include "model/projection.h"
 
+#include "kernels/rows.h"
 #include "model/lora_adapter.h"
 #include "util/error.h"
 
@@ -19,16 +20,10 @@ void project(std::initializer_list<Projection> outs, const float *x, int64_t ldx
         kernels::matmul_shared_input(mo, n, x, ldx, n_rows, pool, scratch.mm);
     }
     if (!scratch.lora.empty()) add_lora_products(scratch.lora, outs, x, ldx, n_rows, pool, scratch);
-    // The bias rows are few and cheap next to the product; only files that have biases get here.
-    for (const Projection &p : outs) {
-        if (!p.bias || p.bias->empty()) continue;
-        const float *b = p.bias->data();
-        const int64_t n_out = p.w->rows;
-        for (int64_t r = 0; r < n_rows; ++r) {
-            float *y = p.y + r * p.ldy;
-            for (int64_t i = 0; i < n_out; ++i) y[i] += b[i];
-        }
-    }
+    // Over the pool: on the caller alone, the biases took 4% of a bge-small pass of 8 short texts.
+    for (const Projection &p : outs)
+        if (p.bias && !p.bias->empty())
+            kernels::add_row_to_rows(p.y, p.ldy, p.bias->data(), n_rows, p.w->rows, pool);
 }
 
 }  // namespace lctx

@@ -549,6 +549,14 @@ TEST(OpsTest, RowStepsGiveTheSingleRowValues) {
     want = x;
     for (int64_t r = 0; r < n_rows; ++r) softcap(want.data() + r * n, n, 2.5f);
     EXPECT_EQ(got, want);
+
+    // a bias over the first n - 5 values of each row (rows n apart): the last 5 of each row untouched
+    got = x;
+    add_row_to_rows(got.data(), n, b.data(), n_rows, n - 5, pool);
+    want = x;
+    for (int64_t r = 0; r < n_rows; ++r)
+        for (int64_t i = 0; i < n - 5; ++i) want[r * n + i] += b[i];
+    EXPECT_EQ(got, want);
 }
 
 TEST(OpsTest, SiluExtremes) {
