@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_x86.h"
+#include "kernels/dot.h"
 #include "kernels/ops_x86.h"
 #include "tensor/types.h"
 
@@ -674,6 +676,38 @@ TEST(AttentionTest, InterleavedPromptChunks) {
         }
     }
 }
+
+#if defined(__x86_64__)
+// The turned key blocks' scores (attention_x86.h) for every count of query vectors an item can hand over
+// (its rows times its heads: 1 to 13, tiles of uneven size included) and runs of blocks that do not fill the
+// kernel's run of 4: each score is the one FMA chain over d, in order, whatever tile it falls in.
+TEST(AttentionTest, KeyBlockScoresAreOneChainForEveryQueryCount) {
+    if (!isa_at_least(isa_detected(), Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    constexpr int dk = 24, n_blocks = 6;
+    constexpr size_t block_stride = dk * detail::kKeyBlock + 16;  // blocks apart by more than their size
+    std::mt19937 rng(71);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> kt(block_stride * n_blocks);
+    for (float &v : kt) v = u(rng);
+    for (int n_q = 1; n_q <= 13; ++n_q) {
+        SCOPED_TRACE(n_q);
+        std::vector<float> q(static_cast<size_t>(n_q) * dk);
+        for (float &v : q) v = u(rng);
+        const int64_t lds = n_blocks * detail::kKeyBlock + 3;
+        std::vector<float> scores(static_cast<size_t>(n_q * lds), std::nanf(""));
+        detail::key_block_scores(q.data(), n_q, dk, kt.data(), block_stride, n_blocks, scores.data(), lds);
+        for (int h = 0; h < n_q; ++h)
+            for (int b = 0; b < n_blocks; ++b)
+                for (int c = 0; c < detail::kKeyBlock; ++c) {
+                    float want = 0.0f;
+                    for (int d = 0; d < dk; ++d)
+                        want =
+                            std::fma(q[h * dk + d], kt[b * block_stride + d * detail::kKeyBlock + c], want);
+                    ASSERT_EQ(scores[h * lds + b * detail::kKeyBlock + c], want) << h << " " << b << " " << c;
+                }
+    }
+}
+#endif
 
 }  // namespace
 }  // namespace lctx::kernels::attention_test
