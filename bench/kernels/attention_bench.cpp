@@ -2,6 +2,7 @@
 // it out, one decoded token or a chunk of prompt rows:
 //   Attention/<shape>/<n_kv>/<rows>/<threads>/<v_rows>/<q8_0>
 //     shape "smollm": 9 heads, 3 KV heads, head dim 64; "tinyllama": 32 heads, 4 KV heads, head dim 64
+// and an encoder's pass over its own tokens: EncoderAttention/<shape>/<tokens>/<threads> (below).
 // v_rows 0: V transposed (one channel row per cell span, the cache without flash attention); 1: V by
 // cells' rows, as a flash-attention context stores it. q8_0 0: F16 K and V; 1: Q8_0 K and V by rows
 // (`-fa 1 -ctk q8_0 -ctv q8_0`).
@@ -91,7 +92,62 @@ void BM_Attention(benchmark::State &st, Shape sh) {
                            benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// An encoder's pass (bert, nomic-bert): n tokens of one sequence see each other (no mask), F32 keys and
+// transposed F32 values as the context's encoder cells hold them. EncoderAttention/<shape>/<n>/<threads>.
+void BM_EncoderAttention(benchmark::State &st, Shape sh) {
+    const int n = static_cast<int>(st.range(0)), n_threads = static_cast<int>(st.range(1));
+    const int k_dim = sh.n_head_kv * sh.head_dim;
+    const int64_t q_dim = static_cast<int64_t>(sh.n_head) * sh.head_dim;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> k(static_cast<size_t>(n) * k_dim), v(k.size()), q(static_cast<size_t>(n) * q_dim),
+        out(q.size()), mask(static_cast<size_t>(n) * n, 0.0f);
+    for (float &e : k) e = normal(rng);
+    for (float &e : v) e = normal(rng);
+    for (float &e : q) e = normal(rng);
+    std::vector<int32_t> rows(n);
+    for (int r = 0; r < n; ++r) rows[r] = r;
+    AttentionArgs a;
+    a.q = q.data();
+    a.ldq = q_dim;
+    a.n_head = sh.n_head;
+    a.n_head_kv = sh.n_head_kv;
+    a.head_dim_k = a.head_dim_v = sh.head_dim;
+    a.k = reinterpret_cast<const uint8_t *>(k.data());
+    a.type_k = lctx::GgmlType::F32;
+    a.k_row_bytes = sizeof(float) * k_dim;
+    a.v = reinterpret_cast<const uint8_t *>(v.data());  // [k_dim][n] channel rows
+    a.type_v = lctx::GgmlType::F32;
+    a.v_trans = true;
+    a.v_cells = static_cast<uint32_t>(n);
+    a.v_row_bytes = sizeof(float) * k_dim;
+    a.n_kv = n;
+    a.mask = mask.data();
+    a.ldmask = n;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+    a.rows = rows.data();
+    a.n_rows = n;
+    a.out = out.data();
+    a.ldo = q_dim;
+    a.encoder_pass = true;
+    ThreadPool pool(n_threads);
+    for (auto _ : st) {
+        attention(a, pool);
+        benchmark::DoNotOptimize(out.data());
+    }
+    st.counters["MAC/s"] =
+        benchmark::Counter(static_cast<double>(n) * sh.n_head * n * 2.0 * sh.head_dim,
+                           benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
+    for (Shape sh : {Shape{"bge-small", 12, 12, 32}, Shape{"nomic-embed", 12, 12, 64}})
+        benchmark::RegisterBenchmark((std::string("EncoderAttention/") + sh.name).c_str(),
+                                     [sh](benchmark::State &st) { BM_EncoderAttention(st, sh); })
+            ->Args({128, 1})
+            ->Args({512, 1})
+            ->Args({512, 2})
+            ->UseRealTime();
     for (Shape sh : {Shape{"smollm", 9, 3, 64}, Shape{"tinyllama", 32, 4, 64}}) {
         benchmark::RegisterBenchmark((std::string("Attention/") + sh.name).c_str(),
                                      [sh](benchmark::State &st) { BM_Attention(st, sh); })

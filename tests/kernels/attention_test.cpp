@@ -514,6 +514,72 @@ TEST(AttentionTest, EncoderPassOverF32Keys) {
     }
 }
 
+// An encoder's pass over several texts (bert, nomic-bert: cells in batch order, a token sees its own text):
+// each text's outputs are the bits it gets alone, wherever it starts in the pass and whatever texts share it.
+// (Before, a work item of rows from two texts took the dot products where one text's item took the turned key
+// blocks, and the embeddings moved by up to 2.6e-5 with their place in the pass.)
+TEST(AttentionTest, EncoderTextsGiveTheirBitsAloneWhereverTheyStart) {
+    constexpr int n_head = 4, head_dim = 64, k_dim = n_head * head_dim;
+    // lengths that leave items across texts at every rows-per-item choice, long and short means
+    for (const std::vector<int> &lens :
+         {std::vector<int>{5, 23, 40, 17, 9, 31}, std::vector<int>{90, 7, 130}}) {
+        int n = 0;
+        for (int l : lens) n += l;
+        std::mt19937 rng(static_cast<uint32_t>(n));
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> k(static_cast<size_t>(n) * k_dim), v(k.size()), q(k.size());
+        for (float &e : k) e = normal(rng);
+        for (float &e : v) e = normal(rng);
+        for (float &e : q) e = normal(rng);
+        // V as the encoder's cells hold it: channel rows of n cells
+        auto run = [&](int first, int count) {
+            std::vector<float> vt(static_cast<size_t>(k_dim) * count),
+                out(static_cast<size_t>(count) * k_dim);
+            for (int c = 0; c < k_dim; ++c)
+                for (int j = 0; j < count; ++j) vt[c * count + j] = v[(first + j) * k_dim + c];
+            // the mask of the texts inside [first, first + count): 0 within a text, -inf across
+            std::vector<float> mask(static_cast<size_t>(count) * count, -INFINITY);
+            for (int t0 = 0, i = 0; i < static_cast<int>(lens.size()); t0 += lens[i++])
+                for (int r = std::max(t0, first); r < std::min(t0 + lens[i], first + count); ++r)
+                    for (int j = std::max(t0, first); j < std::min(t0 + lens[i], first + count); ++j)
+                        mask[(r - first) * count + (j - first)] = 0.0f;
+            std::vector<int32_t> rows(count);
+            for (int r = 0; r < count; ++r) rows[r] = r;
+            AttentionArgs a;
+            a.q = q.data() + static_cast<size_t>(first) * k_dim;
+            a.ldq = k_dim;
+            a.n_head = a.n_head_kv = n_head;
+            a.head_dim_k = a.head_dim_v = head_dim;
+            a.k = reinterpret_cast<const uint8_t *>(k.data() + static_cast<size_t>(first) * k_dim);
+            a.type_k = a.type_v = GgmlType::F32;
+            a.k_row_bytes = sizeof(float) * k_dim;
+            a.v = reinterpret_cast<const uint8_t *>(vt.data());
+            a.v_trans = true;
+            a.v_cells = static_cast<uint32_t>(count);
+            a.n_kv = count;
+            a.mask = mask.data();
+            a.ldmask = count;
+            a.scale = 0.125f;
+            a.rows = rows.data();
+            a.n_rows = count;
+            a.out = out.data();
+            a.ldo = k_dim;
+            a.encoder_pass = true;
+            ThreadPool pool(2);
+            attention(a, pool);
+            return out;
+        };
+        const std::vector<float> all = run(0, n);
+        for (int t0 = 0, i = 0; i < static_cast<int>(lens.size()); t0 += lens[i++]) {
+            SCOPED_TRACE(lens[i]);
+            const std::vector<float> alone = run(t0, lens[i]);
+            for (size_t e = 0; e < alone.size(); ++e)
+                ASSERT_EQ(all[static_cast<size_t>(t0) * k_dim + e], alone[e])
+                    << "text at " << t0 << ", value " << e;
+        }
+    }
+}
+
 TEST(AttentionTest, Softcap) {
     run_case(Case{4, 2, 64, 50, 3, GgmlType::F16, GgmlType::F16, true, 5.0f}, 94, 1);
     run_case(Case{4, 2, 64, 50, 3, GgmlType::F32, GgmlType::F32, false, 5.0f}, 95, 2);
