@@ -90,6 +90,28 @@ void BM_GemmX8(benchmark::State &st, GgmlType t) {
         benchmark::Counter(static_cast<double>(w8.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A decoded token's pass over a model's worth of small matrices (distinct memory, 256 MiB and more in all, as
+// mamba-130m's 4.5 MiB ssm_in): each call starts cold from memory, where GemmX8's one large matrix streams.
+// GemmX8Seq/<type>/<rows>/<cols>/<matrices>
+void BM_GemmX8Seq(benchmark::State &st, GgmlType t) {
+    const int64_t rows = st.range(0), cols = st.range(1), n_mat = st.range(2);
+    Data d = make(t, rows, cols, 1);
+    const TypeKernels &k = type_kernels(t);
+    const size_t ib = interleaved_row_bytes(t, cols);
+    const size_t mat_bytes = ib * interleaved_rows(rows, k.group_rows);
+    std::vector<uint8_t> w8(mat_bytes * n_mat);
+    for (int64_t m = 0; m < n_mat; ++m)
+        interleave_rows(t, k.group_rows, d.w.data(), d.row_bytes, rows, cols, w8.data() + m * mat_bytes);
+    for (auto _ : st) {
+        for (int64_t m = 0; m < n_mat; ++m)
+            k.gemm_interleaved(cols, w8.data() + m * mat_bytes, ib, rows, d.act.data(), d.act_row, 1,
+                               d.y.data(), rows);
+        benchmark::DoNotOptimize(d.y.data());
+    }
+    st.counters["weight B/s"] =
+        benchmark::Counter(static_cast<double>(w8.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_Matmul(benchmark::State &st, GgmlType t) {
     const int64_t rows = st.range(0), cols = st.range(1), tokens = st.range(2);
     Data d = make(t, rows, cols, tokens);
@@ -147,6 +169,12 @@ void register_all() {
                 ->Args({512, 2048, 64})    // one prompt work item (AMX tiles where the CPU has them)
                 ->Args({32768, 2048, 1})   // weights beyond the L3: memory speed
                 ->Args({32768, 2048, 8});  // the same for a batched decode step of 8 sequences
+        if (can_interleave(t, 512, 2048))
+            benchmark::RegisterBenchmark((std::string("GemmX8Seq/") + n).c_str(),
+                                         [t](benchmark::State &st) { BM_GemmX8Seq(st, t); })
+                ->Args({3072, 768, 64})    // mamba-130m's ssm_in
+                ->Args({768, 1536, 128})   // its ssm_out
+                ->Args({32768, 2048, 2});  // GemmX8's large matrix, twice
         benchmark::RegisterBenchmark((std::string("Matmul/") + n).c_str(),
                                      [t](benchmark::State &st) { BM_Matmul(st, t); })
             ->Args({5632, 2048, 1, 1})
