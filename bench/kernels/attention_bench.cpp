@@ -29,6 +29,45 @@ struct Shape {
     int n_head, n_head_kv, head_dim;
 };
 
+// The fields every case sets alike: the shape's heads, rows 0..n_rows-1 of q (n_head heads each), the mask
+// (n_rows x n_kv) and the output; the caller adds the cache.
+AttentionArgs args_for(const Shape &sh, const std::vector<float> &q, std::vector<float> &out,
+                       const std::vector<int32_t> &rows, const std::vector<float> &mask, int n_kv) {
+    AttentionArgs a;
+    a.q = q.data();
+    a.ldq = static_cast<int64_t>(sh.n_head) * sh.head_dim;
+    a.n_head = sh.n_head;
+    a.n_head_kv = sh.n_head_kv;
+    a.head_dim_k = a.head_dim_v = sh.head_dim;
+    a.n_kv = n_kv;
+    a.mask = mask.data();
+    a.ldmask = n_kv;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+    a.rows = rows.data();
+    a.n_rows = static_cast<int>(rows.size());
+    a.out = out.data();
+    a.ldo = a.ldq;
+    return a;
+}
+
+// Times attention(a) on n_threads; MAC/s counts the products with K and V.
+void time_attention(benchmark::State &st, const AttentionArgs &a, int n_threads) {
+    ThreadPool pool(n_threads);
+    for (auto _ : st) {
+        attention(a, pool);
+        benchmark::DoNotOptimize(a.out);
+    }
+    st.counters["MAC/s"] =
+        benchmark::Counter(static_cast<double>(a.n_rows) * a.n_head * a.n_kv * (a.head_dim_k + a.head_dim_v),
+                           benchmark::Counter::kIsIterationInvariantRate);
+}
+
+std::vector<int32_t> first_rows(int n) {
+    std::vector<int32_t> rows(n);
+    for (int r = 0; r < n; ++r) rows[r] = r;
+    return rows;
+}
+
 void BM_Attention(benchmark::State &st, Shape sh) {
     const int n_kv = static_cast<int>(st.range(0)), n_rows = static_cast<int>(st.range(1));
     const int n_threads = static_cast<int>(st.range(2));
@@ -57,15 +96,8 @@ void BM_Attention(benchmark::State &st, Shape sh) {
     for (int r = 0; r < n_rows; ++r)
         for (int j = n_kv - n_rows + r + 1; j < n_kv; ++j)
             mask[static_cast<size_t>(r) * n_kv + j] = -INFINITY;
-    std::vector<int32_t> rows(n_rows);
-    for (int r = 0; r < n_rows; ++r) rows[r] = r;
-
-    AttentionArgs a;
-    a.q = q.data();
-    a.ldq = q_dim;
-    a.n_head = sh.n_head;
-    a.n_head_kv = sh.n_head_kv;
-    a.head_dim_k = a.head_dim_v = sh.head_dim;
+    const std::vector<int32_t> rows = first_rows(n_rows);
+    AttentionArgs a = args_for(sh, q, out, rows, mask, n_kv);
     a.k = k.data();
     a.type_k = kv_type;
     a.k_row_bytes = kv_row_bytes;
@@ -74,22 +106,7 @@ void BM_Attention(benchmark::State &st, Shape sh) {
     a.v_trans = !v_rows;
     a.v_cells = static_cast<uint32_t>(n_cells);
     a.v_row_bytes = kv_row_bytes;
-    a.n_kv = n_kv;
-    a.mask = mask.data();
-    a.ldmask = n_kv;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
-    a.rows = rows.data();
-    a.n_rows = n_rows;
-    a.out = out.data();
-    a.ldo = q_dim;
-    ThreadPool pool(n_threads);
-    for (auto _ : st) {
-        attention(a, pool);
-        benchmark::DoNotOptimize(out.data());
-    }
-    st.counters["MAC/s"] =
-        benchmark::Counter(static_cast<double>(n_rows) * sh.n_head * n_kv * 2.0 * sh.head_dim,
-                           benchmark::Counter::kIsIterationInvariantRate);
+    time_attention(st, a, n_threads);
 }
 
 // An encoder's pass (bert, nomic-bert): n tokens of one sequence see each other (no mask), F32 keys and
@@ -105,14 +122,8 @@ void BM_EncoderAttention(benchmark::State &st, Shape sh) {
     for (float &e : k) e = normal(rng);
     for (float &e : v) e = normal(rng);
     for (float &e : q) e = normal(rng);
-    std::vector<int32_t> rows(n);
-    for (int r = 0; r < n; ++r) rows[r] = r;
-    AttentionArgs a;
-    a.q = q.data();
-    a.ldq = q_dim;
-    a.n_head = sh.n_head;
-    a.n_head_kv = sh.n_head_kv;
-    a.head_dim_k = a.head_dim_v = sh.head_dim;
+    const std::vector<int32_t> rows = first_rows(n);
+    AttentionArgs a = args_for(sh, q, out, rows, mask, n);
     a.k = reinterpret_cast<const uint8_t *>(k.data());
     a.type_k = lctx::GgmlType::F32;
     a.k_row_bytes = sizeof(float) * k_dim;
@@ -120,24 +131,8 @@ void BM_EncoderAttention(benchmark::State &st, Shape sh) {
     a.type_v = lctx::GgmlType::F32;
     a.v_trans = true;
     a.v_cells = static_cast<uint32_t>(n);
-    a.v_row_bytes = sizeof(float) * k_dim;
-    a.n_kv = n;
-    a.mask = mask.data();
-    a.ldmask = n;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
-    a.rows = rows.data();
-    a.n_rows = n;
-    a.out = out.data();
-    a.ldo = q_dim;
     a.encoder_pass = true;
-    ThreadPool pool(n_threads);
-    for (auto _ : st) {
-        attention(a, pool);
-        benchmark::DoNotOptimize(out.data());
-    }
-    st.counters["MAC/s"] =
-        benchmark::Counter(static_cast<double>(n) * sh.n_head * n * 2.0 * sh.head_dim,
-                           benchmark::Counter::kIsIterationInvariantRate);
+    time_attention(st, a, n_threads);
 }
 
 void register_all() {
