@@ -470,6 +470,35 @@ TEST(OpsTest, GeluIsGeluToHalfPrecision) {
     }
 }
 
+// GELU depends on x through its half alone: every half between -12 and 12, floats between halves and values
+// past a half's range give gelu()'s bits (the table, ops.h) through gelu_inplace and geglu at this level (the
+// vector code's gathers, the scalar tail).
+TEST(OpsTest, GeluHasTheTablesBitsForEveryHalf) {
+    std::vector<float> x;
+    for (uint32_t b = 0; b < 0x10000; ++b) {
+        const float v = fp16_to_fp32(static_cast<fp16_t>(b));
+        if (std::fabs(v) <= 12.0f) x.push_back(v);
+    }
+    std::mt19937 rng(97);
+    std::uniform_real_distribution<float> u(-11.0f, 11.0f);
+    for (int i = 0; i < 20000; ++i) x.push_back(u(rng));
+    x.push_back(std::numeric_limits<float>::infinity());
+    x.push_back(-std::numeric_limits<float>::infinity());
+    x.push_back(70000.0f);
+    x.push_back(-70000.0f);
+    const int64_t n = static_cast<int64_t>(x.size());
+    std::vector<float> y = x, ones(x.size(), 1.0f), z(x.size());
+    gelu_inplace(y.data(), n);
+    geglu(x.data(), ones.data(), z.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+        const float want = gelu(x[i]);
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want))
+            << x[i] << " (element " << i << ")";
+        ASSERT_EQ(std::bit_cast<uint32_t>(z[i]), std::bit_cast<uint32_t>(want))
+            << x[i] << " (element " << i << ")";
+    }
+}
+
 TEST(OpsTest, Softcap) {
     for (int64_t n : kLengths) {
         SCOPED_TRACE(n);
