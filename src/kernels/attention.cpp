@@ -97,8 +97,11 @@ constexpr int kMaxTurnedHeadDim = 512;
 bool turnable_keys(const AttentionArgs &a) {
     const bool type_ok = a.type_k == GgmlType::F16 || (a.type_k == GgmlType::F32 && a.encoder_pass) ||
                          (a.type_k != GgmlType::F32 && a.head_dim_k <= kMaxTurnedHeadDim);
-    return type_ok && a.head_dim_k <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys &&
-           detail::use_avx512_row_ops();
+    // (At the avx2 level an encoder's F32 keys only: its 512-token passes spent half their time on the dot
+    // products, and a decoder's prompts keep the values they had.)
+    const bool level_ok = detail::use_avx512_row_ops() ||
+                          (a.type_k == GgmlType::F32 && a.encoder_pass && detail::use_avx2_row_ops());
+    return type_ok && a.head_dim_k <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys && level_ok;
 }
 // Query rows per work item against turned key blocks, at most (rows_per_item below).
 constexpr int kRowsPerItem = 16;
@@ -273,8 +276,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             const uint8_t *k0 = a.k + g * k_head_bytes + blk * kKeyBlock * a.k_row_bytes;
             const int n = static_cast<int>(std::min<int64_t>(kKeyBlock, a.n_kv - blk * kKeyBlock));
             float *kt = buf.data() + i * per_block;
-            if (a.type_k == GgmlType::F16 || a.type_k == GgmlType::F32) {
-#if defined(__x86_64__)  // (key_blocks is false elsewhere: the turned blocks are the AVX-512 kernels')
+            if ((a.type_k == GgmlType::F16 || a.type_k == GgmlType::F32) && detail::use_avx512_row_ops()) {
+#if defined(__x86_64__)  // (key_blocks is false elsewhere: the turned blocks are the x86 kernels')
                 if (a.type_k == GgmlType::F16)
                     detail::turn_key_block_f16(k0, a.k_row_bytes, n, dk, kt);
                 else
@@ -282,9 +285,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
 #endif
                 return;
             }
-            // The other types: each cell's keys as f32 (dequantize_row's values, exact: d * q (+ m) of a
-            // block type, the bf16 bits widened) into its lane of the block (dk x 16 floats, in L1); cells
-            // past n are zero
+            // The other types (and F32 at the avx2 level): each cell's keys as f32 (dequantize_row's values,
+            // exact: d * q (+ m) of a block type, the bf16 bits widened) into its lane of the block (dk x 16
+            // floats, in L1); cells past n are zero
             float row[kMaxTurnedHeadDim];
             for (int c = 0; c < kKeyBlock; ++c) {
                 if (c < n)
@@ -586,8 +589,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     for (int v = 0; v < nr * hpi; ++v)
                         dequantize_row(kk.act_type, qbuf + v * q_act_bytes, qf + v * dk, dk);
 #if defined(__x86_64__)
-                    detail::key_block_scores(qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block,
-                                             per_block, b1 - b0, scores + b0 * kKeyBlock, lds);
+                    (detail::use_avx512_row_ops() ? detail::key_block_scores : detail::key_block_scores_avx2)(
+                        qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block, per_block, b1 - b0,
+                        scores + b0 * kKeyBlock, lds);
 #endif
                 } else {
                     for (int i = 0; i < nr; ++i)

@@ -19,6 +19,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention_x86.h"
@@ -509,7 +510,7 @@ TEST(AttentionTest, EncoderPassOverF32Keys) {
                 ++seed;
                 if (::testing::Test::HasFailure()) return;
             }
-    if (detail::use_avx512_row_ops()) {
+    if (detail::use_avx2_row_ops()) {  // (the turned key blocks: AVX-512, or AVX2 for an encoder's F32 keys)
         EXPECT_TRUE(any_differs) << "the encoder's pass took the dot products";
     }
 }
@@ -744,11 +745,15 @@ TEST(AttentionTest, InterleavedPromptChunks) {
 }
 
 #if defined(__x86_64__)
-// The turned key blocks' scores (attention_x86.h) for every count of query vectors an item can hand over
-// (its rows times its heads: 1 to 13, tiles of uneven size included) and runs of blocks that do not fill the
-// kernel's run of 4: each score is the one FMA chain over d, in order, whatever tile it falls in.
+// The turned key blocks' scores (attention_x86.h), AVX-512 and AVX2 where the CPU has them, for every count
+// of query vectors an item can hand over (its rows times its heads: 1 to 13, tiles of uneven size included)
+// and runs of blocks that do not fill the AVX-512 kernel's run of 4: each score is the one FMA chain over d,
+// in order, whatever tile it falls in, so the two levels give the same bits.
 TEST(AttentionTest, KeyBlockScoresAreOneChainForEveryQueryCount) {
-    if (!isa_at_least(isa_detected(), Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (!isa_at_least(isa_detected(), Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+    using ScoresFn = void (*)(const float *, int, int, const float *, size_t, int64_t, float *, int64_t);
+    std::vector<std::pair<const char *, ScoresFn>> levels = {{"avx2", &detail::key_block_scores_avx2}};
+    if (isa_at_least(isa_detected(), Isa::Avx512)) levels.push_back({"avx512", &detail::key_block_scores});
     constexpr int dk = 24, n_blocks = 6;
     constexpr size_t block_stride = dk * detail::kKeyBlock + 16;  // blocks apart by more than their size
     std::mt19937 rng(71);
@@ -760,17 +765,21 @@ TEST(AttentionTest, KeyBlockScoresAreOneChainForEveryQueryCount) {
         std::vector<float> q(static_cast<size_t>(n_q) * dk);
         for (float &v : q) v = u(rng);
         const int64_t lds = n_blocks * detail::kKeyBlock + 3;
-        std::vector<float> scores(static_cast<size_t>(n_q * lds), std::nanf(""));
-        detail::key_block_scores(q.data(), n_q, dk, kt.data(), block_stride, n_blocks, scores.data(), lds);
-        for (int h = 0; h < n_q; ++h)
-            for (int b = 0; b < n_blocks; ++b)
-                for (int c = 0; c < detail::kKeyBlock; ++c) {
-                    float want = 0.0f;
-                    for (int d = 0; d < dk; ++d)
-                        want =
-                            std::fma(q[h * dk + d], kt[b * block_stride + d * detail::kKeyBlock + c], want);
-                    ASSERT_EQ(scores[h * lds + b * detail::kKeyBlock + c], want) << h << " " << b << " " << c;
-                }
+        for (const auto &[level, scores_fn] : levels) {
+            SCOPED_TRACE(level);
+            std::vector<float> scores(static_cast<size_t>(n_q * lds), std::nanf(""));
+            scores_fn(q.data(), n_q, dk, kt.data(), block_stride, n_blocks, scores.data(), lds);
+            for (int h = 0; h < n_q; ++h)
+                for (int b = 0; b < n_blocks; ++b)
+                    for (int c = 0; c < detail::kKeyBlock; ++c) {
+                        float want = 0.0f;
+                        for (int d = 0; d < dk; ++d)
+                            want = std::fma(q[h * dk + d], kt[b * block_stride + d * detail::kKeyBlock + c],
+                                            want);
+                        ASSERT_EQ(scores[h * lds + b * detail::kKeyBlock + c], want)
+                            << h << " " << b << " " << c;
+                    }
+        }
     }
 }
 #endif
