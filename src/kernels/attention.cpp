@@ -268,7 +268,11 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             },
             max_threads);
     };
-    [[maybe_unused]] const float *turned = nullptr;  // (the AVX-512 key blocks only)
+    [[maybe_unused]] const float *turned = nullptr;  // (the x86 key blocks only)
+#if defined(__x86_64__)
+    const auto key_scores =
+        detail::use_avx512_row_ops() ? detail::key_block_scores : detail::key_block_scores_avx2;
+#endif
     if (key_blocks) {
         std::vector<float> &buf = scratch<float, Scratch::TurnedKeys>();
         buf.resize(static_cast<size_t>(a.n_head_kv * n_blocks) * per_block);
@@ -589,9 +593,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     for (int v = 0; v < nr * hpi; ++v)
                         dequantize_row(kk.act_type, qbuf + v * q_act_bytes, qf + v * dk, dk);
 #if defined(__x86_64__)
-                    (detail::use_avx512_row_ops() ? detail::key_block_scores : detail::key_block_scores_avx2)(
-                        qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block, per_block, b1 - b0,
-                        scores + b0 * kKeyBlock, lds);
+                    key_scores(qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block, per_block, b1 - b0,
+                               scores + b0 * kKeyBlock, lds);
 #endif
                 } else {
                     for (int i = 0; i < nr; ++i)

@@ -48,7 +48,7 @@ void key_block_scores_avx2(const float *q, int n_q, int dk, const float *kt, siz
     const int n_tiles = (n_q + kMaxHeads - 1) / kMaxHeads;
     for (int64_t b = 0; b < n_blocks; ++b) {
         for (int t = 0, h = 0; t < n_tiles; ++t) {
-            const int nh = n_q / n_tiles + (t < n_q % n_tiles ? 1 : 0);
+            const int nh = even_part(n_q, n_tiles, t);
             kTiles[nh - 1](q + static_cast<int64_t>(h) * dk, dk, kt + b * block_stride,
                            scores + h * lds + b * kKeyBlock, lds);
             h += nh;

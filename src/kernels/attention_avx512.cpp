@@ -124,7 +124,7 @@ void key_block_scores(const float *q, int n_q, int dk, const float *kt, size_t b
     for (int64_t b = 0; b < n_blocks; b += kMaxBlocks) {
         const int nb = static_cast<int>(n_blocks - b < kMaxBlocks ? n_blocks - b : kMaxBlocks);
         for (int t = 0, h = 0; t < n_tiles; ++t) {
-            const int nh = n_q / n_tiles + (t < n_q % n_tiles ? 1 : 0);
+            const int nh = even_part(n_q, n_tiles, t);
             const int64_t rest = n_blocks - b - nb;  // blocks after this run
             const int n_pf = h == 0 ? static_cast<int>(rest < kMaxBlocks ? rest : kMaxBlocks) : 0;
             kTiles[nh - 1][nb - 1](q + static_cast<int64_t>(h) * dk, dk, kt + b * block_stride, block_stride,

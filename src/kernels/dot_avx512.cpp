@@ -325,7 +325,7 @@ struct FloatX8Driver512 {
                     const uint8_t *wc = w + r0 * ldw + b0 * kBlockBytes;
                     for (int64_t t = 0, c0 = 0; t < n_tiles; ++t) {
                         pf.step([&](int64_t i) { return pf_base + 64 * i; });
-                        const int cc = static_cast<int>(nc / n_tiles + (t < nc % n_tiles ? 1 : 0));
+                        const int cc = even_part(nc, n_tiles, t);
                         kTiles[cc - 1](kb, wc, a + c0 * lda + b0 * Tile<1>::kActBlock, lda, ga + c0 * kAcc,
                                        b0 == 0, b0 + kb == nb ? y + c0 * ldy + r0 : nullptr, ldy);
                         c0 += cc;

@@ -84,33 +84,45 @@ double sum_in_parts(int64_t n, Term term) {
     return sum;
 }
 
-}  // namespace
-
-void layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps) {
+// layer_norm's steps: the sum of x; y = x - mean and the sum of y^2; y = y * s * w + b. The avx2 level takes
+// the same sums in the same order, vectorised (the steps were 3.7% of a bge-small pass, ~1% since), and one
+// FMA for the last step.
+double sum_of(const float *x, int64_t n) {
 #if defined(__x86_64__)
-    if (use_avx2_row_ops()) {  // the same sums in the same order (3.7% of a bge-small pass before, ~1% now)
-        const float mean = static_cast<float>(detail::sum_parts_avx2(x, n) / static_cast<double>(n));
-        const double var = detail::center_sum_sq_avx2(x, mean, y, n);
-        detail::scale_affine_avx2(y, 1.0f / std::sqrt(static_cast<float>(var / static_cast<double>(n)) + eps),
-                                  w, b, n);
-        return;
-    }
+    if (use_avx2_row_ops()) return detail::sum_parts_avx2(x, n);
 #endif
-    const double sum = sum_in_parts(n, [x](int64_t i) { return static_cast<double>(x[i]); });
-    const float mean = static_cast<float>(sum / static_cast<double>(n));
-    // y = x - mean on the way, the sum of its squares
-    const double var = sum_in_parts(n, [x, y, mean](int64_t i) {
+    return sum_in_parts(n, [x](int64_t i) { return static_cast<double>(x[i]); });
+}
+
+double center_sum_sq(const float *x, float mean, float *y, int64_t n) {
+#if defined(__x86_64__)
+    if (use_avx2_row_ops()) return detail::center_sum_sq_avx2(x, mean, y, n);
+#endif
+    return sum_in_parts(n, [x, y, mean](int64_t i) {
         const float d = x[i] - mean;
         y[i] = d;
         return static_cast<double>(d) * d;
     });
-    const float scale = 1.0f / std::sqrt(static_cast<float>(var / static_cast<double>(n)) + eps);
+}
+
+void scale_affine(float *y, float s, const float *w, const float *b, int64_t n) {
+#if defined(__x86_64__)
+    if (use_avx2_row_ops()) return detail::scale_affine_avx2(y, s, w, b, n);
+#endif
     for (int64_t i = 0; i < n; ++i) {
-        float v = y[i] * scale;
+        float v = y[i] * s;
         if (w) v *= w[i];
         if (b) v += b[i];
         y[i] = v;
     }
+}
+
+}  // namespace
+
+void layer_norm(const float *x, const float *w, const float *b, float *y, int64_t n, float eps) {
+    const float mean = static_cast<float>(sum_of(x, n) / static_cast<double>(n));
+    const double var = center_sum_sq(x, mean, y, n);
+    scale_affine(y, 1.0f / std::sqrt(static_cast<float>(var / static_cast<double>(n)) + eps), w, b, n);
 }
 
 namespace {

@@ -335,18 +335,25 @@ double center_sum_sq_avx2(const float *x, float mean, float *y, int64_t n) {
 
 void scale_affine_avx2(float *y, float s, const float *w, const float *b, int64_t n) {
     const __m256 vs = _mm256_set1_ps(s);
-    for (int64_t i = 0; i < n; i += 8) {
-        // the tail through a mask, so that every element takes the same instructions
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i < 8 ? n - i : 8)),
+    // y * s, then * w + b in one FMA (or the one of them there is); load: whole registers, or the tail's
+    // lanes
+    auto step = [&](int64_t i, __m256 v, auto load) {
+        v = _mm256_mul_ps(v, vs);
+        if (w && b) return _mm256_fmadd_ps(v, load(w + i), load(b + i));
+        if (w) return _mm256_mul_ps(v, load(w + i));
+        if (b) return _mm256_add_ps(v, load(b + i));
+        return v;
+    };
+    int64_t i = 0;
+    const auto whole = [](const float *p) { return _mm256_loadu_ps(p); };
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, step(i, _mm256_loadu_ps(y + i), whole));
+    // The tail through a mask, with the same arithmetic as every other element (masked stores are slow on AMD
+    // cores: the tail only).
+    if (i < n) {
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256 v = _mm256_mul_ps(_mm256_maskload_ps(y + i, m), vs);
-        if (w && b)
-            v = _mm256_fmadd_ps(v, _mm256_maskload_ps(w + i, m), _mm256_maskload_ps(b + i, m));
-        else if (w)
-            v = _mm256_mul_ps(v, _mm256_maskload_ps(w + i, m));
-        else if (b)
-            v = _mm256_add_ps(v, _mm256_maskload_ps(b + i, m));
-        _mm256_maskstore_ps(y + i, m, v);
+        const auto part = [m](const float *p) { return _mm256_maskload_ps(p, m); };
+        _mm256_maskstore_ps(y + i, m, step(i, _mm256_maskload_ps(y + i, m), part));
     }
 }
 

@@ -35,6 +35,13 @@ inline float bf2f(uint16_t h) {
     return f;
 }
 
+// Part t of n split into `parts` parts of even size, the larger ones first (128 in 22 parts: 18 of 6, 4 of
+// 5): the tiles of a kernel's activations or query vectors, where a last small tile would leave its FMA ports
+// idle.
+inline int even_part(int64_t n, int64_t parts, int64_t t) {
+    return static_cast<int>(n / parts + (t < n % parts ? 1 : 0));
+}
+
 inline __m256i loadu256(const void *p) {
     return _mm256_loadu_si256(static_cast<const __m256i *>(p));
 }

@@ -87,6 +87,16 @@ TEST(OpsTest, LayerNorm) {
         expect_close(y, want, 1e-4, 1e-5);
         layer_norm(x.data(), nullptr, nullptr, y.data(), n, 1e-5f);
         expect_close(y, want_plain, 1e-4, 1e-5);
+        // a weight alone, a bias alone
+        std::vector<double> want_w(n), want_b(n);
+        for (int64_t i = 0; i < n; ++i) {
+            want_w[i] = want_plain[i] * w[i];
+            want_b[i] = want_plain[i] + b[i];
+        }
+        layer_norm(x.data(), w.data(), nullptr, y.data(), n, 1e-5f);
+        expect_close(y, want_w, 1e-4, 1e-5);
+        layer_norm(x.data(), nullptr, b.data(), y.data(), n, 1e-5f);
+        expect_close(y, want_b, 1e-4, 1e-5);
     }
 }
 

@@ -45,19 +45,25 @@ struct Seqs {
     }
 };
 
-// The texts back to back, text i in sequence seq0 + i at positions 0...
-Seqs texts_batch(const Model &m, const std::vector<std::string> &texts, int32_t seq0 = 0) {
+// The token sequences back to back, sequence i in seq0 + i at positions 0...
+Seqs tokens_batch(const std::vector<std::vector<int32_t>> &seqs, int32_t seq0 = 0) {
     Seqs s;
-    for (size_t i = 0; i < texts.size(); ++i) {
-        const std::vector<int32_t> ids = m.vocab().tokenize(texts[i], true, false);
-        for (size_t k = 0; k < ids.size(); ++k) {
-            s.tok.push_back(ids[k]);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        for (size_t k = 0; k < seqs[i].size(); ++k) {
+            s.tok.push_back(seqs[i][k]);
             s.pos.push_back(static_cast<int32_t>(k));
             s.sid.push_back(seq0 + static_cast<int32_t>(i));
         }
-        s.len.push_back(ids.size());
+        s.len.push_back(seqs[i].size());
     }
     return s;
+}
+
+// The texts, tokenized, back to back (tokens_batch).
+Seqs texts_batch(const Model &m, const std::vector<std::string> &texts, int32_t seq0 = 0) {
+    std::vector<std::vector<int32_t>> seqs;
+    for (const std::string &t : texts) seqs.push_back(m.vocab().tokenize(t, true, false));
+    return tokens_batch(seqs, seq0);
 }
 
 ContextParams embd_params(PoolingType pooling, uint32_t n_ubatch = 128) {
@@ -126,24 +132,14 @@ TEST(Bert, AVectorIsTheSameWhereverItsSequenceStarts) {
         }
         seqs.push_back(t);
     }
-    auto batch_of = [](const std::vector<std::vector<int32_t>> &ss) {
-        Seqs s;
-        for (size_t i = 0; i < ss.size(); ++i)
-            for (size_t k = 0; k < ss[i].size(); ++k) {
-                s.tok.push_back(ss[i][k]);
-                s.pos.push_back(static_cast<int32_t>(k));
-                s.sid.push_back(static_cast<int32_t>(i));
-            }
-        return s;
-    };
     ContextParams p = embd_params(PoolingType::Mean);
     p.n_seq_max = 8;
     Context together(*m, p);
-    Seqs all = batch_of(seqs);
+    Seqs all = tokens_batch(seqs);
     ASSERT_EQ(together.decode(all.batch()), DecodeStatus::Ok);
     for (size_t i = 0; i < seqs.size(); ++i) {
         Context alone(*m, p);
-        Seqs one = batch_of({seqs[i]});
+        Seqs one = tokens_batch({seqs[i]});
         ASSERT_EQ(alone.decode(one.batch()), DecodeStatus::Ok);
         const float *a = together.embeddings_seq(static_cast<int32_t>(i));
         const float *b = alone.embeddings_seq(0);
