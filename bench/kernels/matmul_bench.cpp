@@ -195,6 +195,19 @@ void register_all() {
                 b->Args({rows, cols, 512, th});
         b->UseRealTime();
     }
+    // Encoder passes of F16 embedding models, 1 thread: bge-small (384 x 384, 1536 x 384, 384 x 1536) over 16
+    // texts of 22 tokens (a server's batch of short texts) and over 512 tokens; nomic-embed (2304 x 768 fused
+    // q|k|v, 768 x 768, 3072 x 768, 768 x 3072) over 512.
+    {
+        auto *b = benchmark::RegisterBenchmark("MatmulEnc/f16",
+                                               [](benchmark::State &st) { BM_MatmulX8(st, GgmlType::F16); });
+        for (int tokens : {352, 512})
+            for (auto [rows, cols] : {std::pair{384, 384}, {1536, 384}, {384, 1536}})
+                b->Args({rows, cols, tokens, 1});
+        for (auto [rows, cols] : {std::pair{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}})
+            b->Args({rows, cols, 512, 1});
+        b->UseRealTime();
+    }
     // Prompt processing and generation of a TinyLlama-shaped Q4_K_M model (Q4_K + Q6_K, some Q5_K):
     // attention (2048 x 2048) and feed-forward (5632 x 2048) weights, 512 tokens and 1 token.
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K}) {

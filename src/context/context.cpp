@@ -301,15 +301,16 @@ bool Context::check_outputs() const {
     return false;
 }
 
-void Context::build_mask(const Batch &b, int32_t begin, int32_t n, uint32_t n_kv) {
+void Context::build_mask(const std::vector<KvCell> &cells, bool causal, const Batch &b, int32_t begin,
+                         int32_t n, uint32_t n_kv) {
     const HParams &hp = model_.hparams();
     MaskRules rules;
-    rules.causal = causal_attn_;
+    rules.causal = causal;
     rules.n_swa = hp.n_swa;
     rules.alibi = hp.use_alibi;
     mask_.resize(static_cast<size_t>(n) * n_kv);
     if (hp.n_swa > 0) mask_swa_.resize(static_cast<size_t>(n) * n_kv);
-    build_masks(kv_->cells(), n_kv, n, b.pos + begin, b.seq_id + begin, rules, mask_.data(),
+    build_masks(cells, n_kv, n, b.pos + begin, b.seq_id + begin, rules, mask_.data(),
                 hp.n_swa > 0 ? mask_swa_.data() : nullptr);
     mask_spans_.resize(2 * static_cast<size_t>(n));
     kernels::attention_mask_spans(mask_.data(), n_kv, n, static_cast<int>(n_kv), mask_spans_.data());
@@ -443,7 +444,7 @@ DecodeStatus Context::decode(const Batch &in) {
             kv_->occupy(cells_, b.pos + begin, b.n_seq_id + begin, b.seq_id + begin);
             placed_.insert(placed_.end(), cells_.begin(), cells_.end());
             n_kv = kv_->n_kv();
-            build_mask(b, begin, n, n_kv);
+            build_mask(kv_->cells(), causal_attn_, b, begin, n, n_kv);
             fill_kv_pos(kv_->cells(), n_kv);
             if (!enc_out_.empty()) build_cross_mask(b, begin, n);
         }

@@ -162,7 +162,9 @@ class Context {
     bool check_outputs() const;
     kernels::ThreadPool &pool_for(int32_t n_tokens);
     void prepare_outputs(const Batch &batch, std::vector<int8_t> &want);
-    void build_mask(const Batch &batch, int32_t begin, int32_t n, uint32_t n_kv);
+    // mask_ (and mask_swa_) of rows begin..begin+n over cells 0..n_kv-1, with each row's visible span
+    void build_mask(const std::vector<KvCell> &cells, bool causal, const Batch &batch, int32_t begin,
+                    int32_t n, uint32_t n_kv);
     void pool_embeddings(const Batch &batch);
     void fill_kv_pos(const std::vector<KvCell> &cells, uint32_t n_kv);
     void build_cross_mask(const Batch &batch, int32_t begin, int32_t n);

@@ -65,20 +65,14 @@ DecodeStatus Context::run_encoder(const Batch &b, bool causal, int32_t n_out, co
         return DecodeStatus::Error;
     }
 
-    // Cells 0..n-1 of the encoder's own cache, then a mask within each token's sequences.
+    // Cells 0..n-1 of the encoder's own cache, then a mask within each token's sequences (and each row's
+    // visible span, found once for every layer).
     enc_kv_->clear();
     cells_.resize(n);
     std::iota(cells_.begin(), cells_.end(), 0u);
     enc_kv_->occupy(cells_, b.pos, b.n_seq_id, b.seq_id);
-    MaskRules rules;
-    rules.causal = causal;
-    rules.alibi = hp.use_alibi;
-    rules.n_swa = hp.n_swa;
     const uint32_t n_kv = static_cast<uint32_t>(n);
-    mask_.resize(static_cast<size_t>(n) * n_kv);
-    if (hp.n_swa > 0) mask_swa_.resize(static_cast<size_t>(n) * n_kv);
-    build_masks(enc_kv_->cells(), n_kv, n, b.pos, b.seq_id, rules, mask_.data(),
-                hp.n_swa > 0 ? mask_swa_.data() : nullptr);
+    build_mask(enc_kv_->cells(), causal, b, 0, n, n_kv);
     fill_kv_pos(enc_kv_->cells(), n_kv);
 
     ForwardBatch fb;
@@ -90,6 +84,8 @@ DecodeStatus Context::run_encoder(const Batch &b, bool causal, int32_t n_out, co
     fb.n_kv = static_cast<int32_t>(n_kv);
     fb.mask = mask_.data();
     fb.mask_swa = hp.n_swa > 0 ? mask_swa_.data() : nullptr;
+    fb.mask_spans = mask_spans_.data();
+    fb.mask_swa_spans = hp.n_swa > 0 ? mask_swa_spans_.data() : nullptr;
     fb.kv_pos = kv_pos_.data();
     fb.n_outputs = n_out;
     fb.out_rows = out_rows;

@@ -5,6 +5,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/interleave.h"
+#include "kernels/ops.h"
 #include "util/error.h"
 
 namespace lctx::kernels {
@@ -151,16 +152,25 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
         nth);
 }
 
+namespace {
+// F16 rows (embedding tables) converted by the CPU's instructions: the same values as dequantize_row's loop
+// (a bge-small pass over short texts spent 0.7% of its time in that loop).
+void plain_row_to_f32(GgmlType type, const uint8_t *src, float *dst, int64_t n) {
+    if (type == GgmlType::F16) return f16_to_f32(src, dst, n);
+    dequantize_row(type, src, dst, n);
+}
+}  // namespace
+
 void weight_row_to_f32(const WeightView &w, int64_t row, float *dst) {
     if (row < 0 || row >= w.rows) throw Error("weight row " + std::to_string(row) + " out of range");
     if (w.interleaved()) {
         thread_local std::vector<uint8_t> plain;  // one row, reused by every lookup of this thread
         plain.resize(row_size(w.type, w.cols));
         deinterleave_row(w.type, w.group_rows, w.data, w.row_bytes, row, w.cols, plain.data());
-        dequantize_row(w.type, plain.data(), dst, w.cols);
+        plain_row_to_f32(w.type, plain.data(), dst, w.cols);
         return;
     }
-    dequantize_row(w.type, w.data + row * w.row_bytes, dst, w.cols);
+    plain_row_to_f32(w.type, w.data + row * w.row_bytes, dst, w.cols);
 }
 
 }  // namespace lctx::kernels

@@ -224,15 +224,16 @@ void rope_shift_f16(uint16_t *x, int n_head, int head_dim, float delta, const Ro
 
 void softmax(float *x, const float *mask, int64_t n, float scale, float slope) {
 #if defined(__x86_64__)
-    if (use_avx2_row_ops()) {
-        const float max = detail::scale_mask_max_avx2(x, mask, n, scale, slope);
+    if (use_avx2_row_ops()) {  // the AVX-512 steps give the AVX2 ones' bits
+        const bool wide = detail::use_avx512_row_ops();
+        const float max = wide ? detail::scale_mask_max_avx512(x, mask, n, scale, slope)
+                               : detail::scale_mask_max_avx2(x, mask, n, scale, slope);
         if (max == -std::numeric_limits<float>::infinity()) {
             for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
             return;
         }
-        const double sum = detail::use_avx512_row_ops() ? detail::exp_sum_avx512(x, n, max)
-                                                        : detail::exp_sum_avx2(x, n, max);
-        detail::scale_avx2(x, static_cast<float>(1.0 / sum), n);
+        const double sum = wide ? detail::exp_sum_avx512(x, n, max) : detail::exp_sum_avx2(x, n, max);
+        (wide ? detail::scale_avx512 : detail::scale_avx2)(x, static_cast<float>(1.0 / sum), n);
         return;
     }
 #elif defined(__aarch64__)
@@ -317,6 +318,7 @@ float gelu(float x) {
 void geglu(const float *g, const float *u, float *y, int64_t n) {
     const float *table = gelu_table();
 #if defined(__x86_64__)
+    if (detail::use_avx512_row_ops()) return detail::geglu_avx512(g, u, y, n, table);
     if (use_avx2_row_ops()) return detail::geglu_avx2(g, u, y, n, table);
 #endif
     for (int64_t i = 0; i < n; ++i) y[i] = gelu_from(table, g[i]) * u[i];
@@ -324,6 +326,7 @@ void geglu(const float *g, const float *u, float *y, int64_t n) {
 void gelu_inplace(float *x, int64_t n) {
     const float *table = gelu_table();
 #if defined(__x86_64__)
+    if (detail::use_avx512_row_ops()) return detail::gelu_avx512(x, n, table);
     if (use_avx2_row_ops()) return detail::gelu_avx2(x, n, table);
 #endif
     for (int64_t i = 0; i < n; ++i) x[i] = gelu_from(table, x[i]);
@@ -351,6 +354,15 @@ void add_inplace(float *y, const float *x, int64_t n) {
     if (use_neon_row_ops()) return detail::add_neon(y, x, n);
 #endif
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+void f16_to_f32(const void *x, float *y, int64_t n) {
+    const auto *h = static_cast<const uint16_t *>(x);
+#if defined(__x86_64__)
+    if (use_avx2_row_ops()) return detail::f16_to_f32_avx2(h, y, n);
+#elif defined(__aarch64__)
+    if (use_neon_row_ops()) return detail::f16_to_f32_neon(h, y, n);
+#endif
+    for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(h[i]);
 }
 void scale_inplace(float *x, float s, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= s;

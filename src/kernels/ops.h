@@ -60,6 +60,8 @@ void silu_inplace(float *x, int64_t n);
 void relu_inplace(float *x, int64_t n);  // x = max(x, 0)
 // y += x
 void add_inplace(float *y, const float *x, int64_t n);
+// y = the n halves at x as f32 (exact: dequantize_row's values for F16)
+void f16_to_f32(const void *x, float *y, int64_t n);
 void scale_inplace(float *x, float s, int64_t n);
 // y = x * w (element-wise)
 void mul_inplace(float *y, const float *w, int64_t n);

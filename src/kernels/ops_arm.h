@@ -16,6 +16,7 @@ void swiglu_neon(const float *g, const float *u, float *y, int64_t n);
 void silu_neon(float *x, int64_t n);
 void axpy_f32_neon(float a, const float *x, float *y, int64_t n);
 void add_neon(float *y, const float *x, int64_t n);
+void f16_to_f32_neon(const uint16_t *x, float *y, int64_t n);
 double sum_sq_neon(const float *x, int64_t n);
 void scale_mul_neon(const float *x, float s, const float *w, float *y, int64_t n);
 // rope_apply's rotation (ops.h), pairs (2i, 2i + 1) or, neox, (i, i + n_rot / 2).

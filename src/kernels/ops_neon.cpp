@@ -98,6 +98,12 @@ void add_neon(float *y, const float *x, int64_t n) {
     for (; i < n; ++i) y[i] += x[i];
 }
 
+void f16_to_f32_neon(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(x + i))));
+    for (; i < n; ++i) y[i] = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(x[i]))), 0);
+}
+
 // sum of x[i]^2 in double (the products of floats are exact in double), 4 partial sums.
 double sum_sq_neon(const float *x, int64_t n) {
     float64x2_t a0 = vdupq_n_f64(0.0), a1 = a0;

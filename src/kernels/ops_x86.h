@@ -17,12 +17,17 @@ float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale, f
 // x[i] = exp(x[i] - max) (0 for -inf), returns the sum in double.
 double exp_sum_avx2(float *x, int64_t n, float max);
 double exp_sum_avx512(float *x, int64_t n, float max);
+// 16 lanes, the same values (and maximum) as the AVX2 versions
+float scale_mask_max_avx512(float *x, const float *mask, int64_t n, float scale, float slope);
+void scale_avx512(float *x, float s, int64_t n);
 void scale_avx2(float *x, float s, int64_t n);
 // x = cap * tanh(x * (scale / cap))
 void softcap_avx2(float *x, int64_t n, float cap, float scale);
 // y = gelu(g) * u and x = gelu(x) with ggml's half table (ops.h): table[h] = gelu of the half h, as f32
 void geglu_avx2(const float *g, const float *u, float *y, int64_t n, const float *table);
 void gelu_avx2(float *x, int64_t n, const float *table);
+void geglu_avx512(const float *g, const float *u, float *y, int64_t n, const float *table);
+void gelu_avx512(float *x, int64_t n, const float *table);
 // y = silu(g) * u
 void swiglu_avx2(const float *g, const float *u, float *y, int64_t n);
 void silu_avx2(float *x, int64_t n);
@@ -43,6 +48,8 @@ void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, 
 void weighted_rows_avx512(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
                           RowType type, int j0, int j1, float *o, int64_t ldo, int n);
 void add_avx2(float *y, const float *x, int64_t n);
+// y = the halves x as f32 (exact, as fp16_to_fp32)
+void f16_to_f32_avx2(const uint16_t *x, float *y, int64_t n);
 // sum of x[i]^2 in double (the products of floats are exact in double; 8 partial sums)
 double sum_sq_avx2(const float *x, int64_t n);
 // y = x * s * w (w may be null: y = x * s)

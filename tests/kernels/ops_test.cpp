@@ -282,10 +282,11 @@ TEST(OpsTest, SoftmaxWithMaskAndScale) {
 }
 
 #if defined(__x86_64__)
-// The AVX-512 exp and sum of softmax give the AVX2 version's bits, elements and sum, at every length.
-TEST(OpsTest, ExpSumAvx512HasTheAvx2Bits) {
+// The AVX-512 steps of softmax give the AVX2 versions' bits at every length: the scaled and masked scores
+// and their maximum (no mask, a mask, an ALiBi slope), the exps and their sum, the scaled probabilities.
+TEST(OpsTest, SoftmaxStepsAtAvx512HaveTheAvx2Bits) {
     if (!isa_at_least(isa_detected(), Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
-    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 33, 100, 2051}) {
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33, 47, 100, 2051}) {
         SCOPED_TRACE(n);
         std::vector<float> x = random_vec(n, 29 + static_cast<uint32_t>(n), 30.0f);
         for (int64_t i = 0; i < n; i += 5) x[i] = -kInf;
@@ -295,6 +296,24 @@ TEST(OpsTest, ExpSumAvx512HasTheAvx2Bits) {
                      s5 = detail::exp_sum_avx512(y.data(), n, 10.0f);
         EXPECT_EQ(x, y);
         EXPECT_EQ(s2, s5);
+
+        const std::vector<float> scores = random_vec(n, 31 + static_cast<uint32_t>(n), 8.0f);
+        std::vector<float> mask = random_vec(n, 37 + static_cast<uint32_t>(n), 4.0f);
+        mask[(n - 1) / 3] = -kInf;
+        for (const float *m :
+             {static_cast<const float *>(nullptr), static_cast<const float *>(mask.data())}) {
+            for (float slope : {1.0f, 0.25f}) {
+                std::vector<float> a = scores, b = scores;
+                const float m2 = detail::scale_mask_max_avx2(a.data(), m, n, 0.125f, slope),
+                            m5 = detail::scale_mask_max_avx512(b.data(), m, n, 0.125f, slope);
+                EXPECT_EQ(a, b) << (m ? "mask" : "no mask") << ", slope " << slope;
+                EXPECT_EQ(std::bit_cast<uint32_t>(m2), std::bit_cast<uint32_t>(m5));
+            }
+        }
+        std::vector<float> a = scores, b = scores;
+        detail::scale_avx2(a.data(), 0.37f, n);
+        detail::scale_avx512(b.data(), 0.37f, n);
+        EXPECT_EQ(a, b);
     }
 }
 #endif
@@ -506,6 +525,24 @@ TEST(OpsTest, GeluHasTheTablesBitsForEveryHalf) {
             << x[i] << " (element " << i << ")";
         ASSERT_EQ(std::bit_cast<uint32_t>(z[i]), std::bit_cast<uint32_t>(want))
             << x[i] << " (element " << i << ")";
+    }
+}
+
+// Every half, in a row long enough for the vector code and its tail, converts as fp16_to_fp32 does (NaNs
+// stay NaNs with their sign).
+TEST(OpsTest, HalvesConvertExactly) {
+    std::vector<uint16_t> h(0x10000 + 5);
+    for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(i);
+    std::vector<float> y(h.size());
+    f16_to_f32(h.data(), y.data(), static_cast<int64_t>(h.size()));
+    for (size_t i = 0; i < h.size(); ++i) {
+        const float want = fp16_to_fp32(static_cast<fp16_t>(h[i]));
+        if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(y[i])) << "half " << h[i];
+            ASSERT_EQ(std::signbit(y[i]), std::signbit(want)) << "half " << h[i];
+        } else {
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want)) << "half " << h[i];
+        }
     }
 }
 
