@@ -154,20 +154,32 @@ const Tables &tables() {
                                      &detail::gemm_avx512, &detail::gemm_interleaved_avx512,
                                      &detail::group_rows_avx512)
                        : r.avx2;
-        if (isa_at_least(detected, Isa::Avx512))
-            for (int32_t id = 0; id < kGgmlTypeCount; ++id)
-                r.avx512[id].gemm_interleaved_stages =
-                    r.avx512[id].gemm_interleaved &&
-                    detail::interleaved_stages_avx512(static_cast<GgmlType>(id));
+        if (isa_at_least(detected, Isa::Avx512)) {
+            for (int32_t id = 0; id < kGgmlTypeCount; ++id) {
+                TypeKernels &k = r.avx512[id];
+                if (!k.gemm_interleaved) continue;
+                k.gemm_interleaved_stages = detail::interleaved_stages_avx512(static_cast<GgmlType>(id));
+                k.quantize_act_wide = detail::quantize_act_wide_avx512(k.act_type);
+                k.gemm_interleaved_wide =
+                    k.quantize_act_wide ? detail::gemm_interleaved_wide_avx512(static_cast<GgmlType>(id))
+                                        : nullptr;
+                if (!k.gemm_interleaved_wide) k.quantize_act_wide = nullptr;
+            }
+        }
         r.amx = r.avx512;
         if (isa_at_least(detected, Isa::Amx)) {
             r.amx = build_level(r.avx512, &no_vec_dot, &no_quantize_act, &no_gemm,
                                 &detail::gemm_interleaved_amx, nullptr);
-            for (int32_t id = 0; id < kGgmlTypeCount; ++id)
-                r.amx[id].gemm_interleaved_stages =  // its own tiles, or the avx512 kernel's needs
-                    (r.amx[id].gemm_interleaved &&
-                     r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved) ||
-                    r.avx512[id].gemm_interleaved_stages;
+            for (int32_t id = 0; id < kGgmlTypeCount; ++id) {
+                const bool own =
+                    r.amx[id].gemm_interleaved && r.amx[id].gemm_interleaved != r.avx512[id].gemm_interleaved;
+                // its own tiles, or the avx512 kernel's needs
+                r.amx[id].gemm_interleaved_stages = own || r.avx512[id].gemm_interleaved_stages;
+                if (own) {  // the wide form is the avx512 kernel's
+                    r.amx[id].quantize_act_wide = nullptr;
+                    r.amx[id].gemm_interleaved_wide = nullptr;
+                }
+            }
         }
 #elif defined(__aarch64__)
         // ARM64: groups of 8 rows at every level (two 128-bit registers of 4 rows per interleaved line).

@@ -61,6 +61,13 @@ struct TypeKernels {
     // gemm_interleaved copies operands on every call (the AMX kernels into tile order, from 16 activations;
     // the 512-bit F16 kernel widens its activations to f32): it wants calls of many rows and activations.
     bool gemm_interleaved_stages = false;
+    // Where set, the level's interleaved kernel also comes in a form that takes activations already widened
+    // to f32 (quantize_act_wide: act_type's values, e.g. rounded to halves, stored as f32), with the same
+    // values: matmul converts a call's activations to that form once, where the plain kernel widens them
+    // again in every call (the 512-bit F16 kernel: once per target and 128-token chunk, 1-2% of an
+    // embedding model's pass).
+    QuantizeActFn quantize_act_wide = nullptr;
+    GemmFn gemm_interleaved_wide = nullptr;
 };
 
 // Kernels for weight type `weight_type` at level `isa` (falling back to a lower level for a type
@@ -93,6 +100,9 @@ GemmFn gemm_interleaved_avx512(GgmlType weight_type);
 int group_rows_avx512(GgmlType weight_type);
 // Whether the level's gemm_interleaved for the type copies operands on every call (gemm_interleaved_stages).
 bool interleaved_stages_avx512(GgmlType weight_type);
+// The level's wide forms (TypeKernels::gemm_interleaved_wide; nullptr: none for the type).
+QuantizeActFn quantize_act_wide_avx512(GgmlType act_type);
+GemmFn gemm_interleaved_wide_avx512(GgmlType weight_type);
 // Activations one pass over an interleaved integer group serves at each x86 level (its widest tile): a
 // batched decode of up to that many sequences reads every weight block once. 0: no such tile.
 int interleaved_tile_acts_avx2(GgmlType weight_type);

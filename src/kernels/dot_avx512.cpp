@@ -484,13 +484,42 @@ void gemm_interleaved_f16_512(int64_t n, const void *w, size_t ldw, int64_t nr, 
                 static_cast<size_t>(n) * sizeof(float), nc, af + a_floats, y, ldy);
 }
 
-// F32 activations are read where they are.
-void gemm_interleaved_f32_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
-                              int64_t nc, float *y, int64_t ldy) {
-    using Driver = FloatX8Driver512<F32Tile512, kPairRowsMaxC512>;
+// F32 activations, and F16's in their wide form (quantize_act_f16_wide_512), are read where they are.
+template <template <int> class Tile>
+void gemm_interleaved_f32_acts_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
+                                   size_t lda, int64_t nc, float *y, int64_t ldy) {
+    using Driver = FloatX8Driver512<Tile, kPairRowsMaxC512>;
     auto *acc = reinterpret_cast<float *>(kernel_tile_scratch(Driver::acc_floats(nc) * sizeof(float)));
     Driver::run(n / 8, static_cast<const uint8_t *>(w), ldw, nr, static_cast<const uint8_t *>(act), lda, nc,
                 acc, y, ldy);
+}
+void gemm_interleaved_f32_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
+                              int64_t nc, float *y, int64_t ldy) {
+    gemm_interleaved_f32_acts_512<F32Tile512>(n, w, ldw, nr, act, lda, nc, y, ldy);
+}
+
+// F16 activations widened back to f32 in one pass: each value is quantize_act_f16's half (a NaN its plain
+// quiet NaN) as f32, so gemm_interleaved_f16_512's activations without its widening in every call.
+void quantize_act_f16_wide_512(const float *x, void *vy, int64_t n) {
+    auto *y = static_cast<float *>(vy);
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u)));
+    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000));
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        const __m512 h = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        _mm512_storeu_ps(y + i, _mm512_mask_or_ps(h, nan, _mm512_and_ps(v, sign), qnan));
+    }
+    for (; i < n; ++i) {
+        fp16_t h;
+        quantize_act_f16(x + i, &h, 1);
+        y[i] = _cvtsh_ss(h);
+    }
+}
+void gemm_interleaved_f16_wide_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
+                                   size_t lda, int64_t nc, float *y, int64_t ldy) {
+    gemm_interleaved_f32_acts_512<F16Tile512>(n, w, ldw, nr, act, lda, nc, y, ldy);
 }
 
 // ---- BF16 over interleaved weights (block_f16x8), vdpbf16ps ----
@@ -822,6 +851,12 @@ int interleaved_tile_acts_avx512(GgmlType weight_type) {
 bool interleaved_stages_avx512(GgmlType weight_type) {
     return weight_type == GgmlType::F16;
 }
+QuantizeActFn quantize_act_wide_avx512(GgmlType act_type) {
+    return act_type == GgmlType::F16 ? &quantize_act_f16_wide_512 : nullptr;
+}
+GemmFn gemm_interleaved_wide_avx512(GgmlType weight_type) {
+    return weight_type == GgmlType::F16 ? &gemm_interleaved_f16_wide_512 : nullptr;
+}
 // The float types in 512-bit tiles (attention over the KV cache); the others in the 256-bit tiles of the
 // shared set (int8 dots in vpdpbusd here): a tile reuses each unpacked block across activations, which a
 // 512-bit dot per output cannot.
@@ -864,6 +899,12 @@ int interleaved_tile_acts_avx512(GgmlType) {
 }
 bool interleaved_stages_avx512(GgmlType) {
     return false;
+}
+QuantizeActFn quantize_act_wide_avx512(GgmlType) {
+    return nullptr;
+}
+GemmFn gemm_interleaved_wide_avx512(GgmlType) {
+    return nullptr;
 }
 #endif
 

@@ -80,6 +80,9 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
     if (n_outs > kMaxSharedOutputs) throw Error("matmul_shared_input: too many outputs");
     int64_t work = 0;
     bool staged = n_tokens >= 16;
+    // Activations converted once into the wide form where every target's kernel takes it
+    // (TypeKernels::gemm_interleaved_wide): a prompt's, not a decoded token's (the form is 2x the bytes).
+    bool wide = n_tokens >= 16 && k0.quantize_act_wide;
     for (int i = 0; i < n_outs; ++i) {
         const WeightView &w = *outs[i].w;
         const TypeKernels &k = type_kernels(w.type);
@@ -91,10 +94,16 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
                       w.interleaved() ? w.rows / w.group_rows * w.group_rows : w.rows};
         work += w.rows * w.cols * n_tokens;
         staged = staged && w.interleaved() && k.gemm_interleaved_stages;
+        wide =
+            wide && w.interleaved() && k.gemm_interleaved_wide && k.quantize_act_wide == k0.quantize_act_wide;
     }
+    if (wide)
+        for (int i = 0; i < n_outs; ++i)
+            targets[i].gemm = type_kernels(targets[i].w->type).gemm_interleaved_wide;
     const int64_t token_chunk = staged ? kStagedTokenChunk : kTokenChunk;
+    const QuantizeActFn quantize = wide ? k0.quantize_act_wide : k0.quantize_act;
 
-    const size_t act_row = row_size(k0.act_type, cols);
+    const size_t act_row = wide ? sizeof(float) * static_cast<size_t>(cols) : row_size(k0.act_type, cols);
     const size_t need = act_row * static_cast<size_t>(n_tokens);
     if (scratch.act.size() < need) scratch.act.resize(need);
     uint8_t *act = scratch.act.data();  // [n_tokens][act_row bytes]
@@ -104,11 +113,11 @@ void matmul_shared_input(const MatmulOutput *outs, int n_outs, const float *x, i
         pool.parallel_for(
             n_tokens, 1,
             [&](int64_t t0, int64_t t1) {
-                for (int64_t t = t0; t < t1; ++t) k0.quantize_act(x + t * ldx, act + t * act_row, cols);
+                for (int64_t t = t0; t < t1; ++t) quantize(x + t * ldx, act + t * act_row, cols);
             },
             nth);
     } else {
-        for (int64_t t = 0; t < n_tokens; ++t) k0.quantize_act(x + t * ldx, act + t * act_row, cols);
+        for (int64_t t = 0; t < n_tokens; ++t) quantize(x + t * ldx, act + t * act_row, cols);
     }
 
     if (nth == 1) {

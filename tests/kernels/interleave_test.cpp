@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "dot_test_util.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
+#include "tensor/fp16.h"
 #include "tensor/types.h"
 #include "util/error.h"
 
@@ -287,6 +290,59 @@ TEST(Interleave, FloatGroupsGiveThePlainTilesBits) {
             }
         }
     }
+}
+
+// Where a level's interleaved kernel takes activations in a wide form (TypeKernels::gemm_interleaved_wide:
+// F16 at avx512), each value converts as quantize_act's does (NaN, infinities, overflow, subnormals), and the
+// products are the plain form's bit for bit, for every activation count (tiles of 1-6, chunks past 128) and
+// column count (a block, odd blocks, a model's width).
+TEST(Interleave, WideActivationsGiveTheNarrowBits) {
+    int levels = 0;
+    for (Isa isa : test::available_interleaved_isas()) {
+        const TypeKernels &k = type_kernels(GgmlType::F16, isa);
+        if (!k.gemm_interleaved_wide) continue;
+        SCOPED_TRACE(isa_name(isa));
+        ++levels;
+        ASSERT_NE(k.quantize_act_wide, nullptr);
+        std::vector<float> x;
+        for (uint32_t b = 0; b < 0x10000; b += 7) x.push_back(fp16_to_fp32(static_cast<fp16_t>(b)));
+        for (float v : {65504.0f, 65519.0f, 65520.0f, 1e9f, -1e9f, 3e-8f, -6e-8f, 1e-30f, 0.0f, -0.0f,
+                        std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()})
+            x.push_back(v);
+        std::mt19937 rng(11);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        for (int i = 0; i < 1001; ++i) x.push_back(normal(rng));  // an odd count: the tail too
+        const auto n = static_cast<int64_t>(x.size());
+        std::vector<fp16_t> h(n);
+        std::vector<float> wide(n);
+        k.quantize_act(x.data(), h.data(), n);
+        k.quantize_act_wide(x.data(), wide.data(), n);
+        for (int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(std::bit_cast<uint32_t>(wide[i]), std::bit_cast<uint32_t>(fp16_to_fp32(h[i])))
+                << x[i] << " (element " << i << ")";
+
+        for (int64_t cols : {8, 24, 552, 2048}) {
+            const int64_t rows = 3 * k.group_rows;
+            const Mat m = make_mat(GgmlType::F16, rows, cols, 13, k.group_rows);
+            for (int64_t n_act : {1, 3, 6, 7, 13, 130}) {
+                std::vector<float> a(n_act * cols);
+                for (float &v : a) v = normal(rng);
+                std::vector<fp16_t> an(a.size());
+                std::vector<float> aw(a.size()), yn(n_act * rows), yw(n_act * rows, -1.0f);
+                for (int64_t c = 0; c < n_act; ++c) {
+                    k.quantize_act(a.data() + c * cols, an.data() + c * cols, cols);
+                    k.quantize_act_wide(a.data() + c * cols, aw.data() + c * cols, cols);
+                }
+                k.gemm_interleaved(cols, m.packed.data(), m.packed_row_bytes, rows, an.data(), 2 * cols,
+                                   n_act, yn.data(), rows);
+                k.gemm_interleaved_wide(cols, m.packed.data(), m.packed_row_bytes, rows, aw.data(), 4 * cols,
+                                        n_act, yw.data(), rows);
+                ASSERT_EQ(yw, yn) << cols << " columns, " << n_act << " activations";
+            }
+        }
+    }
+    if (levels == 0) GTEST_SKIP() << "no AVX-512 on this CPU";  // the one level with a wide form
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::tuple<GgmlType, Isa>> &info) {
