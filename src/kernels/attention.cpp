@@ -574,10 +574,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
 
             // scores[i * hpi + hh][j] = k_j . q_(row i, head hh) for j in the span
             if (u0 < u1) {
-                for (int i = 0; i < nr; ++i)
-                    for (int hh = 0; hh < hpi; ++hh)
-                        kk.quantize_act(a.q + a.rows[ri0 + i] * a.ldq + static_cast<int64_t>(h0 + hh) * dk,
-                                        qbuf + (i * hpi + hh) * q_act_bytes, dk);
+                auto query = [&](int v) {  // query vector v = i * hpi + hh of the item
+                    return a.q + a.rows[ri0 + v / hpi] * a.ldq + static_cast<int64_t>(h0 + v % hpi) * dk;
+                };
                 const int64_t b0 = u0 / kKeyBlock, b1 = (u1 + kKeyBlock - 1) / kKeyBlock;
                 // Rows that mostly see the same cells share the turned blocks; rows far apart (tokens of
                 // different sequences in one item) each take the dot products over their own span. An
@@ -590,13 +589,21 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     unturned[b1] == unturned[b0];
                 if (shared) {
                     // the queries' values in the keys' dot type as f32, against the blocks covering the span
-                    for (int v = 0; v < nr * hpi; ++v)
-                        dequantize_row(kk.act_type, qbuf + v * q_act_bytes, qf + v * dk, dk);
+                    // (an encoder's F32 keys: the queries themselves, copied once)
+                    for (int v = 0; v < nr * hpi; ++v) {
+                        if (kk.act_type == GgmlType::F32) {
+                            std::memcpy(qf + v * dk, query(v), sizeof(float) * dk);
+                        } else {
+                            kk.quantize_act(query(v), qbuf + v * q_act_bytes, dk);
+                            dequantize_row(kk.act_type, qbuf + v * q_act_bytes, qf + v * dk, dk);
+                        }
+                    }
 #if defined(__x86_64__)
                     key_scores(qf, nr * hpi, dk, turned + (g * n_blocks + b0) * per_block, per_block, b1 - b0,
                                scores + b0 * kKeyBlock, lds);
 #endif
                 } else {
+                    for (int v = 0; v < nr * hpi; ++v) kk.quantize_act(query(v), qbuf + v * q_act_bytes, dk);
                     for (int i = 0; i < nr; ++i)
                         if (j0s[i] < j1s[i])
                             kk.gemm(dk, a.k + g * k_head_bytes + static_cast<size_t>(j0s[i]) * a.k_row_bytes,
