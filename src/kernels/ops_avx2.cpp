@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/softmax_x86_inl.h"
 #include "kernels/vmath_x86_inl.h"
 #include "kernels/weighted_rows_x86_inl.h"
 
@@ -32,36 +33,6 @@ inline __m256 silu256(__m256 g) {
 }
 
 }  // namespace
-
-float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale, float slope) {
-    __m256 vmax = _mm256_set1_ps(-__builtin_inff());
-    const __m256 vs = _mm256_set1_ps(scale);
-    int64_t i = 0;
-    if (mask && slope != 1.0f) {  // ALiBi: the mask holds distances, times the head's slope
-        const __m256 vslope = _mm256_set1_ps(slope);
-        for (; i + 8 <= n; i += 8) {
-            const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs),
-                                           _mm256_mul_ps(vslope, _mm256_loadu_ps(mask + i)));
-            _mm256_storeu_ps(x + i, v);
-            vmax = _mm256_max_ps(vmax, v);
-        }
-    } else {
-        for (; i + 8 <= n; i += 8) {
-            __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
-            if (mask) v = _mm256_add_ps(v, _mm256_loadu_ps(mask + i));
-            _mm256_storeu_ps(x + i, v);
-            vmax = _mm256_max_ps(vmax, v);
-        }
-    }
-    float mx = hmax(vmax);
-    for (; i < n; ++i) {
-        float v = x[i] * scale;
-        if (mask) v += slope * mask[i];
-        x[i] = v;
-        if (v > mx) mx = v;
-    }
-    return mx;
-}
 
 // The sum in four vectors of partial sums: element 16 k + l goes to s[l / 4], lane l % 4 (an 8-element block
 // left over to s0 and s1). With two, one chain of dependent adds per 8 elements set the pace: half the time
@@ -216,6 +187,9 @@ struct V8 {
     static void store(float *x, Reg r) { _mm256_storeu_ps(x, r); }
     static Reg set1(float a) { return _mm256_set1_ps(a); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+    static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+    static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+    static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
     // the values of channels [c, c + 8) of a row, as dequantize_row gives them
     template <RowType kType>
     static Reg values(const uint8_t *row, int c) {
@@ -271,6 +245,22 @@ void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_
 }
 
 }  // namespace
+
+float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale, float slope) {
+    int64_t i = 0;
+    float mx = hmax(scale_mask_max_vectors<V8>(x, mask, n, scale, slope, &i));
+    if (i < n) {  // the tail through the same vector code, padded with -inf (below every score, also scaled)
+        alignas(32) float t[8], m[8] = {};
+        const int64_t k = n - i;
+        for (int j = 0; j < 8; ++j) t[j] = j < k ? x[i + j] : -__builtin_inff();
+        for (int j = 0; j < k && mask; ++j) m[j] = mask[i + j];
+        int64_t done = 0;
+        const float tail = hmax(scale_mask_max_vectors<V8>(t, mask ? m : nullptr, 8, scale, slope, &done));
+        for (int j = 0; j < k; ++j) x[i + j] = t[j];
+        if (tail > mx) mx = tail;
+    }
+    return mx;
+}
 
 void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,
                         RowType type, int j0, int j1, float *o, int64_t ldo, int n) {

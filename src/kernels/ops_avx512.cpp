@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/softmax_x86_inl.h"
 #include "kernels/vmath_x86_inl.h"
 #include "kernels/weighted_rows_x86_inl.h"
 
@@ -22,6 +23,9 @@ struct V16 {
     static void store(float *x, Reg r) { _mm512_storeu_ps(x, r); }
     static Reg set1(float a) { return _mm512_set1_ps(a); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+    static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+    static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+    static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
     // the values of channels [c, c + 16) of a row, each lane as the AVX2 version forms it
     template <RowType kType>
     static Reg values(const uint8_t *row, int c) {
@@ -96,26 +100,8 @@ void weighted_rows_avx512(const float *p, int64_t ldp, int n_p, const uint8_t *v
 }
 
 float scale_mask_max_avx512(float *x, const float *mask, int64_t n, float scale, float slope) {
-    __m512 vmax = _mm512_set1_ps(-__builtin_inff());
-    const __m512 vs = _mm512_set1_ps(scale);
     int64_t i = 0;
-    if (mask && slope != 1.0f) {  // ALiBi: the mask holds distances, times the head's slope
-        const __m512 vslope = _mm512_set1_ps(slope);
-        for (; i + 16 <= n; i += 16) {
-            const __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs),
-                                           _mm512_mul_ps(vslope, _mm512_loadu_ps(mask + i)));
-            _mm512_storeu_ps(x + i, v);
-            vmax = _mm512_max_ps(vmax, v);
-        }
-    } else {
-        for (; i + 16 <= n; i += 16) {
-            __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vs);
-            if (mask) v = _mm512_add_ps(v, _mm512_loadu_ps(mask + i));
-            _mm512_storeu_ps(x + i, v);
-            vmax = _mm512_max_ps(vmax, v);
-        }
-    }
-    const float mx = _mm512_reduce_max_ps(vmax);
+    const float mx = _mm512_reduce_max_ps(scale_mask_max_vectors<V16>(x, mask, n, scale, slope, &i));
     if (i == n) return mx;
     const float rest = scale_mask_max_avx2(x + i, mask ? mask + i : nullptr, n - i, scale, slope);
     return rest > mx ? rest : mx;
