@@ -7,6 +7,7 @@
 #include "kernels/dot.h"
 #include "kernels/ops_arm.h"
 #include "kernels/ops_x86.h"
+#include "kernels/softmax_scalar_inl.h"
 #include "tensor/fp16.h"
 
 namespace lctx::kernels {
@@ -247,13 +248,8 @@ void softmax(float *x, const float *mask, int64_t n, float scale, float slope) {
         return;
     }
 #endif
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < n; ++i) {
-        float v = x[i] * scale;
-        if (mask) v += slope * mask[i];  // slope 1: the mask's own bits
-        x[i] = v;
-        if (v > max) max = v;
-    }
+    const float max =
+        detail::scale_mask_max_scalar(x, mask, 0, n, scale, slope, -std::numeric_limits<float>::infinity());
     if (max == -std::numeric_limits<float>::infinity()) {
         for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;  // nothing visible
         return;

@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/softmax_scalar_inl.h"
 #include "kernels/softmax_x86_inl.h"
 #include "kernels/vmath_x86_inl.h"
 #include "kernels/weighted_rows_x86_inl.h"
@@ -248,18 +249,8 @@ void weighted_rows(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_
 
 float scale_mask_max_avx2(float *x, const float *mask, int64_t n, float scale, float slope) {
     int64_t i = 0;
-    float mx = hmax(scale_mask_max_vectors<V8>(x, mask, n, scale, slope, &i));
-    if (i < n) {  // the tail through the same vector code, padded with -inf (below every score, also scaled)
-        alignas(32) float t[8], m[8] = {};
-        const int64_t k = n - i;
-        for (int j = 0; j < 8; ++j) t[j] = j < k ? x[i + j] : -__builtin_inff();
-        for (int j = 0; j < k && mask; ++j) m[j] = mask[i + j];
-        int64_t done = 0;
-        const float tail = hmax(scale_mask_max_vectors<V8>(t, mask ? m : nullptr, 8, scale, slope, &done));
-        for (int j = 0; j < k; ++j) x[i + j] = t[j];
-        if (tail > mx) mx = tail;
-    }
-    return mx;
+    const float mx = hmax(scale_mask_max_vectors<V8>(x, mask, n, scale, slope, &i));
+    return scale_mask_max_scalar(x, mask, i, n, scale, slope, mx);
 }
 
 void weighted_rows_avx2(const float *p, int64_t ldp, int n_p, const uint8_t *v, size_t row_bytes,

@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__)
 #include "kernels/simd_x86_inl.h"
+#include "kernels/softmax_scalar_inl.h"
 #include "kernels/softmax_x86_inl.h"
 #include "kernels/vmath_x86_inl.h"
 #include "kernels/weighted_rows_x86_inl.h"
@@ -102,9 +103,7 @@ void weighted_rows_avx512(const float *p, int64_t ldp, int n_p, const uint8_t *v
 float scale_mask_max_avx512(float *x, const float *mask, int64_t n, float scale, float slope) {
     int64_t i = 0;
     const float mx = _mm512_reduce_max_ps(scale_mask_max_vectors<V16>(x, mask, n, scale, slope, &i));
-    if (i == n) return mx;
-    const float rest = scale_mask_max_avx2(x + i, mask ? mask + i : nullptr, n - i, scale, slope);
-    return rest > mx ? rest : mx;
+    return scale_mask_max_scalar(x, mask, i, n, scale, slope, mx);  // (masked stores are slow on AMD)
 }
 
 void scale_avx512(float *x, float s, int64_t n) {

@@ -5,6 +5,7 @@
 #include <arm_neon.h>
 
 #include "kernels/ops_arm.h"
+#include "kernels/softmax_scalar_inl.h"
 #include "kernels/vmath_neon_inl.h"
 
 namespace lctx::kernels::detail {
@@ -39,14 +40,7 @@ float scale_mask_max_neon(float *x, const float *mask, int64_t n, float scale, f
             vmax = vmaxq_f32(vmax, v);
         }
     }
-    float mx = vmaxvq_f32(vmax);
-    for (; i < n; ++i) {
-        float v = x[i] * scale;
-        if (mask) v += slope * mask[i];
-        x[i] = v;
-        if (v > mx) mx = v;
-    }
-    return mx;
+    return scale_mask_max_scalar(x, mask, i, n, scale, slope, vmaxvq_f32(vmax));
 }
 
 double exp_sum_neon(float *x, int64_t n, float max) {

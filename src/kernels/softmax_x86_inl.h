@@ -8,8 +8,8 @@ namespace lctx::kernels::detail {
 namespace {
 
 // x[i] = x[i] * scale, plus mask[i] (slope 1: the mask's own bits) or slope * mask[i] (ALiBi: the mask holds
-// distances), for the whole vectors of V from the start. Returns their maximum lane by lane; *done: the
-// elements done.
+// distances; one fused multiply-add onto x[i] * scale, written out, as the compiler formed it before), for
+// the whole vectors of V from the start. Returns their maximum lane by lane; *done: the elements done.
 template <class V>
 typename V::Reg scale_mask_max_vectors(float *x, const float *mask, int64_t n, float scale, float slope,
                                        int64_t *done) {
@@ -19,7 +19,7 @@ typename V::Reg scale_mask_max_vectors(float *x, const float *mask, int64_t n, f
     if (mask && slope != 1.0f) {
         const typename V::Reg vslope = V::set1(slope);
         for (; i + V::kLanes <= n; i += V::kLanes) {
-            const typename V::Reg v = V::add(V::mul(V::load(x + i), vs), V::mul(vslope, V::load(mask + i)));
+            const typename V::Reg v = V::fmadd(vslope, V::load(mask + i), V::mul(V::load(x + i), vs));
             V::store(x + i, v);
             vmax = V::max(vmax, v);
         }
