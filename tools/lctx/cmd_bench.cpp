@@ -710,6 +710,15 @@ int cmd_bench(int argc, char **argv) {
                 std::fprintf(stderr, "lctx bench: embedding mode needs -p above 0\n");
                 return 1;
             }
+            // lctx's encoder pass does not depend on -fa; llama.cpp's does, and its own default (-fa auto)
+            // is flash attention on the CPU, without which its attention covers the whole batch.
+            if (!peer_dir.empty() && std::none_of(depth_attns.begin(), depth_attns.end(),
+                                                  [](const auto &d) { return d.second.fa; }))
+                std::fprintf(
+                    stderr,
+                    "lctx bench: note: llama.cpp embeds with flash attention by default (its -fa "
+                    "auto on the CPU), and at -fa 0 its attention covers every sequence of the batch: "
+                    "compare embeddings with -fa 1\n");
         }
         const bench::ModelFacts facts = bench::model_facts(*model);
         const bench::ComputeFacts compute = bench::compute_facts(*model);
