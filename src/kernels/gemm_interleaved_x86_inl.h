@@ -217,15 +217,14 @@ inline typename V::I add_step_products(typename V::I s16, typename V::I lo, type
     return V::add16(s16, V::add16(V::maddubs(lo, V::bcast_u32(aq)), V::maddubs(hi, V::bcast_u32(aq + 4))));
 }
 
-// Holds a tile's integer sum in a register here, so that it is added in program order. Without it GCC
-// reassociates the sums of a block's vpmaddubsw / vpmaddwd products (integer adds: any order gives the same
-// value) into trees, every product of the block live at once, and the AVX2 tiles of 2-4 activations stored
-// and reloaded 16-32 of them per block from the stack, the float accumulators too. Pinned, GemmX8 at the
-// avx2 level over 8 and 64 activations ran Q4_0 and Q4_K 19-33% and Q8_0 10% faster. One activation (a
-// decoded token) has the registers it needs and keeps GCC's order.
+// The tiles of 2-4 activations pin each block sum after every add (keep_in_register, simd_x86_inl.h): left to
+// GCC, the sums became trees over the block's products, and the AVX2 tiles stored and reloaded 16-32 of them
+// per block from the stack, the float accumulators too. Pinned, GemmX8 at the avx2 level over 8 and 64
+// activations ran Q4_0 and Q4_K 19-33% and Q8_0 10% faster. One activation (a decoded token) has the
+// registers it needs and keeps GCC's order.
 template <int C, class T>
-inline void keep_in_register(T &v) {
-    if constexpr (C > 1) asm("" : "+x"(v));
+inline void keep_sum_in_register(T &v) {
+    if constexpr (C > 1) keep_in_register(v);
 }
 
 inline const block_q8_0 &act_q8_0(const uint8_t *a, size_t lda, int c, int64_t b) {
@@ -346,7 +345,7 @@ struct NibbleTile {
                             s32[c] = V::dpbusd(s32[c], hi, V::bcast_u32(aq + 4));
                         } else {
                             s16[c] = add_step_products<V>(s16[c], lo, hi, aq);
-                            keep_in_register<C>(s16[c]);
+                            keep_sum_in_register<C>(s16[c]);
                         }
                     }
                 }
@@ -399,7 +398,7 @@ struct Q8_0Tile {
                     for (int c = 0; c < C; ++c) {
                         const I ys = V::sign8(V::bcast_u32(act_q8_0(a, lda, c, b).qs + 4 * g), v);
                         s[c] = V::add32(s[c], V::madd(V::maddubs(av, ys), V::set1_16(1)));
-                        keep_in_register<C>(s[c]);
+                        keep_sum_in_register<C>(s[c]);
                     }
                 }
             }
@@ -461,7 +460,7 @@ struct Q4_KTile {
                         s16[c] =
                             add_step_products<V>(s16[c], lo, hi, act_q8_K(a, lda, c, b).qs + 32 * j + 8 * g);
                         // (at 16 lanes GCC keeps these sums in registers itself, and pinning them cost 2%)
-                        if constexpr (V::kLanes == 8) keep_in_register<C>(s16[c]);
+                        if constexpr (V::kLanes == 8) keep_sum_in_register<C>(s16[c]);
                     }
                 }
                 LCTX_UNROLL
@@ -557,7 +556,7 @@ struct Q6_KTile {
                             d16 = V::add32(V::madd(t0, ones), V::madd(t1, ones));
                         }
                         isum[c] = V::add32(isum[c], V::mullo32(d16, sc));
-                        keep_in_register<C>(isum[c]);
+                        keep_sum_in_register<C>(isum[c]);
                     }
                 }
             }

@@ -230,7 +230,7 @@ void kq_tile(int64_t nb, const uint8_t *w, size_t ldw, const uint8_t *a, size_t 
             LCTX_KQ_UNROLL
             for (int r = 0; r < R; ++r) {
                 LCTX_KQ_UNROLL
-                for (int c = 0; c < C; ++c) __asm__("" : "+x"(sumi[r][c]));
+                for (int c = 0; c < C; ++c) keep_in_register(sumi[r][c]);
             }
         }
 

@@ -22,6 +22,14 @@
 namespace lctx::kernels {
 namespace {
 
+// Holds v in a register at this point, so that a sum passing through it is added in program order. GCC may
+// reassociate integer adds (any order gives the same value) into a tree over all of a block's products,
+// which keeps them live at once and spills them to the stack.
+template <class T>
+inline void keep_in_register(T &v) {
+    asm("" : "+x"(v));
+}
+
 inline float h2f(fp16_t h) {
     return _cvtsh_ss(h);
 }
