@@ -18,6 +18,7 @@
 #include "../../tools/lctx/bench_core.h"
 #include "../../tools/lctx/bench_peer.h"
 #include "../../tools/lctx/synth_model.h"
+#include "../cli/cli_run.h"
 
 namespace lctx::bench::bench_test {
 namespace {
@@ -357,29 +358,19 @@ TEST(BenchPeer, LlamaCppEncodesABertModel) {
 // which its attention covers the whole batch. (The note comes before the peer is looked for, so a directory
 // without one shows it, then the error.)
 TEST(BenchCli, EmbeddingsAgainstThePeerWithoutFlashAttentionGetANote) {
-    const std::string lctx = sibling("lctx");
-    if (lctx.empty()) GTEST_SKIP() << "the lctx binary is not built next to this test";
     const std::string bert = std::string(LCTX_FIXTURES_DIR) + "/golden/models/bert.gguf";
     const std::string no_peer = (std::filesystem::temp_directory_path() / "lctx_no_peer_here").string();
-    auto stderr_of = [&](const std::string &args) {
-        std::string out;
-        FILE *p = popen((lctx + " bench -m " + bert + " --embd -p 8 --n-seq 2 -t 1 -r 1 --bw-mib 0 " + args +
-                         " 2>&1 >/dev/null")
-                            .c_str(),
-                        "r");
-        if (!p) return out;
-        char buf[4096];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-        pclose(p);
-        return out;
+    auto output_of = [&](const std::string &args) {  // stdout and stderr
+        return lctx::testing::run_cli(
+                   "bench -m " + bert + " --embd -p 8 --n-seq 2 -t 1 -r 1 --bw-mib 0 " + args, true)
+            .out;
     };
     const std::string note = "compare embeddings with -fa 1";
-    EXPECT_NE(stderr_of("--peer " + no_peer).find(note), std::string::npos);
-    EXPECT_NE(stderr_of("-fa 0 --peer " + no_peer).find(note), std::string::npos);
-    EXPECT_EQ(stderr_of("-fa 0,1 --peer " + no_peer).find(note), std::string::npos);
-    EXPECT_EQ(stderr_of("-fa 1 --peer " + no_peer).find(note), std::string::npos);
-    EXPECT_EQ(stderr_of("").find(note), std::string::npos);  // no peer, nothing to compare
+    EXPECT_NE(output_of("--peer " + no_peer).find(note), std::string::npos);
+    EXPECT_NE(output_of("-fa 0 --peer " + no_peer).find(note), std::string::npos);
+    EXPECT_EQ(output_of("-fa 0,1 --peer " + no_peer).find(note), std::string::npos);
+    EXPECT_EQ(output_of("-fa 1 --peer " + no_peer).find(note), std::string::npos);
+    EXPECT_EQ(output_of("").find(note), std::string::npos);  // no peer, nothing to compare
 }
 
 // The peer's T5 mode on a synthesized t5-tiny: llama.cpp loads it, encodes and runs decoder steps.
