@@ -693,9 +693,29 @@ struct SpreadPrefetch {
 constexpr int64_t kStageBlocks = 64;
 constexpr int64_t kStageGroups = 4;
 
-template <int C>
-inline void float_x8_chunk(const float *wf, const float *af, int64_t lda, int64_t nb, float *acc,
-                           bool first) {
+// Four rows' 8 lane sums each, added as hsum_ps adds them (l_i + l_i+4, then those at distance 2, then 1),
+// the rows side by side: the same bits, [row 0, 1, 2, 3] in one register, for a quarter of the instructions
+// (one row at a time, the last loop of gemm_float_x8_staged took 8% of a bge-small pass's F16 products).
+inline __m128 reduce_4_rows(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    // t_r = lanes 0-3 + lanes 4-7 of row r, rows 0 | 2 and 1 | 3 in the two halves
+    const __m256 t02 =
+        _mm256_add_ps(_mm256_permute2f128_ps(a0, a2, 0x20), _mm256_permute2f128_ps(a0, a2, 0x31));
+    const __m256 t13 =
+        _mm256_add_ps(_mm256_permute2f128_ps(a1, a3, 0x20), _mm256_permute2f128_ps(a1, a3, 0x31));
+    // [t0_0 + t0_2, t0_1 + t0_3, t1_0 + t1_2, t1_1 + t1_3 | the same of rows 2 and 3]
+    const __m256 w = _mm256_add_ps(_mm256_shuffle_ps(t02, t13, 0x44), _mm256_shuffle_ps(t02, t13, 0xee));
+    const __m256 s = _mm256_hadd_ps(w, w);  // rows 0, 1 in lanes 0, 1; rows 2, 3 in lanes 4, 5
+    return _mm_castpd_ps(_mm_unpacklo_pd(_mm_castps_pd(_mm256_castps256_ps128(s)),
+                                         _mm_castps_pd(_mm256_extractf128_ps(s, 1))));
+}
+
+// C activations against a chunk of staged weights; the lane sums go through acc between chunks and, after the
+// last one (y non-null: the first activation's output at the group's first row, activations ldy apart), are
+// reduced from the registers straight into y.
+// The weights: staged (wf: [nb][8 rows][8]) or, kRows, 8 plain f32 rows from wf, ldwf floats apart.
+template <int C, bool kRows = false>
+inline void float_x8_chunk(const float *wf, int64_t ldwf, const float *af, int64_t lda, int64_t nb,
+                           float *acc, bool first, float *y, int64_t ldy) {
     LCTX_UNROLL
     for (int h = 0; h < 8; h += 4) {
         __m256 s[4][C];
@@ -708,13 +728,21 @@ inline void float_x8_chunk(const float *wf, const float *af, int64_t lda, int64_
         for (int64_t b = 0; b < nb; ++b) {
             __m256 xv[4];
             LCTX_UNROLL
-            for (int r = 0; r < 4; ++r) xv[r] = _mm256_load_ps(wf + (b * 8 + h + r) * 8);
+            for (int r = 0; r < 4; ++r)
+                xv[r] = kRows ? _mm256_loadu_ps(wf + (h + r) * ldwf + 8 * b)
+                              : _mm256_load_ps(wf + (b * 8 + h + r) * 8);
             LCTX_UNROLL
             for (int c = 0; c < C; ++c) {
                 const __m256 yv = _mm256_loadu_ps(af + c * lda + 8 * b);
                 LCTX_UNROLL
                 for (int r = 0; r < 4; ++r) s[r][c] = _mm256_fmadd_ps(xv[r], yv, s[r][c]);
             }
+        }
+        if (y) {
+            LCTX_UNROLL
+            for (int c = 0; c < C; ++c)
+                _mm_storeu_ps(y + c * ldy + h, reduce_4_rows(s[0][c], s[1][c], s[2][c], s[3][c]));
+            continue;
         }
         LCTX_UNROLL
         for (int c = 0; c < C; ++c) {
@@ -753,17 +781,26 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
         }
     }
     const int64_t chunk = even_chunk(nb, kStageBlocks);
-    // The cache lines of the chunk at (r0, b0) of kb blocks: interleaved, one stretch of kb blocks of 8 rows
-    // x 8 elements; plain, 8 stretches (one a row) of kb x 8 elements.
+    // Plain f32 rows whose 8-row group lies within 64 KiB (short rows: an encoder's turned V, 512 cells
+    // apart) are read where they are: they stay in L1 from the first tile on, and copying each group took 12%
+    // of bge-small's attention. Longer rows (a KV cache's V at depth, often a multiple of 4 KiB apart: the
+    // same cache sets) are staged.
+    constexpr bool kF32Rows = kPlain && std::is_same_v<T, float>;
+    const bool direct = kF32Rows && ldw % sizeof(float) == 0 && 8 * ldw <= 64 * 1024;
+    const int64_t ldwf = static_cast<int64_t>(ldw / sizeof(float));
+    // The cache lines of a chunk of kb blocks (chunk_lines), and line i of the chunk at (r0, b0):
+    // interleaved, one stretch of kb blocks of 8 rows x 8 elements; plain, 8 stretches (one a row) of kb x 8
+    // elements.
     const auto row_lines = [](int64_t kb) { return (kb * 8 * static_cast<int64_t>(sizeof(T)) + 63) / 64; };
     const auto chunk_lines = [&](int64_t kb) {
         return kPlain ? 8 * row_lines(kb) : (kb * static_cast<int64_t>(sizeof(Block)) + 63) / 64;
     };
-    const auto chunk_line = [&](int64_t r0, int64_t b0, int64_t kb, int64_t i) -> const char * {
+    const auto chunk_line = [&](int64_t r0, int64_t b0, int64_t i) -> const char * {
         const char *base = static_cast<const char *>(w) + r0 * ldw;
         if constexpr (kPlain) {
-            const int64_t per_row = row_lines(kb);
-            return base + (i / per_row) * ldw + b0 * sizeof(T) * 8 + (i % per_row) * 64;
+            // the rows in turn, line by line (a shift and a mask: a division per line by the lines of a row
+            // took a fifth of a turned V's product at the avx2 level)
+            return base + (i & 7) * ldw + b0 * sizeof(T) * 8 + (i >> 3) * 64;
         } else {
             return base + b0 * sizeof(Block) + i * 64;
         }
@@ -783,9 +820,12 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
                 const int64_t pkb = nb - p.b0 < chunk ? nb - p.b0 : chunk;
                 SpreadPrefetch pf(p.r0 < nr ? chunk_lines(pkb) : 0, (nc + 2) / 3);
                 const auto prefetch_some = [&] {
-                    pf.step([&](int64_t i) { return chunk_line(p.r0, p.b0, pkb, i); });
+                    pf.step([&](int64_t i) { return chunk_line(p.r0, p.b0, i); });
                 };
-                if constexpr (kPlain) {
+                const float *wg = wf;  // the group's chunk as the tiles read it
+                if (direct) {
+                    wg = reinterpret_cast<const float *>(static_cast<const uint8_t *>(w) + r0 * ldw) + 8 * b0;
+                } else if constexpr (kPlain) {
                     // Row by row: each row's chunk is one contiguous stretch of memory.
                     for (int r = 0; r < 8; ++r) {
                         const T *row =
@@ -803,21 +843,27 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
                     }
                 }
                 float *ga = acc + g * acc_group;
-                int64_t c0 = 0;
-                for (; c0 + 3 <= nc; c0 += 3) {
+                float *yg = b0 + kb == nb ? y + r0 : nullptr;  // the last chunk reduces into y
+                const auto tile = [&](auto cc, int64_t c0) {
                     prefetch_some();
-                    float_x8_chunk<3>(wf, af + c0 * ldf + 8 * b0, ldf, kb, ga + c0 * 64, first);
-                }
-                prefetch_some();
-                if (nc - c0 == 2) float_x8_chunk<2>(wf, af + c0 * ldf + 8 * b0, ldf, kb, ga + c0 * 64, first);
-                if (nc - c0 == 1) float_x8_chunk<1>(wf, af + c0 * ldf + 8 * b0, ldf, kb, ga + c0 * 64, first);
+                    constexpr int kC = decltype(cc)::value;
+                    float *yc = yg ? yg + c0 * ldy : nullptr;
+                    if (direct)
+                        float_x8_chunk<kC, true>(wg, ldwf, af + c0 * ldf + 8 * b0, ldf, kb, ga + c0 * 64,
+                                                 first, yc, ldy);
+                    else
+                        float_x8_chunk<kC>(wg, 0, af + c0 * ldf + 8 * b0, ldf, kb, ga + c0 * 64, first, yc,
+                                           ldy);
+                };
+                // Tiles of 3 activations, the last 4 as 2 + 2 where 3 + 1 would remain (a 1-activation
+                // tile's 4 chains leave the FMA ports half idle: a 16-row attention item's product with V).
+                const int64_t n3 = nc % 3 == 1 && nc >= 4 ? nc / 3 - 1 : nc / 3;
+                int64_t c0 = 0;
+                for (int64_t t = 0; t < n3; ++t, c0 += 3) tile(std::integral_constant<int, 3>{}, c0);
+                for (; nc - c0 >= 2; c0 += 2) tile(std::integral_constant<int, 2>{}, c0);
+                if (c0 < nc) tile(std::integral_constant<int, 1>{}, c0);
             }
         }
-        for (int64_t g = 0; g < n_groups; ++g)
-            for (int64_t c = 0; c < nc; ++c)
-                for (int r = 0; r < 8; ++r)
-                    y[c * ldy + rb + 8 * g + r] =
-                        hsum_ps(_mm256_load_ps(acc + g * acc_group + (c * 8 + r) * 8));
     }
 }
 
