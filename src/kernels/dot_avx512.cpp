@@ -290,24 +290,44 @@ struct FloatX8TileTable<Tile, std::index_sequence<I...>> {
     static constexpr FloatX8TileFn fn[] = {&Tile<static_cast<int>(I) + 1>::run...};
 };
 
-template <template <int> class Tile, int kMaxC>
+// Staged (a tile type other than Tile): with more activations than one tile takes, each group's chunk of
+// weights is converted once (Tile<1>::to_f32, into kStageFloats512 floats after the lane sums, in L1) and
+// Staged's tiles run over it: F16 weights widened once per call instead of once per tile (4 conversions for a
+// 6-activation tile's 24 FMAs; the embedding models' F16 products at one thread, `matmul_bench
+// --benchmark_filter=MatmulEnc/f16`, ran 5-15% faster staged, at up to 98% of the FMA peak). Staged's tiles
+// take the widened values through the same FMAs in the same order: the same bits.
+constexpr int64_t kStageBlocks512 = 128;  // 32 KiB of f32: a smollm-135m row (72 blocks) in one chunk
+constexpr int64_t kStageFloats512 = kStageBlocks512 * 64;
+
+template <template <int> class Tile, int kMaxC, template <int> class Staged = Tile>
 struct FloatX8Driver512 {
     static constexpr const FloatX8TileFn *kTiles =
         FloatX8TileTable<Tile, std::make_index_sequence<kMaxC>>::fn;
+    static constexpr const FloatX8TileFn *kStagedTiles =
+        FloatX8TileTable<Staged, std::make_index_sequence<kMaxC>>::fn;
+    static constexpr bool kStages = !std::is_same_v<Tile<1>, Staged<1>>;
     static constexpr int64_t kAcc = Tile<1>::kAcc;
     static constexpr int64_t kChunkBlocks = kChunkActBytes512 / Tile<1>::kActBlock;
     static constexpr int64_t kBlockBytes = Tile<1>::kBlockBytes;
+    static_assert(!kStages || (Staged<1>::kAcc == kAcc && Staged<1>::kActBlock == Tile<1>::kActBlock &&
+                               Staged<1>::kBlockBytes == 256 && kChunkBlocks <= kStageBlocks512));
 
-    // Floats of acc a call with nc activations needs.
-    static size_t acc_floats(int64_t nc) { return static_cast<size_t>(kChunkGroups512 * nc * kAcc); }
+    // Floats of acc a call with nc activations needs (and the staged chunk after them).
+    static size_t acc_floats(int64_t nc) {
+        return static_cast<size_t>(kChunkGroups512 * nc * kAcc) + (kStages ? kStageFloats512 : 0);
+    }
 
     // a: the activations in the tile's format, kActBlock bytes per block, lda bytes apart.
     static void run(int64_t nb, const uint8_t *w, size_t ldw, int64_t nr, const uint8_t *a, size_t lda,
                     int64_t nc, float *acc, float *y, int64_t ldy) {
         if (nc == 1) return run_one(nb, w, ldw, nr, a, acc, y);
         const bool tiles = nc > kMaxC;  // more than one tile of activations: prefetch, maybe chunks
+        const bool stage = kStages && tiles;
         const bool chunked = tiles && nc * nb * Tile<1>::kActBlock > kChunkAboveActBytes512;
-        const int64_t chunk = chunked ? even_chunk(nb, kChunkBlocks) : nb;
+        const int64_t chunk = chunked ? even_chunk(nb, kChunkBlocks)
+                              : stage ? even_chunk(nb, kStageBlocks512)
+                                      : nb;
+        float *staged = acc + kChunkGroups512 * nc * kAcc;
         // Tiles of even size: 128 activations as 18 x 6 + 4 x 5, not 21 x 6 + 2 (a 2-activation tile's 8
         // chains leave the FMA ports half idle; it took 2% of a nomic-embed pass).
         const int64_t n_tiles = (nc + kMaxC - 1) / kMaxC;
@@ -323,11 +343,18 @@ struct FloatX8Driver512 {
                     const char *pf_base = reinterpret_cast<const char *>(w + p.r0 * ldw) + p.b0 * kBlockBytes;
                     float *ga = acc + (r0 - rb) / 8 * nc * kAcc;
                     const uint8_t *wc = w + r0 * ldw + b0 * kBlockBytes;
+                    if constexpr (kStages) {
+                        if (stage) {
+                            Tile<1>::to_f32(kb, wc, staged);
+                            wc = reinterpret_cast<const uint8_t *>(staged);
+                        }
+                    }
+                    const FloatX8TileFn *fn = stage ? kStagedTiles : kTiles;
                     for (int64_t t = 0, c0 = 0; t < n_tiles; ++t) {
                         pf.step([&](int64_t i) { return pf_base + 64 * i; });
                         const int cc = even_part(nc, n_tiles, t);
-                        kTiles[cc - 1](kb, wc, a + c0 * lda + b0 * Tile<1>::kActBlock, lda, ga + c0 * kAcc,
-                                       b0 == 0, b0 + kb == nb ? y + c0 * ldy + r0 : nullptr, ldy);
+                        fn[cc - 1](kb, wc, a + c0 * lda + b0 * Tile<1>::kActBlock, lda, ga + c0 * kAcc,
+                                   b0 == 0, b0 + kb == nb ? y + c0 * ldy + r0 : nullptr, ldy);
                         c0 += cc;
                     }
                 }
@@ -411,6 +438,14 @@ struct PairRowsTile512 {
             for (int p = 0; p < 4; ++p) _mm512_store_ps(acc_out + (c * 4 + p) * 16, acc[p][c]);
         }
     }
+    // nb blocks as block_x8<float> (the staged driver's chunk): the values run() would load.
+    static void to_f32(int64_t nb, const uint8_t *w, float *dst) {
+        const auto *xb = reinterpret_cast<const Block *>(w);
+        for (int64_t b = 0; b < nb; ++b) {
+            LCTX_UNROLL
+            for (int p = 0; p < 4; ++p) _mm512_store_ps(dst + b * 64 + p * 16, P::load(xb[b].v[2 * p]));
+        }
+    }
     // One activation against G groups at once, each group's lane sums as run's (kAcc floats per group).
     template <int G>
     static void run_groups(int64_t nb, const uint8_t *const *w, const uint8_t *ab, float *acc_out) {
@@ -469,7 +504,7 @@ constexpr int kPairRowsMaxC512 = 6;
 
 void gemm_interleaved_f16_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda,
                               int64_t nc, float *y, int64_t ldy) {
-    using Driver = FloatX8Driver512<F16Tile512, kPairRowsMaxC512>;
+    using Driver = FloatX8Driver512<F16Tile512, kPairRowsMaxC512, F32Tile512>;
     const int64_t nb = n / 8;
     // The activations as f32 (exactly their half values), then the lane sums, in a buffer from a baseline
     // translation unit.
@@ -485,10 +520,10 @@ void gemm_interleaved_f16_512(int64_t n, const void *w, size_t ldw, int64_t nr, 
 }
 
 // F32 activations, and F16's in their wide form (quantize_act_f16_wide_512), are read where they are.
-template <template <int> class Tile>
+template <template <int> class Tile, template <int> class Staged = Tile>
 void gemm_interleaved_f32_acts_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
                                    size_t lda, int64_t nc, float *y, int64_t ldy) {
-    using Driver = FloatX8Driver512<Tile, kPairRowsMaxC512>;
+    using Driver = FloatX8Driver512<Tile, kPairRowsMaxC512, Staged>;
     auto *acc = reinterpret_cast<float *>(kernel_tile_scratch(Driver::acc_floats(nc) * sizeof(float)));
     Driver::run(n / 8, static_cast<const uint8_t *>(w), ldw, nr, static_cast<const uint8_t *>(act), lda, nc,
                 acc, y, ldy);
@@ -519,7 +554,7 @@ void quantize_act_f16_wide_512(const float *x, void *vy, int64_t n) {
 }
 void gemm_interleaved_f16_wide_512(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act,
                                    size_t lda, int64_t nc, float *y, int64_t ldy) {
-    gemm_interleaved_f32_acts_512<F16Tile512>(n, w, ldw, nr, act, lda, nc, y, ldy);
+    gemm_interleaved_f32_acts_512<F16Tile512, F32Tile512>(n, w, ldw, nr, act, lda, nc, y, ldy);
 }
 
 // ---- BF16 over interleaved weights (block_f16x8), vdpbf16ps ----
