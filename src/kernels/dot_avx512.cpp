@@ -322,7 +322,9 @@ struct FloatX8Driver512 {
                     int64_t nc, float *acc, float *y, int64_t ldy) {
         if (nc == 1) return run_one(nb, w, ldw, nr, a, acc, y);
         const bool tiles = nc > kMaxC;  // more than one tile of activations: prefetch, maybe chunks
-        const bool stage = kStages && tiles;
+        // (Staged from 4 tiles on: with 2 or 3, a batched decode's few activations, the store and reload of
+        // the chunk would cost about what it saves, and such steps read their weights from memory.)
+        const bool stage = kStages && nc > 3 * kMaxC;
         const bool chunked = tiles && nc * nb * Tile<1>::kActBlock > kChunkAboveActBytes512;
         const int64_t chunk = chunked ? even_chunk(nb, kChunkBlocks)
                               : stage ? even_chunk(nb, kStageBlocks512)
