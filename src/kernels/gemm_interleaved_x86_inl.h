@@ -805,6 +805,7 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
             return base + b0 * sizeof(Block) + i * 64;
         }
     };
+    const int64_t n_tiles = (nc + 2) / 3;  // of up to 3 activations
     for (int64_t rb = 0; rb < nr; rb += 8 * kStageGroups) {
         const int64_t n_groups = (nr - rb) / 8 < kStageGroups ? (nr - rb) / 8 : kStageGroups;
         const int64_t block_end = rb + 8 * n_groups;
@@ -818,7 +819,7 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
                 // matrices ran at 85% of the speed of ones that fit the cache).
                 const ChunkPos p = next_chunk(rb, block_end, r0, b0, chunk, nb);
                 const int64_t pkb = nb - p.b0 < chunk ? nb - p.b0 : chunk;
-                SpreadPrefetch pf(p.r0 < nr ? chunk_lines(pkb) : 0, (nc + 2) / 3);
+                SpreadPrefetch pf(p.r0 < nr ? chunk_lines(pkb) : 0, n_tiles);
                 const auto prefetch_some = [&] {
                     pf.step([&](int64_t i) { return chunk_line(p.r0, p.b0, i); });
                 };
@@ -855,13 +856,16 @@ void gemm_float_x8_staged(int64_t n, const void *w, size_t ldw, int64_t nr, cons
                         float_x8_chunk<kC>(wg, 0, af + c0 * ldf + 8 * b0, ldf, kb, ga + c0 * 64, first, yc,
                                            ldy);
                 };
-                // Tiles of 3 activations, the last 4 as 2 + 2 where 3 + 1 would remain (a 1-activation
-                // tile's 4 chains leave the FMA ports half idle: a 16-row attention item's product with V).
-                const int64_t n3 = nc % 3 == 1 && nc >= 4 ? nc / 3 - 1 : nc / 3;
-                int64_t c0 = 0;
-                for (int64_t t = 0; t < n3; ++t, c0 += 3) tile(std::integral_constant<int, 3>{}, c0);
-                for (; nc - c0 >= 2; c0 += 2) tile(std::integral_constant<int, 2>{}, c0);
-                if (c0 < nc) tile(std::integral_constant<int, 1>{}, c0);
+                // Tiles of 3 activations or of even sizes below (16 as 4 x 3 + 2 x 2: a last 1-activation
+                // tile's 4 chains would leave the FMA ports half idle, as in a 16-row attention item's
+                // product with V).
+                for (int64_t t = 0, c0 = 0; t < n_tiles; ++t) {
+                    const int cc = even_part(nc, n_tiles, t);
+                    if (cc == 3) tile(std::integral_constant<int, 3>{}, c0);
+                    if (cc == 2) tile(std::integral_constant<int, 2>{}, c0);
+                    if (cc == 1) tile(std::integral_constant<int, 1>{}, c0);
+                    c0 += cc;
+                }
             }
         }
     }
