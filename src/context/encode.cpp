@@ -58,7 +58,9 @@ DecodeStatus Context::run_encoder(const Batch &b, bool causal, int32_t n_out, co
             enc_kv_ = std::make_unique<KvCache>(hp, std::max<uint32_t>(params_.n_ubatch, 1), GgmlType::F32,
                                                 GgmlType::F32, params_.n_seq_max, /*v_trans=*/true,
                                                 hp.n_layer);  // the encoder's layers
-            enc_kv_->set_rope(kv_->view().rope);              // the context's RoPE settings
+            // (Only its cells are used, for the masks and positions: the layers keep their K and V rows in
+            // place (ForwardBatch::own_cells), so its pages are never written and never committed.)
+            enc_kv_->set_rope(kv_->view().rope);  // the context's RoPE settings
         }
     } catch (const std::exception &e) {
         LCTX_LOG_ERROR("encode: cannot allocate the encoder's cells for %d tokens: %s", n, e.what());
@@ -87,6 +89,7 @@ DecodeStatus Context::run_encoder(const Batch &b, bool causal, int32_t n_out, co
     fb.mask_spans = mask_spans_.data();
     fb.mask_swa_spans = hp.n_swa > 0 ? mask_swa_spans_.data() : nullptr;
     fb.kv_pos = kv_pos_.data();
+    fb.own_cells = true;  // cells 0..n-1, cleared below: the layers attend their K and V rows in place
     fb.n_outputs = n_out;
     fb.out_rows = out_rows;
     fb.hidden = hidden;

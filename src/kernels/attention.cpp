@@ -230,7 +230,8 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     bool key_blocks = blocks_possible;
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
     // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
-    bool turn_values = !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys;
+    bool turn_values = !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim &&
+                       (a.n_rows >= kMinRowsToTurnKeys || a.turn_all_values);
     // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
     std::vector<int32_t> &unturned = scratch<int32_t, Scratch::UnseenBlocks>();
     if (key_blocks || turn_values) {
@@ -253,7 +254,10 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         unturned[n_blocks] = n_unseen;
         const bool shared = seen_cells > 0 && sum_spans >= kMinRowsPerTurnedCell * seen_cells;
         key_blocks = key_blocks && shared;
-        turn_values = turn_values && shared;
+        turn_values = turn_values && (shared || a.turn_all_values);
+        // (Every block, where all values are turned: rows over their visible cells, whose spans are empty
+        // here, weigh the turned channel rows too.)
+        if (a.turn_all_values) std::fill(unturned.begin(), unturned.end(), 0);
     }
     auto block_seen = [&](int64_t b) { return unturned[b + 1] == unturned[b]; };
     const int64_t lds = key_blocks ? n_blocks * kKeyBlock : a.n_kv;  // a score row: whole blocks
@@ -455,11 +459,12 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                           uint8_t *pbuf, float *vrow) {
         const int g = h0 / gqa;
         std::vector<uint8_t> &buf = scratch<uint8_t, Scratch::Gathered>();
-        const size_t es = a.v_trans ? v_elem_bytes : 0;
+        const bool channel_rows = a.v_trans || (a.turn_all_values && v_turned);
+        const size_t es = a.v_trans ? v_elem_bytes : v_es;  // a channel row's element
         const size_t k_bytes = (k_head_bytes * n + 63) / 64 * 64, s_bytes = sizeof(float) * n * hpi;
         const size_t m_bytes = sizeof(float) * n,
-                     v_bytes =
-                         a.v_trans ? sizeof(float) * hpi * (cells[n - 1] + 1 - cells[0]) : v_head_bytes * n;
+                     v_bytes = channel_rows ? sizeof(float) * hpi * (cells[n - 1] + 1 - cells[0])
+                                            : v_head_bytes * n;
         const size_t need = k_bytes + (s_bytes + 63) / 64 * 64 + (m_bytes + 63) / 64 * 64 + v_bytes;
         if (buf.size() < need) buf.resize(need);
         uint8_t *kc = buf.data();
@@ -485,10 +490,11 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             }
         }
 
-        if (a.v_trans) {
-            // Channel rows are not gathered (one element of a row per cell, a scalar load each, cost more
-            // than the product over the whole span): the probabilities go back to their cells, zero between
-            // them, and the span's product runs as the span path's does.
+        if (channel_rows) {
+            // Channel rows (the cache's, or the turned copy of a pass's own values) are not gathered (one
+            // element of a row per cell, a scalar load each, cost more than the product over the whole span):
+            // the probabilities go back to their cells, zero between them, and the span's product runs as the
+            // span path's does.
             const int j0 = cells[0], span = cells[n - 1] + 1 - j0;
             float *ps = reinterpret_cast<float *>(vc);  // [hpi][span]
             std::fill(ps, ps + static_cast<size_t>(hpi) * span, 0.0f);
@@ -498,15 +504,16 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                         sc[static_cast<int64_t>(hh) * n + i];
             const uint8_t *p_act = reinterpret_cast<const uint8_t *>(ps);
             size_t p_stride = sizeof(float) * span;
-            if (kv->act_type != GgmlType::F32) {
+            if (vk->act_type != GgmlType::F32) {
                 for (int hh = 0; hh < hpi; ++hh)
-                    kv->quantize_act(ps + static_cast<int64_t>(hh) * span, pbuf + hh * p_act_bytes, span);
+                    vk->quantize_act(ps + static_cast<int64_t>(hh) * span, pbuf + hh * p_act_bytes, span);
                 p_act = pbuf;
                 p_stride = p_act_bytes;
             }
-            const size_t ch_bytes = static_cast<size_t>(a.v_cells) * es;
-            kv->gemm(span, a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es, ch_bytes,
-                     a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
+            const size_t ch_bytes = static_cast<size_t>(a.v_trans ? a.v_cells : a.n_kv) * es;
+            const uint8_t *v0 = a.v_trans ? a.v : v_turned;
+            v_gemm(span, v0 + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es, ch_bytes,
+                   a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
             return;
         }
         // values by rows: this KV head's part of each visible cell's row, side by side

@@ -5,7 +5,7 @@
 // embeddings, which the context pools per sequence. Its tensors (bind_bert) and its pass over a micro-batch:
 //   x = layernorm(embed(tokens) + token_types[0] + position_embd[pos]) * token_embd_norm + token_embd_norm_b
 //   for each layer:
-//     q, k, v = x Wq + bq, x Wk + bk, x Wv + bv;  store k, v in the cells
+//     q, k, v = x Wq + bq, x Wk + bk, x Wv + bv;  keep k, v (keep_kv: an encoder's stay where they are)
 //     x = layernorm(x + attention(q, cached K, cached V, mask) Wo + bo) * attn_output_norm + b
 //     x = layernorm(x + gelu(x Wup + bup) Wdown + bdown) * layer_output_norm + b
 //   hidden = x                                    (only for the rows asked for)
@@ -145,7 +145,7 @@ bool forward_bert(const Model &model, const KvView &kv, const ForwardBatch &b, F
             kernels::rope_rows(s.k.data(), n_tokens, kv_dim, hp.n_head_kv, hp.n_embd_head_k, s.rope_cs.data(),
                                rope, pool);
         }
-        store_kv(kv, il, b, s.k.data(), s.v.data(), kv_dim, kv_dim);
+        keep_kv(kv, il, b, s.k.data(), s.v.data(), kv_dim, kv_dim, attn);
         attend(hp, kv, il, b, s.q.data(), rows, s.attn.data(), attn, pool);
 
         gather_rows(rows, x, n_embd);  // from here on the activations hold rows.n rows

@@ -143,6 +143,17 @@ void recurrent_state_rows(const KvView &kv, uint32_t il, const ForwardBatch &b, 
     }
 }
 
+void keep_kv(const KvView &kv, uint32_t il, const ForwardBatch &b, const float *k, const float *v,
+             int64_t k_dim, int64_t v_dim, AttendOptions &opt) {
+    if (!b.own_cells) {
+        store_kv(kv, il, b, k, v, k_dim, v_dim);
+        opt.k_rows = opt.v_rows = nullptr;
+        return;
+    }
+    opt.k_rows = k;
+    opt.v_rows = v;
+}
+
 void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch &b, const float *q,
             const LayerRows &r, float *out, const AttendOptions &opt, kernels::ThreadPool &pool) {
     kernels::AttentionArgs a;
@@ -160,6 +171,17 @@ void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch
     a.v_trans = kv.v_trans;
     a.v_row_bytes = kv.v_row_bytes;
     a.v_cells = kv.size;
+    if (opt.k_rows) {  // the pass's own rows (keep_kv): f32, V by rows, every call's values turned
+        a.k = reinterpret_cast<const uint8_t *>(opt.k_rows);
+        a.type_k = GgmlType::F32;
+        a.k_row_bytes = sizeof(float) * hp.n_embd_k_gqa();
+        a.v = reinterpret_cast<const uint8_t *>(opt.v_rows);
+        a.type_v = GgmlType::F32;
+        a.v_trans = false;
+        a.v_row_bytes = sizeof(float) * hp.n_embd_v_gqa();
+        a.v_cells = 0;
+        a.turn_all_values = true;
+    }
     a.n_kv = b.n_kv;
     a.mask = opt.mask ? opt.mask : b.mask;
     a.ldmask = b.n_kv;

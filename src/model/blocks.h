@@ -67,7 +67,16 @@ struct AttendOptions {
     // > 0: one mask per head, [n_head][n_tokens][n_kv] with this stride (relative_position_masks)
     int64_t mask_head_stride = 0;
     bool encoder_pass = false;  // an encoder's whole pass (kernels::AttentionArgs::encoder_pass)
+    // The layer's own K [n_kv][n_head_kv * head_dim_k] and V [n_kv][n_head_kv * head_dim_v] rows (f32),
+    // attended in place of the cache's cells (keep_kv names them), or null.
+    const float *k_rows = nullptr;
+    const float *v_rows = nullptr;
 };
+// The K and V rows layer il attends: written into their cells (store_kv), or, where the batch owns its cells
+// (ForwardBatch::own_cells: an encoder's pass), left where they are and named in opt for attend to read in
+// place. An encoder then copies nothing, and its cells' memory is never committed.
+void keep_kv(const KvView &kv, uint32_t il, const ForwardBatch &b, const float *k, const float *v,
+             int64_t k_dim, int64_t v_dim, AttendOptions &opt);
 // out [r.n][n_head * head_dim_v] = attention of the query rows r.rows of q [n_tokens][n_head * head_dim_k]
 // (already rotated) over cells [0, n_kv) of layer il's cache.
 void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch &b, const float *q,

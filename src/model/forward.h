@@ -53,6 +53,10 @@ struct ForwardBatch {
     const int32_t *mask_spans = nullptr;
     const int32_t *mask_swa_spans = nullptr;
     const int32_t *kv_pos = nullptr;  // [n_kv] position of each cell (-1: empty; masked anyway)
+    // The batch's tokens are cells 0..n_tokens-1 in order and no later pass reads those cells (an encoder's
+    // pass, Context::run_encoder): a layer may attend its K and V rows where the projections put them instead
+    // of storing them (keep_kv).
+    bool own_cells = false;
     // Encoder-decoder models' decoder: the last encode's output [n_enc][n_embd] and which of its tokens each
     // token may attend to, cross_mask [n_tokens][n_enc] (0 or -inf). Null / 0 otherwise.
     const float *enc_out = nullptr;

@@ -143,7 +143,7 @@ bool forward_t5_encoder(const Model &model, const KvView &kv, const ForwardBatch
                  {&l.wk, &l.bk, s.k.data(), k_dim},
                  {&l.wv, &l.bv, s.v.data(), v_dim}},
                 s.cur.data(), n_embd, n_tokens, pool, s.mm);
-        store_kv(kv, il, b, s.k.data(), s.v.data(), k_dim, v_dim);
+        keep_kv(kv, il, b, s.k.data(), s.v.data(), k_dim, v_dim, attn);
         attend(hp, kv, il, b, s.q.data(), rows, s.attn.data(), attn, pool);
         project({{&l.wo, &l.bo, s.out.data(), n_embd}}, s.attn.data(), o_dim, n_tokens, pool, s.mm);
         kernels::add_rows(x, s.out.data(), n_tokens, n_embd, pool);

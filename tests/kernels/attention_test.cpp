@@ -54,7 +54,8 @@ struct Case {
         false;  // with interleave: tokens of a sequence in a run (t * interleave / n_tokens), prompts
     bool no_holes = false;    // no random holes in the mask (every cell before the token visible)
     bool f16_values = false;  // V's values rounded to F16 first: an F32 cache then holds an F16 one's values
-    bool encoder_pass = false;  // AttentionArgs::encoder_pass (F32 keys may take the turned blocks)
+    bool encoder_pass = false;     // AttentionArgs::encoder_pass (F32 keys may take the turned blocks)
+    bool turn_all_values = false;  // AttentionArgs::turn_all_values (V by rows: a pass's own rows)
 };
 
 std::string case_name(const Case &c) {
@@ -64,7 +65,8 @@ std::string case_name(const Case &c) {
            (c.softcap > 0 ? " softcap" : "") + (c.alibi_max_bias > 0 ? " alibi" : "") +
            (c.per_head_bias ? " head-bias" : "") + (c.regions > 0 ? " regions" : "") +
            (c.interleave > 0 ? " seqs" + std::to_string(c.interleave) : "") +
-           (c.interleaved_cells ? " interleaved" : "") + (c.encoder_pass ? " encoder" : "");
+           (c.interleaved_cells ? " interleaved" : "") + (c.encoder_pass ? " encoder" : "") +
+           (c.turn_all_values ? " own-rows" : "");
 }
 
 // Round trip of n floats through `type`.
@@ -219,6 +221,7 @@ std::vector<float> run_case(const Case &c, uint32_t seed, int n_threads) {
     a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     a.softcap = c.softcap;
     a.encoder_pass = c.encoder_pass;
+    a.turn_all_values = c.turn_all_values;
     a.alibi = c.alibi_max_bias > 0 || c.slopes_of_one ? slopes.data() : nullptr;
     a.rows = rows.data();
     a.n_rows = static_cast<int>(rows.size());
@@ -512,6 +515,34 @@ TEST(AttentionTest, EncoderPassOverF32Keys) {
             }
     if (detail::use_avx2_row_ops()) {  // (the turned key blocks: AVX-512, or AVX2 for an encoder's F32 keys)
         EXPECT_TRUE(any_differs) << "the encoder's pass took the dot products";
+    }
+}
+
+// An encoder's own K and V rows attended in place (model/blocks.h keep_kv: V by rows, every call's values
+// turned) give the bits of the same values in a transposed F32 cache: for 1 to 3 rows (below the rows from
+// which values by rows are otherwise turned), prompts, per-head masks, and rows over their visible cells
+// (sequences whose cells interleave), on 1 and 2 threads.
+TEST(AttentionTest, OwnValueRowsGiveTheTransposedCachesBits) {
+    uint32_t seed = 950;
+    for (int n_tokens : {1, 2, 3, 6, 21}) {
+        for (int seqs : {0, 2, 4}) {
+            Case c{6, 2, 64, seqs > 0 ? 40 * seqs : 45, n_tokens, GgmlType::F32, GgmlType::F32, true};
+            c.encoder_pass = true;
+            c.per_head_bias = n_tokens == 6;
+            if (seqs > 0) {
+                c.interleave = seqs;
+                c.interleaved_cells = true;  // rows over their visible cells
+            }
+            for (int threads : {1, 2}) {
+                const std::vector<float> cache = run_case(c, seed, threads);
+                Case own = c;
+                own.v_trans = false;
+                own.turn_all_values = true;
+                EXPECT_EQ(run_case(own, seed, threads), cache) << case_name(own) << " threads " << threads;
+                ++seed;
+                if (::testing::Test::HasFailure()) return;
+            }
+        }
     }
 }
 

@@ -149,6 +149,28 @@ TEST(Bert, AVectorIsTheSameWhereverItsSequenceStarts) {
     }
 }
 
+// An encoder's layers attend their K and V rows where the projections put them (model/blocks.h keep_kv): the
+// encoder's cells hold no keys or values afterwards (their pages never written, so never committed), and the
+// embeddings are those of the golden tests.
+TEST(Bert, AnEncoderPassStoresNoKeysOrValues) {
+    auto m = Model::load(kBert);
+    Context ctx(*m, embd_params(PoolingType::Mean));
+    Seqs all = texts_batch(*m, kTexts);
+    ASSERT_EQ(ctx.decode(all.batch()), DecodeStatus::Ok);
+    ASSERT_NE(ctx.embeddings_seq(0), nullptr);
+    const KvCache *cells = ctx.encoder_cells();
+    ASSERT_NE(cells, nullptr);
+    const KvView &v = cells->view();
+    for (uint32_t il = 0; il < m->hparams().n_layer; ++il) {
+        bool zero = true;
+        for (size_t i = 0; i < v.size * v.k_row_bytes && zero; ++i) zero = v.k[il][i] == 0;
+        const size_t v_bytes =
+            v.v_trans ? v.size * v.v_elem_bytes * m->hparams().n_embd_v_gqa() : v.size * v.v_row_bytes;
+        for (size_t i = 0; i < v_bytes && zero; ++i) zero = v.v[il][i] == 0;
+        EXPECT_TRUE(zero) << "layer " << il;
+    }
+}
+
 TEST(Bert, RefusesPositionsBeyondItsLearnedOnes) {
     auto m = Model::load(kBert);
     Context ctx(*m, embd_params(PoolingType::Mean));
