@@ -109,8 +109,9 @@ void BM_Attention(benchmark::State &st, Shape sh) {
     time_attention(st, a, n_threads);
 }
 
-// An encoder's pass (bert, nomic-bert): n tokens of one sequence see each other (no mask), F32 keys and
-// transposed F32 values as the context's encoder cells hold them. EncoderAttention/<shape>/<n>/<threads>.
+// An encoder's pass (bert, nomic-bert): n tokens of one sequence see each other (no mask), over the layer's
+// own F32 K and V rows as the projections leave them (model/blocks.h keep_kv: the values turned by every
+// call). EncoderAttention/<shape>/<n>/<threads>.
 void BM_EncoderAttention(benchmark::State &st, Shape sh) {
     const int n = static_cast<int>(st.range(0)), n_threads = static_cast<int>(st.range(1));
     const int k_dim = sh.n_head_kv * sh.head_dim;
@@ -127,11 +128,12 @@ void BM_EncoderAttention(benchmark::State &st, Shape sh) {
     a.k = reinterpret_cast<const uint8_t *>(k.data());
     a.type_k = lctx::GgmlType::F32;
     a.k_row_bytes = sizeof(float) * k_dim;
-    a.v = reinterpret_cast<const uint8_t *>(v.data());  // [k_dim][n] channel rows
+    a.v = reinterpret_cast<const uint8_t *>(v.data());  // [n][k_dim] rows
     a.type_v = lctx::GgmlType::F32;
-    a.v_trans = true;
-    a.v_cells = static_cast<uint32_t>(n);
+    a.v_trans = false;
+    a.v_row_bytes = sizeof(float) * k_dim;
     a.encoder_pass = true;
+    a.turn_all_values = true;
     time_attention(st, a, n_threads);
 }
 

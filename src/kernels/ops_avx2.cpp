@@ -44,6 +44,24 @@ double exp_sum_avx2(float *x, int64_t n, float max) {
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), s2 = _mm256_setzero_pd(),
             s3 = _mm256_setzero_pd();
     int64_t i = 0;
+    // 32 elements at a time, their exps in lockstep (exp256_n), each sum taking its elements in the order
+    // of the 16-element loop below
+    for (; i + 32 <= n; i += 32) {
+        __m256 e[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) e[k] = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8 * k), vm);
+        exp256_n(e);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) _mm256_storeu_ps(x + i + 8 * k, e[k]);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e[0])));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e[0], 1)));
+        s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm256_castps256_ps128(e[1])));
+        s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(e[1], 1)));
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e[2])));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e[2], 1)));
+        s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm256_castps256_ps128(e[3])));
+        s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(e[3], 1)));
+    }
     for (; i + 16 <= n; i += 16) {
         const __m256 e0 = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
         const __m256 e1 = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));

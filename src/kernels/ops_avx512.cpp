@@ -119,6 +119,19 @@ double exp_sum_avx512(float *x, int64_t n, float max) {
     // left over), t its s2 and s3 (elements 16 k + 8 .. 16 k + 15)
     __m512d s = _mm512_setzero_pd(), t = _mm512_setzero_pd();
     int64_t i = 0;
+    // 64 elements at a time, their exps in lockstep (exp512_n), the sums in the order of the loop below
+    for (; i + 64 <= n; i += 64) {
+        __m512 e[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) e[k] = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16 * k), vm);
+        exp512_n(e);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            _mm512_storeu_ps(x + i + 16 * k, e[k]);
+            s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e[k])));
+            t = _mm512_add_pd(t, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e[k], 1)));
+        }
+    }
     for (; i + 16 <= n; i += 16) {
         const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
         _mm512_storeu_ps(x + i, e);

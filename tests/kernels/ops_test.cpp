@@ -319,6 +319,31 @@ TEST(OpsTest, SoftmaxStepsAtAvx512HaveTheAvx2Bits) {
 #endif
 
 #if defined(__x86_64__)
+// Each element's exp in exp_sum is the one it gets alone (exp256 / exp512 of one lane): in the vectors that
+// go in lockstep (32 elements at avx2, 64 at avx512), in the 16- and 8-element loops, and in the tail.
+TEST(OpsTest, ExpSumTakesEachElementsOwnExpOnEveryPath) {
+    using ExpSumFn = double (*)(float *, int64_t, float);
+    std::vector<std::pair<const char *, ExpSumFn>> levels;
+    if (isa_at_least(isa_detected(), Isa::Avx2)) levels.push_back({"avx2", &detail::exp_sum_avx2});
+    if (isa_at_least(isa_detected(), Isa::Avx512)) levels.push_back({"avx512", &detail::exp_sum_avx512});
+    if (levels.empty()) GTEST_SKIP() << "no AVX2 on this CPU";
+    for (const auto &[name, exp_sum] : levels) {
+        for (int64_t n : {31, 32, 63, 64, 65, 96, 129, 512, 1000}) {
+            SCOPED_TRACE(std::string(name) + " n " + std::to_string(n));
+            std::vector<float> x = random_vec(n, 41 + static_cast<uint32_t>(n), 30.0f);
+            for (int64_t i = 3; i < n; i += 7) x[i] = -kInf;
+            x[n / 3] = 100.0f;  // above the max: +inf
+            std::vector<float> all = x;
+            exp_sum(all.data(), n, 10.0f);
+            for (int64_t i = 0; i < n; ++i) {
+                float one = x[i];
+                exp_sum(&one, 1, 10.0f);
+                ASSERT_EQ(std::bit_cast<uint32_t>(all[i]), std::bit_cast<uint32_t>(one)) << "element " << i;
+            }
+        }
+    }
+}
+
 // Attention's product with values stored by rows (ops_x86.h): each output is the chain of fused
 // multiply-adds over the cells in order, on the values as dequantize_row gives them, passing over zero
 // probabilities; AVX2 and AVX-512 give exactly its bits. Runs that cross chunks of cells, groups of heads
