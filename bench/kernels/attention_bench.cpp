@@ -110,8 +110,8 @@ void BM_Attention(benchmark::State &st, Shape sh) {
 }
 
 // An encoder's pass (bert, nomic-bert): n tokens of one sequence see each other (no mask), over the layer's
-// own F32 K and V rows as the projections leave them (model/blocks.h keep_kv: the values turned by every
-// call). EncoderAttention/<shape>/<n>/<threads>.
+// own F32 K and V rows as the projections leave them (model/blocks.h keep_kv; AttentionArgs::own_values).
+// EncoderAttention/<shape>/<n>/<threads>.
 void BM_EncoderAttention(benchmark::State &st, Shape sh) {
     const int n = static_cast<int>(st.range(0)), n_threads = static_cast<int>(st.range(1));
     const int k_dim = sh.n_head_kv * sh.head_dim;
@@ -133,7 +133,7 @@ void BM_EncoderAttention(benchmark::State &st, Shape sh) {
     a.v_trans = false;
     a.v_row_bytes = sizeof(float) * k_dim;
     a.encoder_pass = true;
-    a.turn_all_values = true;
+    a.own_values = true;
     time_attention(st, a, n_threads);
 }
 

@@ -93,7 +93,9 @@ constexpr int kMinRowsPerTurnedCell = 2;
 // Values stored by rows are turned for head sizes up to this (every model here: 64 to 256).
 constexpr int kMaxTurnedHeadDim = 512;
 // Whether a call's keys can take turned blocks (attention_x86.h): F16 and the block types on AVX-512, F32 in
-// an encoder's pass, for kMinRowsToTurnKeys rows or more.
+// an encoder's pass, for kMinRowsToTurnKeys rows or more (an encoder's pass: any, so that a text of 2 or 3
+// tokens alone gets the scores it gets among others, not the dot products' last bits, which the GELU
+// table's f16 steps could turn into differences of 6e-6 in its embedding).
 bool turnable_keys(const AttentionArgs &a) {
     const bool type_ok = a.type_k == GgmlType::F16 || (a.type_k == GgmlType::F32 && a.encoder_pass) ||
                          (a.type_k != GgmlType::F32 && a.head_dim_k <= kMaxTurnedHeadDim);
@@ -101,7 +103,8 @@ bool turnable_keys(const AttentionArgs &a) {
     // products, and a decoder's prompts keep the values they had.)
     const bool level_ok = detail::use_avx512_row_ops() ||
                           (a.type_k == GgmlType::F32 && a.encoder_pass && detail::use_avx2_row_ops());
-    return type_ok && a.head_dim_k <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys && level_ok;
+    const bool rows_ok = a.n_rows >= kMinRowsToTurnKeys || (a.encoder_pass && a.type_k == GgmlType::F32);
+    return type_ok && a.head_dim_k <= kMaxTurnedHeadDim && rows_ok && level_ok;
 }
 // Query rows per work item against turned key blocks, at most (rows_per_item below).
 constexpr int kRowsPerItem = 16;
@@ -229,9 +232,12 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const int64_t n_blocks = (a.n_kv + kKeyBlock - 1) / kKeyBlock;
     bool key_blocks = blocks_possible;
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
-    // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time.
-    bool turn_values = !a.v_trans && a.head_dim_v <= kMaxTurnedHeadDim &&
-                       (a.n_rows >= kMinRowsToTurnKeys || a.turn_all_values);
+    // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time. An
+    // encoder's own values are not: its rows weigh them in groups by rows (AttentionArgs::own_values), which
+    // ran 10-30% faster than turning them and the channel-row product (attention_bench, bge-small and
+    // nomic-embed, 128 and 512 tokens, avx2 and avx512).
+    bool turn_values =
+        !a.v_trans && !a.own_values && a.head_dim_v <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys;
     // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
     std::vector<int32_t> &unturned = scratch<int32_t, Scratch::UnseenBlocks>();
     if (key_blocks || turn_values) {
@@ -254,10 +260,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         unturned[n_blocks] = n_unseen;
         const bool shared = seen_cells > 0 && sum_spans >= kMinRowsPerTurnedCell * seen_cells;
         key_blocks = key_blocks && shared;
-        turn_values = turn_values && (shared || a.turn_all_values);
-        // (Every block, where all values are turned: rows over their visible cells, whose spans are empty
-        // here, weigh the turned channel rows too.)
-        if (a.turn_all_values) std::fill(unturned.begin(), unturned.end(), 0);
+        turn_values = turn_values && shared;
     }
     auto block_seen = [&](int64_t b) { return unturned[b + 1] == unturned[b]; };
     const int64_t lds = key_blocks ? n_blocks * kKeyBlock : a.n_kv;  // a score row: whole blocks
@@ -368,8 +371,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const size_t p_bytes = (p_act_bytes * hpi + 63) / 64 * 64;
     const size_t vrow_bytes = a.v_trans ? 0 : sizeof(float) * a.head_dim_v;
     const size_t qf_bytes = key_blocks ? (sizeof(float) * nq * dk + 63) / 64 * 64 : 0;
-    // An item's rows that start at the same cell weigh V in one product (below), into og [nq][head_dim_v]
-    const bool group_values = vk && vk->act_type == GgmlType::F32 && rpi > 1;
+    // An item's rows that start at the same cell weigh V in one product (below), into og [nq][head_dim_v]:
+    // the channel rows' gemm, or an encoder's own values by rows
+    const bool group_values = ((vk && vk->act_type == GgmlType::F32) || (!vk && a.own_values)) && rpi > 1;
     const size_t og_bytes = group_values ? (sizeof(float) * nq * a.head_dim_v + 63) / 64 * 64 : 0;
     const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes +
                                  (vrow_bytes + 63) / 64 * 64 + qf_bytes + og_bytes + 64;
@@ -414,17 +418,17 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                 (a.v_trans ? a.v : v_turned) + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es;
             v_gemm(span, vbase, ch_bytes, a.head_dim_v, p_act, p_stride, n_p, o, a.head_dim_v);
         } else {
-            std::memset(o, 0, sizeof(float) * hpi * a.head_dim_v);
+            std::memset(o, 0, sizeof(float) * n_p * a.head_dim_v);
             const uint8_t *vg = a.v + g * v_head_bytes;  // this KV head's values in each cell's row
 #if defined(__x86_64__)
             // Rows of every cache type: the item's heads in register groups over chunks of cells (ops_x86.h).
             detail::RowType type;
             if (use_avx2_row_ops() && row_type_of(a.type_v, &type)) {
                 if (detail::use_avx512_row_ops())
-                    detail::weighted_rows_avx512(scores, lds, hpi, vg, a.v_row_bytes, type, j0, j1, o,
+                    detail::weighted_rows_avx512(scores, lds, n_p, vg, a.v_row_bytes, type, j0, j1, o,
                                                  a.head_dim_v, a.head_dim_v);
                 else
-                    detail::weighted_rows_avx2(scores, lds, hpi, vg, a.v_row_bytes, type, j0, j1, o,
+                    detail::weighted_rows_avx2(scores, lds, n_p, vg, a.v_row_bytes, type, j0, j1, o,
                                                a.head_dim_v, a.head_dim_v);
                 return;
             }
@@ -432,7 +436,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             for (int j = j0; j < j1; ++j) {
                 const uint8_t *vj = vg + j * a.v_row_bytes;
                 bool any = false;
-                for (int hh = 0; hh < hpi && !any; ++hh)
+                for (int hh = 0; hh < n_p && !any; ++hh)
                     any = scores[static_cast<int64_t>(hh) * lds + j] != 0.0f;
                 if (!any) continue;
                 const float *vf;
@@ -442,7 +446,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                     dequantize_row(a.type_v, vj, vrow, a.head_dim_v);
                     vf = vrow;
                 }
-                for (int hh = 0; hh < hpi; ++hh) {
+                for (int hh = 0; hh < n_p; ++hh) {
                     const float p = scores[static_cast<int64_t>(hh) * lds + j];
                     if (p != 0.0f) axpy(p, vf, o + static_cast<int64_t>(hh) * a.head_dim_v, a.head_dim_v);
                 }
@@ -459,12 +463,11 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                           uint8_t *pbuf, float *vrow) {
         const int g = h0 / gqa;
         std::vector<uint8_t> &buf = scratch<uint8_t, Scratch::Gathered>();
-        const bool channel_rows = a.v_trans || (a.turn_all_values && v_turned);
-        const size_t es = a.v_trans ? v_elem_bytes : v_es;  // a channel row's element
+        const size_t es = a.v_trans ? v_elem_bytes : 0;
         const size_t k_bytes = (k_head_bytes * n + 63) / 64 * 64, s_bytes = sizeof(float) * n * hpi;
         const size_t m_bytes = sizeof(float) * n,
-                     v_bytes = channel_rows ? sizeof(float) * hpi * (cells[n - 1] + 1 - cells[0])
-                                            : v_head_bytes * n;
+                     v_bytes =
+                         a.v_trans ? sizeof(float) * hpi * (cells[n - 1] + 1 - cells[0]) : v_head_bytes * n;
         const size_t need = k_bytes + (s_bytes + 63) / 64 * 64 + (m_bytes + 63) / 64 * 64 + v_bytes;
         if (buf.size() < need) buf.resize(need);
         uint8_t *kc = buf.data();
@@ -490,11 +493,10 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             }
         }
 
-        if (channel_rows) {
-            // Channel rows (the cache's, or the turned copy of a pass's own values) are not gathered (one
-            // element of a row per cell, a scalar load each, cost more than the product over the whole span):
-            // the probabilities go back to their cells, zero between them, and the span's product runs as the
-            // span path's does.
+        if (a.v_trans) {
+            // Channel rows are not gathered (one element of a row per cell, a scalar load each, cost more
+            // than the product over the whole span): the probabilities go back to their cells, zero between
+            // them, and the span's product runs as the span path's does.
             const int j0 = cells[0], span = cells[n - 1] + 1 - j0;
             float *ps = reinterpret_cast<float *>(vc);  // [hpi][span]
             std::fill(ps, ps + static_cast<size_t>(hpi) * span, 0.0f);
@@ -504,16 +506,15 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                         sc[static_cast<int64_t>(hh) * n + i];
             const uint8_t *p_act = reinterpret_cast<const uint8_t *>(ps);
             size_t p_stride = sizeof(float) * span;
-            if (vk->act_type != GgmlType::F32) {
+            if (kv->act_type != GgmlType::F32) {
                 for (int hh = 0; hh < hpi; ++hh)
-                    vk->quantize_act(ps + static_cast<int64_t>(hh) * span, pbuf + hh * p_act_bytes, span);
+                    kv->quantize_act(ps + static_cast<int64_t>(hh) * span, pbuf + hh * p_act_bytes, span);
                 p_act = pbuf;
                 p_stride = p_act_bytes;
             }
-            const size_t ch_bytes = static_cast<size_t>(a.v_trans ? a.v_cells : a.n_kv) * es;
-            const uint8_t *v0 = a.v_trans ? a.v : v_turned;
-            v_gemm(span, v0 + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es, ch_bytes,
-                   a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
+            const size_t ch_bytes = static_cast<size_t>(a.v_cells) * es;
+            kv->gemm(span, a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es, ch_bytes,
+                     a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
             return;
         }
         // values by rows: this KV head's part of each visible cell's row, side by side
@@ -621,8 +622,9 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
 
             // Rows that see spans from the same first cell (an encoder's rows, a prompt's neighbours) weigh V
             // in one product over the longest span, each row's probabilities zero past its own: the channel
-            // rows are read once for all of them, and each output keeps its bits (a product's value does not
-            // depend on its tile, and the zeros add nothing).
+            // rows (or an encoder's value rows) are read once for all of them, and each output keeps its bits
+            // (a product's value does not depend on its tile, and the zeros add nothing: the gemm adds their
+            // products of 0, weighted_rows passes over them).
             bool grouped = group_values && nr > 1;
             int g1 = 0;  // the longest span's end
             for (int i = 0; i < nr && grouped; ++i) {

@@ -45,10 +45,11 @@ struct AttentionArgs {
     // then take the turned key blocks too, whose scores differ from the dot products' in the last bits (a
     // decode over an F32 cache keeps a one-token decode's bits, which scale-out's replicas rely on).
     bool encoder_pass = false;
-    // V by rows that are a pass's own (an encoder's projections, attended where they are): every call turns
-    // them into channel rows, whatever its rows and spans, so that values are weighed by the product a
-    // transposed cache's get (the same bits, and a text's embedding does not depend on the texts beside it).
-    bool turn_all_values = false;
+    // V by rows that are the pass's own (an encoder's projections, attended where they are, v_trans false):
+    // never turned; an item's rows that see spans from the same cell weigh them together (weighted_rows_*,
+    // ops_x86.h), each output one chain of fused multiply-adds over its cells in order, whatever rows share
+    // its item (a text's embedding does not depend on the texts beside it).
+    bool own_values = false;
 
     const int32_t *rows = nullptr;  // query rows to compute
     int n_rows = 0;

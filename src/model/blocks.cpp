@@ -171,7 +171,7 @@ void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch
     a.v_trans = kv.v_trans;
     a.v_row_bytes = kv.v_row_bytes;
     a.v_cells = kv.size;
-    if (opt.k_rows) {  // the pass's own rows (keep_kv): f32, V by rows, every call's values turned
+    if (opt.k_rows) {  // the pass's own rows (keep_kv): f32, V by rows, weighed where they are
         a.k = reinterpret_cast<const uint8_t *>(opt.k_rows);
         a.type_k = GgmlType::F32;
         a.k_row_bytes = sizeof(float) * hp.n_embd_k_gqa();
@@ -180,7 +180,7 @@ void attend(const HParams &hp, const KvView &kv, uint32_t il, const ForwardBatch
         a.v_trans = false;
         a.v_row_bytes = sizeof(float) * hp.n_embd_v_gqa();
         a.v_cells = 0;
-        a.turn_all_values = true;
+        a.own_values = true;
     }
     a.n_kv = b.n_kv;
     a.mask = opt.mask ? opt.mask : b.mask;
