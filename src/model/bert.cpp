@@ -6,7 +6,7 @@
 //   x = layernorm(embed(tokens) + token_types[0] + position_embd[pos]) * token_embd_norm + token_embd_norm_b
 //   for each layer:
 //     q, k, v = x Wq + bq, x Wk + bk, x Wv + bv;  keep k, v (keep_kv: an encoder's stay where they are)
-//     x = layernorm(x + attention(q, cached K, cached V, mask) Wo + bo) * attn_output_norm + b
+//     x = layernorm(x + attention(q, K, V, mask) Wo + bo) * attn_output_norm + b
 //     x = layernorm(x + gelu(x Wup + bup) Wdown + bdown) * layer_output_norm + b
 //   hidden = x                                    (only for the rows asked for)
 // A reranker adds a classification head over the CLS state (cls, cls.output: model/cls_head.h).
