@@ -4,12 +4,12 @@
 // encoder, causal ones in the decoder; one table per stack, held by its first layer). The feed-forward block
 // is GELU-gated (T5 v1.1, Flan-T5) or, without a gate tensor, ReLU (the original T5).
 //
-// Encoder (llama_encode; the context gives it a private cache and a mask of each token's own sequences):
+// Encoder (llama_encode; the context gives it private cells and a mask of each token's own sequences):
 //   x = embed(tokens)
 //   for each layer:
 //     h = rmsnorm(x) * attn_norm
-//     q, k, v = h Wq, h Wk, h Wv;  store k, v in the cells
-//     x += attention(q, cached K, cached V, mask + bias(kv_pos - pos)) Wo
+//     q, k, v = h Wq, h Wk, h Wv;  attended where they are (keep_kv), not stored
+//     x += attention(q, K, V, mask + bias(kv_pos - pos)) Wo
 //     h = rmsnorm(x) * ffn_norm
 //     x += (gelu(h Wgate) * (h Wup)) Wdown
 //     x += control_vector[il]                      (when one is applied)
