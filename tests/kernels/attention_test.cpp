@@ -519,16 +519,19 @@ TEST(AttentionTest, EncoderPassOverF32Keys) {
 }
 
 // An encoder's own K and V rows attended in place (model/blocks.h keep_kv: V by rows, weighed by rows, in
-// groups of an item's rows): against the reference for 1 to 3 rows (no groups), prompts, per-head masks and
-// rows over their visible cells (sequences whose cells interleave); 1 and 2 threads give the same bits.
+// groups of an item's rows): against the reference for 1 to 3 rows, prompts whose rows share their first cell
+// and end apart (grouped, each row's probabilities zero past its end) or start apart (mask holes), per-head
+// masks and rows over their visible cells (sequences whose cells interleave); 1 and 2 threads give the same
+// bits.
 TEST(AttentionTest, OwnValueRowsAgainstTheReference) {
     uint32_t seed = 950;
-    for (int n_tokens : {1, 2, 3, 6, 21}) {
+    for (int n_tokens : {1, 2, 3, 6, 21, 40}) {
         for (int seqs : {0, 2, 4}) {
             Case c{6, 2, 64, seqs > 0 ? 40 * seqs : 45, n_tokens, GgmlType::F32, GgmlType::F32, false};
             c.encoder_pass = true;
             c.own_values = true;
             c.per_head_bias = n_tokens == 6;
+            c.no_holes = n_tokens >= 21;  // every row from cell 0: items grouped
             if (seqs > 0) {
                 c.interleave = seqs;
                 c.interleaved_cells = true;  // rows over their visible cells
