@@ -233,11 +233,20 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     bool key_blocks = blocks_possible;
     // Values stored by rows (flash-attention contexts) are turned into channel rows the same way, so that a
     // prompt's product with V runs as the transposed cache's does, instead of one cell's row at a time. An
-    // encoder's own values are not: its rows weigh them in groups by rows (AttentionArgs::own_values), which
-    // ran 10-30% faster than turning them and the channel-row product (attention_bench, bge-small and
-    // nomic-embed, 128 and 512 tokens, avx2 and avx512).
-    bool turn_values =
-        !a.v_trans && !a.own_values && a.head_dim_v <= kMaxTurnedHeadDim && a.n_rows >= kMinRowsToTurnKeys;
+    // encoder's own values (AttentionArgs::own_values) are weighed by rows in groups where the x86 kernels
+    // for that exist (weighted_rows_*: 10-30% faster than turning them and the channel-row product in
+    // attention_bench, bge-small and nomic-embed, 128 and 512 tokens, avx2 and avx512); elsewhere (NEON, the
+    // scalar level) every call turns them, whatever its rows and spans, for the channel-row gemm (one axpy
+    // per cell there ran 15-45% slower at the scalar level), and a text's values take that one product
+    // whatever texts share its call.
+#if defined(__x86_64__)
+    const bool own_by_rows = a.own_values && use_avx2_row_ops();
+#else
+    const bool own_by_rows = false;
+#endif
+    const bool own_turned = a.own_values && !own_by_rows;
+    bool turn_values = !a.v_trans && !own_by_rows && a.head_dim_v <= kMaxTurnedHeadDim &&
+                       (a.n_rows >= kMinRowsToTurnKeys || own_turned);
     // unturned[b]: blocks before b that no row sees (prefix counts; a block item needs none in its range)
     std::vector<int32_t> &unturned = scratch<int32_t, Scratch::UnseenBlocks>();
     if (key_blocks || turn_values) {
@@ -260,7 +269,10 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
         unturned[n_blocks] = n_unseen;
         const bool shared = seen_cells > 0 && sum_spans >= kMinRowsPerTurnedCell * seen_cells;
         key_blocks = key_blocks && shared;
-        turn_values = turn_values && shared;
+        turn_values = turn_values && (shared || own_turned);
+        // (Every block where an encoder's values are turned: rows over their visible cells, whose spans are
+        // empty here, weigh the turned channel rows too.)
+        if (own_turned) std::fill(unturned.begin(), unturned.end(), 0);
     }
     auto block_seen = [&](int64_t b) { return unturned[b + 1] == unturned[b]; };
     const int64_t lds = key_blocks ? n_blocks * kKeyBlock : a.n_kv;  // a score row: whole blocks
@@ -373,7 +385,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
     const size_t qf_bytes = key_blocks ? (sizeof(float) * nq * dk + 63) / 64 * 64 : 0;
     // An item's rows that start at the same cell weigh V in one product (below), into og [nq][head_dim_v]:
     // the channel rows' gemm, or an encoder's own values by rows
-    const bool group_values = ((vk && vk->act_type == GgmlType::F32) || (!vk && a.own_values)) && rpi > 1;
+    const bool group_values = ((vk && vk->act_type == GgmlType::F32) || own_by_rows) && rpi > 1;
     const size_t og_bytes = group_values ? (sizeof(float) * nq * a.head_dim_v + 63) / 64 * 64 : 0;
     const size_t scratch_bytes = (scores_bytes + 63) / 64 * 64 + q_bytes + p_bytes +
                                  (vrow_bytes + 63) / 64 * 64 + qf_bytes + og_bytes + 64;
@@ -463,11 +475,13 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                           uint8_t *pbuf, float *vrow) {
         const int g = h0 / gqa;
         std::vector<uint8_t> &buf = scratch<uint8_t, Scratch::Gathered>();
-        const size_t es = a.v_trans ? v_elem_bytes : 0;
+        // channel rows: the cache's, or an encoder's turned values
+        const bool channel_rows = a.v_trans || (own_turned && v_turned);
+        const size_t es = a.v_trans ? v_elem_bytes : v_es;
         const size_t k_bytes = (k_head_bytes * n + 63) / 64 * 64, s_bytes = sizeof(float) * n * hpi;
         const size_t m_bytes = sizeof(float) * n,
-                     v_bytes =
-                         a.v_trans ? sizeof(float) * hpi * (cells[n - 1] + 1 - cells[0]) : v_head_bytes * n;
+                     v_bytes = channel_rows ? sizeof(float) * hpi * (cells[n - 1] + 1 - cells[0])
+                                            : v_head_bytes * n;
         const size_t need = k_bytes + (s_bytes + 63) / 64 * 64 + (m_bytes + 63) / 64 * 64 + v_bytes;
         if (buf.size() < need) buf.resize(need);
         uint8_t *kc = buf.data();
@@ -493,7 +507,7 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
             }
         }
 
-        if (a.v_trans) {
+        if (channel_rows) {
             // Channel rows are not gathered (one element of a row per cell, a scalar load each, cost more
             // than the product over the whole span): the probabilities go back to their cells, zero between
             // them, and the span's product runs as the span path's does.
@@ -506,15 +520,16 @@ void attention(const AttentionArgs &a, ThreadPool &pool) {
                         sc[static_cast<int64_t>(hh) * n + i];
             const uint8_t *p_act = reinterpret_cast<const uint8_t *>(ps);
             size_t p_stride = sizeof(float) * span;
-            if (kv->act_type != GgmlType::F32) {
+            if (vk->act_type != GgmlType::F32) {
                 for (int hh = 0; hh < hpi; ++hh)
-                    kv->quantize_act(ps + static_cast<int64_t>(hh) * span, pbuf + hh * p_act_bytes, span);
+                    vk->quantize_act(ps + static_cast<int64_t>(hh) * span, pbuf + hh * p_act_bytes, span);
                 p_act = pbuf;
                 p_stride = p_act_bytes;
             }
-            const size_t ch_bytes = static_cast<size_t>(a.v_cells) * es;
-            kv->gemm(span, a.v + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es, ch_bytes,
-                     a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
+            const size_t ch_bytes = static_cast<size_t>(a.v_trans ? a.v_cells : a.n_kv) * es;
+            const uint8_t *v0 = a.v_trans ? a.v : v_turned;
+            v_gemm(span, v0 + static_cast<size_t>(g) * a.head_dim_v * ch_bytes + j0 * es, ch_bytes,
+                   a.head_dim_v, p_act, p_stride, hpi, o, a.head_dim_v);
             return;
         }
         // values by rows: this KV head's part of each visible cell's row, side by side

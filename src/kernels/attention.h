@@ -45,10 +45,11 @@ struct AttentionArgs {
     // then take the turned key blocks too, whose scores differ from the dot products' in the last bits (a
     // decode over an F32 cache keeps a one-token decode's bits, which scale-out's replicas rely on).
     bool encoder_pass = false;
-    // V by rows that are the pass's own (an encoder's projections, attended where they are, v_trans false):
-    // never turned; an item's rows that see spans from the same cell weigh them together (weighted_rows_*,
-    // ops_x86.h), each output one chain of fused multiply-adds over its cells in order, whatever rows share
-    // its item (a text's embedding does not depend on the texts beside it).
+    // V by rows that are the pass's own (an encoder's projections, attended where they are, v_trans false).
+    // With the x86 row kernels (weighted_rows_*, ops_x86.h) never turned: an item's rows that see spans from
+    // the same cell weigh them together, each output one chain of fused multiply-adds over its cells in
+    // order. Elsewhere every call turns them into channel rows for the channel-row product. Either way an
+    // output does not depend on the rows that share its call (a text's embedding, on the texts beside it).
     bool own_values = false;
 
     const int32_t *rows = nullptr;  // query rows to compute
