@@ -599,8 +599,9 @@ inline void prefetch_block_ahead(const Block *x) {
 
 // 8 rows of F32 / F16 / BF16 weights x C activations of the same type (block_x8: 8 elements of each row per
 // block). Each (row, activation) keeps 8 f32 partial sums reduced once at the end, as the plain float tile
-// does, so the values are the plain kernel's. One activation: all 8 rows at once; more: 4 rows at a time
-// (4 x 3 accumulators fill the 16 registers), the second half of the group then read from L1.
+// does, so the values are the plain kernel's. One activation: all 8 rows at once (a decoded token takes
+// float_x8_one, two groups at once); more: 4 rows at a time (4 x 3 accumulators fill the 16 registers), the
+// second half of the group then read from L1.
 template <class L, int C>
 struct FloatX8Tile {
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
@@ -926,9 +927,65 @@ inline bool float_stage_off() {
     }();
     return off;
 }
+
+// One activation (a decoded token) against G 8-row groups at once: each row's 8 partial sums take the
+// FMAs of FloatX8Tile<L, 1> in the same order, then hsum_ps, so the same bits. y[g]: group g's 8 outputs.
+template <class L, int G>
+inline void float_x8_groups(int64_t nb, const uint8_t *const *w, const uint8_t *a, float *const *y) {
+    using Block = block_x8<typename L::T>;
+    const Block *xb[G];
+    __m256 acc[G][8];
+    LCTX_UNROLL
+    for (int g = 0; g < G; ++g) {
+        xb[g] = reinterpret_cast<const Block *>(w[g]);
+        LCTX_UNROLL
+        for (int r = 0; r < 8; ++r) acc[g][r] = _mm256_setzero_ps();
+    }
+    const auto *av = reinterpret_cast<const typename L::A *>(a);
+    for (int64_t b = 0; b < nb; ++b) {
+        const __m256 yv = L::va(av + 8 * b);
+        LCTX_UNROLL
+        for (int g = 0; g < G; ++g) {
+            prefetch_block_ahead(&xb[g][b]);
+            LCTX_UNROLL
+            for (int r = 0; r < 8; ++r) acc[g][r] = _mm256_fmadd_ps(L::v(xb[g][b].v[r]), yv, acc[g][r]);
+        }
+    }
+    LCTX_UNROLL
+    for (int g = 0; g < G; ++g) {
+        LCTX_UNROLL
+        for (int r = 0; r < 8; ++r) y[g][r] = hsum_ps(acc[g][r]);
+    }
+}
+
+// A decoded token: each group of the first half of the rows beside one of the second half, so that two
+// streams are read at once (an odd group out alone), as FloatX8Driver512::run_one does at the avx512 level.
+// Group by group (FloatX8Tile<L, 1>), one stream, a 128 MiB F16 matrix read at 20-26 GB/s on one core of an
+// AMD EPYC (Zen 5), two streams at 31-33; BF16 and F32 gained as much (`matmul_bench
+// --benchmark_filter='GemmX8/(f16|bf16|f32)/32768/2048/1$'` at LCTX_ISA=avx2); four streams gained nothing
+// more. Two groups' 16 accumulators take all 16 ymm registers, so a few go through L1 between blocks: the
+// loop waits on memory, not on those loads and stores.
+template <class L>
+void float_x8_one(int64_t nb, const uint8_t *w, size_t ldw, int64_t nr, const uint8_t *a, float *y) {
+    const int64_t ng = nr / 8, second = (ng + 1) / 2;
+    for (int64_t g = 0; g + second < ng; ++g) {
+        const uint8_t *ws[2] = {w + 8 * g * ldw, w + 8 * (g + second) * ldw};
+        float *ys[2] = {y + 8 * g, y + 8 * (g + second)};
+        float_x8_groups<L, 2>(nb, ws, a, ys);
+    }
+    if (ng % 2) {
+        const uint8_t *ws[1] = {w + 8 * (second - 1) * ldw};
+        float *ys[1] = {y + 8 * (second - 1)};
+        float_x8_groups<L, 1>(nb, ws, a, ys);
+    }
+}
+
 template <class L, template <class, int> class Tile>
 void gemm_float_x8(int64_t n, const void *w, size_t ldw, int64_t nr, const void *act, size_t lda, int64_t nc,
                    float *y, int64_t ldy) {
+    if (nc == 1)
+        return float_x8_one<L>(n / 8, static_cast<const uint8_t *>(w), ldw, nr,
+                               static_cast<const uint8_t *>(act), y);
     if (nc >= kStageMinAct && !float_stage_off())
         gemm_float_x8_staged<L>(n, w, ldw, nr, act, lda, nc, y, ldy);
     else
