@@ -597,18 +597,70 @@ inline void prefetch_block_ahead(const Block *x) {
     for (size_t l = 0; l < sizeof(Block); l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
 }
 
+// A decoded token's 8-row groups two at a time, so that two weight streams are read at once: each group of
+// the first half of [0, ng) beside one of the second half, an odd group out (the first half's last) alone.
+// pair(g0, g1) and single(g) take group indices.
+template <class Pair, class Single>
+inline void for_group_pairs(int64_t ng, Pair pair, Single single) {
+    const int64_t second = (ng + 1) / 2;
+    for (int64_t g = 0; g + second < ng; ++g) pair(g, g + second);
+    if (ng % 2) single(second - 1);
+}
+
+// One activation (a decoded token) against G 8-row groups at once: each row's 8 partial sums take the
+// FMAs in block order, then hsum_ps, as FloatX8Tile's wider tiles do: the same bits. y[g]: group g's 8
+// outputs. Each group prefetched kFloatX8PrefetchBytes ahead.
+template <class L, int G>
+inline void float_x8_groups(int64_t nb, const uint8_t *const *w, const uint8_t *a, float *const *y) {
+    using Block = block_x8<typename L::T>;
+    const Block *xb[G];
+    __m256 acc[G][8];
+    LCTX_UNROLL
+    for (int g = 0; g < G; ++g) {
+        xb[g] = reinterpret_cast<const Block *>(w[g]);
+        LCTX_UNROLL
+        for (int r = 0; r < 8; ++r) acc[g][r] = _mm256_setzero_ps();
+    }
+    const auto *av = reinterpret_cast<const typename L::A *>(a);
+    for (int64_t b = 0; b < nb; ++b) {
+        const __m256 yv = L::va(av + 8 * b);
+        LCTX_UNROLL
+        for (int g = 0; g < G; ++g) {
+            prefetch_block_ahead(&xb[g][b]);
+            LCTX_UNROLL
+            for (int r = 0; r < 8; ++r) acc[g][r] = _mm256_fmadd_ps(L::v(xb[g][b].v[r]), yv, acc[g][r]);
+        }
+    }
+    LCTX_UNROLL
+    for (int g = 0; g < G; ++g) {
+        LCTX_UNROLL
+        for (int r = 0; r < 8; ++r) y[g][r] = hsum_ps(acc[g][r]);
+    }
+}
+
 // 8 rows of F32 / F16 / BF16 weights x C activations of the same type (block_x8: 8 elements of each row per
 // block). Each (row, activation) keeps 8 f32 partial sums reduced once at the end, as the plain float tile
-// does, so the values are the plain kernel's. One activation: all 8 rows at once (a decoded token takes
-// float_x8_one, two groups at once); more: 4 rows at a time (4 x 3 accumulators fill the 16 registers), the
-// second half of the group then read from L1.
+// does, so the values are the plain kernel's. One activation: all 8 rows at once (float_x8_groups; a decoded
+// token's call takes float_x8_one, two groups at once); more: 4 rows at a time (4 x 3 accumulators fill the
+// 16 registers), the second half of the group then read from L1.
 template <class L, int C>
 struct FloatX8Tile {
     static void run(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, const int32_t *, float *y,
                     int64_t ldy, [[maybe_unused]] bool first_pass) {
+        if constexpr (C == 1) {
+            float *ys[1] = {y};
+            float_x8_groups<L, 1>(nb, &w, a, ys);
+        } else {
+            run_halves(nb, w, a, lda, y, ldy);
+        }
+    }
+
+  private:
+    static void run_halves(int64_t nb, const uint8_t *w, const uint8_t *a, size_t lda, float *y,
+                           int64_t ldy) {
         using T = typename L::T;
         using Block = block_x8<T>;
-        constexpr int R = C == 1 ? 8 : 4;
+        constexpr int R = 4;
         const auto *xb = reinterpret_cast<const Block *>(w);
         for (int h = 0; h < 8; h += R) {
             __m256 acc[R][C];
@@ -619,7 +671,6 @@ struct FloatX8Tile {
             }
             for (int64_t b = 0; b < nb; ++b) {
                 const Block &x = xb[b];
-                if constexpr (C == 1) prefetch_block_ahead(&x);
                 __m256 xv[R];
                 LCTX_UNROLL
                 for (int r = 0; r < R; ++r) xv[r] = L::v(x.v[h + r]);
@@ -928,36 +979,6 @@ inline bool float_stage_off() {
     return off;
 }
 
-// One activation (a decoded token) against G 8-row groups at once: each row's 8 partial sums take the
-// FMAs of FloatX8Tile<L, 1> in the same order, then hsum_ps, so the same bits. y[g]: group g's 8 outputs.
-template <class L, int G>
-inline void float_x8_groups(int64_t nb, const uint8_t *const *w, const uint8_t *a, float *const *y) {
-    using Block = block_x8<typename L::T>;
-    const Block *xb[G];
-    __m256 acc[G][8];
-    LCTX_UNROLL
-    for (int g = 0; g < G; ++g) {
-        xb[g] = reinterpret_cast<const Block *>(w[g]);
-        LCTX_UNROLL
-        for (int r = 0; r < 8; ++r) acc[g][r] = _mm256_setzero_ps();
-    }
-    const auto *av = reinterpret_cast<const typename L::A *>(a);
-    for (int64_t b = 0; b < nb; ++b) {
-        const __m256 yv = L::va(av + 8 * b);
-        LCTX_UNROLL
-        for (int g = 0; g < G; ++g) {
-            prefetch_block_ahead(&xb[g][b]);
-            LCTX_UNROLL
-            for (int r = 0; r < 8; ++r) acc[g][r] = _mm256_fmadd_ps(L::v(xb[g][b].v[r]), yv, acc[g][r]);
-        }
-    }
-    LCTX_UNROLL
-    for (int g = 0; g < G; ++g) {
-        LCTX_UNROLL
-        for (int r = 0; r < 8; ++r) y[g][r] = hsum_ps(acc[g][r]);
-    }
-}
-
 // A decoded token: each group of the first half of the rows beside one of the second half, so that two
 // streams are read at once (an odd group out alone), as FloatX8Driver512::run_one does at the avx512 level.
 // Group by group (FloatX8Tile<L, 1>), one stream, a 128 MiB F16 matrix read at 20-26 GB/s on one core of an
@@ -967,17 +988,18 @@ inline void float_x8_groups(int64_t nb, const uint8_t *const *w, const uint8_t *
 // loop waits on memory, not on those loads and stores.
 template <class L>
 void float_x8_one(int64_t nb, const uint8_t *w, size_t ldw, int64_t nr, const uint8_t *a, float *y) {
-    const int64_t ng = nr / 8, second = (ng + 1) / 2;
-    for (int64_t g = 0; g + second < ng; ++g) {
-        const uint8_t *ws[2] = {w + 8 * g * ldw, w + 8 * (g + second) * ldw};
-        float *ys[2] = {y + 8 * g, y + 8 * (g + second)};
-        float_x8_groups<L, 2>(nb, ws, a, ys);
-    }
-    if (ng % 2) {
-        const uint8_t *ws[1] = {w + 8 * (second - 1) * ldw};
-        float *ys[1] = {y + 8 * (second - 1)};
-        float_x8_groups<L, 1>(nb, ws, a, ys);
-    }
+    for_group_pairs(
+        nr / 8,
+        [&](int64_t g0, int64_t g1) {
+            const uint8_t *ws[2] = {w + 8 * g0 * ldw, w + 8 * g1 * ldw};
+            float *ys[2] = {y + 8 * g0, y + 8 * g1};
+            float_x8_groups<L, 2>(nb, ws, a, ys);
+        },
+        [&](int64_t g) {
+            const uint8_t *ws[1] = {w + 8 * g * ldw};
+            float *ys[1] = {y + 8 * g};
+            float_x8_groups<L, 1>(nb, ws, a, ys);
+        });
 }
 
 template <class L, template <class, int> class Tile>
